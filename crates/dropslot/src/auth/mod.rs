@@ -1,0 +1,118 @@
+//! Bearer tokens (CONTRACT §1): random, shown once, stored as SHA-256, revocable; and the
+//! `Caller` extractor that turns a request's token into its client, mode and price list.
+
+pub mod admin;
+
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use base64::Engine;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::app::App;
+use crate::config::{Limits, PriceList};
+use crate::error::{Error, Result};
+use crate::ids::ClientId;
+use crate::store::{Mode, NewToken, Principal, Scope, TokenHash, TokenKind};
+
+/// A freshly minted token: the secret (shown once) and what is stored.
+pub struct MintedToken {
+    pub secret: String,
+    pub stored: NewToken,
+}
+
+/// `ds_<kind>_` + 43 base64url characters (32 random bytes).
+pub fn mint(client: ClientId, kind: TokenKind) -> MintedToken {
+    let random = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(crate::ids::random_bytes::<32>());
+    let secret = format!("ds_{}_{random}", kind.as_str());
+    let prefix = secret[..secret.len() - random.len() + 8].to_string();
+    let last4 = secret[secret.len() - 4..].to_string();
+    MintedToken { stored: NewToken { client, kind, hash: hash(&secret), prefix, last4 }, secret }
+}
+
+pub fn hash(token: &str) -> TokenHash {
+    TokenHash(Sha256::digest(token.as_bytes()).into())
+}
+
+/// A client's negotiated terms; absent fields fall back to the configuration.
+#[derive(Debug, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSettings {
+    #[serde(default)]
+    pub pricing: Option<PriceList>,
+    #[serde(default)]
+    pub limits: Option<Limits>,
+}
+
+/// The authenticated caller of a client-API request.
+#[derive(Clone)]
+pub struct Caller {
+    pub principal: Principal,
+    pub scope: Scope,
+    pub prices: Arc<PriceList>,
+    pub limits: Limits,
+}
+
+impl Caller {
+    /// Client endpoints (preview, orders, parcels) take test and live tokens, not ops.
+    pub fn require_client(&self) -> Result<()> {
+        match self.principal.kind {
+            TokenKind::Test | TokenKind::Live => Ok(()),
+            TokenKind::Ops => Err(Error::Forbidden("Operations tokens cannot call the client API.")),
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.scope.mode
+    }
+}
+
+/// The token from `Authorization: Bearer <token>`, if well-formed.
+fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && token.len() <= 256).then_some(token)
+}
+
+impl FromRequestParts<App> for Caller {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
+        let token = bearer(parts).ok_or(Error::Unauthorized)?;
+        let principal = app.store.principal(&hash(token)).await?.ok_or(Error::Unauthorized)?;
+        let (prices, limits) = match &principal.settings_json {
+            None => (app.default_prices.clone(), app.settings.limits),
+            Some(json) => {
+                let s: ClientSettings = serde_json::from_str(json)
+                    .map_err(|e| Error::Internal(format!("client {} settings: {e}", principal.client)))?;
+                (
+                    s.pricing.map_or_else(|| app.default_prices.clone(), Arc::new),
+                    s.limits.unwrap_or(app.settings.limits),
+                )
+            }
+        };
+        let scope = Scope { client: principal.client, mode: principal.kind.mode() };
+        Ok(Caller { principal, scope, prices, limits })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minted_tokens_are_long_prefixed_and_hashed() {
+        let t = mint(ClientId(1), TokenKind::Live);
+        assert!(t.secret.starts_with("ds_live_"));
+        assert_eq!(t.secret.len(), 8 + 43);
+        assert_eq!(t.stored.prefix.len(), 16);
+        assert!(t.secret.starts_with(&t.stored.prefix));
+        assert!(t.secret.ends_with(&t.stored.last4));
+        assert_eq!(t.stored.hash, hash(&t.secret));
+        assert_ne!(mint(ClientId(1), TokenKind::Live).secret, t.secret);
+    }
+}

@@ -1,0 +1,216 @@
+//! The operator interface of CONTRACT §9: `serve`, `migrate`, `client create`,
+//! `token create|list|revoke`. Exit codes: 0 success, 2 usage, 1 failure (reason on stderr).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use tokio::net::TcpListener;
+
+use crate::config::{Overrides, Settings};
+use crate::http::API;
+use crate::ids::ClientId;
+use crate::store::{self, DynStore, TokenKind};
+
+#[derive(Parser, Debug)]
+#[command(name = "dropslot", version, about = "Scheduled same-day parcel delivery")]
+struct Cli {
+    /// sqlite://PATH (default sqlite://dropslot.db) or postgres://…
+    #[arg(long, global = true, env = "DATABASE_URL")]
+    database: Option<String>,
+    /// A TOML file merged over the embedded default configuration.
+    #[arg(long, global = true, env = "DROPSLOT_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the HTTP server (migrates first; on an empty database creates a demo client).
+    Serve {
+        /// ADDR:PORT to listen on (default 127.0.0.1:8080).
+        #[arg(long, env = "DROPSLOT_LISTEN")]
+        listen: Option<String>,
+    },
+    /// Bring the database schema up to date.
+    Migrate,
+    /// Manage clients.
+    Client {
+        #[command(subcommand)]
+        command: ClientCommand,
+    },
+    /// Manage API tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ClientCommand {
+    /// Create a client; prints its id alone.
+    Create {
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCommand {
+    /// Create a token; prints it alone (it is shown only this once).
+    Create {
+        #[arg(long)]
+        client: i64,
+        #[arg(long, value_parser = ["test", "live", "ops"])]
+        kind: String,
+    },
+    /// List a client's tokens (prefix and last four characters only).
+    List {
+        #[arg(long)]
+        client: i64,
+    },
+    /// Revoke the token with this prefix (as shown by `token list`).
+    Revoke { prefix: String },
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start the runtime: {e}")),
+    };
+    match runtime.block_on(execute(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(reason) => fail(&reason),
+    }
+}
+
+fn fail(reason: &str) -> ExitCode {
+    eprintln!("dropslot: {reason}");
+    ExitCode::from(1)
+}
+
+async fn execute(cli: Cli) -> Result<(), String> {
+    let mut overrides = Overrides::from_env();
+    overrides.database = cli.database.or(overrides.database);
+    overrides.config_file = cli.config.or(overrides.config_file);
+    if let Command::Serve { listen } = &cli.command {
+        overrides.listen = listen.clone().or(overrides.listen);
+    }
+    let settings = Settings::load(&overrides).map_err(|e| e.to_string())?;
+    match cli.command {
+        Command::Serve { .. } => serve(settings).await,
+        Command::Migrate => {
+            let store = open(&settings).await?;
+            let applied = store.migrate().await.map_err(|e| e.to_string())?;
+            eprintln!("migrations applied: {applied:?}");
+            Ok(())
+        }
+        Command::Client { command: ClientCommand::Create { name } } => {
+            let name = name.trim();
+            if name.is_empty() {
+                return Err("--name must not be empty".into());
+            }
+            let store = migrated(&settings).await?;
+            let id = store.create_client(name, jiff::Timestamp::now()).await.map_err(|e| e.to_string())?;
+            println!("{id}");
+            Ok(())
+        }
+        Command::Token { command } => token(&settings, command).await,
+    }
+}
+
+async fn token(settings: &Settings, command: TokenCommand) -> Result<(), String> {
+    let store = migrated(settings).await?;
+    match command {
+        TokenCommand::Create { client, kind } => {
+            let kind = TokenKind::parse(&kind).ok_or("--kind must be test, live or ops")?;
+            let client = ClientId(client);
+            if !store.client_exists(client).await.map_err(|e| e.to_string())? {
+                return Err(format!("no client with id {client}"));
+            }
+            let minted = crate::auth::mint(client, kind);
+            store.insert_token(minted.stored, jiff::Timestamp::now()).await.map_err(|e| e.to_string())?;
+            println!("{}", minted.secret);
+        }
+        TokenCommand::List { client } => {
+            for t in store.list_tokens(ClientId(client)).await.map_err(|e| e.to_string())? {
+                let state = t.revoked_at.map_or_else(|| "active".to_string(), |at| format!("revoked {at}"));
+                println!("{}…{}\t{}\t{}\t{}", t.prefix, t.last4, t.kind.as_str(), t.created_at, state);
+            }
+        }
+        TokenCommand::Revoke { prefix } => {
+            let prefix = prefix.trim_end_matches('…');
+            if !store.revoke_token(prefix, jiff::Timestamp::now()).await.map_err(|e| e.to_string())? {
+                return Err(format!("no active token with prefix {prefix}"));
+            }
+            eprintln!("revoked {prefix}");
+        }
+    }
+    Ok(())
+}
+
+async fn open(settings: &Settings) -> Result<DynStore, String> {
+    store::open(&settings.database).await.map_err(|e| e.to_string())
+}
+
+async fn migrated(settings: &Settings) -> Result<DynStore, String> {
+    let store = open(settings).await?;
+    store.migrate().await.map_err(|e| e.to_string())?;
+    Ok(store)
+}
+
+fn init_tracing() {
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::prelude::*;
+    let filter: Targets = std::env::var("RUST_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
+        Targets::new().with_default(tracing::Level::INFO)
+    });
+    let _ = tracing_subscriber::registry().with(tracing_subscriber::fmt::layer().with_target(false)).with(filter).try_init();
+}
+
+async fn serve(settings: Settings) -> Result<(), String> {
+    init_tracing();
+    let listener = TcpListener::bind(settings.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
+    let app = crate::App::build(settings).await.map_err(|e| e.to_string())?;
+    let base = app.settings.base_url.clone();
+    if let Some((client, token)) = app.bootstrap_demo().await.map_err(|e| e.to_string())? {
+        println!("Demo client created (id {client}). Its test token, shown only now:\n\n  {token}\n");
+        println!(
+            "Try a preview:\n\n  curl -s {base}{API}/requests/preview \\\n    -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' \\\n    -d '{{\"pick_up_address\":{{\"text\":\"100 King St W, Toronto, ON M5X 1A9\"}},\"drop_offs\":[{{\"address\":{{\"text\":\"290 Bremner Blvd, Toronto, ON M5V 3L9\"}},\"parcels\":[{{\"unit\":\"g\",\"values\":500}}]}}]}}'\n"
+        );
+    }
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!(%local, database = %crate::config::redact_url(&app.settings.database), "dropslot listening");
+    println!("dropslot listening on http://{local} (base URL {base})");
+    app.serve(listener, shutdown_signal()).await.map_err(|e| e.to_string())
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+}

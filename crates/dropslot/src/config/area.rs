@@ -1,0 +1,221 @@
+//! The service area as configured (regions, cities, zones, slots), validated and compiled
+//! into lookup-friendly form: time zones resolved, holidays parsed, postal prefixes indexed.
+
+use std::collections::BTreeSet;
+
+use jiff::civil::{Date, Weekday};
+use jiff::tz::TimeZone;
+use serde::Deserialize;
+
+use crate::money::TaxRate;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRegion {
+    code: String,
+    name: String,
+    tax_bp: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCity {
+    code: String,
+    name: String,
+    region: String,
+    time_zone: String,
+    weekdays: Vec<String>,
+    #[serde(default)]
+    holidays: Vec<String>,
+    pick_up_slots: Vec<Slot>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawZone {
+    code: String,
+    city: String,
+    warehouse: String,
+    postal_prefixes: Vec<String>,
+    drop_off_slots: Vec<Slot>,
+}
+
+/// A time slot: minutes after local midnight; bookable until `closing_margin` minutes before
+/// its start.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Slot {
+    pub code: String,
+    pub name: String,
+    pub from_time: u16,
+    pub to_time: u16,
+    #[serde(default)]
+    pub closing_margin: u16,
+}
+
+#[derive(Debug, Clone)]
+pub struct Region {
+    pub code: String,
+    pub name: String,
+    pub tax: TaxRate,
+}
+
+/// Operating weekdays as a bit set (bit 0 = Monday).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weekdays(u8);
+
+impl Weekdays {
+    pub fn contains(self, d: Weekday) -> bool {
+        self.0 & (1 << (d.to_monday_zero_offset())) != 0
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct City {
+    pub code: String,
+    pub name: String,
+    pub region: usize,
+    pub tz: TimeZone,
+    pub weekdays: Weekdays,
+    pub holidays: BTreeSet<Date>,
+    /// Sorted by start.
+    pub pick_up_slots: Vec<Slot>,
+}
+
+impl City {
+    pub fn operates_on(&self, d: Date) -> bool {
+        self.weekdays.contains(d.weekday()) && !self.holidays.contains(&d)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Zone {
+    pub code: String,
+    pub city: usize,
+    pub warehouse: String,
+    /// Sorted by start.
+    pub drop_off_slots: Vec<Slot>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServiceArea {
+    regions: Vec<Region>,
+    cities: Vec<City>,
+    zones: Vec<Zone>,
+    /// (upper-case prefix without spaces, zone index), longest prefix first.
+    prefixes: Vec<(String, usize)>,
+}
+
+impl ServiceArea {
+    pub(super) fn build(regions: Vec<RawRegion>, cities: Vec<RawCity>, zones: Vec<RawZone>) -> Result<Self, String> {
+        let regions: Vec<Region> = regions
+            .into_iter()
+            .map(|r| Region { code: r.code, name: r.name, tax: TaxRate(r.tax_bp) })
+            .collect();
+        for (i, r) in regions.iter().enumerate() {
+            if r.tax.0 > 10_000 {
+                return Err(format!("regions.{i}.tax_bp: at most 10000 (100 %)"));
+            }
+        }
+        let mut built_cities = Vec::with_capacity(cities.len());
+        for (i, c) in cities.into_iter().enumerate() {
+            let at = |f: &str| format!("cities.{i}.{f}");
+            let region = regions
+                .iter()
+                .position(|r| r.code == c.region)
+                .ok_or_else(|| format!("{}: unknown region {:?}", at("region"), c.region))?;
+            let tz = TimeZone::get(&c.time_zone).map_err(|e| format!("{}: {e}", at("time_zone")))?;
+            let mut bits = 0u8;
+            for (j, w) in c.weekdays.iter().enumerate() {
+                bits |= 1 << parse_weekday(w).ok_or_else(|| format!("{}: {w:?} is not mon..sun", at(&format!("weekdays.{j}"))))?;
+            }
+            let mut holidays = BTreeSet::new();
+            for (j, h) in c.holidays.iter().enumerate() {
+                holidays.insert(h.parse::<Date>().map_err(|e| format!("{}: {e}", at(&format!("holidays.{j}"))))?);
+            }
+            let pick_up_slots = check_slots(c.pick_up_slots, &at("pick_up_slots"))?;
+            built_cities.push(City { code: c.code, name: c.name, region, tz, weekdays: Weekdays(bits), holidays, pick_up_slots });
+        }
+        if built_cities.is_empty() {
+            return Err("cities: at least one city".into());
+        }
+        let mut built_zones = Vec::with_capacity(zones.len());
+        let mut prefixes = Vec::new();
+        for (i, z) in zones.into_iter().enumerate() {
+            let city = built_cities
+                .iter()
+                .position(|c| c.code == z.city)
+                .ok_or_else(|| format!("zones.{i}.city: unknown city {:?}", z.city))?;
+            let drop_off_slots = check_slots(z.drop_off_slots, &format!("zones.{i}.drop_off_slots"))?;
+            for p in &z.postal_prefixes {
+                let key: String = p.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_uppercase();
+                if key.is_empty() {
+                    return Err(format!("zones.{i}.postal_prefixes: empty prefix"));
+                }
+                if prefixes.iter().any(|(k, _)| *k == key) {
+                    return Err(format!("zones.{i}.postal_prefixes: {p:?} is already used by another zone"));
+                }
+                prefixes.push((key, i));
+            }
+            built_zones.push(Zone { code: z.code, city, warehouse: z.warehouse, drop_off_slots });
+        }
+        if built_zones.is_empty() {
+            return Err("zones: at least one zone".into());
+        }
+        prefixes.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        Ok(Self { regions, cities: built_cities, zones: built_zones, prefixes })
+    }
+
+    pub fn regions(&self) -> &[Region] {
+        &self.regions
+    }
+    pub fn cities(&self) -> &[City] {
+        &self.cities
+    }
+    pub fn zones(&self) -> &[Zone] {
+        &self.zones
+    }
+    pub fn zone(&self, i: usize) -> &Zone {
+        &self.zones[i]
+    }
+    pub fn city(&self, i: usize) -> &City {
+        &self.cities[i]
+    }
+    pub fn region(&self, i: usize) -> &Region {
+        &self.regions[i]
+    }
+
+    /// The zone serving a postal code (upper-case, no spaces): the longest matching prefix.
+    pub fn zone_for(&self, compact_postal: &str) -> Option<usize> {
+        self.prefixes.iter().find(|(p, _)| compact_postal.starts_with(p.as_str())).map(|(_, z)| *z)
+    }
+}
+
+fn parse_weekday(s: &str) -> Option<i8> {
+    Some(match s.to_ascii_lowercase().as_str() {
+        "mon" | "monday" => 0,
+        "tue" | "tuesday" => 1,
+        "wed" | "wednesday" => 2,
+        "thu" | "thursday" => 3,
+        "fri" | "friday" => 4,
+        "sat" | "saturday" => 5,
+        "sun" | "sunday" => 6,
+        _ => return None,
+    })
+}
+
+fn check_slots(mut slots: Vec<Slot>, at: &str) -> Result<Vec<Slot>, String> {
+    if slots.is_empty() {
+        return Err(format!("{at}: at least one slot"));
+    }
+    for (j, s) in slots.iter().enumerate() {
+        if s.from_time >= s.to_time || s.to_time > 24 * 60 {
+            return Err(format!("{at}.{j}: from_time < to_time <= 1440 (minutes after midnight)"));
+        }
+        if s.closing_margin > s.from_time + 24 * 60 {
+            return Err(format!("{at}.{j}.closing_margin: too large"));
+        }
+    }
+    slots.sort_by_key(|s| s.from_time);
+    Ok(slots)
+}

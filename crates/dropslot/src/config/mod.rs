@@ -1,0 +1,302 @@
+//! Configuration: the embedded commented default, an optional file merged over it, then
+//! environment variables and flags; validated once at start into `Settings`.
+
+mod area;
+
+use std::net::SocketAddr;
+
+use jiff::Timestamp;
+use serde::Deserialize;
+
+pub use area::{City, Region, ServiceArea, Slot, Weekdays, Zone};
+
+use crate::money::Money;
+
+pub const DEFAULT_TOML: &str = include_str!("default.toml");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    server: RawServer,
+    pricing: PriceList,
+    limits: Limits,
+    regions: Vec<area::RawRegion>,
+    cities: Vec<area::RawCity>,
+    zones: Vec<area::RawZone>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    listen: String,
+    database: String,
+    base_url: String,
+    body_limit: usize,
+    shutdown_grace_seconds: u64,
+    #[serde(default)]
+    admin_token: Option<String>,
+}
+
+/// A client's price list: size classes (smallest first), minimum price and payment type.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PriceList {
+    pub min_price: Money,
+    pub payment_type: PaymentType,
+    pub sizes: Vec<SizeClass>,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PaymentType {
+    pub id: i64,
+    pub code: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SizeClass {
+    pub code: String,
+    pub name: String,
+    pub max_grams: u32,
+    pub price: Money,
+    pub note: String,
+}
+
+/// Per-request limits of the interface's Limits table (per client overridable).
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    pub order_drop_offs: usize,
+    pub order_parcels_per_drop_off: usize,
+    pub preview_drop_offs: usize,
+    pub preview_parcels_per_drop_off: usize,
+}
+
+/// Everything the server needs, validated.
+#[derive(Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub database: String,
+    /// No trailing slash.
+    pub base_url: String,
+    pub body_limit: usize,
+    pub shutdown_grace: std::time::Duration,
+    pub admin_token: Option<String>,
+    /// Pins the clock (scheduling, timestamps): tests and demos.
+    pub now: Option<Timestamp>,
+    pub pricing: PriceList,
+    pub limits: Limits,
+    pub area: ServiceArea,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("listen", &self.listen)
+            .field("database", &redact_url(&self.database))
+            .field("base_url", &self.base_url)
+            .field("admin_token", &self.admin_token.as_ref().map(|_| "<hidden>"))
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Hides a password in `scheme://user:password@host`.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => match url[s + 3..at].find(':') {
+            Some(c) => format!("{}:***{}", &url[..s + 3 + c], &url[at..]),
+            None => url.to_string(),
+        },
+        _ => url.to_string(),
+    }
+}
+
+/// Overrides from flags and environment (flags win; clap merges both into one value).
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub config_file: Option<std::path::PathBuf>,
+    pub listen: Option<String>,
+    pub database: Option<String>,
+    pub base_url: Option<String>,
+    pub now: Option<String>,
+    pub admin_token: Option<String>,
+}
+
+impl Overrides {
+    /// Reads the CONTRACT §9 environment variables (used where no flag was given).
+    pub fn from_env() -> Self {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Self {
+            config_file: var("DROPSLOT_CONFIG").map(Into::into),
+            listen: var("DROPSLOT_LISTEN"),
+            database: var("DATABASE_URL"),
+            base_url: var("DROPSLOT_BASE_URL"),
+            now: var("DROPSLOT_NOW"),
+            admin_token: var("DROPSLOT_ADMIN_TOKEN"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("config file {path} is not valid TOML: {message}")]
+    Toml { path: String, message: String },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl Settings {
+    /// Embedded default, then the optional file, then overrides; validated.
+    pub fn load(o: &Overrides) -> Result<Settings, ConfigError> {
+        let mut merged: toml::Table = DEFAULT_TOML
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::Toml { path: "<embedded>".into(), message: e.to_string() })?;
+        if let Some(path) = &o.config_file {
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+            let file: toml::Table = text
+                .parse()
+                .map_err(|e: toml::de::Error| ConfigError::Toml { path: shown.clone(), message: e.to_string() })?;
+            merge(&mut merged, file);
+        }
+        Self::from_table(merged, o)
+    }
+
+    /// Loads the defaults with a TOML fragment merged over them (tests, embedding).
+    pub fn from_toml_fragment(fragment: &str, o: &Overrides) -> Result<Settings, ConfigError> {
+        let mut merged: toml::Table = DEFAULT_TOML.parse().map_err(|e: toml::de::Error| ConfigError::Toml {
+            path: "<embedded>".into(),
+            message: e.to_string(),
+        })?;
+        let extra: toml::Table = fragment
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::Toml { path: "<fragment>".into(), message: e.to_string() })?;
+        merge(&mut merged, extra);
+        Self::from_table(merged, o)
+    }
+
+    fn from_table(table: toml::Table, o: &Overrides) -> Result<Settings, ConfigError> {
+        let raw: RawConfig = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+        let listen_text = o.listen.clone().unwrap_or(raw.server.listen);
+        let listen: SocketAddr = listen_text
+            .parse()
+            .map_err(|_| ConfigError::Invalid(format!("server.listen: {listen_text:?} is not an ADDR:PORT")))?;
+        let database = o.database.clone().unwrap_or(raw.server.database);
+        if !(database.starts_with("sqlite:") || database.starts_with("postgres://") || database.starts_with("postgresql://")) {
+            return Err(ConfigError::Invalid(format!(
+                "server.database: {:?} must be sqlite://PATH or postgres://…",
+                redact_url(&database)
+            )));
+        }
+        let base_url = o.base_url.clone().unwrap_or(raw.server.base_url);
+        let base_url = if base_url.is_empty() { format!("http://{listen}") } else { base_url };
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(ConfigError::Invalid(format!("server.base_url: {base_url:?} must start with http:// or https://")));
+        }
+        let now = match &o.now {
+            None => None,
+            Some(s) => Some(s.parse::<Timestamp>().map_err(|e| {
+                ConfigError::Invalid(format!("DROPSLOT_NOW: {s:?} is not an RFC 3339 timestamp: {e}"))
+            })?),
+        };
+        if raw.server.body_limit < 1024 {
+            return Err(ConfigError::Invalid("server.body_limit: at least 1024 bytes".into()));
+        }
+        validate_pricing(&raw.pricing).map_err(ConfigError::Invalid)?;
+        validate_limits(&raw.limits).map_err(ConfigError::Invalid)?;
+        let area = ServiceArea::build(raw.regions, raw.cities, raw.zones).map_err(ConfigError::Invalid)?;
+        let admin_token = o.admin_token.clone().or(raw.server.admin_token).filter(|t| !t.is_empty());
+        if let Some(t) = &admin_token {
+            if t.len() < 16 {
+                return Err(ConfigError::Invalid("DROPSLOT_ADMIN_TOKEN: use at least 16 characters".into()));
+            }
+        }
+        Ok(Settings {
+            listen,
+            database,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            body_limit: raw.server.body_limit,
+            shutdown_grace: std::time::Duration::from_secs(raw.server.shutdown_grace_seconds),
+            admin_token,
+            now,
+            pricing: raw.pricing,
+            limits: raw.limits,
+            area,
+        })
+    }
+}
+
+/// Tables merge key by key; anything else in `over` replaces.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+pub fn validate_pricing(p: &PriceList) -> Result<(), String> {
+    if p.sizes.is_empty() {
+        return Err("pricing.sizes: at least one size class".into());
+    }
+    for (i, w) in p.sizes.windows(2).enumerate() {
+        if w[1].max_grams <= w[0].max_grams {
+            return Err(format!("pricing.sizes.{}: max_grams must grow with each class", i + 1));
+        }
+    }
+    for (i, s) in p.sizes.iter().enumerate() {
+        if s.code.is_empty() || s.max_grams == 0 {
+            return Err(format!("pricing.sizes.{i}: code and max_grams are required"));
+        }
+    }
+    Ok(())
+}
+
+fn validate_limits(l: &Limits) -> Result<(), String> {
+    if [l.order_drop_offs, l.order_parcels_per_drop_off, l.preview_drop_offs, l.preview_parcels_per_drop_off]
+        .contains(&0)
+    {
+        return Err("limits: every limit must be at least 1".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_default_is_valid() {
+        let s = Settings::load(&Overrides::default()).unwrap();
+        assert_eq!(s.pricing.min_price, Money(4500));
+        assert_eq!(s.base_url, "http://127.0.0.1:8080");
+        assert_eq!(s.area.cities().len(), 1);
+    }
+
+    #[test]
+    fn file_merges_over_default_and_bad_values_are_named() {
+        let s = Settings::from_toml_fragment("[pricing]\nmin_price = \"30\"", &Overrides::default()).unwrap();
+        assert_eq!(s.pricing.min_price, Money(3000));
+        assert_eq!(s.pricing.sizes.len(), 4, "tables merge, untouched keys stay");
+        let e = Settings::from_toml_fragment("[server]\nlisten = \"nope\"", &Overrides::default()).unwrap_err();
+        assert!(e.to_string().contains("server.listen"), "{e}");
+        let o = Overrides { now: Some("yesterday".into()), ..Overrides::default() };
+        assert!(Settings::load(&o).unwrap_err().to_string().contains("DROPSLOT_NOW"));
+    }
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(redact_url("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact_url("sqlite://x.db"), "sqlite://x.db");
+    }
+}

@@ -1,0 +1,157 @@
+//! The one error type of the service and its rendering as the CONTRACT §2 envelope.
+//! Every handler returns `Result<T>`; nothing else decides what an error looks like on the wire.
+
+use std::collections::BTreeMap;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Field path (dotted, into the request body, or `header.X`/`path.x`) → human messages.
+#[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct FieldErrors(BTreeMap<String, Vec<String>>);
+
+impl FieldErrors {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.entry(path.into()).or_default().push(message.into());
+    }
+    pub fn single(path: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut e = Self::new();
+        e.add(path, message);
+        e
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Messages collected so far (to tell whether a check added any).
+    pub fn len_total(&self) -> usize {
+        self.0.values().map(Vec::len).sum()
+    }
+    pub fn contains(&self, path: &str) -> bool {
+        self.0.contains_key(path)
+    }
+    /// `Ok(())` when nothing was collected, else the 422.
+    pub fn into_result(self) -> Result<()> {
+        if self.is_empty() { Ok(()) } else { Err(Error::Validation(self)) }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{message}")]
+    BadRequest { message: String, errors: FieldErrors },
+    #[error("unauthenticated")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("not found")]
+    NotFound,
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Gone(&'static str),
+    #[error("request body too large")]
+    PayloadTooLarge,
+    #[error("unsupported media type")]
+    UnsupportedMediaType,
+    #[error("the given data was invalid")]
+    Validation(FieldErrors),
+    #[error("service unavailable: {0}")]
+    Unavailable(&'static str),
+    #[error("storage error")]
+    Store(#[from] crate::store::StoreError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Validation(FieldErrors::single(path, message))
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Gone(_) => StatusCode::GONE,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unavailable(_) | Self::Store(crate::store::StoreError::Unavailable(_)) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::Store(_) | Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The human message; never the internals of a 5xx.
+    fn public_message(&self) -> String {
+        match self {
+            Self::BadRequest { message, .. } => message.clone(),
+            Self::Unauthorized => "Unauthenticated: a valid bearer token is required.".into(),
+            Self::Forbidden(m) | Self::Gone(m) => (*m).into(),
+            Self::NotFound => "Not found.".into(),
+            Self::MethodNotAllowed => "Method not allowed.".into(),
+            Self::Conflict(m) => m.clone(),
+            Self::PayloadTooLarge => "The request body is too large.".into(),
+            Self::UnsupportedMediaType => "The request body must be JSON (Content-Type: application/json).".into(),
+            Self::Validation(_) => "The given data was invalid.".into(),
+            Self::Unavailable(_) | Self::Store(crate::store::StoreError::Unavailable(_)) => {
+                "The service is temporarily unavailable; retry shortly.".into()
+            }
+            Self::Store(_) | Self::Internal(_) => "Internal server error.".into(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorEnvelope<'a> {
+    status: &'static str,
+    code: u16,
+    message: String,
+    errors: &'a FieldErrors,
+    object: EmptyObject,
+}
+
+/// Serialises as `{}`.
+#[derive(Serialize, Default, Clone, Copy, Debug)]
+pub struct EmptyObject {}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            // The span of the request carries its request id.
+            tracing::error!(error = ?self, source = ?std::error::Error::source(&self), "request failed");
+        }
+        let empty = FieldErrors::new();
+        let errors = match &self {
+            Self::Validation(e) | Self::BadRequest { errors: e, .. } => e,
+            _ => &empty,
+        };
+        let body = ErrorEnvelope {
+            status: "error",
+            code: status.as_u16(),
+            message: self.public_message(),
+            errors,
+            object: EmptyObject {},
+        };
+        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        let mut res = (status, bytes).into_response();
+        res.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        res
+    }
+}

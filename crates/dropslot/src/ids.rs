@@ -1,0 +1,77 @@
+//! Identifiers: typed integer ids for rows, and opaque random unique ids / tokens.
+//! Unique ids are Crockford base32 (no I, L, O, U) so they read aloud and scan cleanly.
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! int_id {
+    ($($name:ident),* $(,)?) => {$(
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub i64);
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { self.0.fmt(f) }
+        }
+    )*};
+}
+int_id!(ClientId, OrderId, ShipmentOrderId, PickUpShipmentId, DropOffShipmentId, ParcelId, SavedAddressId, TokenId);
+
+const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/// `n` bytes from the operating system's CSPRNG.
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    // The OS RNG failing is not recoverable and never happens on supported platforms.
+    getrandom::fill(&mut buf).expect("operating system random source");
+    buf
+}
+
+/// A prefixed opaque id: `prefix` + `len` Crockford characters (5 random bits each).
+pub fn unique_id(prefix: &str, len: usize) -> String {
+    let bytes = random_bytes::<32>();
+    let mut s = String::with_capacity(prefix.len() + len);
+    s.push_str(prefix);
+    for b in bytes.iter().take(len.min(32)) {
+        s.push(CROCKFORD[usize::from(b & 31)] as char);
+    }
+    s
+}
+
+/// Order ids: `ORD` + 16 chars (80 bits).
+pub fn order_unique_id() -> String {
+    unique_id("ORD", 16)
+}
+pub fn shipment_order_unique_id() -> String {
+    unique_id("SO", 16)
+}
+pub fn pick_up_unique_id() -> String {
+    unique_id("PU", 12)
+}
+/// Drop-off unique ids are the tracking codes: `DS` + 12 chars (60 bits), unique per table.
+pub fn tracking_code() -> String {
+    unique_id("DS", 12)
+}
+/// Parcel codes printed on labels: `P` + 11 chars.
+pub fn pick_up_code() -> String {
+    unique_id("P", 11)
+}
+
+/// An unguessable URL token: 128 random bits, base64url without padding (22 chars).
+pub fn url_token() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random_bytes::<16>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_ids_have_prefix_length_and_alphabet() {
+        let t = tracking_code();
+        assert_eq!(t.len(), 14);
+        assert!(t.starts_with("DS"));
+        assert!(t[2..].bytes().all(|b| CROCKFORD.contains(&b)));
+        assert_ne!(tracking_code(), tracking_code());
+        assert_eq!(url_token().len(), 22);
+    }
+}

@@ -1,0 +1,116 @@
+//! Money in integer minor units (cents) end to end; a JSON number with at most two decimals
+//! only at the wire. Tax is a rate in basis points applied half-up to the cent.
+
+use serde::{Deserialize, Serialize, Serializer};
+
+/// An amount in minor units (cents). Never a float inside the service.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Money(pub i64);
+
+impl Money {
+    pub const ZERO: Money = Money(0);
+
+    pub fn cents(self) -> i64 {
+        self.0
+    }
+
+    /// Tax at `rate` rounded half-up to the cent (amounts are never negative here).
+    pub fn tax(self, rate: TaxRate) -> Money {
+        let product = i128::from(self.0) * i128::from(rate.0);
+        Money(((product + 5_000) / 10_000) as i64)
+    }
+
+    /// Parses "45", "45.5", "45.00" (config and price lists); rejects more than 2 decimals.
+    pub fn parse(s: &str) -> Option<Money> {
+        let s = s.trim();
+        let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+        if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 2 {
+            return None;
+        }
+        if !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let whole: i64 = whole.parse().ok()?;
+        let frac: i64 = format!("{frac:0<2}").parse().ok()?;
+        whole.checked_mul(100)?.checked_add(frac).map(Money)
+    }
+}
+
+impl std::ops::Add for Money {
+    type Output = Money;
+    fn add(self, rhs: Money) -> Money {
+        Money(self.0 + rhs.0)
+    }
+}
+
+impl std::iter::Sum for Money {
+    fn sum<I: Iterator<Item = Money>>(iter: I) -> Money {
+        iter.fold(Money::ZERO, |a, b| a + b)
+    }
+}
+
+impl std::fmt::Display for Money {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{:02}", self.0 / 100, self.0 % 100)
+    }
+}
+
+/// On the wire a JSON number: cents / 100 is the double nearest the decimal, which the
+/// shortest-round-trip printer writes back as that decimal (e.g. 50.85, 45.0).
+impl Serialize for Money {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0 as f64 / 100.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Money {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Int(i64),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Text(s) => Money::parse(&s)
+                .ok_or_else(|| serde::de::Error::custom(format!("invalid amount {s:?}: use \"12.34\""))),
+            Raw::Int(i) => i
+                .checked_mul(100)
+                .filter(|c| *c >= 0)
+                .map(Money)
+                .ok_or_else(|| serde::de::Error::custom("invalid amount")),
+        }
+    }
+}
+
+/// A tax rate in basis points (1300 = 13 %).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaxRate(pub u32);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tax_rounds_half_up_per_amount() {
+        assert_eq!(Money(4500).tax(TaxRate(1300)), Money(585));
+        assert_eq!(Money(2700).tax(TaxRate(1300)), Money(351));
+        // 0.5 cent rounds up: 50 * 13 % = 6.5 → 7
+        assert_eq!(Money(50).tax(TaxRate(1300)), Money(7));
+        assert_eq!(Money(49).tax(TaxRate(1300)), Money(6));
+    }
+
+    #[test]
+    fn parses_and_prints() {
+        assert_eq!(Money::parse("45"), Some(Money(4500)));
+        assert_eq!(Money::parse("9.5"), Some(Money(950)));
+        assert_eq!(Money::parse("12.34"), Some(Money(1234)));
+        assert_eq!(Money::parse("1.234"), None);
+        assert_eq!(Money::parse("-1"), None);
+        assert_eq!(Money::parse("abc"), None);
+        assert_eq!(Money(5085).to_string(), "50.85");
+        assert_eq!(serde_json::to_string(&Money(5085)).unwrap(), "50.85");
+        assert_eq!(serde_json::to_string(&Money(4500)).unwrap(), "45.0");
+        assert_eq!(serde_json::to_string(&Money(1)).unwrap(), "0.01");
+    }
+}

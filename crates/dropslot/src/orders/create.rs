@@ -1,0 +1,268 @@
+//! `POST /requests/sync`: validates, quotes and writes a whole order atomically, answering
+//! 201 with its ids, tracking codes and label links. `Idempotency-Key` replays a success.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::Response;
+use jiff::{SignedDuration, Timestamp};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::request::{Purpose, RequestPayload, normalize_address};
+use super::wire::{
+    DropOffAddress, DropOffShipmentObject, OrderObject, ParcelObject, PickUpShipmentObject, SAME, ShipmentObject,
+    SlotCode,
+};
+use super::{Prepared, custom_code_taken};
+use crate::app::App;
+use crate::auth::Caller;
+use crate::error::{Error, Result};
+use crate::http::{JsonBody, json_response};
+use crate::ids;
+use crate::labels;
+use crate::quote::pricing;
+use crate::quote::schedule::iso;
+use crate::store::{
+    CreateOrderError, IdempotencyClaim, LabelKind, NewDropOff, NewOrder, NewParcel, NewPickUp, NewShipment, OrderIds,
+    Scope,
+};
+
+const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
+const CREATED: &str = "Order created.";
+
+#[tracing::instrument(skip_all, err(level = "debug"))]
+pub async fn handle(
+    State(app): State<App>,
+    caller: Caller,
+    headers: HeaderMap,
+    JsonBody(payload, raw): JsonBody<RequestPayload>,
+) -> Result<Response> {
+    caller.require_client()?;
+    let now = app.clock.now();
+    let claim = match idempotency_key(&headers)? {
+        None => None,
+        Some(key) => {
+            let request_hash = fingerprint(&raw);
+            if let Some(replayed) = replay(&app, caller.scope, &key, &request_hash, now).await? {
+                return Ok(replayed);
+            }
+            Some(IdempotencyClaim { key, request_hash, expired_before: now - IDEMPOTENCY_WINDOW, now })
+        }
+    };
+    let prepared = super::prepare(&app, &caller, payload, Purpose::Order).await?;
+    let (order, draft) = assemble(&app, &caller, prepared, now, claim.clone());
+    let render = Box::new(move |ids: &OrderIds| draft.render(ids));
+    match app.store.create_order(caller.scope, order, render).await {
+        Ok(created) => Ok(json_response(201, created.body)),
+        Err(CreateOrderError::CustomCodeTaken { drop_off, parcel }) => Err(custom_code_taken(drop_off, parcel)),
+        Err(CreateOrderError::IdempotencyKeyTaken) => {
+            // A concurrent request with the same key committed first: answer as it did.
+            let claim = claim.ok_or_else(|| Error::Internal("idempotency conflict without a key".into()))?;
+            replay(&app, caller.scope, &claim.key, &claim.request_hash, now)
+                .await?
+                .ok_or_else(|| Error::Conflict("The idempotency key is being used by another request.".into()))
+        }
+        Err(CreateOrderError::Store(e)) => Err(e.into()),
+    }
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
+    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
+    let key = value.to_str().map_err(|_| {
+        Error::invalid("header.Idempotency-Key", "The idempotency key must be printable ASCII.")
+    })?;
+    if key.is_empty() || key.len() > 255 {
+        return Err(Error::invalid("header.Idempotency-Key", "The idempotency key must be 1 to 255 characters."));
+    }
+    Ok(Some(key.to_string()))
+}
+
+/// SHA-256 of the body's canonical JSON (keys sorted), so formatting does not matter.
+fn fingerprint(raw: &[u8]) -> String {
+    let canonical = serde_json::from_slice::<serde_json::Value>(raw).map(|v| v.to_string()).unwrap_or_default();
+    Sha256::digest(canonical.as_bytes()).iter().fold(String::with_capacity(64), |mut s, b| {
+        use std::fmt::Write;
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+async fn replay(app: &App, scope: Scope, key: &str, request_hash: &str, now: Timestamp) -> Result<Option<Response>> {
+    let Some(stored) = app.store.idempotent_response(scope, key, now - IDEMPOTENCY_WINDOW).await? else {
+        return Ok(None);
+    };
+    if stored.request_hash != request_hash {
+        return Err(Error::Conflict(
+            "The idempotency key was already used with a different request body.".into(),
+        ));
+    }
+    let mut res = json_response(stored.status, stored.body);
+    res.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
+    Ok(Some(res))
+}
+
+/// The order's rows and the response waiting for its row ids.
+fn assemble(app: &App, caller: &Caller, p: Prepared, now: Timestamp, claim: Option<IdempotencyClaim>) -> (NewOrder, Draft) {
+    let area = &app.settings.area;
+    let base = &app.settings.base_url;
+    let city = area.city(p.quote.pick_up_city);
+    let tax = area.region(city.region).tax;
+    let created_at = iso(&now.to_zoned(city.tz.clone()));
+    let pu = &p.quote.pick_up;
+    let pick_up_token = ids::url_token();
+    let (pick_up_links, pick_up_label) = labels::links(base, LabelKind::PickUp, &pick_up_token);
+    let pick_up_address = super::preview::pick_up_address(app, &p.request, &p.quote, None);
+    let text = p.request.pick_up.location.text.clone();
+    let new_pick_up = NewPickUp {
+        unique_id: ids::pick_up_unique_id(),
+        label_token: pick_up_token,
+        scheduled_date: pu.date.to_string(),
+        slot_code: pu.slot.code.clone(),
+        slot_name: pu.slot.name.clone(),
+        start: iso(&pu.start),
+        end: iso(&pu.end),
+        address_json: serde_json::to_string(&pick_up_address).unwrap_or_default(),
+        saved_normalized: normalize_address(&text),
+        saved_text: text,
+    };
+    let pick_up_object = PickUpShipmentObject {
+        scheduled_date: new_pick_up.scheduled_date.clone(),
+        unique_id: new_pick_up.unique_id.clone(),
+        id: 0,
+        pick_up_label_urls: pick_up_links,
+        label: pick_up_label,
+        time_slot_datetime_start: new_pick_up.start.clone(),
+        time_slot_datetime_end: new_pick_up.end.clone(),
+    };
+    let mut shipments = Vec::new();
+    let mut objects = Vec::new();
+    for (i, (d, q)) in p.request.drop_offs.iter().zip(&p.quote.drop_offs).enumerate() {
+        let zone = area.zone(d.location.zone);
+        let tracking = ids::tracking_code();
+        let token = ids::url_token();
+        let (links, label) = labels::links(base, LabelKind::DropOff, &token);
+        let a = &d.address;
+        let address = DropOffAddress {
+            text: d.location.text.clone(),
+            description: a.description.clone(),
+            person_name: a.person_name.clone(),
+            person_phone: a.person_phone.clone(),
+            person_email: a.person_email.clone(),
+            sender_person_name: a.sender_person_name.clone(),
+            sender_person_phone: a.sender_person_phone.clone(),
+            sender_person_email: a.sender_person_email.clone(),
+            sender_name: a.sender_name.clone(),
+            sender_address_text: a.sender_address_text.clone(),
+            postal_code: d.location.postal_code.clone(),
+            lat: d.location.lat.parse().unwrap_or(0.0),
+            lng: d.location.lng.parse().unwrap_or(0.0),
+            region: d.location.region.clone(),
+            google_place_id: None,
+            location_service_postal_code: d.location.lookup_key.clone(),
+        };
+        let mut parcels = Vec::new();
+        let mut parcel_objects = Vec::new();
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        for (parcel, price) in d.parcels.iter().zip(&q.parcel_prices) {
+            let size = &caller.prices.sizes[parcel.size];
+            let token = ids::url_token();
+            let (links, label) = labels::links(base, LabelKind::Parcel, &token);
+            let np = NewParcel {
+                pick_up_code: ids::pick_up_code(),
+                custom_code: parcel.custom_code.clone(),
+                size_code: size.code.clone(),
+                weight_mg: parcel.weight,
+                price: *price,
+                label_token: token,
+            };
+            *counts.entry(size.code.clone()).or_default() += 1;
+            parcel_objects.push(ParcelObject {
+                pick_up_index: "0".into(),
+                drop_off_index: i,
+                pick_up_code: np.pick_up_code.clone(),
+                custom_code: np.custom_code.clone(),
+                pick_up_label_urls: links,
+                parcel_size_code: np.size_code.clone(),
+                label,
+            });
+            parcels.push(np);
+        }
+        // Each shipment order is priced on its own: the minimum applies per shipment.
+        let totals = pricing::totals(q.price, caller.prices.min_price, tax);
+        let drop_off = NewDropOff {
+            unique_id: tracking.clone(),
+            label_token: token,
+            scheduled_date: q.booking.date.to_string(),
+            slot_code: q.booking.slot.code.clone(),
+            slot_name: q.booking.slot.name.clone(),
+            start: iso(&q.booking.start),
+            end: iso(&q.booking.end),
+            zone_code: zone.code.clone(),
+            warehouse: zone.warehouse.clone(),
+            city: area.city(zone.city).name.clone(),
+            address_json: serde_json::to_string(&address).unwrap_or_default(),
+        };
+        objects.push(ShipmentObject {
+            shipment_order_id: 0,
+            shipment_order_unique_id: ids::shipment_order_unique_id(),
+            pick_up_shipment: pick_up_object.clone(),
+            drop_off_shipment: DropOffShipmentObject {
+                scheduled_date: drop_off.scheduled_date.clone(),
+                user_ref_id: None,
+                unique_id: tracking.clone(),
+                id: 0,
+                pick_up_label_urls: links,
+                label,
+                time_slot: SlotCode { code: drop_off.slot_code.clone() },
+                time_slot_datetime_start: drop_off.start.clone(),
+                time_slot_datetime_end: drop_off.end.clone(),
+                tracking_url: labels::tracking_url(base, &tracking),
+            },
+            drop_off_address: address,
+            parcel_count: BTreeMap::from([(SAME, counts)]),
+            parcels: parcel_objects,
+            actual_total_price: totals.actual_total_price,
+            actual_total_tax: totals.actual_total_tax,
+            actual_price_with_tax: totals.actual_price_with_tax,
+            total_price: totals.total_price,
+            total_tax: totals.total_tax,
+            price_with_tax: totals.price_with_tax,
+        });
+        shipments.push(NewShipment {
+            unique_id: objects.last().map(|o| o.shipment_order_unique_id.clone()).unwrap_or_default(),
+            drop_off,
+            parcels,
+            min_price: caller.prices.min_price,
+            tax_bp: tax.0,
+            totals,
+        });
+    }
+    let unique_id = ids::order_unique_id();
+    let order = NewOrder { unique_id: unique_id.clone(), created_at: created_at.clone(), pick_up: new_pick_up, shipments, idempotency: claim };
+    (order, Draft(OrderObject { unique_id, created_at, shipments: objects }))
+}
+
+/// The response body, complete but for the row ids the store assigns.
+struct Draft(OrderObject);
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    status: &'static str,
+    code: u16,
+    message: &'static str,
+    object: &'a OrderObject,
+}
+
+impl Draft {
+    fn render(mut self, ids: &OrderIds) -> String {
+        for (s, shipment_ids) in self.0.shipments.iter_mut().zip(&ids.shipments) {
+            s.shipment_order_id = shipment_ids.shipment_order.0;
+            s.pick_up_shipment.id = ids.pick_up.0;
+            s.drop_off_shipment.id = shipment_ids.drop_off.0;
+        }
+        serde_json::to_string(&Envelope { status: "success", code: 201, message: CREATED, object: &self.0 })
+            .unwrap_or_default()
+    }
+}

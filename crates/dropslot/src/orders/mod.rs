@@ -1,0 +1,66 @@
+//! Orders: preview (a quote with no writes), synchronous creation and parcel deletion.
+//! Handlers parse, validate, quote, persist and answer; the rules live in `request` and
+//! `crate::quote`.
+
+pub mod create;
+pub mod delete;
+pub mod preview;
+pub mod request;
+pub mod wire;
+
+use crate::app::App;
+use crate::auth::Caller;
+use crate::error::{Error, FieldErrors, Result};
+use crate::ids::SavedAddressId;
+use crate::quote::{self, Quote, QuoteError};
+use request::{Purpose, RequestPayload, Rules, ValidRequest};
+
+/// A validated, quoted request.
+pub struct Prepared {
+    pub request: ValidRequest,
+    pub quote: Quote,
+    /// Set when the pick-up was given by `saved_address_id`.
+    pub saved_address: Option<SavedAddressId>,
+}
+
+/// Resolves a saved pick-up address, validates against the caller's limits and prices, and
+/// quotes at the current instant.
+pub async fn prepare(app: &App, caller: &Caller, mut payload: RequestPayload, purpose: Purpose) -> Result<Prepared> {
+    let mut saved_address = None;
+    if let Some(addr) = payload.pick_up_address.as_mut() {
+        if let Some(id) = addr.saved_address_id {
+            let saved = app.store.saved_address(caller.scope, SavedAddressId(id)).await?.ok_or_else(|| {
+                Error::invalid("pick_up_address.saved_address_id", "There is no saved address with this id.")
+            })?;
+            addr.text = Some(saved.text);
+            saved_address = Some(saved.id);
+        }
+    }
+    let rules = Rules {
+        purpose,
+        prices: &caller.prices,
+        limits: caller.limits,
+        geocoder: &app.geocoder,
+        area: &app.settings.area,
+    };
+    let request = request::validate(payload, &rules).map_err(Error::Validation)?;
+    let quote = quote::quote(&request.quote_request(), &caller.prices, &app.settings.area, app.clock.now()).map_err(
+        |e| match e {
+            QuoteError::NoPickUpSlot => {
+                Error::invalid("pick_up_address", "No pick-up slot is available for this address in the next year.")
+            }
+            QuoteError::NoDropOffSlot(i) => {
+                Error::invalid(format!("drop_offs.{i}.address"), "No drop-off slot is available for this address.")
+            }
+        },
+    )?;
+    Ok(Prepared { request, quote, saved_address })
+}
+
+/// Validation errors that only the database can find, at their field paths.
+pub fn custom_code_taken(drop_off: usize, parcel: usize) -> Error {
+    Error::Validation(FieldErrors::single(
+        format!("drop_offs.{drop_off}.parcels.{parcel}.custom_code"),
+        "The custom code is already used by another parcel.",
+    ))
+}

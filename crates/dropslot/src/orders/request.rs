@@ -1,0 +1,388 @@
+//! The request payload shared by preview and order creation, and its validation: every rule
+//! of the interface's Limits table and CONTRACT §3, each failure at its dotted field path.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use crate::config::{Limits, PriceList, ServiceArea};
+use crate::error::FieldErrors;
+use crate::geo::{Geocoder, Location};
+use crate::quote::{DropOffRequest, Milligrams, QuoteRequest, pricing};
+
+#[derive(Debug, Deserialize)]
+pub struct RequestPayload {
+    pub pick_up_address: Option<AddressIn>,
+    pub drop_offs: Option<Vec<DropOffIn>>,
+}
+
+/// The interface's address object (request side); every field optional on the wire.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct AddressIn {
+    pub text: Option<String>,
+    pub description: Option<String>,
+    pub person_name: Option<String>,
+    pub person_phone: Option<String>,
+    pub person_email: Option<String>,
+    pub sender_person_name: Option<String>,
+    pub sender_person_phone: Option<String>,
+    pub sender_person_email: Option<String>,
+    pub sender_name: Option<String>,
+    pub sender_address_text: Option<String>,
+    /// Pick-up only: a saved address instead of `text` (CONTRACT §3.4).
+    pub saved_address_id: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DropOffIn {
+    pub address: Option<AddressIn>,
+    pub parcels: Option<Vec<ParcelIn>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ParcelIn {
+    pub unit: Option<String>,
+    pub values: Option<f64>,
+    pub custom_code: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    Preview,
+    Order,
+}
+
+#[derive(Debug, Clone)]
+pub struct ValidPickUp {
+    pub address: AddressIn,
+    pub location: Location,
+}
+
+#[derive(Debug, Clone)]
+pub struct ValidDropOff {
+    pub address: AddressIn,
+    pub location: Location,
+    pub parcels: Vec<ValidParcel>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ValidParcel {
+    /// As given (echoed back).
+    pub unit: String,
+    pub values: f64,
+    pub weight: Milligrams,
+    pub size: usize,
+    pub custom_code: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ValidRequest {
+    pub pick_up: ValidPickUp,
+    pub drop_offs: Vec<ValidDropOff>,
+}
+
+impl ValidRequest {
+    pub fn quote_request(&self) -> QuoteRequest {
+        QuoteRequest {
+            pick_up_zone: self.pick_up.location.zone,
+            drop_offs: self
+                .drop_offs
+                .iter()
+                .map(|d| DropOffRequest { zone: d.location.zone, sizes: d.parcels.iter().map(|p| p.size).collect() })
+                .collect(),
+        }
+    }
+}
+
+pub struct Rules<'a> {
+    pub purpose: Purpose,
+    pub prices: &'a PriceList,
+    pub limits: Limits,
+    pub geocoder: &'a Geocoder,
+    pub area: &'a ServiceArea,
+}
+
+const TEXT_MAX: usize = 500;
+const NAME_MAX: usize = 200;
+const NOTE_MAX: usize = 1000;
+
+pub fn validate(req: RequestPayload, rules: &Rules<'_>) -> Result<ValidRequest, FieldErrors> {
+    let mut errors = FieldErrors::new();
+    let pick_up = match req.pick_up_address {
+        None => {
+            errors.add("pick_up_address", "The pick-up address is required.");
+            None
+        }
+        Some(a) => check_address(a, "pick_up_address", false, rules, &mut errors),
+    };
+    let drop_offs = check_drop_offs(req.drop_offs, rules, &mut errors);
+    match (pick_up, drop_offs) {
+        (Some((address, location)), Some(drop_offs)) if errors.is_empty() => {
+            Ok(ValidRequest { pick_up: ValidPickUp { address, location }, drop_offs })
+        }
+        _ => Err(errors),
+    }
+}
+
+fn check_drop_offs(list: Option<Vec<DropOffIn>>, rules: &Rules<'_>, errors: &mut FieldErrors) -> Option<Vec<ValidDropOff>> {
+    let (max_drop_offs, max_parcels) = match rules.purpose {
+        Purpose::Order => (rules.limits.order_drop_offs, rules.limits.order_parcels_per_drop_off),
+        Purpose::Preview => (rules.limits.preview_drop_offs, rules.limits.preview_parcels_per_drop_off),
+    };
+    let Some(list) = list else {
+        errors.add("drop_offs", "At least one drop-off is required.");
+        return None;
+    };
+    if list.is_empty() {
+        errors.add("drop_offs", "At least one drop-off is required.");
+        return None;
+    }
+    if list.len() > max_drop_offs {
+        let message = match rules.purpose {
+            Purpose::Order => format!(
+                "Order creation takes at most {max_drop_offs} drop-off(s) per request; use the asynchronous order endpoint for larger orders."
+            ),
+            Purpose::Preview => format!("A preview takes at most {max_drop_offs} drop-offs."),
+        };
+        errors.add("drop_offs", message);
+        return None;
+    }
+    // Custom codes seen in this request (upper-cased: codes compare case-insensitively).
+    let mut seen: HashMap<String, ()> = HashMap::new();
+    let mut out = Vec::with_capacity(list.len());
+    for (i, d) in list.into_iter().enumerate() {
+        let at = format!("drop_offs.{i}");
+        let address = match d.address {
+            None => {
+                errors.add(format!("{at}.address"), "The drop-off address is required.");
+                None
+            }
+            Some(a) => check_address(a, &format!("{at}.address"), true, rules, errors),
+        };
+        let parcels = check_parcels(d.parcels, &at, max_parcels, rules, &mut seen, errors);
+        if let (Some((address, location)), Some(parcels)) = (address, parcels) {
+            out.push(ValidDropOff { address, location, parcels });
+        }
+    }
+    Some(out)
+}
+
+fn check_parcels(
+    list: Option<Vec<ParcelIn>>,
+    at: &str,
+    max: usize,
+    rules: &Rules<'_>,
+    seen: &mut HashMap<String, ()>,
+    errors: &mut FieldErrors,
+) -> Option<Vec<ValidParcel>> {
+    let list = list.unwrap_or_default();
+    if list.is_empty() {
+        errors.add(format!("{at}.parcels"), "At least one parcel is required.");
+        return None;
+    }
+    if list.len() > max {
+        errors.add(format!("{at}.parcels"), format!("A drop-off takes at most {max} parcels."));
+        return None;
+    }
+    let mut out = Vec::with_capacity(list.len());
+    let mut ok = true;
+    for (j, p) in list.into_iter().enumerate() {
+        let at = format!("{at}.parcels.{j}");
+        match check_parcel(p, &at, rules, seen, errors) {
+            Some(p) => out.push(p),
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+fn check_parcel(
+    p: ParcelIn,
+    at: &str,
+    rules: &Rules<'_>,
+    seen: &mut HashMap<String, ()>,
+    errors: &mut FieldErrors,
+) -> Option<ValidParcel> {
+    let before = errors.len_total();
+    let unit = p.unit.unwrap_or_default();
+    let factor_mg = match unit.as_str() {
+        "g" => Some(1_000.0),
+        "kg" => Some(1_000_000.0),
+        "lb" => Some(453_592.37),
+        "oz" => Some(28_349.523_125),
+        "" => {
+            errors.add(format!("{at}.unit"), "The unit is required: g, kg, lb or oz.");
+            None
+        }
+        _ => {
+            errors.add(format!("{at}.unit"), "The unit must be one of g, kg, lb, oz.");
+            None
+        }
+    };
+    let values = p.values;
+    let weight = match (values, factor_mg) {
+        (None, _) => {
+            errors.add(format!("{at}.values"), "The weight (values) is required.");
+            None
+        }
+        (Some(v), _) if !v.is_finite() || v <= 0.0 => {
+            errors.add(format!("{at}.values"), "The weight must be a positive number.");
+            None
+        }
+        (Some(v), Some(f)) => {
+            let mg = (v * f).round();
+            // Anything past u64 is far above every size class anyway.
+            Some(if mg >= 1.8e19 { u64::MAX } else { (mg as u64).max(1) })
+        }
+        (Some(_), None) => None,
+    };
+    let size = weight.and_then(|w| {
+        let size = pricing::size_for(rules.prices, w);
+        if size.is_none() {
+            let largest = rules.prices.sizes.last().map_or(0, |s| s.max_grams);
+            errors.add(
+                format!("{at}.values"),
+                format!("The parcel is heavier than the largest size class ({} kg).", f64::from(largest) / 1000.0),
+            );
+        }
+        size
+    });
+    let custom_code = p.custom_code.filter(|c| !c.is_empty());
+    if let Some(code) = &custom_code {
+        let len = code.chars().count();
+        if !(16..=20).contains(&len) || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
+            errors.add(format!("{at}.custom_code"), "The custom code must be 16 to 20 letters or digits.");
+        } else if seen.insert(code.to_ascii_uppercase(), ()).is_some() {
+            errors.add(format!("{at}.custom_code"), "The custom code is used by another parcel of this request.");
+        }
+    }
+    if errors.len_total() != before {
+        return None;
+    }
+    Some(ValidParcel { unit, values: values?, weight: weight?, size: size?, custom_code })
+}
+
+fn check_address(
+    a: AddressIn,
+    at: &str,
+    drop_off: bool,
+    rules: &Rules<'_>,
+    errors: &mut FieldErrors,
+) -> Option<(AddressIn, Location)> {
+    let mut ok = true;
+    let mut fail = |field: &str, msg: &str| {
+        errors.add(format!("{at}.{field}"), msg);
+        ok = false;
+    };
+    let text = a.text.as_deref().map(str::trim).unwrap_or("");
+    let location = if text.is_empty() {
+        fail("text", "The address text is required.");
+        None
+    } else if text.chars().count() > TEXT_MAX {
+        fail("text", "The address text must be at most 500 characters.");
+        None
+    } else {
+        match rules.geocoder.locate(text, rules.area) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                fail("text", e.message());
+                None
+            }
+        }
+    };
+    let order = rules.purpose == Purpose::Order;
+    for (field, value, required, max) in [
+        ("person_name", &a.person_name, drop_off && order, NAME_MAX),
+        ("sender_person_name", &a.sender_person_name, false, NAME_MAX),
+        ("sender_name", &a.sender_name, false, NAME_MAX),
+        ("sender_address_text", &a.sender_address_text, false, TEXT_MAX),
+        ("description", &a.description, false, NOTE_MAX),
+    ] {
+        let v = value.as_deref().map(str::trim).unwrap_or("");
+        if v.is_empty() && required {
+            fail(field, "This field is required to create an order.");
+        } else if v.chars().count() > max {
+            fail(field, &format!("At most {max} characters."));
+        }
+    }
+    for (field, value, required) in [
+        ("person_phone", &a.person_phone, drop_off && order),
+        ("sender_person_phone", &a.sender_person_phone, false),
+    ] {
+        match value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+            None if required => fail(field, "This field is required to create an order."),
+            Some(v) if !valid_phone(v) => {
+                fail(field, "The phone number must have 7 to 15 digits, optionally starting with +.");
+            }
+            _ => {}
+        }
+    }
+    for field in ["person_email", "sender_person_email"] {
+        let value = if field == "person_email" { &a.person_email } else { &a.sender_person_email };
+        if let Some(v) = value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+            if !valid_email(v) {
+                fail(field, "The e-mail address is not valid.");
+            }
+        }
+    }
+    let location = location?;
+    ok.then_some((AddressIn { text: Some(text.to_string()), ..a }, location))
+}
+
+/// Optional `+`, then 7–15 digits; spaces, dashes, dots and parentheses allowed between.
+pub fn valid_phone(s: &str) -> bool {
+    let rest = s.strip_prefix('+').unwrap_or(s);
+    let mut digits = 0;
+    for c in rest.chars() {
+        match c {
+            '0'..='9' => digits += 1,
+            ' ' | '-' | '.' | '(' | ')' => {}
+            _ => return false,
+        }
+    }
+    (7..=15).contains(&digits)
+}
+
+/// A pragmatic check: one `@`, a non-empty local part, a dotted domain, no spaces.
+pub fn valid_email(s: &str) -> bool {
+    let Some((local, domain)) = s.split_once('@') else { return false };
+    s.len() <= 254
+        && !local.is_empty()
+        && !domain.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// Saved-address identity: lower-case, every run of non-alphanumerics folded to one space.
+pub fn normalize_address(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phones_emails_and_normalisation() {
+        assert!(valid_phone("+1 (416) 555-0100"));
+        assert!(valid_phone("416.555.0100"));
+        assert!(!valid_phone("555-01"));
+        assert!(!valid_phone("+1 416 555 0100 ext 5"));
+        assert!(!valid_phone("1234567890123456"));
+        assert!(valid_email("jane@example.com"));
+        assert!(!valid_email("jane@example"));
+        assert!(!valid_email("jane doe@example.com"));
+        assert!(!valid_email("@example.com"));
+        assert_eq!(normalize_address("  100 King St. W,  Toronto  M5X 1A9 "), "100 king st w toronto m5x 1a9");
+        assert_eq!(normalize_address("100 KING ST W TORONTO M5X1A9"), "100 king st w toronto m5x1a9");
+    }
+}

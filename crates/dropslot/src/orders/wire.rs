@@ -1,0 +1,217 @@
+//! Response shapes of the interface, field for field and in its types (lat/lng are strings
+//! in a preview and numbers in an order). Only serialisation lives here.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::config::PaymentType;
+use crate::money::Money;
+use crate::quote::Totals;
+
+/// The only shipment type of the interface.
+pub const SAME: &str = "SAME";
+
+#[derive(Serialize)]
+pub struct PreviewObject<'a> {
+    pub pick_ups: Vec<PickUpPreview<'a>>,
+    pub payment_type: &'a PaymentType,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+#[derive(Serialize, Clone)]
+pub struct PickUpAddress {
+    pub saved_address_id: Option<i64>,
+    pub lat: String,
+    pub lng: String,
+    pub text: String,
+    pub city: String,
+    pub person_name: Option<String>,
+    pub person_phone_country_code: Option<String>,
+    pub person_phone: Option<String>,
+    pub plate_number: Option<String>,
+    pub unit_number: Option<String>,
+    pub postal_code: String,
+    pub description: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct PickUpPreview<'a> {
+    pub address: PickUpAddress,
+    pub scheduled_date: String,
+    pub time_slot_code: &'a str,
+    pub time_slot: PickUpSlot<'a>,
+    pub time_slot_datetime_start: String,
+    pub time_slot_datetime_end: String,
+    pub drop_offs: Vec<DropOffPreview<'a>>,
+    pub drop_offs_total_price: Money,
+    pub parcels_total_price: Money,
+    pub additional_parameters_total_price: Money,
+    pub price: Money,
+    pub total_price: Money,
+    pub parcel_summary: ParcelSummary,
+}
+
+#[derive(Serialize)]
+pub struct PickUpSlot<'a> {
+    pub city: &'a str,
+    pub code: &'a str,
+    pub name: &'a str,
+    pub closing_margin: u16,
+    pub from_time: u16,
+    pub to_time: u16,
+}
+
+#[derive(Serialize)]
+pub struct DropOffPreviewAddress<'a> {
+    pub text: &'a str,
+    pub postal_code: &'a str,
+    pub lat: &'a str,
+    pub lng: &'a str,
+    pub region: &'a str,
+    pub city: &'a str,
+    /// No Google lookup is made: always null (docs/api.md).
+    pub google_place_id: Option<&'a str>,
+    pub location_service_postal_code: &'a str,
+}
+
+#[derive(Serialize)]
+pub struct ParcelPreview<'a> {
+    pub unit: &'a str,
+    pub values: f64,
+    pub parcel_size_code: &'a str,
+    pub price: Money,
+}
+
+#[derive(Serialize)]
+pub struct DropOffPreview<'a> {
+    pub address: DropOffPreviewAddress<'a>,
+    pub parcels: Vec<ParcelPreview<'a>>,
+    pub pick_up_shipment_type: &'static str,
+    pub scheduled_date: String,
+    pub pick_up_scheduled_date: String,
+    pub time_slot_code: &'a str,
+    pub time_slot: DropOffSlot<'a>,
+    pub time_slot_datetime_start: String,
+    pub time_slot_datetime_end: String,
+    pub price: Money,
+    pub parcel_summary: ParcelSummary,
+}
+
+#[derive(Serialize)]
+pub struct DropOffSlot<'a> {
+    pub city: &'a str,
+    pub code: &'a str,
+    pub warehouse_service_zone_code: &'a str,
+    pub closing_margin: u16,
+    pub from_time: u16,
+    pub to_time: u16,
+}
+
+/// `{"SAME": {size code: {code, note, icon_url, count}}}`.
+pub type ParcelSummary = BTreeMap<&'static str, BTreeMap<String, SummaryEntry>>;
+
+#[derive(Serialize, Clone)]
+pub struct SummaryEntry {
+    pub code: String,
+    pub note: String,
+    pub icon_url: String,
+    pub count: u32,
+}
+
+// ---- order creation -------------------------------------------------------------------
+
+#[derive(Serialize)]
+pub struct OrderObject {
+    pub unique_id: String,
+    pub created_at: String,
+    pub shipments: Vec<ShipmentObject>,
+}
+
+#[derive(Serialize)]
+pub struct ShipmentObject {
+    pub shipment_order_id: i64,
+    pub shipment_order_unique_id: String,
+    pub pick_up_shipment: PickUpShipmentObject,
+    pub drop_off_shipment: DropOffShipmentObject,
+    pub drop_off_address: DropOffAddress,
+    pub parcel_count: BTreeMap<&'static str, BTreeMap<String, u32>>,
+    pub parcels: Vec<ParcelObject>,
+    pub actual_total_price: Money,
+    pub actual_total_tax: Money,
+    pub actual_price_with_tax: Money,
+    pub total_price: Money,
+    pub total_tax: Money,
+    pub price_with_tax: Money,
+}
+
+/// The submitted drop-off address plus what geocoding found (lat/lng as numbers here).
+#[derive(Serialize, serde::Deserialize, Clone, Debug, Default)]
+pub struct DropOffAddress {
+    pub text: String,
+    pub description: Option<String>,
+    pub person_name: Option<String>,
+    pub person_phone: Option<String>,
+    pub person_email: Option<String>,
+    pub sender_person_name: Option<String>,
+    pub sender_person_phone: Option<String>,
+    pub sender_person_email: Option<String>,
+    pub sender_name: Option<String>,
+    pub sender_address_text: Option<String>,
+    pub postal_code: String,
+    pub lat: f64,
+    pub lng: f64,
+    pub region: String,
+    pub google_place_id: Option<String>,
+    pub location_service_postal_code: String,
+}
+
+#[derive(Serialize, Clone)]
+pub struct LabelLink {
+    pub name: String,
+    pub size: &'static str,
+    pub format: &'static str,
+    pub url: String,
+}
+
+#[derive(Serialize, Clone)]
+pub struct PickUpShipmentObject {
+    pub scheduled_date: String,
+    pub unique_id: String,
+    pub id: i64,
+    pub pick_up_label_urls: Vec<LabelLink>,
+    pub label: String,
+    pub time_slot_datetime_start: String,
+    pub time_slot_datetime_end: String,
+}
+
+#[derive(Serialize)]
+pub struct SlotCode {
+    pub code: String,
+}
+
+#[derive(Serialize)]
+pub struct DropOffShipmentObject {
+    pub scheduled_date: String,
+    pub user_ref_id: Option<String>,
+    pub unique_id: String,
+    pub id: i64,
+    pub pick_up_label_urls: Vec<LabelLink>,
+    pub label: String,
+    pub time_slot: SlotCode,
+    pub time_slot_datetime_start: String,
+    pub time_slot_datetime_end: String,
+    pub tracking_url: String,
+}
+
+#[derive(Serialize)]
+pub struct ParcelObject {
+    pub pick_up_index: String,
+    pub drop_off_index: usize,
+    pub pick_up_code: String,
+    pub custom_code: Option<String>,
+    pub pick_up_label_urls: Vec<LabelLink>,
+    pub parcel_size_code: String,
+    pub label: String,
+}

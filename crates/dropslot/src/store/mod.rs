@@ -1,0 +1,77 @@
+//! The storage seam: one async trait every backend implements (SQLite now, PostgreSQL next),
+//! chosen by the database URL's scheme. Every tenant-data method takes a `Scope`, so a query
+//! that forgets the client and mode filter cannot be written against this trait.
+
+pub mod sqlite;
+mod types;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+pub use types::*;
+
+use crate::ids::{ClientId, SavedAddressId};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached or is overloaded: a 503, safe to retry.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    #[error("database error: {0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("stored data is inconsistent: {0}")]
+    Corrupt(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Brings the schema up to date; returns the versions applied now.
+    async fn migrate(&self) -> StoreResult<Vec<i64>>;
+    /// Cheap round trip for `/readyz`.
+    async fn ping(&self) -> StoreResult<()>;
+
+    // Clients and tokens (CONTRACT §1).
+    async fn create_client(&self, name: &str, now: Timestamp) -> StoreResult<ClientId>;
+    async fn client_count(&self) -> StoreResult<i64>;
+    async fn client_exists(&self, id: ClientId) -> StoreResult<bool>;
+    async fn insert_token(&self, token: NewToken, now: Timestamp) -> StoreResult<()>;
+    async fn principal(&self, hash: &TokenHash) -> StoreResult<Option<Principal>>;
+    async fn list_tokens(&self, client: ClientId) -> StoreResult<Vec<TokenInfo>>;
+    /// Revokes the one live token with this display prefix; false if none matched.
+    async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool>;
+
+    // Saved pick-up addresses (CONTRACT §3.4).
+    async fn saved_address_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddress>>;
+    async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>>;
+    async fn list_saved_addresses(&self, scope: Scope) -> StoreResult<Vec<SavedAddress>>;
+    async fn delete_saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<bool>;
+
+    // Orders (CONTRACT §3.3) and parcels (§4).
+    async fn idempotent_response(&self, scope: Scope, key: &str, since: Timestamp) -> StoreResult<Option<StoredResponse>>;
+    /// Writes the whole order in one transaction with its saved address, its first events
+    /// and the idempotency record (whose body `render` produces from the new row ids).
+    async fn create_order(&self, scope: Scope, order: NewOrder, render: RenderFn) -> Result<CreatedOrder, CreateOrderError>;
+    async fn delete_parcel_by_custom_code(&self, scope: Scope, code: &str, now: Timestamp) -> StoreResult<DeleteOutcome>;
+
+    // Labels: looked up by their unguessable token, no scope (the token is the credential).
+    async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>>;
+}
+
+pub type DynStore = Arc<dyn Store>;
+
+/// Opens the backend named by the URL's scheme.
+pub async fn open(url: &str) -> StoreResult<DynStore> {
+    if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
+        Ok(Arc::new(sqlite::SqliteStore::open(path)?))
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Err(StoreError::Unavailable(
+            "the PostgreSQL backend is not built yet: use sqlite://PATH (see docs/operations.md)".into(),
+        ))
+    } else {
+        Err(StoreError::Unavailable(format!("unsupported database URL scheme: {}", crate::config::redact_url(url))))
+    }
+}

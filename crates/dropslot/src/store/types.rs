@@ -1,0 +1,299 @@
+//! Records crossing the storage seam: plain data, no SQL and no HTTP.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{ClientId, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId};
+use crate::money::Money;
+use crate::quote::Totals;
+
+/// Test and live data never mix: every tenant row carries its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Test,
+    Live,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Test => "test",
+            Mode::Live => "live",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "test" => Some(Mode::Test),
+            "live" => Some(Mode::Live),
+            _ => None,
+        }
+    }
+}
+
+/// The tenant partition a request may see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Scope {
+    pub client: ClientId,
+    pub mode: Mode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenKind {
+    Test,
+    Live,
+    Ops,
+}
+
+impl TokenKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::Test => "test",
+            TokenKind::Live => "live",
+            TokenKind::Ops => "ops",
+        }
+    }
+    pub fn parse(s: &str) -> Option<TokenKind> {
+        match s {
+            "test" => Some(TokenKind::Test),
+            "live" => Some(TokenKind::Live),
+            "ops" => Some(TokenKind::Ops),
+            _ => None,
+        }
+    }
+    /// The data a token of this kind works on (ops staff move live shipments).
+    pub fn mode(self) -> Mode {
+        match self {
+            TokenKind::Test => Mode::Test,
+            TokenKind::Live | TokenKind::Ops => Mode::Live,
+        }
+    }
+}
+
+/// SHA-256 of the token: what is stored and looked up; the token itself never is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenHash(pub [u8; 32]);
+
+#[derive(Debug, Clone)]
+pub struct NewToken {
+    pub client: ClientId,
+    pub kind: TokenKind,
+    pub hash: TokenHash,
+    /// Shown in listings and used to revoke: `ds_test_` plus 8 characters.
+    pub prefix: String,
+    pub last4: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenInfo {
+    pub prefix: String,
+    pub last4: String,
+    pub kind: TokenKind,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+/// Who a valid token speaks for.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub client: ClientId,
+    pub client_name: String,
+    pub kind: TokenKind,
+    /// The client's negotiated overrides as JSON (`ClientSettings`), if any.
+    pub settings_json: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SavedAddress {
+    pub id: SavedAddressId,
+    pub text: String,
+    pub use_count: i64,
+    pub created_at: String,
+    pub last_used_at: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredResponse {
+    pub request_hash: String,
+    pub status: u16,
+    pub body: String,
+}
+
+/// Everything about a new order, computed before it reaches the store.
+#[derive(Debug, Clone)]
+pub struct NewOrder {
+    pub unique_id: String,
+    pub created_at: String,
+    pub pick_up: NewPickUp,
+    pub shipments: Vec<NewShipment>,
+    pub idempotency: Option<IdempotencyClaim>,
+}
+
+#[derive(Debug, Clone)]
+pub struct IdempotencyClaim {
+    pub key: String,
+    pub request_hash: String,
+    /// Records created before this are expired and may be replaced.
+    pub expired_before: jiff::Timestamp,
+    pub now: jiff::Timestamp,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewPickUp {
+    pub unique_id: String,
+    pub label_token: String,
+    pub scheduled_date: String,
+    pub slot_code: String,
+    pub slot_name: String,
+    pub start: String,
+    pub end: String,
+    /// The pick-up address as shown back (JSON object).
+    pub address_json: String,
+    pub saved_text: String,
+    pub saved_normalized: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewShipment {
+    pub unique_id: String,
+    pub drop_off: NewDropOff,
+    pub parcels: Vec<NewParcel>,
+    pub min_price: Money,
+    pub tax_bp: u32,
+    pub totals: Totals,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewDropOff {
+    /// Also the tracking code.
+    pub unique_id: String,
+    pub label_token: String,
+    pub scheduled_date: String,
+    pub slot_code: String,
+    pub slot_name: String,
+    pub start: String,
+    pub end: String,
+    pub zone_code: String,
+    pub warehouse: String,
+    pub city: String,
+    /// The drop-off address as returned in the order response (JSON object).
+    pub address_json: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewParcel {
+    pub pick_up_code: String,
+    pub custom_code: Option<String>,
+    pub size_code: String,
+    pub weight_mg: u64,
+    pub price: Money,
+    pub label_token: String,
+}
+
+/// Row ids assigned by the store, in the order of the `NewOrder`'s shipments and parcels.
+#[derive(Debug, Clone)]
+pub struct OrderIds {
+    pub order: OrderId,
+    pub pick_up: PickUpShipmentId,
+    pub saved_address: SavedAddressId,
+    pub shipments: Vec<ShipmentIds>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ShipmentIds {
+    pub shipment_order: ShipmentOrderId,
+    pub drop_off: DropOffShipmentId,
+    pub parcels: Vec<ParcelId>,
+}
+
+/// Renders the response body from the assigned ids (stored for idempotent replay).
+pub type RenderFn = Box<dyn FnOnce(&OrderIds) -> String + Send>;
+
+#[derive(Debug, Clone)]
+pub struct CreatedOrder {
+    pub ids: OrderIds,
+    pub body: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreateOrderError {
+    /// A parcel's custom code is held by a live parcel of this client and mode.
+    #[error("custom code taken at drop_offs.{drop_off}.parcels.{parcel}")]
+    CustomCodeTaken { drop_off: usize, parcel: usize },
+    /// A concurrent request with the same idempotency key committed first.
+    #[error("idempotency key already used")]
+    IdempotencyKeyTaken,
+    #[error(transparent)]
+    Store(#[from] super::StoreError),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    NotFound,
+    /// The drop-off shipment is past pick-up: its status.
+    TooLate(String),
+    Deleted { shipment_deleted: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabelKind {
+    PickUp,
+    DropOff,
+    Parcel,
+}
+
+impl LabelKind {
+    pub fn as_path(self) -> &'static str {
+        match self {
+            LabelKind::PickUp => "pick-up",
+            LabelKind::DropOff => "drop-off",
+            LabelKind::Parcel => "parcel",
+        }
+    }
+    pub fn from_path(s: &str) -> Option<LabelKind> {
+        match s {
+            "pick-up" => Some(LabelKind::PickUp),
+            "drop-off" => Some(LabelKind::DropOff),
+            "parcel" => Some(LabelKind::Parcel),
+            _ => None,
+        }
+    }
+}
+
+/// What a label shows, read back from the order's rows.
+#[derive(Debug, Clone)]
+pub struct LabelSource {
+    pub kind: LabelKind,
+    pub deleted: bool,
+    pub pick_up_unique_id: String,
+    pub pick_up_address_json: String,
+    pub pick_up_date: String,
+    pub pick_up_slot_name: String,
+    /// Every drop-off of the pick-up, with the sizes of its live parcels.
+    pub drop_offs: Vec<LabelDropOff>,
+    /// For parcel labels: which drop-off (index into `drop_offs`) and which parcel.
+    pub parcel: Option<LabelParcel>,
+    /// For drop-off labels: which drop-off.
+    pub drop_off_index: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct LabelDropOff {
+    pub tracking_code: String,
+    pub address_json: String,
+    pub scheduled_date: String,
+    pub slot_name: String,
+    pub zone_code: String,
+    pub warehouse: String,
+    pub parcel_sizes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LabelParcel {
+    pub pick_up_code: String,
+    pub custom_code: Option<String>,
+    pub size_code: String,
+    /// 1-based position among the shipment's parcels, and their count.
+    pub index: u32,
+    pub count: u32,
+}
