@@ -1,0 +1,190 @@
+//! Test harness: the real server on 127.0.0.1:0 over a fresh SQLite file, with a pinned
+//! clock, driven over real HTTP. Each server stops when its `TestServer` is dropped.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use dropslot::App;
+use dropslot::config::{Overrides, Settings};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+pub const API: &str = "/scheduled-service/api/v1";
+pub const ADMIN_TOKEN: &str = "admin-token-for-tests-0123456789";
+/// Monday 2026-11-23, 07:00 in Toronto: the 09:00 pick-up slot is still open.
+pub const NOW: &str = "2026-11-23T12:00:00Z";
+
+pub struct TestServer {
+    pub base: String,
+    pub app: App,
+    pub http: reqwest::Client,
+    pub db_path: std::path::PathBuf,
+    /// The demo client's test token.
+    pub token: String,
+    shutdown: Option<oneshot::Sender<()>>,
+    _dir: tempfile::TempDir,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    /// The message list at an error path, or panics with the whole body.
+    pub fn error_at(&self, path: &str) -> Vec<String> {
+        match self.body["errors"].get(path) {
+            Some(Value::Array(v)) => v.iter().map(|m| m.as_str().unwrap_or_default().to_string()).collect(),
+            _ => panic!("no error at {path:?} in {}", self.body),
+        }
+    }
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        Self::start_with("").await
+    }
+
+    /// Starts with a TOML fragment merged over the embedded default configuration.
+    pub async fn start_with(fragment: &str) -> TestServer {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db_path = dir.path().join("dropslot.db");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let overrides = Overrides {
+            database: Some(format!("sqlite://{}", db_path.display())),
+            base_url: Some(format!("http://{addr}")),
+            now: Some(NOW.into()),
+            admin_token: Some(ADMIN_TOKEN.into()),
+            ..Overrides::default()
+        };
+        let settings = Settings::from_toml_fragment(fragment, &overrides).expect("settings");
+        let app = App::build(settings).await.expect("app");
+        let (_, token) = app.bootstrap_demo().await.expect("demo").expect("empty database");
+        let (tx, rx) = oneshot::channel::<()>();
+        let server = app.clone();
+        tokio::spawn(async move {
+            // Bounded: a test never outlives two minutes of serving.
+            let stop = async move {
+                let _ = tokio::time::timeout(Duration::from_secs(120), rx).await;
+            };
+            let _ = server.serve(listener, stop).await;
+        });
+        TestServer {
+            base: format!("http://{addr}"),
+            app,
+            http: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client"),
+            db_path,
+            token,
+            shutdown: Some(tx),
+            _dir: dir,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        if path.starts_with('/') && !path.starts_with(API) && !path.starts_with("/labels") && !path.starts_with("/static") && !path.starts_with("/healthz") && !path.starts_with("/readyz") && !path.starts_with("/track") {
+            format!("{}{API}{path}", self.base)
+        } else {
+            format!("{}{path}", self.base)
+        }
+    }
+
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
+        let res = req.send().await.expect("request");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = res.bytes().await.expect("body");
+        let body = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into())) };
+        Reply { status, headers, body }
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: &Value) -> Reply {
+        self.send(self.http.post(self.url(path)).bearer_auth(token).json(body)).await
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> Reply {
+        self.send(self.http.get(self.url(path)).bearer_auth(token)).await
+    }
+
+    pub async fn delete(&self, path: &str, token: &str) -> Reply {
+        self.send(self.http.delete(self.url(path)).bearer_auth(token).header("X-Requested-With", "XMLHttpRequest")).await
+    }
+
+    pub async fn delete_parcel(&self, code: &str, token: &str) -> Reply {
+        self.delete(&format!("/parcels/find/by-custom-code/{code}"), token).await
+    }
+
+    pub async fn preview(&self, body: &Value) -> Reply {
+        self.post("/requests/preview", &self.token, body).await
+    }
+
+    pub async fn order(&self, body: &Value) -> Reply {
+        self.post("/requests/sync", &self.token, body).await
+    }
+
+    /// A new client through the admin API, with a token of each kind: (id, test, live, ops).
+    pub async fn new_client(&self, name: &str) -> (i64, String, String, String) {
+        let r = self.post("/admin/clients", ADMIN_TOKEN, &json!({"name": name})).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let id = r.body["object"]["id"].as_i64().expect("id");
+        let mut tokens = Vec::new();
+        for kind in ["test", "live", "ops"] {
+            let r = self.post(&format!("/admin/clients/{id}/tokens"), ADMIN_TOKEN, &json!({"kind": kind})).await;
+            assert_eq!(r.status, 201, "{}", r.body);
+            tokens.push(r.body["object"]["token"].as_str().expect("token").to_string());
+        }
+        let ops = tokens.pop().unwrap_or_default();
+        let live = tokens.pop().unwrap_or_default();
+        let test = tokens.pop().unwrap_or_default();
+        (id, test, live, ops)
+    }
+
+    /// Reads the server's database file directly (a second connection, as an auditor would).
+    pub fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(&self.db_path).expect("open db")
+    }
+
+    pub fn scalar(&self, sql: &str) -> i64 {
+        self.db().query_row(sql, [], |r| r.get(0)).expect(sql)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+pub const PICK_UP: &str = "100 King St W, Toronto, ON M5X 1A9";
+pub const DROP_OFF: &str = "290 Bremner Blvd, Toronto, ON M5V 3L9";
+
+/// One drop-off with parcels of these weights in grams, with the fields an order needs.
+pub fn request(weights: &[f64]) -> Value {
+    let parcels: Vec<Value> = weights.iter().map(|w| json!({"unit": "g", "values": w})).collect();
+    json!({
+        "pick_up_address": {"text": PICK_UP},
+        "drop_offs": [{
+            "address": {"text": DROP_OFF, "person_name": "Jane Doe", "person_phone": "+1 416 555 0100"},
+            "parcels": parcels
+        }]
+    })
+}
+
+/// One drop-off whose parcels carry these custom codes.
+pub fn request_with_codes(codes: &[&str]) -> Value {
+    let mut r = request(&vec![500.0; codes.len()]);
+    for (i, c) in codes.iter().enumerate() {
+        r["drop_offs"][0]["parcels"][i]["custom_code"] = json!(c);
+    }
+    r
+}
+
+/// Money fields are JSON numbers; compare in cents.
+pub fn cents(v: &Value) -> i64 {
+    (v.as_f64().unwrap_or_else(|| panic!("not a number: {v}")) * 100.0).round() as i64
+}
