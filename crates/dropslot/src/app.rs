@@ -72,7 +72,11 @@ impl App {
 
     /// Serves until `shutdown` resolves, then stops accepting, reports not-ready and lets
     /// in-flight requests finish for at most the configured grace period.
-    pub async fn serve(self, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let grace = self.settings.shutdown_grace;
         let drained = Arc::new(tokio::sync::Notify::new());
         let signal = {

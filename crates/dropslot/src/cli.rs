@@ -15,7 +15,7 @@ use crate::store::{self, DynStore, TokenKind};
 #[derive(Parser, Debug)]
 #[command(name = "dropslot", version, about = "Scheduled same-day parcel delivery")]
 struct Cli {
-    /// sqlite://PATH (default sqlite://dropslot.db) or postgres://…
+    /// <sqlite://PATH> (default <sqlite://dropslot.db>) or postgres://…
     #[arg(long, global = true, env = "DATABASE_URL")]
     database: Option<String>,
     /// A TOML file merged over the embedded default configuration.
@@ -171,17 +171,20 @@ async fn migrated(settings: &Settings) -> Result<DynStore, String> {
 fn init_tracing() {
     use tracing_subscriber::filter::Targets;
     use tracing_subscriber::prelude::*;
-    let filter: Targets = std::env::var("RUST_LOG").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| {
-        Targets::new().with_default(tracing::Level::INFO)
-    });
-    let _ = tracing_subscriber::registry().with(tracing_subscriber::fmt::layer().with_target(false)).with(filter).try_init();
+    let filter: Targets = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
+    let _ = tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_target(false))
+        .with(filter)
+        .try_init();
 }
 
 async fn serve(settings: Settings) -> Result<(), String> {
     init_tracing();
-    let listener = TcpListener::bind(settings.listen)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
+    let listener =
+        TcpListener::bind(settings.listen).await.map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
     let app = crate::App::build(settings).await.map_err(|e| e.to_string())?;
     let base = app.settings.base_url.clone();
     if let Some((client, token)) = app.bootstrap_demo().await.map_err(|e| e.to_string())? {

@@ -150,8 +150,7 @@ impl IntoResponse for Error {
         };
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
         let mut res = (status, bytes).into_response();
-        res.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         res
     }
 }

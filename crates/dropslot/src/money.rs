@@ -14,6 +14,7 @@ impl Money {
         self.0
     }
 
+    #[must_use]
     /// Tax at `rate` rounded half-up to the cent (amounts are never negative here).
     pub fn tax(self, rate: TaxRate) -> Money {
         let product = i128::from(self.0) * i128::from(rate.0);
@@ -72,8 +73,9 @@ impl<'de> Deserialize<'de> for Money {
             Int(i64),
         }
         match Raw::deserialize(d)? {
-            Raw::Text(s) => Money::parse(&s)
-                .ok_or_else(|| serde::de::Error::custom(format!("invalid amount {s:?}: use \"12.34\""))),
+            Raw::Text(s) => {
+                Money::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("invalid amount {s:?}: use \"12.34\"")))
+            }
             Raw::Int(i) => i
                 .checked_mul(100)
                 .filter(|c| *c >= 0)

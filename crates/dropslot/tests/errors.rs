@@ -34,7 +34,11 @@ async fn every_validation_rule_answers_422_at_its_path() {
         (with(&|b| b["pick_up_address"]["text"] = json!(long)), "pick_up_address.text", false),
         (with(&|b| b["pick_up_address"]["text"] = json!("somewhere nice")), "pick_up_address.text", false),
         (with(&|b| b["pick_up_address"]["text"] = json!("Vancouver BC V6B 1A1")), "pick_up_address.text", false),
-        (with(&|b| b["drop_offs"][0]["address"]["text"] = json!("New York, NY 10001")), "drop_offs.0.address.text", false),
+        (
+            with(&|b| b["drop_offs"][0]["address"]["text"] = json!("New York, NY 10001")),
+            "drop_offs.0.address.text",
+            false,
+        ),
         (with(&|b| b["drop_offs"][0]["address"] = Value::Null), "drop_offs.0.address", false),
         (with(&|b| b["drop_offs"][0]["parcels"] = json!([])), "drop_offs.0.parcels", false),
         (with(&|b| b["drop_offs"][0]["parcels"][0]["unit"] = json!("stone")), "drop_offs.0.parcels.0.unit", false),
@@ -43,21 +47,68 @@ async fn every_validation_rule_answers_422_at_its_path() {
         (with(&|b| b["drop_offs"][0]["parcels"][0]["values"] = json!(-5)), "drop_offs.0.parcels.0.values", false),
         (with(&|b| b["drop_offs"][0]["parcels"][0]["values"] = Value::Null), "drop_offs.0.parcels.0.values", false),
         (with(&|b| b["drop_offs"][0]["parcels"][0]["values"] = json!(30_000)), "drop_offs.0.parcels.0.values", false),
-        (with(&|b| b["drop_offs"][0]["parcels"][0]["custom_code"] = json!("SHORT123")), "drop_offs.0.parcels.0.custom_code", false),
-        (with(&|b| b["drop_offs"][0]["parcels"][0]["custom_code"] = json!("A".repeat(21))), "drop_offs.0.parcels.0.custom_code", false),
-        (with(&|b| b["drop_offs"][0]["parcels"][0]["custom_code"] = json!("ABCDEFGH-1234567")), "drop_offs.0.parcels.0.custom_code", false),
-        (with(&|b| b["drop_offs"][0]["parcels"][0]["custom_code"] = json!("ÄBCDEFGH12345678")), "drop_offs.0.parcels.0.custom_code", false),
+        (
+            with(&|b| b["drop_offs"][0]["parcels"][0]["custom_code"] = json!("SHORT123")),
+            "drop_offs.0.parcels.0.custom_code",
+            false,
+        ),
+        (
+            with(&|b| b["drop_offs"][0]["parcels"][0]["custom_code"] = json!("A".repeat(21))),
+            "drop_offs.0.parcels.0.custom_code",
+            false,
+        ),
+        (
+            with(&|b| b["drop_offs"][0]["parcels"][0]["custom_code"] = json!("ABCDEFGH-1234567")),
+            "drop_offs.0.parcels.0.custom_code",
+            false,
+        ),
+        (
+            with(&|b| b["drop_offs"][0]["parcels"][0]["custom_code"] = json!("ÄBCDEFGH12345678")),
+            "drop_offs.0.parcels.0.custom_code",
+            false,
+        ),
         (request_with_codes(&["ABCDEFGH12345678", "abcdefgh12345678"]), "drop_offs.0.parcels.1.custom_code", false),
         (with(&|b| b["drop_offs"][0]["address"]["person_name"] = Value::Null), "drop_offs.0.address.person_name", true),
-        (with(&|b| b["drop_offs"][0]["address"]["person_phone"] = json!("  ")), "drop_offs.0.address.person_phone", true),
-        (with(&|b| b["drop_offs"][0]["address"]["person_phone"] = json!("12-34")), "drop_offs.0.address.person_phone", false),
-        (with(&|b| b["drop_offs"][0]["address"]["person_phone"] = json!("+1 416 555 0100 x7")), "drop_offs.0.address.person_phone", false),
-        (with(&|b| b["drop_offs"][0]["address"]["person_email"] = json!("jane@")), "drop_offs.0.address.person_email", false),
-        (with(&|b| b["drop_offs"][0]["address"]["sender_person_email"] = json!("a b@c.d")), "drop_offs.0.address.sender_person_email", false),
-        (with(&|b| b["drop_offs"][0]["address"]["sender_person_phone"] = json!("phone")), "drop_offs.0.address.sender_person_phone", false),
+        (
+            with(&|b| b["drop_offs"][0]["address"]["person_phone"] = json!("  ")),
+            "drop_offs.0.address.person_phone",
+            true,
+        ),
+        (
+            with(&|b| b["drop_offs"][0]["address"]["person_phone"] = json!("12-34")),
+            "drop_offs.0.address.person_phone",
+            false,
+        ),
+        (
+            with(&|b| b["drop_offs"][0]["address"]["person_phone"] = json!("+1 416 555 0100 x7")),
+            "drop_offs.0.address.person_phone",
+            false,
+        ),
+        (
+            with(&|b| b["drop_offs"][0]["address"]["person_email"] = json!("jane@")),
+            "drop_offs.0.address.person_email",
+            false,
+        ),
+        (
+            with(&|b| b["drop_offs"][0]["address"]["sender_person_email"] = json!("a b@c.d")),
+            "drop_offs.0.address.sender_person_email",
+            false,
+        ),
+        (
+            with(&|b| b["drop_offs"][0]["address"]["sender_person_phone"] = json!("phone")),
+            "drop_offs.0.address.sender_person_phone",
+            false,
+        ),
         (with(&|b| b["pick_up_address"] = json!({"saved_address_id": 999})), "pick_up_address.saved_address_id", false),
         // Order creation limits (interface Limits table): 1 drop-off, 1–5 parcels.
-        (with(&|b| { let d = b["drop_offs"][0].clone(); b["drop_offs"] = json!([d.clone(), d]); }), "drop_offs", true),
+        (
+            with(&|b| {
+                let d = b["drop_offs"][0].clone();
+                b["drop_offs"] = json!([d.clone(), d]);
+            }),
+            "drop_offs",
+            true,
+        ),
         (request(&[500.0; 6]), "drop_offs.0.parcels", true),
     ];
     for (i, (body, path, sync_only)) in cases.iter().enumerate() {
@@ -123,7 +174,8 @@ async fn malformed_bodies_wrong_types_and_protocol_errors() {
     let r = s.order(&json!({"pick_up_address": {"text": common::PICK_UP}, "drop_offs": {"a": 1}})).await;
     assert!(!r.error_at("drop_offs").is_empty());
     // Numbers too large for a double.
-    let r = s.send(post(r#"{"drop_offs":[{"parcels":[{"unit":"g","values":1e999}]}]}"#, Some("application/json"))).await;
+    let r =
+        s.send(post(r#"{"drop_offs":[{"parcels":[{"unit":"g","values":1e999}]}]}"#, Some("application/json"))).await;
     assert_envelope(&r, 400);
     // Over the body limit.
     let big = format!("{{\"pick_up_address\":{{\"text\":\"{}\"}}}}", "x".repeat(1_100_000));
@@ -166,7 +218,10 @@ async fn tokens_decide_who_may_call() {
     assert_envelope(&s.post("/admin/clients", &live, &json!({"name": "x"})).await, 401);
     assert_envelope(&s.post("/admin/clients", common::ADMIN_TOKEN, &json!({"name": ""})).await, 422);
     assert_envelope(&s.post("/admin/clients/999/tokens", common::ADMIN_TOKEN, &json!({"kind": "test"})).await, 404);
-    assert_envelope(&s.post(&format!("/admin/clients/{id}/tokens"), common::ADMIN_TOKEN, &json!({"kind": "root"})).await, 422);
+    assert_envelope(
+        &s.post(&format!("/admin/clients/{id}/tokens"), common::ADMIN_TOKEN, &json!({"kind": "root"})).await,
+        422,
+    );
     // Tokens are stored hashed: no token text anywhere in the database file.
     let raw = std::fs::read(&s.db_path).unwrap();
     let wal = std::fs::read(s.db_path.with_extension("db-wal")).unwrap_or_default();

@@ -69,7 +69,10 @@ async fn an_order_comes_back_with_ids_tracking_and_labels() {
     assert_eq!((parcels[0]["drop_off_index"].as_i64(), parcels[0]["pick_up_index"].as_str()), (Some(0), Some("0")));
     assert_ne!(parcels[0]["pick_up_code"], parcels[1]["pick_up_code"]);
     // 9 + 12 = 21 → minimum 45 → 5.85 tax.
-    assert_eq!((cents(&sh["actual_total_price"]), cents(&sh["total_price"]), cents(&sh["price_with_tax"])), (2100, 4500, 5085));
+    assert_eq!(
+        (cents(&sh["actual_total_price"]), cents(&sh["total_price"]), cents(&sh["price_with_tax"])),
+        (2100, 4500, 5085)
+    );
     assert_eq!(cents(&sh["actual_total_tax"]), 273);
     // What landed: one of each row, its events, the saved pick-up address.
     assert_eq!(s.scalar("SELECT count(*) FROM orders"), 1);
@@ -113,7 +116,15 @@ async fn idempotency_key_replays_or_conflicts() {
     assert_ne!(later.body["object"]["unique_id"], first.body["object"]["unique_id"]);
     // Keys are per client: another client may use the same key.
     let (_, other, _, _) = s.new_client("Other").await;
-    let r = s.send(s.http.post(s.url("/requests/sync")).bearer_auth(&other).header("Idempotency-Key", "order-1").json(&request(&[700.0]))).await;
+    let r = s
+        .send(
+            s.http
+                .post(s.url("/requests/sync"))
+                .bearer_auth(&other)
+                .header("Idempotency-Key", "order-1")
+                .json(&request(&[700.0])),
+        )
+        .await;
     assert_eq!(r.status, 201);
     assert!(!r.headers.contains_key("idempotent-replayed"));
     let r = send(Box::leak("k".repeat(256).into_boxed_str()), request(&[1.0])).await;
@@ -149,7 +160,11 @@ async fn deletion_reprices_and_the_last_parcel_deletes_the_shipment() {
     let r = s.delete_parcel("SSSSSSSS55556666", &s.token).await;
     assert_eq!(r.status, 200);
     assert_eq!(s.scalar("SELECT count(*) FROM drop_off_shipments WHERE status = 'deleted'"), 1);
-    assert_eq!(s.scalar("SELECT count(*) FROM pick_up_shipments WHERE status = 'deleted'"), 1, "all its drop-offs are deleted");
+    assert_eq!(
+        s.scalar("SELECT count(*) FROM pick_up_shipments WHERE status = 'deleted'"),
+        1,
+        "all its drop-offs are deleted"
+    );
     assert_eq!(s.scalar("SELECT total_price FROM shipment_orders"), 0, "a deleted shipment is not charged");
     assert_eq!(s.scalar("SELECT count(*) FROM shipment_events WHERE status = 'deleted'"), 2);
     // A deleted parcel frees its code.
@@ -195,7 +210,11 @@ async fn clients_and_modes_are_isolated() {
     assert_eq!(s.post("/requests/sync", &live, &request_with_codes(&[CODE_A])).await.status, 201);
     assert_eq!(s.delete(&format!("/parcels/find/by-custom-code/{CODE_A}"), &live).await.status, 200);
     assert_eq!(s.delete(&format!("/parcels/find/by-custom-code/{CODE_A}"), &test).await.status, 200);
-    assert_eq!(s.scalar("SELECT count(*) FROM parcels WHERE deleted_at IS NULL"), 1, "the demo client's parcel remains");
+    assert_eq!(
+        s.scalar("SELECT count(*) FROM parcels WHERE deleted_at IS NULL"),
+        1,
+        "the demo client's parcel remains"
+    );
     // Saved addresses are per client too.
     let r = s.get("/saved-addresses", &test).await;
     assert_eq!(r.body["object"]["saved_addresses"].as_array().unwrap().len(), 1);
@@ -277,7 +296,9 @@ async fn many_concurrent_distinct_orders_all_land() {
     for i in 0..64 {
         let (http, url, token) = (s.http.clone(), s.url("/requests/sync"), s.token.clone());
         let body = request_with_codes(&[&format!("PARALLEL{i:08}")]);
-        tasks.push(tokio::spawn(async move { http.post(url).bearer_auth(token).json(&body).send().await.unwrap().status().as_u16() }));
+        tasks.push(tokio::spawn(async move {
+            http.post(url).bearer_auth(token).json(&body).send().await.unwrap().status().as_u16()
+        }));
     }
     for t in tasks {
         assert_eq!(t.await.unwrap(), 201);

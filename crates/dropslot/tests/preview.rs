@@ -42,7 +42,8 @@ async fn three_small_parcels_are_charged_the_minimum_price() {
     assert_eq!(a["city"], "Toronto");
     assert!(a["lat"].is_string() && a["lng"].is_string(), "preview lat/lng are strings: {a}");
     assert!(a["saved_address_id"].is_null());
-    for k in ["person_name", "person_phone_country_code", "person_phone", "plate_number", "unit_number", "description"] {
+    for k in ["person_name", "person_phone_country_code", "person_phone", "plate_number", "unit_number", "description"]
+    {
         assert!(a.get(k).is_some(), "pick-up address lacks {k}");
     }
     let summary = &pu["parcel_summary"]["SAME"]["small"];
@@ -86,10 +87,10 @@ async fn size_classes_at_their_boundaries_and_units() {
         (json!({"unit": "kg", "values": 10}), "large", 1600),
         (json!({"unit": "kg", "values": 10.001}), "xlarge", 2400),
         (json!({"unit": "kg", "values": 25}), "xlarge", 2400),
-        (json!({"unit": "lb", "values": 4.4}), "small", 900),   // 1995.8 g
+        (json!({"unit": "lb", "values": 4.4}), "small", 900), // 1995.8 g
         (json!({"unit": "lb", "values": 4.5}), "medium", 1200), // 2041.2 g
-        (json!({"unit": "oz", "values": 70}), "small", 900),    // 1984.5 g
-        (json!({"unit": "oz", "values": 71}), "medium", 1200),  // 2012.8 g
+        (json!({"unit": "oz", "values": 70}), "small", 900),  // 1984.5 g
+        (json!({"unit": "oz", "values": 71}), "medium", 1200), // 2012.8 g
     ];
     let mut body = request(&[1.0]);
     body["drop_offs"][0]["parcels"] = json!(cases.iter().map(|c| c.0.clone()).collect::<Vec<_>>());

@@ -38,7 +38,11 @@ pub struct NewClient {
     name: Option<String>,
 }
 
-pub async fn create_client(_: Admin, State(app): State<App>, JsonBody(body, _): JsonBody<NewClient>) -> Result<Response> {
+pub async fn create_client(
+    _: Admin,
+    State(app): State<App>,
+    JsonBody(body, _): JsonBody<NewClient>,
+) -> Result<Response> {
     let name = body.name.unwrap_or_default();
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 200 {
@@ -59,9 +63,11 @@ pub async fn create_token(
     Path(client): Path<i64>,
     JsonBody(body, _): JsonBody<NewToken>,
 ) -> Result<Response> {
-    let kind = body.kind.as_deref().and_then(TokenKind::parse).ok_or_else(|| {
-        Error::invalid("kind", "The kind must be one of test, live, ops.")
-    })?;
+    let kind = body
+        .kind
+        .as_deref()
+        .and_then(TokenKind::parse)
+        .ok_or_else(|| Error::invalid("kind", "The kind must be one of test, live, ops."))?;
     let client = ClientId(client);
     if !app.store.client_exists(client).await? {
         return Err(Error::NotFound);

@@ -108,10 +108,8 @@ pub struct ServiceArea {
 
 impl ServiceArea {
     pub(super) fn build(regions: Vec<RawRegion>, cities: Vec<RawCity>, zones: Vec<RawZone>) -> Result<Self, String> {
-        let regions: Vec<Region> = regions
-            .into_iter()
-            .map(|r| Region { code: r.code, name: r.name, tax: TaxRate(r.tax_bp) })
-            .collect();
+        let regions: Vec<Region> =
+            regions.into_iter().map(|r| Region { code: r.code, name: r.name, tax: TaxRate(r.tax_bp) }).collect();
         for (i, r) in regions.iter().enumerate() {
             if r.tax.0 > 10_000 {
                 return Err(format!("regions.{i}.tax_bp: at most 10000 (100 %)"));
@@ -127,14 +125,24 @@ impl ServiceArea {
             let tz = TimeZone::get(&c.time_zone).map_err(|e| format!("{}: {e}", at("time_zone")))?;
             let mut bits = 0u8;
             for (j, w) in c.weekdays.iter().enumerate() {
-                bits |= 1 << parse_weekday(w).ok_or_else(|| format!("{}: {w:?} is not mon..sun", at(&format!("weekdays.{j}"))))?;
+                bits |= 1
+                    << parse_weekday(w)
+                        .ok_or_else(|| format!("{}: {w:?} is not mon..sun", at(&format!("weekdays.{j}"))))?;
             }
             let mut holidays = BTreeSet::new();
             for (j, h) in c.holidays.iter().enumerate() {
                 holidays.insert(h.parse::<Date>().map_err(|e| format!("{}: {e}", at(&format!("holidays.{j}"))))?);
             }
             let pick_up_slots = check_slots(c.pick_up_slots, &at("pick_up_slots"))?;
-            built_cities.push(City { code: c.code, name: c.name, region, tz, weekdays: Weekdays(bits), holidays, pick_up_slots });
+            built_cities.push(City {
+                code: c.code,
+                name: c.name,
+                region,
+                tz,
+                weekdays: Weekdays(bits),
+                holidays,
+                pick_up_slots,
+            });
         }
         if built_cities.is_empty() {
             return Err("cities: at least one city".into());

@@ -158,7 +158,8 @@ impl Settings {
             .map_err(|e: toml::de::Error| ConfigError::Toml { path: "<embedded>".into(), message: e.to_string() })?;
         if let Some(path) = &o.config_file {
             let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
+            let text =
+                std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: shown.clone(), source })?;
             let file: toml::Table = text
                 .parse()
                 .map_err(|e: toml::de::Error| ConfigError::Toml { path: shown.clone(), message: e.to_string() })?;
@@ -169,10 +170,9 @@ impl Settings {
 
     /// Loads the defaults with a TOML fragment merged over them (tests, embedding).
     pub fn from_toml_fragment(fragment: &str, o: &Overrides) -> Result<Settings, ConfigError> {
-        let mut merged: toml::Table = DEFAULT_TOML.parse().map_err(|e: toml::de::Error| ConfigError::Toml {
-            path: "<embedded>".into(),
-            message: e.to_string(),
-        })?;
+        let mut merged: toml::Table = DEFAULT_TOML
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::Toml { path: "<embedded>".into(), message: e.to_string() })?;
         let extra: toml::Table = fragment
             .parse()
             .map_err(|e: toml::de::Error| ConfigError::Toml { path: "<fragment>".into(), message: e.to_string() })?;
@@ -181,15 +181,17 @@ impl Settings {
     }
 
     fn from_table(table: toml::Table, o: &Overrides) -> Result<Settings, ConfigError> {
-        let raw: RawConfig = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+        let raw: RawConfig =
+            toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
         let listen_text = o.listen.clone().unwrap_or(raw.server.listen);
         let listen: SocketAddr = listen_text
             .parse()
             .map_err(|_| ConfigError::Invalid(format!("server.listen: {listen_text:?} is not an ADDR:PORT")))?;
         let database = o.database.clone().unwrap_or(raw.server.database);
-        if !(database.starts_with("sqlite:") || database.starts_with("postgres://") || database.starts_with("postgresql://")) {
+        if !(database.starts_with("sqlite:")
+            || database.starts_with("postgres://")
+            || database.starts_with("postgresql://"))
+        {
             return Err(ConfigError::Invalid(format!(
                 "server.database: {:?} must be sqlite://PATH or postgres://…",
                 redact_url(&database)
@@ -198,14 +200,17 @@ impl Settings {
         let base_url = o.base_url.clone().unwrap_or(raw.server.base_url);
         let base_url = if base_url.is_empty() { format!("http://{listen}") } else { base_url };
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(ConfigError::Invalid(format!("server.base_url: {base_url:?} must start with http:// or https://")));
+            return Err(ConfigError::Invalid(format!(
+                "server.base_url: {base_url:?} must start with http:// or https://"
+            )));
         }
-        let now = match &o.now {
-            None => None,
-            Some(s) => Some(s.parse::<Timestamp>().map_err(|e| {
-                ConfigError::Invalid(format!("DROPSLOT_NOW: {s:?} is not an RFC 3339 timestamp: {e}"))
-            })?),
-        };
+        let now =
+            match &o.now {
+                None => None,
+                Some(s) => Some(s.parse::<Timestamp>().map_err(|e| {
+                    ConfigError::Invalid(format!("DROPSLOT_NOW: {s:?} is not an RFC 3339 timestamp: {e}"))
+                })?),
+            };
         if raw.server.body_limit < 1024 {
             return Err(ConfigError::Invalid("server.body_limit: at least 1024 bytes".into()));
         }

@@ -40,23 +40,16 @@ impl Dataset {
             None => return Err("line 1: empty file, expected a header".to_owned()),
         }
         // About 1.6k Canadian and 42k US rows; reserving avoids rehashing while loading.
-        let mut dataset = Dataset {
-            ca: HashMap::with_capacity(2_048),
-            us: HashMap::with_capacity(tsv.len() / 40),
-        };
+        let mut dataset = Dataset { ca: HashMap::with_capacity(2_048), us: HashMap::with_capacity(tsv.len() / 40) };
         for (idx, line) in lines.enumerate() {
             let line_no = idx + 2;
-            let (country, code, place) =
-                parse_row(line).map_err(|e| format!("line {line_no}: {e}"))?;
+            let (country, code, place) = parse_row(line).map_err(|e| format!("line {line_no}: {e}"))?;
             let map = match country {
                 Country::Ca => &mut dataset.ca,
                 Country::Us => &mut dataset.us,
             };
             if map.contains_key(code) {
-                return Err(format!(
-                    "line {line_no}: duplicate code {}\t{code}",
-                    country.code()
-                ));
+                return Err(format!("line {line_no}: duplicate code {}\t{code}", country.code()));
             }
             map.insert(code.to_owned(), place);
         }
@@ -89,19 +82,9 @@ impl Dataset {
 
 fn parse_row(line: &str) -> Result<(Country, &str, Place), String> {
     let mut fields = line.split('\t');
-    let mut next = |name: &str| {
-        fields
-            .next()
-            .ok_or_else(|| format!("missing column {name}"))
-    };
-    let (country, code, lat, lng, city, region) = (
-        next("country")?,
-        next("code")?,
-        next("lat")?,
-        next("lng")?,
-        next("city")?,
-        next("region")?,
-    );
+    let mut next = |name: &str| fields.next().ok_or_else(|| format!("missing column {name}"));
+    let (country, code, lat, lng, city, region) =
+        (next("country")?, next("code")?, next("lat")?, next("lng")?, next("city")?, next("region")?);
     if fields.next().is_some() {
         return Err("more than 6 columns".to_owned());
     }
@@ -116,10 +99,7 @@ fn parse_row(line: &str) -> Result<(Country, &str, Place), String> {
         Country::Us => code.len() == 5 && code.bytes().all(|b| b.is_ascii_digit()),
     };
     if !code_ok {
-        return Err(format!(
-            "code {code:?} is not a valid {} code",
-            country.code()
-        ));
+        return Err(format!("code {code:?} is not a valid {} code", country.code()));
     }
     check_coord(lat, "lat", 90)?;
     check_coord(lng, "lng", 180)?;
@@ -129,12 +109,7 @@ fn parse_row(line: &str) -> Result<(Country, &str, Place), String> {
     if !(region.len() == 2 && region.bytes().all(|b| b.is_ascii_uppercase())) {
         return Err(format!("region {region:?} is not a 2-letter code"));
     }
-    let place = Place {
-        lat: lat.to_owned(),
-        lng: lng.to_owned(),
-        city: city.to_owned(),
-        region: region.to_owned(),
-    };
+    let place = Place { lat: lat.to_owned(), lng: lng.to_owned(), city: city.to_owned(), region: region.to_owned() };
     Ok((country, code, place))
 }
 
@@ -150,16 +125,12 @@ fn check_coord(s: &str, name: &str, max: u32) -> Result<(), String> {
         && (digits.len() == int.len() || (1..=4).contains(&frac.len()))
         && all_digits(frac);
     // Only once the shape is right is `int` 1–3 ASCII digits, so the parse cannot fail.
-    let in_range = shape_ok
-        && int
-            .parse::<u32>()
-            .is_ok_and(|v| v < max || (v == max && frac.bytes().all(|b| b == b'0')));
+    let in_range =
+        shape_ok && int.parse::<u32>().is_ok_and(|v| v < max || (v == max && frac.bytes().all(|b| b == b'0')));
     if in_range {
         Ok(())
     } else {
-        Err(format!(
-            "{name} {s:?} is not decimal degrees (at most 4 places) within ±{max}"
-        ))
+        Err(format!("{name} {s:?} is not decimal degrees (at most 4 places) within ±{max}"))
     }
 }
 
@@ -178,19 +149,10 @@ mod tests {
         assert_eq!(ds.len(), 3);
         assert!(!ds.is_empty());
         let m5v = ds.lookup(Country::Ca, "M5V").unwrap();
-        assert_eq!(
-            (m5v.lat.as_str(), m5v.lng.as_str()),
-            ("43.6525", "-79.3686")
-        );
+        assert_eq!((m5v.lat.as_str(), m5v.lng.as_str()), ("43.6525", "-79.3686"));
         assert_eq!(m5v.region, "ON");
-        assert_eq!(
-            ds.lookup(Country::Ca, "m5v").unwrap().city,
-            "Downtown Toronto (cn Tower)"
-        );
-        assert_eq!(
-            ds.lookup(Country::Ca, "h3e").unwrap().city,
-            "L'Île-des-soeurs"
-        );
+        assert_eq!(ds.lookup(Country::Ca, "m5v").unwrap().city, "Downtown Toronto (cn Tower)");
+        assert_eq!(ds.lookup(Country::Ca, "h3e").unwrap().city, "L'Île-des-soeurs");
         assert_eq!(ds.lookup(Country::Us, "10001").unwrap().city, "New York");
         // Keys are per country, and unknown or odd keys are just absent.
         assert!(ds.lookup(Country::Us, "M5V").is_none());
@@ -206,8 +168,7 @@ mod tests {
         assert_eq!(ds.len(), 3);
         assert!(Dataset::parse(HEADER).unwrap().is_empty());
         // The extremes are valid coordinates.
-        let poles =
-            format!("{HEADER}\nUS\t10002\t-90.0\t180\tSomewhere\tNY\nUS\t10003\t0\t-0.5\tX\tNY\n");
+        let poles = format!("{HEADER}\nUS\t10002\t-90.0\t180\tSomewhere\tNY\nUS\t10003\t0\t-0.5\tX\tNY\n");
         assert_eq!(Dataset::parse(&poles).unwrap().len(), 2);
     }
 
@@ -216,66 +177,21 @@ mod tests {
         let cases = [
             ("", "line 1"),
             ("country\tcode\n", "line 1"),
-            (
-                "country\tcode\tlat\tlng\tcity\tregion\nCA\tM5V\t43.6\n",
-                "line 2: missing column lng",
-            ),
-            (
-                &format!("{SAMPLE}US\t10002\t40.7\t-73.9\tNew York\tNY\textra\n"),
-                "line 5",
-            ),
-            (
-                &format!("{SAMPLE}MX\t01000\t19.4\t-99.1\tCiudad\tDF\n"),
-                "line 5",
-            ),
-            (
-                &format!("{SAMPLE}CA\tM5D\t43.6\t-79.3\tToronto\tON\n"),
-                "line 5",
-            ),
-            (
-                &format!("{SAMPLE}US\t1000\t40.7\t-73.9\tNew York\tNY\n"),
-                "line 5",
-            ),
-            (
-                &format!("{SAMPLE}US\t10002\t91\t-73.9\tNew York\tNY\n"),
-                "line 5: lat",
-            ),
-            (
-                &format!("{SAMPLE}US\t10002\t40.7\tNaN\tNew York\tNY\n"),
-                "line 5: lng",
-            ),
-            (
-                &format!("{SAMPLE}US\t10002\t40.7\t1e1\tNew York\tNY\n"),
-                "line 5: lng",
-            ),
-            (
-                &format!("{SAMPLE}US\t10002\t40.7\t-73.12345\tNew York\tNY\n"),
-                "line 5: lng",
-            ),
-            (
-                &format!("{SAMPLE}US\t10002\t40.\t-73.9\tNew York\tNY\n"),
-                "line 5: lat",
-            ),
-            (
-                &format!("{SAMPLE}US\t10002\t-\t-73.9\tNew York\tNY\n"),
-                "line 5: lat",
-            ),
-            (
-                &format!("{SAMPLE}US\t10002\t90.0001\t-73.9\tNew York\tNY\n"),
-                "line 5: lat",
-            ),
-            (
-                &format!("{SAMPLE}US\t10002\t40.7\t-73.9\t \tNY\n"),
-                "line 5: empty city",
-            ),
-            (
-                &format!("{SAMPLE}US\t10002\t40.7\t-73.9\tNew York\tNew York\n"),
-                "line 5: region",
-            ),
-            (
-                &format!("{SAMPLE}US\t10001\t40.7\t-73.9\tNew York\tNY\n"),
-                "line 5: duplicate",
-            ),
+            ("country\tcode\tlat\tlng\tcity\tregion\nCA\tM5V\t43.6\n", "line 2: missing column lng"),
+            (&format!("{SAMPLE}US\t10002\t40.7\t-73.9\tNew York\tNY\textra\n"), "line 5"),
+            (&format!("{SAMPLE}MX\t01000\t19.4\t-99.1\tCiudad\tDF\n"), "line 5"),
+            (&format!("{SAMPLE}CA\tM5D\t43.6\t-79.3\tToronto\tON\n"), "line 5"),
+            (&format!("{SAMPLE}US\t1000\t40.7\t-73.9\tNew York\tNY\n"), "line 5"),
+            (&format!("{SAMPLE}US\t10002\t91\t-73.9\tNew York\tNY\n"), "line 5: lat"),
+            (&format!("{SAMPLE}US\t10002\t40.7\tNaN\tNew York\tNY\n"), "line 5: lng"),
+            (&format!("{SAMPLE}US\t10002\t40.7\t1e1\tNew York\tNY\n"), "line 5: lng"),
+            (&format!("{SAMPLE}US\t10002\t40.7\t-73.12345\tNew York\tNY\n"), "line 5: lng"),
+            (&format!("{SAMPLE}US\t10002\t40.\t-73.9\tNew York\tNY\n"), "line 5: lat"),
+            (&format!("{SAMPLE}US\t10002\t-\t-73.9\tNew York\tNY\n"), "line 5: lat"),
+            (&format!("{SAMPLE}US\t10002\t90.0001\t-73.9\tNew York\tNY\n"), "line 5: lat"),
+            (&format!("{SAMPLE}US\t10002\t40.7\t-73.9\t \tNY\n"), "line 5: empty city"),
+            (&format!("{SAMPLE}US\t10002\t40.7\t-73.9\tNew York\tNew York\n"), "line 5: region"),
+            (&format!("{SAMPLE}US\t10001\t40.7\t-73.9\tNew York\tNY\n"), "line 5: duplicate"),
             (&format!("{SAMPLE}\n"), "line 5"),
         ];
         for (tsv, want) in cases {
@@ -302,11 +218,7 @@ mod tests {
         assert!((lat - 40.75).abs() < 0.1, "{lat}");
 
         // Round trip with extraction, as the address pipeline will use it.
-        let code = super::super::postal::PostalCode::find_in("100 King St W, Toronto, ON M5X 1A9")
-            .unwrap();
-        assert_eq!(
-            ds.lookup(code.country(), code.lookup_key()).unwrap().region,
-            "ON"
-        );
+        let code = super::super::postal::PostalCode::find_in("100 King St W, Toronto, ON M5X 1A9").unwrap();
+        assert_eq!(ds.lookup(code.country(), code.lookup_key()).unwrap().region, "ON");
     }
 }

@@ -12,10 +12,7 @@ use postal::{Country, PostalCode};
 
 static EMBEDDED: LazyLock<Arc<Dataset>> = LazyLock::new(|| {
     // The dataset is part of the binary and is parsed by a unit test, so this cannot fail.
-    Arc::new(
-        Dataset::parse(include_str!("../../data/postal-codes.tsv"))
-            .expect("embedded postal dataset parses"),
-    )
+    Arc::new(Dataset::parse(include_str!("../../data/postal-codes.tsv")).expect("embedded postal dataset parses"))
 });
 
 /// A located address inside the service area.
@@ -47,9 +44,7 @@ impl GeoError {
             Self::NoPostalCode => {
                 "The address could not be located: include a Canadian postal code (e.g. M5V 2T6) or a US ZIP code."
             }
-            Self::UnknownPostalCode => {
-                "The address could not be located: its postal code is unknown."
-            }
+            Self::UnknownPostalCode => "The address could not be located: its postal code is unknown.",
             Self::OutsideServiceArea => "The address is outside the service area.",
         }
     }
@@ -68,24 +63,17 @@ impl Default for Geocoder {
 
 impl Geocoder {
     pub fn embedded() -> Self {
-        Self {
-            dataset: EMBEDDED.clone(),
-        }
+        Self { dataset: EMBEDDED.clone() }
     }
 
     pub fn locate(&self, text: &str, area: &ServiceArea) -> Result<Location, GeoError> {
         let code = PostalCode::find_in(text).ok_or(GeoError::NoPostalCode)?;
-        let place = self
-            .dataset
-            .lookup(code.country(), code.lookup_key())
-            .ok_or(GeoError::UnknownPostalCode)?;
+        let place = self.dataset.lookup(code.country(), code.lookup_key()).ok_or(GeoError::UnknownPostalCode)?;
         let compact = match &code {
             PostalCode::Ca { fsa, ldu } => format!("{fsa}{}", ldu.as_deref().unwrap_or("")),
             PostalCode::Us { zip, .. } => zip.clone(),
         };
-        let zone = area
-            .zone_for(&compact)
-            .ok_or(GeoError::OutsideServiceArea)?;
+        let zone = area.zone_for(&compact).ok_or(GeoError::OutsideServiceArea)?;
         Ok(Location {
             text: text.to_string(),
             postal_code: code.normalized(),

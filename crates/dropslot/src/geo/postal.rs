@@ -54,9 +54,7 @@ impl PostalCode {
             }
             if let Some(code) = match_ca_full(text, bytes, i) {
                 last_full = Some(code);
-            } else if let Some(code) =
-                match_ca_fsa(text, bytes, i).or_else(|| match_us(text, bytes, i))
-            {
+            } else if let Some(code) = match_ca_fsa(text, bytes, i).or_else(|| match_us(text, bytes, i)) {
                 last_other = Some(code);
             }
         }
@@ -67,17 +65,11 @@ impl PostalCode {
     /// "m5v"; US "10001" or "10001-1234".
     pub fn normalized(&self) -> String {
         match self {
-            PostalCode::Ca {
-                fsa,
-                ldu: Some(ldu),
-            } => {
+            PostalCode::Ca { fsa, ldu: Some(ldu) } => {
                 format!("{} {}", fsa.to_ascii_lowercase(), ldu.to_ascii_lowercase())
             }
             PostalCode::Ca { fsa, ldu: None } => fsa.to_ascii_lowercase(),
-            PostalCode::Us {
-                zip,
-                plus4: Some(plus4),
-            } => format!("{zip}-{plus4}"),
+            PostalCode::Us { zip, plus4: Some(plus4) } => format!("{zip}-{plus4}"),
             PostalCode::Us { zip, plus4: None } => zip.clone(),
         }
     }
@@ -101,10 +93,8 @@ impl PostalCode {
 /// Whether `b` (already upper-cased) may be an FSA's first letter: W and Z are never used
 /// there, and D, F, I, O, Q, U nowhere in a Canadian postal code.
 pub(crate) fn is_fsa_first(b: u8) -> bool {
-    matches!(
-        b,
-        b'A' | b'B' | b'C' | b'E' | b'G' | b'H' | b'J' | b'K' | b'L' | b'M' | b'N'
-    ) || matches!(b, b'P' | b'R' | b'S' | b'T' | b'V' | b'X' | b'Y')
+    matches!(b, b'A' | b'B' | b'C' | b'E' | b'G' | b'H' | b'J' | b'K' | b'L' | b'M' | b'N')
+        || matches!(b, b'P' | b'R' | b'S' | b'T' | b'V' | b'X' | b'Y')
 }
 
 /// Whether `b` (already upper-cased) may be a postal-code letter after the first one.
@@ -128,23 +118,17 @@ fn is_ldu_at(bytes: &[u8], at: usize) -> bool {
 }
 
 fn is_digits(bytes: &[u8], at: usize, n: usize) -> bool {
-    bytes
-        .get(at..at + n)
-        .is_some_and(|s| s.iter().all(u8::is_ascii_digit))
+    bytes.get(at..at + n).is_some_and(|s| s.iter().all(u8::is_ascii_digit))
 }
 
 /// Whether a token may end at byte `at`: end of text or a non-alphanumeric character. `at`
 /// always follows ASCII bytes, so it is a char boundary; `get` makes that not matter anyway.
 fn ends_token(text: &str, at: usize) -> bool {
-    text.get(at..)
-        .is_none_or(|rest| rest.chars().next().is_none_or(|c| !c.is_alphanumeric()))
+    text.get(at..).is_none_or(|rest| rest.chars().next().is_none_or(|c| !c.is_alphanumeric()))
 }
 
 fn upper(bytes: &[u8], at: usize) -> String {
-    bytes[at..at + 3]
-        .iter()
-        .map(|b| char::from(b.to_ascii_uppercase()))
-        .collect()
+    bytes[at..at + 3].iter().map(|b| char::from(b.to_ascii_uppercase())).collect()
 }
 
 /// "M5V 2T6", "M5V-2T6" or "M5V2T6" starting at `at`.
@@ -157,18 +141,12 @@ fn match_ca_full(text: &str, bytes: &[u8], at: usize) -> Option<PostalCode> {
     if !is_ldu_at(bytes, ldu_at) || !ends_token(text, ldu_at + 3) {
         return None;
     }
-    Some(PostalCode::Ca {
-        fsa: upper(bytes, at),
-        ldu: Some(upper(bytes, ldu_at)),
-    })
+    Some(PostalCode::Ca { fsa: upper(bytes, at), ldu: Some(upper(bytes, ldu_at)) })
 }
 
 /// A lone FSA token starting at `at`.
 fn match_ca_fsa(text: &str, bytes: &[u8], at: usize) -> Option<PostalCode> {
-    (is_fsa_at(bytes, at) && ends_token(text, at + 3)).then(|| PostalCode::Ca {
-        fsa: upper(bytes, at),
-        ldu: None,
-    })
+    (is_fsa_at(bytes, at) && ends_token(text, at + 3)).then(|| PostalCode::Ca { fsa: upper(bytes, at), ldu: None })
 }
 
 /// A standalone "10001" or "10001-1234" starting at `at`.
@@ -177,10 +155,8 @@ fn match_us(text: &str, bytes: &[u8], at: usize) -> Option<PostalCode> {
         return None;
     }
     let zip = text[at..at + 5].to_owned();
-    let plus4 = (bytes.get(at + 5) == Some(&b'-')
-        && is_digits(bytes, at + 6, 4)
-        && ends_token(text, at + 10))
-    .then(|| text[at + 6..at + 10].to_owned());
+    let plus4 = (bytes.get(at + 5) == Some(&b'-') && is_digits(bytes, at + 6, 4) && ends_token(text, at + 10))
+        .then(|| text[at + 6..at + 10].to_owned());
     Some(PostalCode::Us { zip, plus4 })
 }
 
@@ -191,18 +167,12 @@ mod tests {
     // `Option`-returning so that they compare directly with `find_in`.
     #[allow(clippy::unnecessary_wraps)]
     fn ca(fsa: &str, ldu: Option<&str>) -> Option<PostalCode> {
-        Some(PostalCode::Ca {
-            fsa: fsa.into(),
-            ldu: ldu.map(Into::into),
-        })
+        Some(PostalCode::Ca { fsa: fsa.into(), ldu: ldu.map(Into::into) })
     }
 
     #[allow(clippy::unnecessary_wraps)]
     fn us(zip: &str, plus4: Option<&str>) -> Option<PostalCode> {
-        Some(PostalCode::Us {
-            zip: zip.into(),
-            plus4: plus4.map(Into::into),
-        })
+        Some(PostalCode::Us { zip: zip.into(), plus4: plus4.map(Into::into) })
     }
 
     #[test]
@@ -212,22 +182,12 @@ mod tests {
         // A 5-digit street number is still not a ZIP when a Canadian code follows.
         let found = PostalCode::find_in("10000 Yonge St, Richmond Hill, ON L4C 3C8");
         assert_eq!(found, ca("L4C", Some("3C8")));
-        assert_eq!(
-            PostalCode::find_in("12345 Main St, Toronto ON M5V"),
-            ca("M5V", None)
-        );
+        assert_eq!(PostalCode::find_in("12345 Main St, Toronto ON M5V"), ca("M5V", None));
     }
 
     #[test]
     fn canadian_forms() {
-        for text in [
-            "M5V 2T6",
-            "m5v 2t6",
-            "M5V2T6",
-            "m5v2t6",
-            "M5V-2T6",
-            "Toronto, m5V-2t6.",
-        ] {
+        for text in ["M5V 2T6", "m5v 2t6", "M5V2T6", "m5v2t6", "M5V-2T6", "Toronto, m5V-2t6."] {
             let found = PostalCode::find_in(text).unwrap();
             assert_eq!(Some(found.clone()), ca("M5V", Some("2T6")), "{text}");
             assert_eq!(found.normalized(), "m5v 2t6");
@@ -246,19 +206,10 @@ mod tests {
 
     #[test]
     fn full_code_preferred_over_lone_fsa_and_last_full_wins() {
-        assert_eq!(
-            PostalCode::find_in("M5V 2T6, then K1A"),
-            ca("M5V", Some("2T6"))
-        );
-        assert_eq!(
-            PostalCode::find_in("from M5V 2T6 to K1A 0B1"),
-            ca("K1A", Some("0B1"))
-        );
+        assert_eq!(PostalCode::find_in("M5V 2T6, then K1A"), ca("M5V", Some("2T6")));
+        assert_eq!(PostalCode::find_in("from M5V 2T6 to K1A 0B1"), ca("K1A", Some("0B1")));
         // A full Canadian code wins even over a later ZIP.
-        assert_eq!(
-            PostalCode::find_in("M5V 2T6 ref 10001"),
-            ca("M5V", Some("2T6"))
-        );
+        assert_eq!(PostalCode::find_in("M5V 2T6 ref 10001"), ca("M5V", Some("2T6")));
     }
 
     #[test]
@@ -303,19 +254,10 @@ mod tests {
 
     #[test]
     fn street_number_and_zip() {
-        assert_eq!(
-            PostalCode::find_in("350 5th Ave, New York, NY 10118"),
-            us("10118", None)
-        );
-        assert_eq!(
-            PostalCode::find_in("35000 5th Ave, New York, NY 10118"),
-            us("10118", None)
-        );
+        assert_eq!(PostalCode::find_in("350 5th Ave, New York, NY 10118"), us("10118", None));
+        assert_eq!(PostalCode::find_in("35000 5th Ave, New York, NY 10118"), us("10118", None));
         // A suite that looks like an FSA does not beat the trailing ZIP.
-        assert_eq!(
-            PostalCode::find_in("350 5th Ave, Suite B4C, NY 10118"),
-            us("10118", None)
-        );
+        assert_eq!(PostalCode::find_in("350 5th Ave, Suite B4C, NY 10118"), us("10118", None));
     }
 
     #[test]

@@ -60,10 +60,7 @@ fn classify(e: &serde_path_to_error::Error<serde_json::Error>) -> Error {
                 errors: FieldErrors::single("body", strip_position(&inner.to_string())),
             }
         } else {
-            Error::BadRequest {
-                message: format!("Malformed JSON: {inner}."),
-                errors: FieldErrors::new(),
-            }
+            Error::BadRequest { message: format!("Malformed JSON: {inner}."), errors: FieldErrors::new() }
         }
     }
 }
@@ -85,7 +82,7 @@ fn dotted(path: &serde_path_to_error::Path) -> String {
     out
 }
 
-/// serde_json appends " at line 1 column 57": useless to a client reading a field path.
+/// `serde_json` appends " at line 1 column 57": useless to a client reading a field path.
 fn strip_position(msg: &str) -> String {
     let msg = msg.split(" at line ").next().unwrap_or(msg);
     let mut s = msg.to_string();

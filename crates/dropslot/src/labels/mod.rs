@@ -44,7 +44,10 @@ pub fn icon_url(base: &str, size_code: &str) -> String {
 }
 
 /// `GET /labels/{kind}/{token}/{size}.{format}`.
-pub async fn serve(State(app): State<App>, Path((kind, token, file)): Path<(String, String, String)>) -> Result<Response> {
+pub async fn serve(
+    State(app): State<App>,
+    Path((kind, token, file)): Path<(String, String, String)>,
+) -> Result<Response> {
     let kind = LabelKind::from_path(&kind).ok_or(Error::NotFound)?;
     let (size, format) = file.split_once('.').ok_or(Error::NotFound)?;
     if !SIZES.contains(&size) || !FORMATS.contains(&format) || token.len() != 22 {
@@ -61,10 +64,11 @@ pub async fn serve(State(app): State<App>, Path((kind, token, file)): Path<(Stri
 /// `GET /static/icons/{code}.svg`: a parcel-box icon with the size's initial.
 pub async fn icon(Path(file): Path<String>) -> Result<Response> {
     let code = file.strip_suffix(".svg").ok_or(Error::NotFound)?;
-    if code.is_empty() || code.len() > 32 || !code.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+    if code.is_empty() || code.len() > 32 || !code.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
         return Err(Error::NotFound);
     }
-    let initial = code.chars().next().map(|c| c.to_ascii_uppercase()).unwrap_or('?');
+    let initial = code.chars().next().map_or('?', |c| c.to_ascii_uppercase());
     let svg = format!(
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64" viewBox="0 0 64 64" role="img" aria-label="{code} parcel"><path d="M8 20 32 8l24 12v26L32 58 8 46z" fill="#c8a165" stroke="#6b4f2a" stroke-width="2"/><path d="M8 20l24 12 24-12M32 32v26" fill="none" stroke="#6b4f2a" stroke-width="2"/><text x="32" y="50" font-family="sans-serif" font-size="16" font-weight="bold" text-anchor="middle" fill="#3b2a14">{initial}</text></svg>"##
     );

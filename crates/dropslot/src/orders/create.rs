@@ -52,7 +52,7 @@ pub async fn handle(
         }
     };
     let prepared = super::prepare(&app, &caller, payload, Purpose::Order).await?;
-    let (order, draft) = assemble(&app, &caller, prepared, now, claim.clone());
+    let (order, draft) = assemble(&app, &caller, &prepared, now, claim.clone());
     let render = Box::new(move |ids: &OrderIds| draft.render(ids));
     match app.store.create_order(caller.scope, order, render).await {
         Ok(created) => Ok(json_response(201, created.body)),
@@ -70,9 +70,9 @@ pub async fn handle(
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
     let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
-    let key = value.to_str().map_err(|_| {
-        Error::invalid("header.Idempotency-Key", "The idempotency key must be printable ASCII.")
-    })?;
+    let key = value
+        .to_str()
+        .map_err(|_| Error::invalid("header.Idempotency-Key", "The idempotency key must be printable ASCII."))?;
     if key.is_empty() || key.len() > 255 {
         return Err(Error::invalid("header.Idempotency-Key", "The idempotency key must be 1 to 255 characters."));
     }
@@ -94,9 +94,7 @@ async fn replay(app: &App, scope: Scope, key: &str, request_hash: &str, now: Tim
         return Ok(None);
     };
     if stored.request_hash != request_hash {
-        return Err(Error::Conflict(
-            "The idempotency key was already used with a different request body.".into(),
-        ));
+        return Err(Error::Conflict("The idempotency key was already used with a different request body.".into()));
     }
     let mut res = json_response(stored.status, stored.body);
     res.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
@@ -104,7 +102,13 @@ async fn replay(app: &App, scope: Scope, key: &str, request_hash: &str, now: Tim
 }
 
 /// The order's rows and the response waiting for its row ids.
-fn assemble(app: &App, caller: &Caller, p: Prepared, now: Timestamp, claim: Option<IdempotencyClaim>) -> (NewOrder, Draft) {
+fn assemble(
+    app: &App,
+    caller: &Caller,
+    p: &Prepared,
+    now: Timestamp,
+    claim: Option<IdempotencyClaim>,
+) -> (NewOrder, Draft) {
     let area = &app.settings.area;
     let base = &app.settings.base_url;
     let city = area.city(p.quote.pick_up_city);
@@ -240,7 +244,13 @@ fn assemble(app: &App, caller: &Caller, p: Prepared, now: Timestamp, claim: Opti
         });
     }
     let unique_id = ids::order_unique_id();
-    let order = NewOrder { unique_id: unique_id.clone(), created_at: created_at.clone(), pick_up: new_pick_up, shipments, idempotency: claim };
+    let order = NewOrder {
+        unique_id: unique_id.clone(),
+        created_at: created_at.clone(),
+        pick_up: new_pick_up,
+        shipments,
+        idempotency: claim,
+    };
     (order, Draft(OrderObject { unique_id, created_at, shipments: objects }))
 }
 

@@ -12,7 +12,11 @@ use crate::http::envelope;
 use crate::store::DeleteOutcome;
 
 #[tracing::instrument(skip_all, err(level = "debug"))]
-pub async fn handle(State(app): State<App>, caller: Caller, path: Result<Path<String>, PathRejection>) -> Result<Response> {
+pub async fn handle(
+    State(app): State<App>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+) -> Result<Response> {
     caller.require_client()?;
     let Path(code) = path.map_err(|_| Error::NotFound)?;
     if !(16..=20).contains(&code.len()) || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -24,7 +28,11 @@ pub async fn handle(State(app): State<App>, caller: Caller, path: Result<Path<St
             "The parcel can no longer be deleted: its shipment is {status}. Parcels can be deleted until pick-up."
         ))),
         DeleteOutcome::Deleted { shipment_deleted } => {
-            let message = if shipment_deleted { "Parcel deleted; it was the last one, so its shipment is deleted too." } else { "Parcel deleted." };
+            let message = if shipment_deleted {
+                "Parcel deleted; it was the last one, so its shipment is deleted too."
+            } else {
+                "Parcel deleted."
+            };
             Ok(envelope(200, message, &EmptyObject {}))
         }
     }

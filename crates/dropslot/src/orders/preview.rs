@@ -19,15 +19,18 @@ use crate::quote::Quote;
 use crate::quote::schedule::iso;
 
 #[tracing::instrument(skip_all, err(level = "debug"))]
-pub async fn handle(State(app): State<App>, caller: Caller, JsonBody(payload, _): JsonBody<RequestPayload>) -> Result<Response> {
+pub async fn handle(
+    State(app): State<App>,
+    caller: Caller,
+    JsonBody(payload, _): JsonBody<RequestPayload>,
+) -> Result<Response> {
     caller.require_client()?;
     let prepared = super::prepare(&app, &caller, payload, Purpose::Preview).await?;
-    let saved = match prepared.saved_address {
-        Some(id) => Some(id.0),
-        None => {
-            let text = prepared.request.pick_up.address.text.as_deref().unwrap_or("");
-            app.store.saved_address_by_text(caller.scope, &normalize_address(text)).await?.map(|s| s.id.0)
-        }
+    let saved = if let Some(id) = prepared.saved_address {
+        Some(id.0)
+    } else {
+        let text = prepared.request.pick_up.address.text.as_deref().unwrap_or("");
+        app.store.saved_address_by_text(caller.scope, &normalize_address(text)).await?.map(|s| s.id.0)
     };
     let object = build(&app, &caller.prices, &prepared.request, &prepared.quote, saved);
     Ok(envelope(200, "Preview calculated.", &object))
@@ -53,7 +56,13 @@ pub fn pick_up_address(app: &App, req: &ValidRequest, quote: &Quote, saved: Opti
     }
 }
 
-fn build<'a>(app: &'a App, prices: &'a PriceList, req: &'a ValidRequest, quote: &'a Quote, saved: Option<i64>) -> PreviewObject<'a> {
+fn build<'a>(
+    app: &'a App,
+    prices: &'a PriceList,
+    req: &'a ValidRequest,
+    quote: &'a Quote,
+    saved: Option<i64>,
+) -> PreviewObject<'a> {
     let area = &app.settings.area;
     let city = area.city(quote.pick_up_city);
     let pu = &quote.pick_up;

@@ -1,7 +1,7 @@
 //! The request payload shared by preview and order creation, and its validation: every rule
 //! of the interface's Limits table and CONTRACT §3, each failure at its dotted field path.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use serde::Deserialize;
 
@@ -124,7 +124,11 @@ pub fn validate(req: RequestPayload, rules: &Rules<'_>) -> Result<ValidRequest, 
     }
 }
 
-fn check_drop_offs(list: Option<Vec<DropOffIn>>, rules: &Rules<'_>, errors: &mut FieldErrors) -> Option<Vec<ValidDropOff>> {
+fn check_drop_offs(
+    list: Option<Vec<DropOffIn>>,
+    rules: &Rules<'_>,
+    errors: &mut FieldErrors,
+) -> Option<Vec<ValidDropOff>> {
     let (max_drop_offs, max_parcels) = match rules.purpose {
         Purpose::Order => (rules.limits.order_drop_offs, rules.limits.order_parcels_per_drop_off),
         Purpose::Preview => (rules.limits.preview_drop_offs, rules.limits.preview_parcels_per_drop_off),
@@ -148,7 +152,7 @@ fn check_drop_offs(list: Option<Vec<DropOffIn>>, rules: &Rules<'_>, errors: &mut
         return None;
     }
     // Custom codes seen in this request (upper-cased: codes compare case-insensitively).
-    let mut seen: HashMap<String, ()> = HashMap::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut out = Vec::with_capacity(list.len());
     for (i, d) in list.into_iter().enumerate() {
         let at = format!("drop_offs.{i}");
@@ -172,7 +176,7 @@ fn check_parcels(
     at: &str,
     max: usize,
     rules: &Rules<'_>,
-    seen: &mut HashMap<String, ()>,
+    seen: &mut HashSet<String>,
     errors: &mut FieldErrors,
 ) -> Option<Vec<ValidParcel>> {
     let list = list.unwrap_or_default();
@@ -200,7 +204,7 @@ fn check_parcel(
     p: ParcelIn,
     at: &str,
     rules: &Rules<'_>,
-    seen: &mut HashMap<String, ()>,
+    seen: &mut HashSet<String>,
     errors: &mut FieldErrors,
 ) -> Option<ValidParcel> {
     let before = errors.len_total();
@@ -252,7 +256,7 @@ fn check_parcel(
         let len = code.chars().count();
         if !(16..=20).contains(&len) || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
             errors.add(format!("{at}.custom_code"), "The custom code must be 16 to 20 letters or digits.");
-        } else if seen.insert(code.to_ascii_uppercase(), ()).is_some() {
+        } else if !seen.insert(code.to_ascii_uppercase()) {
             errors.add(format!("{at}.custom_code"), "The custom code is used by another parcel of this request.");
         }
     }
@@ -274,7 +278,7 @@ fn check_address(
         errors.add(format!("{at}.{field}"), msg);
         ok = false;
     };
-    let text = a.text.as_deref().map(str::trim).unwrap_or("");
+    let text = a.text.as_deref().map_or("", str::trim);
     let location = if text.is_empty() {
         fail("text", "The address text is required.");
         None
@@ -298,17 +302,16 @@ fn check_address(
         ("sender_address_text", &a.sender_address_text, false, TEXT_MAX),
         ("description", &a.description, false, NOTE_MAX),
     ] {
-        let v = value.as_deref().map(str::trim).unwrap_or("");
+        let v = value.as_deref().map_or("", str::trim);
         if v.is_empty() && required {
             fail(field, "This field is required to create an order.");
         } else if v.chars().count() > max {
             fail(field, &format!("At most {max} characters."));
         }
     }
-    for (field, value, required) in [
-        ("person_phone", &a.person_phone, drop_off && order),
-        ("sender_person_phone", &a.sender_person_phone, false),
-    ] {
+    for (field, value, required) in
+        [("person_phone", &a.person_phone, drop_off && order), ("sender_person_phone", &a.sender_person_phone, false)]
+    {
         match value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
             None if required => fail(field, "This field is required to create an order."),
             Some(v) if !valid_phone(v) => {

@@ -65,7 +65,13 @@ pub fn quote(req: &QuoteRequest, prices: &PriceList, area: &ServiceArea, now: Ti
         let parcel_prices: Vec<Money> = d.sizes.iter().map(|&s| prices.sizes[s].price).collect();
         let parcels_price: Money = parcel_prices.iter().copied().sum();
         let additional = Money::ZERO;
-        drop_offs.push(DropOffQuote { booking, parcel_prices, parcels_price, additional, price: parcels_price + additional });
+        drop_offs.push(DropOffQuote {
+            booking,
+            parcel_prices,
+            parcels_price,
+            additional,
+            price: parcels_price + additional,
+        });
     }
     let parcels_total = drop_offs.iter().map(|d| d.parcels_price).sum();
     let additional_total = drop_offs.iter().map(|d| d.additional).sum();

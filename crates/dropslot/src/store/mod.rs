@@ -1,4 +1,4 @@
-//! The storage seam: one async trait every backend implements (SQLite now, PostgreSQL next),
+//! The storage seam: one async trait every backend implements (`SQLite` now, `PostgreSQL` next),
 //! chosen by the database URL's scheme. Every tenant-data method takes a `Scope`, so a query
 //! that forgets the client and mode filter cannot be written against this trait.
 
@@ -51,11 +51,26 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<bool>;
 
     // Orders (CONTRACT §3.3) and parcels (§4).
-    async fn idempotent_response(&self, scope: Scope, key: &str, since: Timestamp) -> StoreResult<Option<StoredResponse>>;
+    async fn idempotent_response(
+        &self,
+        scope: Scope,
+        key: &str,
+        since: Timestamp,
+    ) -> StoreResult<Option<StoredResponse>>;
     /// Writes the whole order in one transaction with its saved address, its first events
     /// and the idempotency record (whose body `render` produces from the new row ids).
-    async fn create_order(&self, scope: Scope, order: NewOrder, render: RenderFn) -> Result<CreatedOrder, CreateOrderError>;
-    async fn delete_parcel_by_custom_code(&self, scope: Scope, code: &str, now: Timestamp) -> StoreResult<DeleteOutcome>;
+    async fn create_order(
+        &self,
+        scope: Scope,
+        order: NewOrder,
+        render: RenderFn,
+    ) -> Result<CreatedOrder, CreateOrderError>;
+    async fn delete_parcel_by_custom_code(
+        &self,
+        scope: Scope,
+        code: &str,
+        now: Timestamp,
+    ) -> StoreResult<DeleteOutcome>;
 
     // Labels: looked up by their unguessable token, no scope (the token is the credential).
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>>;
@@ -63,7 +78,8 @@ pub trait Store: Send + Sync + 'static {
 
 pub type DynStore = Arc<dyn Store>;
 
-/// Opens the backend named by the URL's scheme.
+/// Opens the backend named by the URL's scheme (async: a network backend connects here).
+#[allow(clippy::unused_async)]
 pub async fn open(url: &str) -> StoreResult<DynStore> {
     if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
         Ok(Arc::new(sqlite::SqliteStore::open(path)?))

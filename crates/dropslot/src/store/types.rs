@@ -232,7 +232,9 @@ pub enum DeleteOutcome {
     NotFound,
     /// The drop-off shipment is past pick-up: its status.
     TooLate(String),
-    Deleted { shipment_deleted: bool },
+    Deleted {
+        shipment_deleted: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

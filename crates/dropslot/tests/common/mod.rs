@@ -1,4 +1,4 @@
-//! Test harness: the real server on 127.0.0.1:0 over a fresh SQLite file, with a pinned
+//! Test harness: the real server on 127.0.0.1:0 over a fresh `SQLite` file, with a pinned
 //! clock, driven over real HTTP. Each server stops when its `TestServer` is dropped.
 #![allow(dead_code)]
 
@@ -85,7 +85,14 @@ impl TestServer {
     }
 
     pub fn url(&self, path: &str) -> String {
-        if path.starts_with('/') && !path.starts_with(API) && !path.starts_with("/labels") && !path.starts_with("/static") && !path.starts_with("/healthz") && !path.starts_with("/readyz") && !path.starts_with("/track") {
+        if path.starts_with('/')
+            && !path.starts_with(API)
+            && !path.starts_with("/labels")
+            && !path.starts_with("/static")
+            && !path.starts_with("/healthz")
+            && !path.starts_with("/readyz")
+            && !path.starts_with("/track")
+        {
             format!("{}{API}{path}", self.base)
         } else {
             format!("{}{path}", self.base)
@@ -97,7 +104,11 @@ impl TestServer {
         let status = res.status();
         let headers = res.headers().clone();
         let bytes = res.bytes().await.expect("body");
-        let body = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into())) };
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
         Reply { status, headers, body }
     }
 
@@ -110,7 +121,8 @@ impl TestServer {
     }
 
     pub async fn delete(&self, path: &str, token: &str) -> Reply {
-        self.send(self.http.delete(self.url(path)).bearer_auth(token).header("X-Requested-With", "XMLHttpRequest")).await
+        self.send(self.http.delete(self.url(path)).bearer_auth(token).header("X-Requested-With", "XMLHttpRequest"))
+            .await
     }
 
     pub async fn delete_parcel(&self, code: &str, token: &str) -> Reply {

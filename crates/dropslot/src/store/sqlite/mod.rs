@@ -1,4 +1,4 @@
-//! The SQLite backend: WAL mode, foreign keys on, synchronous=FULL (a commit is durable
+//! The `SQLite` backend: WAL mode, foreign keys on, synchronous=FULL (a commit is durable
 //! before it is acknowledged). One writer thread with group commit; a small pool of read
 //! connections used inline (point reads take microseconds).
 
@@ -17,8 +17,8 @@ use super::{
     SavedAddress, Scope, Store, StoreError, StoreResult, StoredResponse, TokenHash, TokenInfo, TokenKind,
 };
 use crate::ids::{ClientId, SavedAddressId};
-pub use writer::map_err;
 use writer::Writer;
+pub use writer::map_err;
 
 const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "init", include_str!("../../../migrations/sqlite/0001_init.sql"))];
 const READERS: usize = 4;
@@ -237,7 +237,12 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn idempotent_response(&self, scope: Scope, key: &str, since: Timestamp) -> StoreResult<Option<StoredResponse>> {
+    async fn idempotent_response(
+        &self,
+        scope: Scope,
+        key: &str,
+        since: Timestamp,
+    ) -> StoreResult<Option<StoredResponse>> {
         self.read(|c| {
             c.prepare_cached(
                 "SELECT request_hash, status, body FROM idempotency_keys
@@ -250,11 +255,21 @@ impl Store for SqliteStore {
         })
     }
 
-    async fn create_order(&self, scope: Scope, order: NewOrder, render: RenderFn) -> Result<CreatedOrder, CreateOrderError> {
+    async fn create_order(
+        &self,
+        scope: Scope,
+        order: NewOrder,
+        render: RenderFn,
+    ) -> Result<CreatedOrder, CreateOrderError> {
         self.writer.write(move |c| orders::insert_order(c, scope, &order, render)).await
     }
 
-    async fn delete_parcel_by_custom_code(&self, scope: Scope, code: &str, now: Timestamp) -> StoreResult<DeleteOutcome> {
+    async fn delete_parcel_by_custom_code(
+        &self,
+        scope: Scope,
+        code: &str,
+        now: Timestamp,
+    ) -> StoreResult<DeleteOutcome> {
         let code = code.to_string();
         self.writer.write(move |c| orders::delete_parcel(c, scope, &code, now)).await
     }

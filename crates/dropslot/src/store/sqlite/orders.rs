@@ -1,4 +1,4 @@
-//! Order rows on SQLite: the atomic order insert, deletion by custom code with re-pricing,
+//! Order rows on `SQLite`: the atomic order insert, deletion by custom code with re-pricing,
 //! and the reads behind labels. Runs on the writer thread (writes) or a pooled reader.
 
 use jiff::Timestamp;
@@ -16,7 +16,12 @@ use crate::store::{
 /// Who recorded a status change made by the client API.
 const ACTOR_CLIENT: &str = "client";
 
-pub(super) fn insert_order(c: &Connection, scope: Scope, o: &NewOrder, render: RenderFn) -> Result<CreatedOrder, CreateOrderError> {
+pub(super) fn insert_order(
+    c: &Connection,
+    scope: Scope,
+    o: &NewOrder,
+    render: RenderFn,
+) -> Result<CreatedOrder, CreateOrderError> {
     let (client, mode) = (scope.client.0, scope.mode.as_str());
     if let Some(claim) = &o.idempotency {
         let existing: Option<i64> = c
@@ -44,7 +49,9 @@ pub(super) fn insert_order(c: &Connection, scope: Scope, o: &NewOrder, render: R
              RETURNING id",
         )
         .and_then(|mut s| {
-            s.query_row(params![client, mode, o.pick_up.saved_text, o.pick_up.saved_normalized, o.created_at], |r| r.get(0))
+            s.query_row(params![client, mode, o.pick_up.saved_text, o.pick_up.saved_normalized, o.created_at], |r| {
+                r.get(0)
+            })
         })
         .map_err(map_err)?,
     );
@@ -60,8 +67,18 @@ pub(super) fn insert_order(c: &Connection, scope: Scope, o: &NewOrder, render: R
     )
     .and_then(|mut s| {
         s.execute(params![
-            p.unique_id, order.0, client, mode, saved_address.0, p.scheduled_date, p.slot_code, p.slot_name, p.start,
-            p.end, p.address_json, p.label_token
+            p.unique_id,
+            order.0,
+            client,
+            mode,
+            saved_address.0,
+            p.scheduled_date,
+            p.slot_code,
+            p.slot_name,
+            p.start,
+            p.end,
+            p.address_json,
+            p.label_token
         ])
     })
     .map_err(map_err)?;
@@ -78,8 +95,18 @@ pub(super) fn insert_order(c: &Connection, scope: Scope, o: &NewOrder, render: R
         )
         .and_then(|mut st| {
             st.execute(params![
-                s.unique_id, order.0, client, mode, s.min_price.0, s.tax_bp, t.actual_total_price.0, t.actual_total_tax.0,
-                t.actual_price_with_tax.0, t.total_price.0, t.total_tax.0, t.price_with_tax.0
+                s.unique_id,
+                order.0,
+                client,
+                mode,
+                s.min_price.0,
+                s.tax_bp,
+                t.actual_total_price.0,
+                t.actual_total_tax.0,
+                t.actual_price_with_tax.0,
+                t.total_price.0,
+                t.total_tax.0,
+                t.price_with_tax.0
             ])
         })
         .map_err(map_err)?;
@@ -109,8 +136,16 @@ pub(super) fn insert_order(c: &Connection, scope: Scope, o: &NewOrder, render: R
                 )
                 .and_then(|mut st| {
                     st.execute(params![
-                        drop_off.0, client, mode, j as i64, parcel.pick_up_code, parcel.custom_code, parcel.size_code,
-                        parcel.weight_mg as i64, parcel.price.0, parcel.label_token
+                        drop_off.0,
+                        client,
+                        mode,
+                        j as i64,
+                        parcel.pick_up_code,
+                        parcel.custom_code,
+                        parcel.size_code,
+                        parcel.weight_mg as i64,
+                        parcel.price.0,
+                        parcel.label_token
                     ])
                 });
             match inserted {
@@ -159,7 +194,12 @@ fn record_event(
     Ok(())
 }
 
-pub(super) fn delete_parcel(c: &Connection, scope: Scope, code: &str, now: Timestamp) -> Result<DeleteOutcome, StoreError> {
+pub(super) fn delete_parcel(
+    c: &Connection,
+    scope: Scope,
+    code: &str,
+    now: Timestamp,
+) -> Result<DeleteOutcome, StoreError> {
     let found: Option<(i64, i64, String, i64, i64)> = c
         .prepare_cached(
             "SELECT p.id, d.id, d.status, d.shipment_order_id, d.pick_up_shipment_id
@@ -204,8 +244,13 @@ pub(super) fn delete_parcel(c: &Connection, scope: Scope, code: &str, now: Times
         "UPDATE shipment_orders SET actual_total_price = ?2, actual_total_tax = ?3, actual_price_with_tax = ?4,
             total_price = ?5, total_tax = ?6, price_with_tax = ?7 WHERE id = ?1",
         params![
-            shipment_order, t.actual_total_price.0, t.actual_total_tax.0, t.actual_price_with_tax.0, t.total_price.0,
-            t.total_tax.0, t.price_with_tax.0
+            shipment_order,
+            t.actual_total_price.0,
+            t.actual_total_tax.0,
+            t.actual_price_with_tax.0,
+            t.total_price.0,
+            t.total_tax.0,
+            t.price_with_tax.0
         ],
     )
     .map_err(map_err)?;

@@ -1,4 +1,4 @@
-//! The single SQLite writer: one thread owns the write connection and commits whatever jobs
+//! The single `SQLite` writer: one thread owns the write connection and commits whatever jobs
 //! are queued together in one transaction (group commit), each inside its own savepoint so a
 //! failing job rolls back alone. A reply is sent only after the COMMIT is durable.
 
@@ -7,7 +7,7 @@ use std::panic::AssertUnwindSafe;
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::store::{StoreError, StoreResult};
+use crate::store::StoreError;
 
 /// Jobs committed together at most; bounds the latency one batch adds.
 const MAX_BATCH: usize = 256;
@@ -85,11 +85,11 @@ impl Writer {
             .send(job)
             .await
             .map_err(|_| E::from(StoreError::Unavailable("the database writer has stopped".into())))?;
-        rx.await
-            .map_err(|_| E::from(StoreError::Unavailable("the database writer has stopped".into())))?
+        rx.await.map_err(|_| E::from(StoreError::Unavailable("the database writer has stopped".into())))?
     }
 }
 
+#[allow(clippy::needless_pass_by_value)] // the thread owns the connection
 fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.blocking_recv() {
@@ -133,9 +133,13 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn Job>>) {
 pub fn map_err(e: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode;
     match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked | ErrorCode::SystemIoFailure | ErrorCode::DiskFull | ErrorCode::CannotOpen) => {
-            StoreError::Unavailable(e.to_string())
-        }
+        Some(
+            ErrorCode::DatabaseBusy
+            | ErrorCode::DatabaseLocked
+            | ErrorCode::SystemIoFailure
+            | ErrorCode::DiskFull
+            | ErrorCode::CannotOpen,
+        ) => StoreError::Unavailable(e.to_string()),
         _ => StoreError::Backend(Box::new(e)),
     }
 }

@@ -1,0 +1,123 @@
+//! The operator CLI (CONTRACT §9) as scripts use it: the real binary, real database files,
+//! and a real `serve` process answering the tokens the CLI printed.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn dropslot(db: &str, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_dropslot"))
+        .args(args)
+        .env("DATABASE_URL", db)
+        .env_remove("DROPSLOT_CONFIG")
+        .output()
+        .expect("run dropslot")
+}
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn clients_and_tokens_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let out = dropslot(&db, &["migrate"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = dropslot(&db, &["client", "create", "--name", "Acme Parcels"]);
+    assert!(out.status.success(), "{out:?}");
+    let id = stdout(&out);
+    assert!(id.parse::<i64>().is_ok(), "the id alone on stdout: {id:?}");
+    let out = dropslot(&db, &["token", "create", "--client", &id, "--kind", "live"]);
+    assert!(out.status.success());
+    let token = stdout(&out);
+    assert!(token.starts_with("ds_live_") && !token.contains(char::is_whitespace), "{token:?}");
+    let list = stdout(&dropslot(&db, &["token", "list", "--client", &id]));
+    assert!(list.contains("live") && list.contains("active"), "{list}");
+    assert!(!list.contains(&token), "listing never shows the token");
+    let prefix = list.split('…').next().unwrap().to_string();
+    assert!(token.starts_with(&prefix));
+    let out = dropslot(&db, &["token", "revoke", &prefix]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&dropslot(&db, &["token", "list", "--client", &id])).contains("revoked"));
+    // Failures: exit 1 with a one-line reason; usage errors: exit 2.
+    let out = dropslot(&db, &["token", "revoke", &prefix]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(dropslot(&db, &["token", "create", "--client", "999", "--kind", "test"]).status.code(), Some(1));
+    assert_eq!(dropslot(&db, &["token", "create", "--client", &id, "--kind", "root"]).status.code(), Some(2));
+    assert_eq!(dropslot(&db, &["frobnicate"]).status.code(), Some(2));
+    assert_eq!(dropslot("mysql://nope", &["migrate"]).status.code(), Some(1));
+}
+
+/// `serve` on a fresh database prints a demo token that works; a token minted by the CLI
+/// against the same file works too; SIGTERM stops the server cleanly.
+#[test]
+fn serve_prints_a_working_demo_token_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("serve.db").display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dropslot"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("DATABASE_URL", &db)
+        .env("DROPSLOT_NOW", common::NOW)
+        .env_remove("DROPSLOT_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut token, mut listening) = (None, false);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !listening && Instant::now() < deadline {
+        let Some(Ok(line)) = lines.next() else { break };
+        if let Some(t) = line.split_whitespace().find(|w| w.starts_with("ds_test_")) {
+            token.get_or_insert_with(|| t.trim_matches('\'').to_string());
+        }
+        listening |= line.contains("listening on");
+    }
+    let token = token.expect("a demo token was printed");
+    assert!(listening);
+    let base = format!("http://127.0.0.1:{port}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let preview = format!("{base}{}/requests/preview", common::API);
+        let r = http.post(&preview).bearer_auth(&token).json(&common::request(&[500.0])).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let body: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(body["object"]["price_with_tax"], 50.85);
+        // A second client and token made by the CLI while the server runs.
+        let id = stdout(&dropslot(&db, &["client", "create", "--name", "Second"]));
+        let live = stdout(&dropslot(&db, &["token", "create", "--client", &id, "--kind", "live"]));
+        let r = http.post(&preview).bearer_auth(&live).json(&common::request(&[500.0])).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let prefix = live[..16].to_string();
+        assert!(dropslot(&db, &["token", "revoke", &prefix]).status.success());
+        let r = http.post(&preview).bearer_auth(&live).json(&common::request(&[500.0])).send().await.unwrap();
+        assert_eq!(r.status(), 401, "revocation takes effect at once");
+    });
+    // SIGTERM: a clean exit.
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop after SIGTERM");
+        std::thread::park_timeout(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    // A restart on the same database prints no new token.
+    let out = Command::new(env!("CARGO_BIN_EXE_dropslot"))
+        .args(["serve", "--listen", "nonsense"])
+        .env("DATABASE_URL", &db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "an invalid listen address is a clear failure");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("server.listen"));
+}
