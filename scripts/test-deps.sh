@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the external tools the dropslot-labels tests use to check labels
+# independently of the code under test: poppler-utils (pdftoppm, pdftotext,
+# pdfinfo) and the zxing-cpp barcode decoder (+ Pillow) for Python 3.
+# Idempotent: each step runs only when its tool is missing.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+fi
+
+if ! command -v pdftoppm >/dev/null 2>&1 || ! command -v pdftotext >/dev/null 2>&1 \
+    || [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then
+    $SUDO apt-get update
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y poppler-utils fonts-dejavu-core
+fi
+
+if ! python3 -c 'import zxingcpp, PIL' >/dev/null 2>&1; then
+    # A distribution Python may refuse plain pip installs (PEP 668).
+    python3 -m pip install --quiet zxing-cpp pillow \
+        || python3 -m pip install --quiet --break-system-packages zxing-cpp pillow
+fi
+
+command -v pdftoppm >/dev/null
+python3 -c 'import zxingcpp, PIL'
+echo "test-deps: ok"
