@@ -25,6 +25,17 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
     buf
 }
 
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    s
+}
+
 /// A prefixed opaque id: `prefix` + `len` Crockford characters (5 random bits each).
 pub fn unique_id(prefix: &str, len: usize) -> String {
     let bytes = random_bytes::<32>();

@@ -56,12 +56,7 @@ struct MakeId;
 
 impl MakeRequestId for MakeId {
     fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
-        let bytes = crate::ids::random_bytes::<12>();
-        let mut s = String::with_capacity(24);
-        for b in bytes {
-            use std::fmt::Write;
-            let _ = write!(s, "{b:02x}");
-        }
+        let s = crate::ids::hex(&crate::ids::random_bytes::<12>());
         HeaderValue::from_str(&s).ok().map(RequestId::new)
     }
 }

@@ -1,17 +1,21 @@
 //! Label links and serving: every pick-up, drop-off and parcel has labels in 4x6 and 4x4,
 //! PDF and ZPL, at an unguessable URL that needs no bearer token (printers fetch it).
 
+mod render;
+
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use dropslot_labels::{LabelFormat, LabelSize};
+use sha2::{Digest, Sha256};
 
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::orders::wire::LabelLink;
 use crate::store::LabelKind;
 
-pub const SIZES: [&str; 2] = ["4x6", "4x4"];
-pub const FORMATS: [&str; 2] = ["pdf", "zpl"];
+const SIZES: [&str; 2] = ["4x6", "4x4"];
+const FORMATS: [&str; 2] = ["pdf", "zpl"];
 
 /// Every size × format of one entity's labels, and the 4x6 PDF as its `label`.
 pub fn links(base: &str, kind: LabelKind, token: &str) -> (Vec<LabelLink>, String) {
@@ -43,22 +47,66 @@ pub fn icon_url(base: &str, size_code: &str) -> String {
     format!("{base}/static/icons/{size_code}.svg")
 }
 
-/// `GET /labels/{kind}/{token}/{size}.{format}`.
+/// `GET /labels/{kind}/{token}/{size}.{format}`: rendered on demand (deterministic, so the
+/// `ETag` is a digest of what is printed and a printer's re-fetch can be a 304).
 pub async fn serve(
     State(app): State<App>,
+    headers: HeaderMap,
     Path((kind, token, file)): Path<(String, String, String)>,
 ) -> Result<Response> {
     let kind = LabelKind::from_path(&kind).ok_or(Error::NotFound)?;
     let (size, format) = file.split_once('.').ok_or(Error::NotFound)?;
-    if !SIZES.contains(&size) || !FORMATS.contains(&format) || token.len() != 22 {
+    let (Ok(size), Ok(format)) = (size.parse::<LabelSize>(), format.parse::<LabelFormat>()) else {
+        return Err(Error::NotFound);
+    };
+    if token.len() != 22 {
         return Err(Error::NotFound);
     }
     let source = app.store.label_source(kind, &token).await?.ok_or(Error::NotFound)?;
     if source.deleted {
         return Err(Error::Gone("This label belongs to a deleted parcel or shipment."));
     }
-    // Rendering arrives with the labels crate (issue 3).
-    Err(Error::NotFound)
+    let label = render::label_for(&source, &app.settings.base_url).ok_or(Error::NotFound)?;
+    let etag = etag(&label, size, format);
+    if headers.get(header::IF_NONE_MATCH).is_some_and(|v| v.as_bytes() == etag.as_bytes()) {
+        let mut res = StatusCode::NOT_MODIFIED.into_response();
+        res.headers_mut().insert(header::ETAG, header_value(&etag)?);
+        return Ok(res);
+    }
+    let bytes = tokio::task::spawn_blocking(move || dropslot_labels::render(&label, size, format))
+        .await
+        .map_err(|e| Error::Internal(format!("label rendering failed: {e}")))?;
+    let disposition = format!(
+        "{}; filename=\"{}-{}-{}.{}\"",
+        if format == LabelFormat::Pdf { "inline" } else { "attachment" },
+        kind.as_path(),
+        token.get(..8).unwrap_or("label"),
+        size.as_str(),
+        format.extension()
+    );
+    let mut res = bytes.into_response();
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
+    h.insert(header::CONTENT_DISPOSITION, header_value(&disposition)?);
+    h.insert(header::ETAG, header_value(&etag)?);
+    // Labels change when a parcel is deleted (counts): revalidate, never serve stale.
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-cache"));
+    Ok(res)
+}
+
+fn header_value(s: &str) -> Result<HeaderValue> {
+    HeaderValue::from_str(s).map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// A digest of everything the label prints, its size and format, and the renderer version.
+fn etag(label: &dropslot_labels::Label, size: LabelSize, format: LabelFormat) -> String {
+    let digest = Sha256::new()
+        .chain_update(format!("{label:?}"))
+        .chain_update(size.as_str())
+        .chain_update(format.as_str())
+        .chain_update(env!("CARGO_PKG_VERSION"))
+        .finalize();
+    format!("\"{}\"", crate::ids::hex(&digest[..12]))
 }
 
 /// `GET /static/icons/{code}.svg`: a parcel-box icon with the size's initial.

@@ -82,11 +82,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
 /// SHA-256 of the body's canonical JSON (keys sorted), so formatting does not matter.
 fn fingerprint(raw: &[u8]) -> String {
     let canonical = serde_json::from_slice::<serde_json::Value>(raw).map(|v| v.to_string()).unwrap_or_default();
-    Sha256::digest(canonical.as_bytes()).iter().fold(String::with_capacity(64), |mut s, b| {
-        use std::fmt::Write;
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    ids::hex(&Sha256::digest(canonical.as_bytes()))
 }
 
 async fn replay(app: &App, scope: Scope, key: &str, request_hash: &str, now: Timestamp) -> Result<Option<Response>> {
