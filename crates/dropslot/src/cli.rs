@@ -15,11 +15,11 @@ use crate::store::{self, DynStore, TokenKind};
 #[derive(Parser, Debug)]
 #[command(name = "dropslot", version, about = "Scheduled same-day parcel delivery")]
 struct Cli {
-    /// <sqlite://PATH> (default <sqlite://dropslot.db>) or postgres://…
-    #[arg(long, global = true, env = "DATABASE_URL")]
+    /// `sqlite://PATH` or `postgres://…` (env `DATABASE_URL`; default `sqlite://dropslot.db`).
+    #[arg(long, global = true)]
     database: Option<String>,
-    /// A TOML file merged over the embedded default configuration.
-    #[arg(long, global = true, env = "DROPSLOT_CONFIG")]
+    /// A TOML file merged over the embedded default configuration (env `DROPSLOT_CONFIG`).
+    #[arg(long, global = true)]
     config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -29,8 +29,8 @@ struct Cli {
 enum Command {
     /// Run the HTTP server (migrates first; on an empty database creates a demo client).
     Serve {
-        /// ADDR:PORT to listen on (default 127.0.0.1:8080).
-        #[arg(long, env = "DROPSLOT_LISTEN")]
+        /// `ADDR:PORT` to listen on (env `DROPSLOT_LISTEN`; default 127.0.0.1:8080).
+        #[arg(long)]
         listen: Option<String>,
     },
     /// Bring the database schema up to date.
@@ -93,8 +93,10 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// One line on stderr, whatever the error's own formatting.
 fn fail(reason: &str) -> ExitCode {
-    eprintln!("dropslot: {reason}");
+    let line: Vec<&str> = reason.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    eprintln!("dropslot: {}", line.join("; "));
     ExitCode::from(1)
 }
 

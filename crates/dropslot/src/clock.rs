@@ -1,5 +1,6 @@
 //! The injectable clock: the system clock in production, a pinned (and advanceable) instant
-//! in tests and demos (`DROPSLOT_NOW`). Nothing else in the service reads the time.
+//! in tests and demos (`DROPSLOT_NOW`). Request handling reads the time only through it;
+//! operator bookkeeping (CLI `created_at`, migration records) uses the system clock.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -50,7 +50,19 @@ fn clients_and_tokens_from_the_command_line() {
     assert_eq!(dropslot(&db, &["token", "create", "--client", "999", "--kind", "test"]).status.code(), Some(1));
     assert_eq!(dropslot(&db, &["token", "create", "--client", &id, "--kind", "root"]).status.code(), Some(2));
     assert_eq!(dropslot(&db, &["frobnicate"]).status.code(), Some(2));
-    assert_eq!(dropslot("mysql://nope", &["migrate"]).status.code(), Some(1));
+    let out = dropslot("mysql://nope", &["migrate"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim().lines().count(), 1);
+    // An empty variable counts as unset (here: the default sqlite file in the working dir).
+    let out = Command::new(env!("CARGO_BIN_EXE_dropslot"))
+        .args(["migrate"])
+        .env("DATABASE_URL", "")
+        .env("DROPSLOT_CONFIG", "")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(dir.path().join("dropslot.db").exists());
 }
 
 /// `serve` on a fresh database prints a demo token that works; a token minted by the CLI

@@ -202,6 +202,21 @@ async fn tokens_decide_who_may_call() {
     assert_eq!(s.post("/requests/preview", &test, &body).await.status, 200);
     assert_eq!(s.post("/requests/preview", &live, &body).await.status, 200);
     assert_envelope(&s.post("/requests/preview", &ops, &body).await, 403);
+    // The token is judged before the body: an ops token with a broken body is still a 403.
+    let broken = s.http.post(&preview).bearer_auth(&ops).header("content-type", "application/json").body("{");
+    assert_envelope(&s.send(broken).await, 403);
+    // Path parameters that do not parse name nothing: an enveloped 404, never plain text.
+    assert_envelope(&s.get("/admin/clients/abc/tokens", common::ADMIN_TOKEN).await, 404);
+    assert_envelope(&s.get("/saved-addresses/not-a-number", &test).await, 404);
+    // The admin token is a bearer token like any other (scheme case-insensitive).
+    let r = s
+        .send(
+            s.http
+                .get(s.url(&format!("/admin/clients/{id}/tokens")))
+                .header("authorization", format!("bearer {}", common::ADMIN_TOKEN)),
+        )
+        .await;
+    assert_eq!(r.status, 200);
     // Listing shows prefixes and last four characters, never the token.
     let r = s.get(&format!("/admin/clients/{id}/tokens"), common::ADMIN_TOKEN).await;
     let listed = r.body["object"]["tokens"].as_array().unwrap().clone();

@@ -1,8 +1,7 @@
 //! The admin API (CONTRACT §1): clients and tokens, guarded by the admin token from the
 //! configuration (`DROPSLOT_ADMIN_TOKEN`); absent that setting, every admin route is a 404.
 
-use axum::extract::{FromRequestParts, Path, State};
-use axum::http::header::AUTHORIZATION;
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::response::Response;
 use serde::Deserialize;
@@ -10,7 +9,7 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::error::{Error, Result};
-use crate::http::{JsonBody, envelope};
+use crate::http::{JsonBody, PathParam, envelope};
 use crate::ids::ClientId;
 use crate::store::TokenKind;
 
@@ -22,12 +21,7 @@ impl FromRequestParts<App> for Admin {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
         let Some(expected) = app.settings.admin_token.as_deref() else { return Err(Error::NotFound) };
-        let given = parts
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or(Error::Unauthorized)?;
+        let given = super::bearer(parts).ok_or(Error::Unauthorized)?;
         // Compare digests so the comparison time does not depend on the secret's prefix.
         if super::hash(given) == super::hash(expected) { Ok(Admin) } else { Err(Error::Unauthorized) }
     }
@@ -60,7 +54,7 @@ pub struct NewToken {
 pub async fn create_token(
     _: Admin,
     State(app): State<App>,
-    Path(client): Path<i64>,
+    PathParam(client): PathParam<i64>,
     JsonBody(body, _): JsonBody<NewToken>,
 ) -> Result<Response> {
     let kind = body
@@ -82,7 +76,7 @@ pub async fn create_token(
     ))
 }
 
-pub async fn list_tokens(_: Admin, State(app): State<App>, Path(client): Path<i64>) -> Result<Response> {
+pub async fn list_tokens(_: Admin, State(app): State<App>, PathParam(client): PathParam<i64>) -> Result<Response> {
     let client = ClientId(client);
     if !app.store.client_exists(client).await? {
         return Err(Error::NotFound);
@@ -91,7 +85,7 @@ pub async fn list_tokens(_: Admin, State(app): State<App>, Path(client): Path<i6
     Ok(envelope(200, "Tokens listed.", &json!({"tokens": tokens})))
 }
 
-pub async fn revoke_token(_: Admin, State(app): State<App>, Path(prefix): Path<String>) -> Result<Response> {
+pub async fn revoke_token(_: Admin, State(app): State<App>, PathParam(prefix): PathParam<String>) -> Result<Response> {
     if app.store.revoke_token(&prefix, app.clock.now()).await? {
         Ok(envelope(200, "Token revoked.", &json!({})))
     } else {

@@ -47,7 +47,8 @@ pub struct ClientSettings {
     pub limits: Option<Limits>,
 }
 
-/// The authenticated caller of a client-API request.
+/// The authenticated caller of a client-API request: a test or live token (an ops token is
+/// refused here, before the body is read).
 #[derive(Clone)]
 pub struct Caller {
     pub principal: Principal,
@@ -57,21 +58,13 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// Client endpoints (preview, orders, parcels) take test and live tokens, not ops.
-    pub fn require_client(&self) -> Result<()> {
-        match self.principal.kind {
-            TokenKind::Test | TokenKind::Live => Ok(()),
-            TokenKind::Ops => Err(Error::Forbidden("Operations tokens cannot call the client API.")),
-        }
-    }
-
     pub fn mode(&self) -> Mode {
         self.scope.mode
     }
 }
 
 /// The token from `Authorization: Bearer <token>`, if well-formed.
-fn bearer(parts: &Parts) -> Option<&str> {
+pub(crate) fn bearer(parts: &Parts) -> Option<&str> {
     let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();
@@ -84,6 +77,9 @@ impl FromRequestParts<App> for Caller {
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
         let token = bearer(parts).ok_or(Error::Unauthorized)?;
         let principal = app.store.principal(&hash(token)).await?.ok_or(Error::Unauthorized)?;
+        if principal.kind == TokenKind::Ops {
+            return Err(Error::Forbidden("Operations tokens cannot call the client API."));
+        }
         let (prices, limits) = match &principal.settings_json {
             None => (app.default_prices.clone(), app.settings.limits),
             Some(json) => {

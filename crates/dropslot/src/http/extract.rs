@@ -8,6 +8,20 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{Error, FieldErrors};
 
+/// A path parameter; one that does not parse names nothing that exists: an enveloped 404.
+pub struct PathParam<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> axum::extract::FromRequestParts<S> for PathParam<T> {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Error> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(v)| PathParam(v))
+            .map_err(|_| Error::NotFound)
+    }
+}
+
 /// The parsed body and its raw bytes (kept for idempotency fingerprints).
 pub struct JsonBody<T>(pub T, pub Bytes);
 

@@ -15,7 +15,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-pub use extract::{JsonBody, parse};
+pub use extract::{JsonBody, PathParam, parse};
 
 use crate::app::App;
 use crate::error::Error;
@@ -50,7 +50,7 @@ pub fn json_response(code: u16, body: impl Into<axum::body::Body>) -> Response {
     res
 }
 
-/// Request ids: 16 random bytes as hex, unless the client sent one.
+/// Request ids: 12 random bytes as 24 hex characters, unless the client sent one.
 #[derive(Clone, Copy)]
 struct MakeId;
 

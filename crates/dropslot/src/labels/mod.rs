@@ -3,7 +3,7 @@
 
 mod render;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use dropslot_labels::{LabelFormat, LabelSize};
@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::app::App;
 use crate::error::{Error, Result};
+use crate::http::PathParam;
 use crate::orders::wire::LabelLink;
 use crate::store::LabelKind;
 
@@ -52,7 +53,7 @@ pub fn icon_url(base: &str, size_code: &str) -> String {
 pub async fn serve(
     State(app): State<App>,
     headers: HeaderMap,
-    Path((kind, token, file)): Path<(String, String, String)>,
+    PathParam((kind, token, file)): PathParam<(String, String, String)>,
 ) -> Result<Response> {
     let kind = LabelKind::from_path(&kind).ok_or(Error::NotFound)?;
     let (size, format) = file.split_once('.').ok_or(Error::NotFound)?;
@@ -110,7 +111,7 @@ fn etag(label: &dropslot_labels::Label, size: LabelSize, format: LabelFormat) ->
 }
 
 /// `GET /static/icons/{code}.svg`: a parcel-box icon with the size's initial.
-pub async fn icon(Path(file): Path<String>) -> Result<Response> {
+pub async fn icon(PathParam(file): PathParam<String>) -> Result<Response> {
     let code = file.strip_suffix(".svg").ok_or(Error::NotFound)?;
     if code.is_empty() || code.len() > 32 || !code.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     {

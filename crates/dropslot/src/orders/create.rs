@@ -39,7 +39,6 @@ pub async fn handle(
     headers: HeaderMap,
     JsonBody(payload, raw): JsonBody<RequestPayload>,
 ) -> Result<Response> {
-    caller.require_client()?;
     let now = app.clock.now();
     let claim = match idempotency_key(&headers)? {
         None => None,

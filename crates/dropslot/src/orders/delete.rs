@@ -1,24 +1,17 @@
 //! `DELETE /parcels/find/by-custom-code/{custom_code}` (CONTRACT §4): deletes a parcel while
 //! its shipment awaits pick-up, re-prices the shipment, and deletes it with its last parcel.
 
-use axum::extract::rejection::PathRejection;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{EmptyObject, Error, Result};
-use crate::http::envelope;
+use crate::http::{PathParam, envelope};
 use crate::store::DeleteOutcome;
 
 #[tracing::instrument(skip_all, err(level = "debug"))]
-pub async fn handle(
-    State(app): State<App>,
-    caller: Caller,
-    path: Result<Path<String>, PathRejection>,
-) -> Result<Response> {
-    caller.require_client()?;
-    let Path(code) = path.map_err(|_| Error::NotFound)?;
+pub async fn handle(State(app): State<App>, caller: Caller, PathParam(code): PathParam<String>) -> Result<Response> {
     if !(16..=20).contains(&code.len()) || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return Err(Error::invalid("path.custom_code", "The custom code must be 16 to 20 letters or digits."));
     }

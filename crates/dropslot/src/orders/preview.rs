@@ -24,7 +24,6 @@ pub async fn handle(
     caller: Caller,
     JsonBody(payload, _): JsonBody<RequestPayload>,
 ) -> Result<Response> {
-    caller.require_client()?;
     let prepared = super::prepare(&app, &caller, payload, Purpose::Preview).await?;
     let saved = if let Some(id) = prepared.saved_address {
         Some(id.0)
