@@ -373,6 +373,46 @@ pub fn normalize_address(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Overrides, Settings};
+    use proptest::prelude::*;
+
+    fn any_text() -> impl Strategy<Value = Option<String>> {
+        prop_oneof![
+            Just(None),
+            any::<String>().prop_map(Some),
+            "[ -~]{0,40}( [A-Za-z][0-9][A-Za-z] ?[0-9][A-Za-z][0-9])?".prop_map(Some),
+            Just(Some("M5V 2T6".to_string())),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the content, validation answers Ok or field errors; it never panics.
+        #[test]
+        fn validation_never_panics(
+            texts in prop::collection::vec(any_text(), 4),
+            unit in prop_oneof![Just(None), Just(Some("g".to_string())), Just(Some("kg".to_string())), any::<String>().prop_map(Some)],
+            values in prop_oneof![Just(None), any::<f64>().prop_map(Some), (0.0f64..1e12).prop_map(Some)],
+            code in any_text(),
+            parcels in 0usize..8,
+            purpose in prop_oneof![Just(Purpose::Preview), Just(Purpose::Order)],
+        ) {
+            let s = Settings::load(&Overrides::default()).unwrap();
+            let geocoder = Geocoder::embedded();
+            let rules = Rules { purpose, prices: &s.pricing, limits: s.limits, geocoder: &geocoder, area: &s.area };
+            let address = AddressIn { text: texts[1].clone(), person_name: texts[2].clone(), person_phone: texts[3].clone(), person_email: texts[0].clone(), ..AddressIn::default() };
+            let req = RequestPayload {
+                pick_up_address: Some(AddressIn { text: texts[0].clone(), ..AddressIn::default() }),
+                drop_offs: Some(vec![DropOffIn {
+                    address: Some(address),
+                    parcels: Some((0..parcels).map(|_| ParcelIn { unit: unit.clone(), values, custom_code: code.clone() }).collect()),
+                }]),
+            };
+            match validate(req, &rules) {
+                Ok(v) => prop_assert!(v.drop_offs.iter().all(|d| !d.parcels.is_empty())),
+                Err(e) => prop_assert!(!e.is_empty()),
+            }
+        }
+    }
 
     #[test]
     fn phones_emails_and_normalisation() {
