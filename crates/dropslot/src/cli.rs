@@ -183,10 +183,15 @@ fn init_tracing() {
         .try_init();
 }
 
-async fn serve(settings: Settings) -> Result<(), String> {
+async fn serve(mut settings: Settings) -> Result<(), String> {
     init_tracing();
     let listener =
         TcpListener::bind(settings.listen).await.map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
+    // A base URL derived from `--listen 127.0.0.1:0` names the port actually bound.
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    if settings.base_url == format!("http://{}", settings.listen) {
+        settings.base_url = format!("http://{bound}");
+    }
     let app = crate::App::build(settings).await.map_err(|e| e.to_string())?;
     let base = app.settings.base_url.clone();
     if let Some((client, token)) = app.bootstrap_demo().await.map_err(|e| e.to_string())? {

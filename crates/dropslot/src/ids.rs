@@ -47,12 +47,32 @@ pub fn unique_id(prefix: &str, len: usize) -> String {
     s
 }
 
-/// Order ids: `ORD` + 16 chars (80 bits).
-pub fn order_unique_id() -> String {
-    unique_id("ORD", 16)
+fn unix_millis() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
+
+/// `prefix` + 10 Crockford characters of the millisecond clock + `random` random ones. New
+/// ids sort by creation, so their unique-index inserts land on the index's last page instead
+/// of a random one (measured: the random keys cost most of an order's write; see
+/// docs/performance.md).
+pub fn sortable_id(prefix: &str, random: usize) -> String {
+    let ms = unix_millis();
+    let mut s = String::with_capacity(prefix.len() + 10 + random);
+    s.push_str(prefix);
+    for i in (0..10).rev() {
+        s.push(CROCKFORD[((ms >> (5 * i)) & 31) as usize] as char);
+    }
+    s.push_str(&unique_id("", random));
+    s
+}
+
+/// Order ids: `ORD` + 10 time + 10 random characters (50 random bits).
+pub fn order_unique_id() -> String {
+    sortable_id("ORD", 10)
+}
+/// Shipment order ids: `SO` + 10 time + 10 random characters.
 pub fn shipment_order_unique_id() -> String {
-    unique_id("SO", 16)
+    sortable_id("SO", 10)
 }
 pub fn pick_up_unique_id() -> String {
     unique_id("PU", 12)
@@ -66,10 +86,17 @@ pub fn pick_up_code() -> String {
     unique_id("P", 11)
 }
 
-/// An unguessable URL token: 128 random bits, base64url without padding (22 chars).
+/// Length of a `url_token`.
+pub const URL_TOKEN_LEN: usize = 30;
+
+/// An unguessable URL token: 48 bits of the millisecond clock (for index locality, as in
+/// `sortable_id`) then 128 random bits, base64url without padding: 30 characters.
 pub fn url_token() -> String {
     use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random_bytes::<16>())
+    let mut bytes = [0u8; 22];
+    bytes[..6].copy_from_slice(&unix_millis().to_be_bytes()[2..]);
+    bytes[6..].copy_from_slice(&random_bytes::<16>());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 #[cfg(test)]
@@ -83,6 +110,10 @@ mod tests {
         assert!(t.starts_with("DS"));
         assert!(t[2..].bytes().all(|b| CROCKFORD.contains(&b)));
         assert_ne!(tracking_code(), tracking_code());
-        assert_eq!(url_token().len(), 22);
+        assert_eq!(url_token().len(), URL_TOKEN_LEN);
+        assert_ne!(url_token(), url_token());
+        let (a, b) = (order_unique_id(), order_unique_id());
+        assert_eq!(a.len(), 23);
+        assert!(a[..8] <= b[..8], "time-ordered prefix");
     }
 }

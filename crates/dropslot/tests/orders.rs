@@ -193,7 +193,7 @@ async fn deletion_after_pick_up_is_a_conflict_and_deleted_labels_are_gone() {
     assert!(r.body["message"].as_str().unwrap().contains("picked_up"));
     assert_eq!(s.scalar("SELECT count(*) FROM parcels WHERE deleted_at IS NULL"), 1, "nothing changed");
     // An unknown or wrong label token is a 404, not a hint.
-    let wrong = parcel_label.replace(parcel_label.rsplit('/').nth(1).unwrap(), "AAAAAAAAAAAAAAAAAAAAAA");
+    let wrong = parcel_label.replace(parcel_label.rsplit('/').nth(1).unwrap(), "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
     assert_eq!(s.send(s.http.get(&wrong)).await.status, 404);
 }
 

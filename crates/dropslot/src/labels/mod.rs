@@ -60,7 +60,7 @@ pub async fn serve(
     let (Ok(size), Ok(format)) = (size.parse::<LabelSize>(), format.parse::<LabelFormat>()) else {
         return Err(Error::NotFound);
     };
-    if token.len() != 22 {
+    if token.len() != crate::ids::URL_TOKEN_LEN {
         return Err(Error::NotFound);
     }
     let source = app.store.label_source(kind, &token).await?.ok_or(Error::NotFound)?;

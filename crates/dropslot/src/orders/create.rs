@@ -52,9 +52,15 @@ pub async fn handle(
     };
     let prepared = super::prepare(&app, &caller, payload, Purpose::Order).await?;
     let (order, draft) = assemble(&app, &caller, &prepared, now, claim.clone());
-    let render = Box::new(move |ids: &OrderIds| draft.render(ids));
+    let draft = std::sync::Arc::new(draft);
+    let render: crate::store::RenderFn = {
+        let draft = draft.clone();
+        std::sync::Arc::new(move |ids: &OrderIds| draft.render(ids))
+    };
     match app.store.create_order(caller.scope, order, render).await {
-        Ok(created) => Ok(json_response(201, created.body)),
+        // Rendered here, on a request worker, unless the store needed the body in its
+        // transaction: the single writer is the throughput bottleneck.
+        Ok(created) => Ok(json_response(201, created.body.unwrap_or_else(|| draft.render(&created.ids)))),
         Err(CreateOrderError::CustomCodeTaken { drop_off, parcel }) => Err(custom_code_taken(drop_off, parcel)),
         Err(CreateOrderError::IdempotencyKeyTaken) => {
             // A concurrent request with the same key committed first: answer as it did.
@@ -261,13 +267,14 @@ struct Envelope<'a> {
 }
 
 impl Draft {
-    fn render(mut self, ids: &OrderIds) -> String {
-        for (s, shipment_ids) in self.0.shipments.iter_mut().zip(&ids.shipments) {
+    fn render(&self, ids: &OrderIds) -> String {
+        let mut object = self.0.clone();
+        for (s, shipment_ids) in object.shipments.iter_mut().zip(&ids.shipments) {
             s.shipment_order_id = shipment_ids.shipment_order.0;
             s.pick_up_shipment.id = ids.pick_up.0;
             s.drop_off_shipment.id = shipment_ids.drop_off.0;
         }
-        serde_json::to_string(&Envelope { status: "success", code: 201, message: CREATED, object: &self.0 })
+        serde_json::to_string(&Envelope { status: "success", code: 201, message: CREATED, object: &object })
             .unwrap_or_default()
     }
 }

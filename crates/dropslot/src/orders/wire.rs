@@ -122,14 +122,14 @@ pub struct SummaryEntry {
 
 // ---- order creation -------------------------------------------------------------------
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 pub struct OrderObject {
     pub unique_id: String,
     pub created_at: String,
     pub shipments: Vec<ShipmentObject>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 pub struct ShipmentObject {
     pub shipment_order_id: i64,
     pub shipment_order_unique_id: String,
@@ -186,12 +186,12 @@ pub struct PickUpShipmentObject {
     pub time_slot_datetime_end: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 pub struct SlotCode {
     pub code: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 pub struct DropOffShipmentObject {
     pub scheduled_date: String,
     pub user_ref_id: Option<String>,
@@ -205,7 +205,7 @@ pub struct DropOffShipmentObject {
     pub tracking_url: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Clone)]
 pub struct ParcelObject {
     pub pick_up_index: String,
     pub drop_off_index: usize,

@@ -206,13 +206,15 @@ pub struct ShipmentIds {
     pub parcels: Vec<ParcelId>,
 }
 
-/// Renders the response body from the assigned ids (stored for idempotent replay).
-pub type RenderFn = Box<dyn FnOnce(&OrderIds) -> String + Send>;
+/// Renders the response body from the assigned ids. The store calls it inside the
+/// transaction only when an idempotency record must hold the body.
+pub type RenderFn = std::sync::Arc<dyn Fn(&OrderIds) -> String + Send + Sync>;
 
 #[derive(Debug, Clone)]
 pub struct CreatedOrder {
     pub ids: OrderIds,
-    pub body: String,
+    /// The rendered body when the store had to render it (idempotency), else `None`.
+    pub body: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -35,7 +35,8 @@ fn connect(path: &str) -> StoreResult<Connection> {
     conn.execute_batch(
         "PRAGMA journal_mode = WAL;
          PRAGMA synchronous = FULL;
-         PRAGMA foreign_keys = ON;",
+         PRAGMA foreign_keys = ON;
+         PRAGMA temp_store = MEMORY;",
     )
     .map_err(map_err)?;
     conn.set_prepared_statement_cache_capacity(64);
@@ -261,7 +262,7 @@ impl Store for SqliteStore {
         order: NewOrder,
         render: RenderFn,
     ) -> Result<CreatedOrder, CreateOrderError> {
-        self.writer.write(move |c| orders::insert_order(c, scope, &order, render)).await
+        self.writer.write(move |c| orders::insert_order(c, scope, &order, &render)).await
     }
 
     async fn delete_parcel_by_custom_code(

@@ -20,7 +20,7 @@ pub(super) fn insert_order(
     c: &Connection,
     scope: Scope,
     o: &NewOrder,
-    render: RenderFn,
+    render: &RenderFn,
 ) -> Result<CreatedOrder, CreateOrderError> {
     let (client, mode) = (scope.client.0, scope.mode.as_str());
     if let Some(claim) = &o.idempotency {
@@ -159,14 +159,18 @@ pub(super) fn insert_order(
         shipments.push(ShipmentIds { shipment_order, drop_off, parcels });
     }
     let ids = OrderIds { order, pick_up, saved_address, shipments };
-    let body = render(&ids);
+    let mut body = None;
     if let Some(claim) = &o.idempotency {
+        let rendered = render(&ids);
         c.prepare_cached(
             "INSERT INTO idempotency_keys (client_id, mode, key, request_hash, status, body, created_at)
              VALUES (?1, ?2, ?3, ?4, 201, ?5, ?6)",
         )
-        .and_then(|mut s| s.execute(params![client, mode, claim.key, claim.request_hash, body, claim.now.as_second()]))
+        .and_then(|mut s| {
+            s.execute(params![client, mode, claim.key, claim.request_hash, rendered, claim.now.as_second()])
+        })
         .map_err(map_err)?;
+        body = Some(rendered);
     }
     Ok(CreatedOrder { ids, body })
 }

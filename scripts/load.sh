@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Load test of POST /requests/preview and POST /requests/sync against a bare-axum "floor"
+# (crates/dropslot/examples/floor.rs) of the same request/response size.
+#
+#   scripts/load.sh                     # 10 s per endpoint
+#   DURATION=30s scripts/load.sh
+#
+# Env: DURATION (wrk -d, default 10s), WARMUP (default 2s, 0 to skip), THREADS (2),
+#      CONNECTIONS (64), CARGO_TARGET_DIR (default ./target), NOW (the pinned clock,
+#      default 2026-11-23T12:00:00Z, a Monday morning so slots exist), KEEP=1 keeps the
+#      temporary directory (logs, database, wrk output).
+#
+# Idempotent: every run uses a fresh temporary SQLite file and ephemeral 127.0.0.1 ports;
+# every server it starts is stopped on exit. Exit status is non-zero when a check fails
+# (a non-2xx response, or orders rows not matching the 201 responses).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-2s}
+THREADS=${THREADS:-2}
+CONNECTIONS=${CONNECTIONS:-64}
+NOW=${NOW:-2026-11-23T12:00:00Z}
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+API=/scheduled-service/api/v1
+
+log() { printf '== %s\n' "$*" >&2; }
+die() { printf 'load.sh: %s\n' "$*" >&2; exit 1; }
+
+# Seconds in a wrk duration (10, 10s, 2m, 1h).
+seconds() {
+  local d=$1
+  case $d in
+    *h) echo $((${d%h} * 3600)) ;;
+    *m) echo $((${d%m} * 60)) ;;
+    *s) echo "${d%s}" ;;
+    *) echo "$d" ;;
+  esac
+}
+
+# ---------------------------------------------------------------- tools
+need_apt=()
+command -v wrk >/dev/null || need_apt+=(wrk)
+command -v sqlite3 >/dev/null || need_apt+=(sqlite3)
+command -v curl >/dev/null || need_apt+=(curl)
+if ((${#need_apt[@]})); then
+  SUDO=
+  [[ $(id -u) -eq 0 ]] || SUDO=sudo
+  log "installing ${need_apt[*]} from Debian"
+  timeout 600 $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive timeout 600 $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# ---------------------------------------------------------------- build
+log "building (release): dropslot binary and floor example"
+timeout "${BUILD_TIMEOUT:-3600}" cargo build --release -p dropslot --bin dropslot --example floor
+DROPSLOT=$TARGET/release/dropslot
+FLOOR=$TARGET/release/examples/floor
+[[ -x $DROPSLOT && -x $FLOOR ]] || die "binaries not found under $TARGET/release"
+
+# ---------------------------------------------------------------- servers
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/dropslot-load.XXXXXX")
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${PIDS[@]}"; do
+    # Bounded: SIGKILL whatever is still there after 10 s.
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  if [[ ${KEEP:-0} == 1 ]]; then log "kept $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Waits (at most 30 s) for a line matching $2 in file $1 while process $3 lives; prints the match.
+await_line() {
+  local file=$1 pattern=$2 pid=$3 line
+  for _ in $(seq 300); do
+    if line=$(grep -m1 -oE "$pattern" "$file" 2>/dev/null); then
+      echo "$line"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || { cat "$file" >&2; die "server exited early"; }
+    sleep 0.1
+  done
+  cat "$file" >&2
+  die "timed out waiting for '$pattern' in $file"
+}
+
+DB=$TMP/dropslot.db
+log "starting dropslot serve on a fresh database ($DB), clock pinned to $NOW"
+DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_BASE_URL=${DROPSLOT_BASE_URL:-http://127.0.0.1:8080} \
+  "$DROPSLOT" serve --database "sqlite://$DB" --listen 127.0.0.1:0 >"$TMP/dropslot.log" 2>&1 &
+PIDS+=($!)
+APP_PID=$!
+APP=$(await_line "$TMP/dropslot.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$APP_PID")
+APP=${APP#listening on }
+TOKEN=$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$TMP/dropslot.log") || die "no demo token printed (database not empty?)"
+
+# The request body (263 bytes): one drop-off, two parcels, no custom code (so every sync
+# request creates a new order).
+BODY=$TMP/body.json
+printf '%s' '{"pick_up_address":{"text":"100 King St W, Toronto, ON M5X 1A9"},"drop_offs":[{"address":{"text":"290 Bremner Blvd, Toronto, ON M5V 3L9","person_name":"Jane Doe","person_phone":"+1 416 555 0100"},"parcels":[{"unit":"g","values":500},{"unit":"g","values":1500}]}]}' >"$BODY"
+
+# One real preview: checks the setup and measures the response size the floor must match.
+read -r code size < <(curl -sS --max-time 10 -o "$TMP/preview.json" -w '%{http_code} %{size_download}\n' \
+  -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' --data-binary @"$BODY" "$APP$API/requests/preview")
+[[ $code == 200 ]] || { cat "$TMP/preview.json" >&2; die "preview answered $code"; }
+log "real preview response: $size bytes"
+
+log "starting the floor (bare axum, $size-byte response)"
+FLOOR_RESPONSE_BYTES=$size "$FLOOR" 127.0.0.1:0 >"$TMP/floor.log" 2>&1 &
+PIDS+=($!)
+FLOOR_PID=$!
+FLOOR_URL=$(await_line "$TMP/floor.log" 'http://127\.0\.0\.1:[0-9]+' "$FLOOR_PID")
+fsize=$(curl -sS --max-time 10 -o /dev/null -w '%{size_download}' -H 'Content-Type: application/json' --data-binary @"$BODY" "$FLOOR_URL/")
+[[ $fsize == "$size" ]] || die "floor answered $fsize bytes, expected $size"
+
+# ---------------------------------------------------------------- wrk
+SECS=$(seconds "$DURATION")
+declare -A RPS P50 P99 RESULT
+
+# run NAME URL [extra env...]: warm-up, then the timed run; keeps the LOAD line in RESULT[NAME].
+run() {
+  local name=$1 url=$2
+  shift 2
+  if [[ $WARMUP != 0 ]]; then
+    env BODY_FILE="$BODY" TOKEN="$TOKEN" "$@" timeout $(($(seconds "$WARMUP") + 30)) \
+      wrk -t"$THREADS" -c"$CONNECTIONS" -d"$WARMUP" -s scripts/load.lua "$url" >/dev/null
+    sleep 1
+  fi
+  "${BEFORE_TIMED:-true}"
+  log "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency $name: $url"
+  env BODY_FILE="$BODY" TOKEN="$TOKEN" "$@" timeout $((SECS + 60)) \
+    wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s scripts/load.lua "$url" | tee "$TMP/wrk-$name.txt" |
+    sed 's/^/   /' >&2
+  RESULT[$name]=$(grep '^LOAD ' "$TMP/wrk-$name.txt") || die "no LOAD line from wrk for $name"
+  RPS[$name]=$(field "$name" rps)
+  P50[$name]=$(field "$name" p50_ms)
+  P99[$name]=$(field "$name" p99_ms)
+}
+field() { sed -nE "s/.* $2=([^ ]+).*/\1/p" <<<"${RESULT[$1]}"; }
+
+count_rows() { sqlite3 "file:$DB?mode=ro" "SELECT (SELECT count(*) FROM orders) || ' ' || (SELECT count(*) FROM parcels);"; }
+
+run floor "$FLOOR_URL/"
+run preview "$APP$API/requests/preview"
+[[ $(field preview non2xx) == 0 ]] || die "preview: $(field preview non2xx) non-2xx responses"
+
+# Counted after the warm-up (whose orders are not part of the check), just before the timed run.
+count_before() { read -r orders_before parcels_before < <(count_rows); }
+BEFORE_TIMED=count_before run sync "$APP$API/requests/sync" WRK_COUNT=1
+# Requests wrk abandoned when its clock ran out may still be committing: let them finish,
+# then kill the server hard (no graceful shutdown) before counting what is on disk.
+sleep 1
+kill -9 "$APP_PID"
+wait "$APP_PID" 2>/dev/null || true
+read -r orders_after parcels_after < <(count_rows)
+
+# ---------------------------------------------------------------- report
+ok=1
+non2xx=$(field sync non2xx)
+requests=$(field sync requests)
+s201=$(field sync s201)
+sent=$(field sync sent)
+orders=$((orders_after - orders_before))
+parcels=$((parcels_after - parcels_before))
+inflight=$((orders - s201))
+
+echo
+printf '%-8s %10s %9s %9s %9s\n' endpoint 'req/s' 'p50 ms' 'p99 ms' 'vs floor'
+for name in floor preview sync; do
+  ratio=$(awk -v a="${RPS[$name]}" -v b="${RPS[floor]}" 'BEGIN { printf "%.3f", a / b }')
+  printf '%-8s %10.0f %9.2f %9.2f %9s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio"
+done
+echo
+echo "sync durability: wrk saw $requests responses, $s201 of them 201, $non2xx non-2xx; $sent requests sent"
+echo "                 orders rows committed during the run: $orders (parcels $parcels), counted after kill -9"
+if [[ $non2xx != 0 ]]; then echo "FAIL: $non2xx non-2xx responses"; ok=0; fi
+if [[ $s201 != "$requests" ]]; then echo "FAIL: responses ($requests) != 201 responses ($s201)"; ok=0; fi
+if ((orders < s201)); then echo "FAIL: $((s201 - orders)) acknowledged orders are missing"; ok=0; fi
+if ((orders > s201 + sent - requests)); then
+  echo "FAIL: $orders orders but only $s201 acknowledged + $((sent - requests)) unanswered requests"; ok=0
+fi
+if ((parcels != 2 * orders)); then echo "FAIL: $parcels parcels for $orders orders (expected 2 each)"; ok=0; fi
+if ((ok)); then
+  if ((inflight == 0)); then
+    echo "OK: orders rows == 201 responses ($orders)"
+  else
+    # wrk stops its clock with up to $CONNECTIONS requests in flight and drops their responses;
+    # those orders were committed by the server all the same.
+    echo "OK: orders rows = 201 responses ($s201) + $inflight in flight when wrk stopped (<= $((sent - requests)) unanswered)"
+  fi
+fi
+((ok))
