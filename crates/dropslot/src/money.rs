@@ -71,6 +71,7 @@ impl<'de> Deserialize<'de> for Money {
         enum Raw {
             Text(String),
             Int(i64),
+            Number(f64),
         }
         match Raw::deserialize(d)? {
             Raw::Text(s) => {
@@ -81,6 +82,15 @@ impl<'de> Deserialize<'de> for Money {
                 .filter(|c| *c >= 0)
                 .map(Money)
                 .ok_or_else(|| serde::de::Error::custom("invalid amount")),
+            // What `Serialize` writes (45.0, 12.34): accepted when it is a whole number of cents.
+            Raw::Number(x) => {
+                let cents = (x * 100.0).round();
+                if x.is_finite() && x >= 0.0 && (x * 100.0 - cents).abs() < 1e-6 && cents < 9.0e15 {
+                    Ok(Money(cents as i64))
+                } else {
+                    Err(serde::de::Error::custom(format!("invalid amount {x}: at most two decimals")))
+                }
+            }
         }
     }
 }
@@ -114,5 +124,12 @@ mod tests {
         assert_eq!(serde_json::to_string(&Money(5085)).unwrap(), "50.85");
         assert_eq!(serde_json::to_string(&Money(4500)).unwrap(), "45.0");
         assert_eq!(serde_json::to_string(&Money(1)).unwrap(), "0.01");
+        for m in [Money(0), Money(1), Money(4500), Money(5085), Money(123_456_789)] {
+            let back: Money = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+            assert_eq!(back, m, "round trip");
+        }
+        assert_eq!(serde_json::from_str::<Money>("\"9.50\"").unwrap(), Money(950));
+        assert!(serde_json::from_str::<Money>("1.234").is_err());
+        assert!(serde_json::from_str::<Money>("-1.5").is_err());
     }
 }

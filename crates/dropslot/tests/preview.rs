@@ -168,9 +168,18 @@ async fn negotiated_prices_apply_to_their_client_only() {
     let (id, test, _, _) = s.new_client("Bulk Co").await;
     let settings = json!({"pricing": {"min_price": "20.00", "payment_type": {"id": 2, "code": "card", "name": "Card"},
         "sizes": [{"code": "small", "name": "Small", "max_grams": 3000, "price": "7.50", "note": "Up to 3 kg"}]}});
-    s.db()
-        .execute("UPDATE clients SET settings_json = ?1 WHERE id = ?2", rusqlite::params![settings.to_string(), id])
-        .unwrap();
+    let put = |body: serde_json::Value| {
+        s.send(s.http.put(s.url(&format!("/admin/clients/{id}/settings"))).bearer_auth(common::ADMIN_TOKEN).json(&body))
+    };
+    // Invalid terms are refused at the door, with the configuration's own checks.
+    let mut bad = settings.clone();
+    bad["pricing"]["sizes"] = json!([]);
+    let r = put(bad).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(!r.error_at("pricing").is_empty());
+    assert_eq!(put(json!({"limits": {"order_drop_offs": 0}})).await.status, 400, "incomplete limits: wrong shape");
+    let r = put(settings.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
     let r = s.post("/requests/preview", &test, &request(&[2500.0, 2500.0])).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let o = &r.body["object"];
@@ -180,4 +189,23 @@ async fn negotiated_prices_apply_to_their_client_only() {
     // The demo client still pays the defaults: 2.5 kg is medium at 12.00.
     let r = s.preview(&request(&[2500.0, 2500.0])).await;
     assert_eq!(cents(&r.body["object"]["actual_total_price"]), 2400);
+    // Negotiated limits: this client may order 2 drop-offs at once.
+    let limits = json!({"order_drop_offs": 2, "order_parcels_per_drop_off": 5, "preview_drop_offs": 100, "preview_parcels_per_drop_off": 50});
+    assert_eq!(put(json!({"pricing": settings["pricing"], "limits": limits})).await.status, 200);
+    let mut two = request(&[500.0]);
+    two["drop_offs"] = json!([two["drop_offs"][0].clone(), two["drop_offs"][0].clone()]);
+    let r = s.post("/requests/sync", &test, &two).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["object"]["shipments"].as_array().unwrap().len(), 2, "one shipment order per drop-off");
+    assert_eq!(s.order(&two).await.status, 422, "the demo client keeps the default limit");
+    // Back to the configuration's terms.
+    assert_eq!(put(json!({})).await.status, 200);
+    let r = s.post("/requests/preview", &test, &request(&[2500.0, 2500.0])).await;
+    assert_eq!(cents(&r.body["object"]["actual_total_price"]), 2400);
+    assert_eq!(
+        s.send(s.http.put(s.url("/admin/clients/999/settings")).bearer_auth(common::ADMIN_TOKEN).json(&json!({})))
+            .await
+            .status,
+        404
+    );
 }

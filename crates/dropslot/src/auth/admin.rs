@@ -46,6 +46,31 @@ pub async fn create_client(
     Ok(envelope(201, "Client created.", &json!({"id": id, "name": name})))
 }
 
+/// `PUT /admin/clients/{id}/settings`: a client's negotiated price list and limits (each
+/// optional; absent = the configuration's). Validated like the configuration, so a bad value
+/// is a 422 here rather than a failing request later.
+pub async fn put_settings(
+    _: Admin,
+    State(app): State<App>,
+    PathParam(client): PathParam<i64>,
+    JsonBody(settings, _): JsonBody<super::ClientSettings>,
+) -> Result<Response> {
+    if let Some(p) = &settings.pricing {
+        crate::config::validate_pricing(p).map_err(|m| Error::invalid("pricing", m))?;
+    }
+    if let Some(l) = &settings.limits {
+        crate::config::validate_limits(l).map_err(|m| Error::invalid("limits", m))?;
+    }
+    let json = (settings.pricing.is_some() || settings.limits.is_some())
+        .then(|| serde_json::to_string(&settings))
+        .transpose()
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    if !app.store.set_client_settings(ClientId(client), json).await? {
+        return Err(Error::NotFound);
+    }
+    Ok(envelope(200, "Client settings saved.", &settings))
+}
+
 #[derive(Deserialize)]
 pub struct NewToken {
     kind: Option<String>,

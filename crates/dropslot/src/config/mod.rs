@@ -267,7 +267,7 @@ pub fn validate_pricing(p: &PriceList) -> Result<(), String> {
     Ok(())
 }
 
-fn validate_limits(l: &Limits) -> Result<(), String> {
+pub fn validate_limits(l: &Limits) -> Result<(), String> {
     if [l.order_drop_offs, l.order_parcels_per_drop_off, l.preview_drop_offs, l.preview_parcels_per_drop_off]
         .contains(&0)
     {

@@ -73,6 +73,7 @@ pub fn router(app: App) -> Router {
         .route("/saved-addresses", get(addresses::list))
         .route("/saved-addresses/{id}", get(addresses::show).delete(addresses::remove))
         .route("/admin/clients", post(auth::admin::create_client))
+        .route("/admin/clients/{id}/settings", axum::routing::put(auth::admin::put_settings))
         .route("/admin/clients/{id}/tokens", post(auth::admin::create_token).get(auth::admin::list_tokens))
         .route("/admin/tokens/{prefix}", delete(auth::admin::revoke_token));
 

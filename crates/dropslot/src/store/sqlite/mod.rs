@@ -126,6 +126,17 @@ impl Store for SqliteStore {
         self.read(|c| c.query_row("SELECT EXISTS (SELECT 1 FROM clients WHERE id = ?1)", [id.0], |r| r.get(0)))
     }
 
+    async fn set_client_settings(&self, id: ClientId, settings_json: Option<String>) -> StoreResult<bool> {
+        self.writer
+            .write(move |c| {
+                let n = c
+                    .execute("UPDATE clients SET settings_json = ?2 WHERE id = ?1", params![id.0, settings_json])
+                    .map_err(map_err)?;
+                Ok(n == 1)
+            })
+            .await
+    }
+
     async fn insert_token(&self, t: NewToken, now: Timestamp) -> StoreResult<()> {
         self.writer
             .write(move |c| {
