@@ -133,3 +133,89 @@ fn serve_prints_a_working_demo_token_and_stops_on_sigterm() {
     assert_eq!(out.status.code(), Some(1), "an invalid listen address is a clear failure");
     assert!(String::from_utf8_lossy(&out.stderr).contains("server.listen"));
 }
+
+/// "Durably committed before its 201": orders fired at a real `serve`, which is killed with
+/// SIGKILL mid-burst; every order that got a 201 is in the database afterwards, and no order
+/// is partial.
+#[test]
+fn every_acknowledged_order_survives_a_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("crash.db");
+    let db = format!("sqlite://{}", db_path.display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dropslot"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("DATABASE_URL", &db)
+        .env("DROPSLOT_NOW", common::NOW)
+        .env_remove("DROPSLOT_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut token = None;
+    while let Some(Ok(line)) = lines.next() {
+        if let Some(t) = line.split_whitespace().find(|w| w.starts_with("ds_test_")) {
+            token.get_or_insert_with(|| t.trim_matches('\'').to_string());
+        }
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    let token = token.expect("demo token");
+    let url = format!("http://127.0.0.1:{port}{}/requests/sync", common::API);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let acknowledged: Vec<String> = rt.block_on(async {
+        let http = reqwest::Client::new();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        for worker in 0..16 {
+            let (http, url, token, tx) = (http.clone(), url.clone(), token.clone(), tx.clone());
+            tokio::spawn(async move {
+                for i in 0.. {
+                    let body = common::request_with_codes(&[&format!("CRASH{worker:03}{i:08}")]);
+                    let Ok(res) = http.post(&url).bearer_auth(&token).json(&body).send().await else { break };
+                    if res.status() != 201 {
+                        break;
+                    }
+                    let Ok(v) = res.json::<serde_json::Value>().await else { break };
+                    if tx.send(v["object"]["unique_id"].as_str().unwrap_or_default().to_string()).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // Kill the server once 300 orders have been acknowledged, with more in flight.
+        let mut ids = Vec::new();
+        while let Some(id) = rx.recv().await {
+            ids.push(id);
+            if ids.len() == 300 {
+                child.kill().unwrap();
+            }
+        }
+        ids
+    });
+    let _ = child.wait();
+    assert!(acknowledged.len() >= 300, "{} acknowledged", acknowledged.len());
+    let conn = rusqlite::Connection::open(&db_path).unwrap();
+    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(ok, "ok");
+    let mut missing = 0;
+    for id in &acknowledged {
+        let n: i64 = conn.query_row("SELECT count(*) FROM orders WHERE unique_id = ?1", [id], |r| r.get(0)).unwrap();
+        missing += usize::from(n != 1);
+    }
+    assert_eq!(missing, 0, "acknowledged orders lost after kill -9");
+    // Atomic: every committed order is whole (one drop-off, one parcel, its events).
+    let partial: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM orders o WHERE
+               (SELECT count(*) FROM pick_up_shipments p WHERE p.order_id = o.id) <> 1
+            OR (SELECT count(*) FROM shipment_orders s JOIN drop_off_shipments d ON d.shipment_order_id = s.id
+                 JOIN parcels x ON x.drop_off_shipment_id = d.id WHERE s.order_id = o.id) <> 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(partial, 0);
+}
