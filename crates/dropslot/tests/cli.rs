@@ -65,16 +65,13 @@ fn clients_and_tokens_from_the_command_line() {
     assert!(dir.path().join("dropslot.db").exists());
 }
 
-/// `serve` on a fresh database prints a demo token that works; a token minted by the CLI
-/// against the same file works too; SIGTERM stops the server cleanly.
-#[test]
-fn serve_prints_a_working_demo_token_and_stops_on_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}", dir.path().join("serve.db").display());
+/// `dropslot serve` on a fresh port over `db`, clock pinned: the child, its base URL and
+/// the demo token it printed (read until it reports listening, at most 30 s).
+fn spawn_serve(db: &str) -> (std::process::Child, String, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_dropslot"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("DATABASE_URL", &db)
+        .env("DATABASE_URL", db)
         .env("DROPSLOT_NOW", common::NOW)
         .env_remove("DROPSLOT_CONFIG")
         .stdout(Stdio::piped())
@@ -91,9 +88,19 @@ fn serve_prints_a_working_demo_token_and_stops_on_sigterm() {
         }
         listening |= line.contains("listening on");
     }
-    let token = token.expect("a demo token was printed");
-    assert!(listening);
-    let base = format!("http://127.0.0.1:{port}");
+    assert!(listening, "serve did not report listening");
+    // Keep reading what it prints later (shutdown logs), so its stdout never hits a closed pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, format!("http://127.0.0.1:{port}"), token.expect("a demo token was printed"))
+}
+
+/// `serve` on a fresh database prints a demo token that works; a token minted by the CLI
+/// against the same file works too; SIGTERM stops the server cleanly.
+#[test]
+fn serve_prints_a_working_demo_token_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("serve.db").display());
+    let (mut child, base, token) = spawn_serve(&db);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let http = reqwest::Client::new();
@@ -142,28 +149,8 @@ fn every_acknowledged_order_survives_a_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("crash.db");
     let db = format!("sqlite://{}", db_path.display());
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dropslot"))
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .env("DATABASE_URL", &db)
-        .env("DROPSLOT_NOW", common::NOW)
-        .env_remove("DROPSLOT_CONFIG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut token = None;
-    while let Some(Ok(line)) = lines.next() {
-        if let Some(t) = line.split_whitespace().find(|w| w.starts_with("ds_test_")) {
-            token.get_or_insert_with(|| t.trim_matches('\'').to_string());
-        }
-        if line.contains("listening on") {
-            break;
-        }
-    }
-    let token = token.expect("demo token");
-    let url = format!("http://127.0.0.1:{port}{}/requests/sync", common::API);
+    let (mut child, base, token) = spawn_serve(&db);
+    let url = format!("{base}{}/requests/sync", common::API);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let acknowledged: Vec<String> = rt.block_on(async {
         let http = reqwest::Client::new();
