@@ -1,12 +1,10 @@
 //! The application: settings, store, clock and geocoder shared by every handler, and the
 //! server loop with graceful shutdown.
 
-use std::future::Future;
 use std::ops::Deref;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::net::TcpListener;
+use tokio::sync::watch;
 
 use crate::clock::Clock;
 use crate::config::{PriceList, Settings};
@@ -23,7 +21,8 @@ pub struct AppInner {
     pub clock: Clock,
     pub geocoder: Geocoder,
     pub default_prices: Arc<PriceList>,
-    ready: AtomicBool,
+    /// Turns true when the service is shutting down (`/readyz` answers 503 from then on).
+    stopping: watch::Receiver<bool>,
 }
 
 impl Deref for App {
@@ -34,28 +33,24 @@ impl Deref for App {
 }
 
 impl App {
-    /// Opens and migrates the store named by the settings.
-    pub async fn build(settings: Settings) -> Result<App, StoreError> {
+    /// Opens and migrates the store named by the settings, and proves it takes writes: a
+    /// database the process cannot write (read-only file or directory, full disk) stops the
+    /// start instead of answering every order with an error.
+    pub async fn build(settings: Settings, stopping: watch::Receiver<bool>) -> Result<App, StoreError> {
         let store = crate::store::open(&settings.database).await?;
         store.migrate().await?;
+        store.ping().await.map_err(|e| StoreError::Invalid(format!("cannot write to the database: {e}")))?;
         let clock = settings.now.map_or_else(Clock::system, Clock::pinned);
-        Ok(App::with_store(settings, store, clock))
+        Ok(App::with_store(settings, store, clock, stopping))
     }
 
-    pub fn with_store(settings: Settings, store: DynStore, clock: Clock) -> App {
+    pub fn with_store(settings: Settings, store: DynStore, clock: Clock, stopping: watch::Receiver<bool>) -> App {
         let default_prices = Arc::new(settings.pricing.clone());
-        App(Arc::new(AppInner {
-            settings,
-            store,
-            clock,
-            geocoder: Geocoder::embedded(),
-            default_prices,
-            ready: AtomicBool::new(true),
-        }))
+        App(Arc::new(AppInner { settings, store, clock, geocoder: Geocoder::embedded(), default_prices, stopping }))
     }
 
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
+    pub fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
     }
 
     /// On an empty database: a demo client and its test token (shown once).
@@ -68,34 +63,5 @@ impl App {
         let minted = crate::auth::mint(client, TokenKind::Test);
         self.store.insert_token(minted.stored, now).await?;
         Ok(Some((client, minted.secret)))
-    }
-
-    /// Serves until `shutdown` resolves, then stops accepting, reports not-ready and lets
-    /// in-flight requests finish for at most the configured grace period.
-    pub async fn serve(
-        self,
-        listener: TcpListener,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
-        let grace = self.settings.shutdown_grace;
-        let drained = Arc::new(tokio::sync::Notify::new());
-        let signal = {
-            let (app, drained) = (self.clone(), drained.clone());
-            async move {
-                shutdown.await;
-                app.ready.store(false, Ordering::Relaxed);
-                tracing::info!("shutting down: draining in-flight requests");
-                drained.notify_one();
-            }
-        };
-        let router = crate::http::router(self);
-        let server = axum::serve(listener, router).with_graceful_shutdown(signal);
-        tokio::select! {
-            r = server => r,
-            () = async { drained.notified().await; tokio::time::sleep(grace).await } => {
-                tracing::warn!("grace period over; closing remaining connections");
-                Ok(())
-            }
-        }
     }
 }

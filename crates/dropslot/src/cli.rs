@@ -192,18 +192,18 @@ async fn serve(mut settings: Settings) -> Result<(), String> {
     if settings.base_url == format!("http://{}", settings.listen) {
         settings.base_url = format!("http://{bound}");
     }
-    let app = crate::App::build(settings).await.map_err(|e| e.to_string())?;
-    let base = app.settings.base_url.clone();
-    if let Some((client, token)) = app.bootstrap_demo().await.map_err(|e| e.to_string())? {
+    let running = crate::start(settings, listener, shutdown_signal()).await.map_err(|e| e.to_string())?;
+    let base = running.app.settings.base_url.clone();
+    if let Some((client, token)) = &running.demo {
         println!("Demo client created (id {client}). Its test token, shown only now:\n\n  {token}\n");
         println!(
             "Try a preview:\n\n  curl -s {base}{API}/requests/preview \\\n    -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' \\\n    -d '{{\"pick_up_address\":{{\"text\":\"100 King St W, Toronto, ON M5X 1A9\"}},\"drop_offs\":[{{\"address\":{{\"text\":\"290 Bremner Blvd, Toronto, ON M5V 3L9\"}},\"parcels\":[{{\"unit\":\"g\",\"values\":500}}]}}]}}'\n"
         );
     }
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!(%local, database = %crate::config::redact_url(&app.settings.database), "dropslot listening");
-    println!("dropslot listening on http://{local} (base URL {base})");
-    app.serve(listener, shutdown_signal()).await.map_err(|e| e.to_string())
+    tracing::info!(%bound, database = %crate::config::redact_url(&running.app.settings.database), "dropslot listening");
+    println!("dropslot listening on http://{bound} (base URL {base})");
+    running.finished().await;
+    Ok(())
 }
 
 /// SIGINT or SIGTERM.

@@ -62,6 +62,10 @@ pub enum Error {
     PayloadTooLarge,
     #[error("unsupported media type")]
     UnsupportedMediaType,
+    #[error("unsupported content encoding")]
+    UnsupportedEncoding,
+    #[error("the request body was not received in time")]
+    BodyTimeout,
     #[error("the given data was invalid")]
     Validation(FieldErrors),
     #[error("service unavailable: {0}")]
@@ -87,7 +91,8 @@ impl Error {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Gone(_) => StatusCode::GONE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::UnsupportedMediaType | Self::UnsupportedEncoding => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unavailable(_) | Self::Store(crate::store::StoreError::Unavailable(_)) => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -107,6 +112,10 @@ impl Error {
             Self::Conflict(m) => m.clone(),
             Self::PayloadTooLarge => "The request body is too large.".into(),
             Self::UnsupportedMediaType => "The request body must be JSON (Content-Type: application/json).".into(),
+            Self::UnsupportedEncoding => {
+                "The request body must not be compressed (Content-Encoding: identity, or none).".into()
+            }
+            Self::BodyTimeout => "The request body was not received in time.".into(),
             Self::Validation(_) => "The given data was invalid.".into(),
             Self::Unavailable(_) | Self::Store(crate::store::StoreError::Unavailable(_)) => {
                 "The service is temporarily unavailable; retry shortly.".into()
@@ -148,9 +157,27 @@ impl IntoResponse for Error {
             errors,
             object: EmptyObject {},
         };
-        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        // Serialising a struct of strings and a string map cannot fail; the fallback is a
+        // fixed envelope all the same, never an empty body.
+        let bytes = serde_json::to_vec(&body).unwrap_or_else(|_| {
+            br#"{"status":"error","code":500,"message":"Internal server error.","errors":{},"object":{}}"#.to_vec()
+        });
         let mut res = (status, bytes).into_response();
-        res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let headers = res.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        match self {
+            Self::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"dropslot\""));
+            }
+            // The rest of a stalled body will not come: do not wait for it on this connection.
+            Self::BodyTimeout => {
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Self::Unavailable(_) | Self::Store(crate::store::StoreError::Unavailable(_)) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
         res
     }
 }

@@ -18,18 +18,82 @@ pub mod quote;
 pub mod store;
 
 use std::future::Future;
+use std::sync::Arc;
 
 pub use app::App;
 pub use config::Settings;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 
-/// Opens the store, migrates it and serves on `listener` until `shutdown` resolves.
+use crate::ids::ClientId;
+use crate::store::StoreError;
+
+/// A started service: the application, the demo client's token when the database was empty,
+/// and the server task, which ends once the shutdown future has resolved and the server has
+/// drained.
+pub struct Running {
+    pub app: App,
+    /// On an empty database: the demo client and its test token (shown once).
+    pub demo: Option<(ClientId, String)>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Waits until the server has stopped and drained.
+    pub async fn finished(self) {
+        let _ = self.server.await;
+    }
+}
+
+/// The composition root: the only place that starts the HTTP server (and, as they arrive,
+/// the background workers), under one stop signal.
+///
+/// The port answers at once: 503 "starting" (with `Retry-After`) while the store is opened,
+/// migrated and checked for writes; then the routes. When `shutdown` resolves, `/readyz`
+/// turns 503, the server stops accepting and in-flight requests get the grace period.
+pub async fn start(
+    settings: Settings,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<Running, StoreError> {
+    let (stop, stopping) = watch::channel(false);
+    let slot: http::server::RouterSlot = Arc::default();
+    let server = tokio::spawn(http::server::serve(
+        listener,
+        settings.net,
+        slot.clone(),
+        stopping.clone(),
+        settings.shutdown_grace,
+    ));
+    let signal = tokio::spawn(async move {
+        shutdown.await;
+        tracing::info!("shutting down: draining in-flight requests");
+        let _ = stop.send(true);
+    });
+    let built = async {
+        let app = App::build(settings, stopping).await?;
+        let demo = app.bootstrap_demo().await?;
+        Ok::<_, StoreError>((app, demo))
+    };
+    match built.await {
+        Ok((app, demo)) => {
+            let _ = slot.set(http::router(app.clone()));
+            Ok(Running { app, demo, server })
+        }
+        Err(e) => {
+            signal.abort();
+            server.abort();
+            Err(e)
+        }
+    }
+}
+
+/// [`start`], then serve until `shutdown` resolves and the server has drained.
 pub async fn run(
     settings: Settings,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let app = App::build(settings).await?;
-    app.serve(listener, shutdown).await?;
+) -> Result<(), StoreError> {
+    start(settings, listener, shutdown).await?.finished().await;
     Ok(())
 }

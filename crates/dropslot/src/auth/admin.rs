@@ -21,7 +21,7 @@ impl FromRequestParts<App> for Admin {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
         let Some(expected) = app.settings.admin_token.as_deref() else { return Err(Error::NotFound) };
-        let given = super::bearer(parts).ok_or(Error::Unauthorized)?;
+        let given = super::bearer(parts)?;
         // Compare digests so the comparison time does not depend on the secret's prefix.
         if super::hash(given) == super::hash(expected) { Ok(Admin) } else { Err(Error::Unauthorized) }
     }

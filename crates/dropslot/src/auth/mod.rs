@@ -16,7 +16,7 @@ use crate::app::App;
 use crate::config::{Limits, PriceList};
 use crate::error::{Error, Result};
 use crate::ids::ClientId;
-use crate::store::{Mode, NewToken, Principal, Scope, TokenHash, TokenKind};
+use crate::store::{NewToken, Principal, Scope, TokenHash, TokenKind};
 
 /// A freshly minted token: the secret (shown once) and what is stored.
 pub struct MintedToken {
@@ -57,25 +57,29 @@ pub struct Caller {
     pub limits: Limits,
 }
 
-impl Caller {
-    pub fn mode(&self) -> Mode {
-        self.scope.mode
+/// The token from `Authorization: Bearer <token>` (the scheme is case-insensitive, RFC 9110
+/// §11.1). Missing or malformed → 401; the header sent twice → 400, never "the first one".
+pub(crate) fn bearer(parts: &Parts) -> Result<&str> {
+    let mut values = parts.headers.get_all(AUTHORIZATION).iter();
+    let value = values.next().ok_or(Error::Unauthorized)?;
+    if values.next().is_some() {
+        return Err(crate::http::repeated_header("Authorization"));
     }
-}
-
-/// The token from `Authorization: Bearer <token>`, if well-formed.
-pub(crate) fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
+    let value = value.to_str().map_err(|_| Error::Unauthorized)?;
+    let (scheme, token) = value.split_once(' ').ok_or(Error::Unauthorized)?;
     let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && token.len() <= 256).then_some(token)
+    if scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && token.len() <= 256 {
+        Ok(token)
+    } else {
+        Err(Error::Unauthorized)
+    }
 }
 
 impl FromRequestParts<App> for Caller {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
-        let token = bearer(parts).ok_or(Error::Unauthorized)?;
+        let token = bearer(parts)?;
         let principal = app.store.principal(&hash(token)).await?.ok_or(Error::Unauthorized)?;
         if principal.kind == TokenKind::Ops {
             return Err(Error::Forbidden("Operations tokens cannot call the client API."));

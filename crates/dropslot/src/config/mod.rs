@@ -4,6 +4,7 @@
 mod area;
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use jiff::Timestamp;
 use serde::Deserialize;
@@ -33,8 +34,29 @@ struct RawServer {
     base_url: String,
     body_limit: usize,
     shutdown_grace_seconds: u64,
+    header_read_timeout_seconds: u64,
+    body_read_timeout_seconds: u64,
+    request_timeout_seconds: u64,
+    idle_timeout_seconds: u64,
+    max_connections: usize,
     #[serde(default)]
     admin_token: Option<String>,
+}
+
+/// Connection timeouts and limits (`[server]`, docs/operations.md "Timeouts and limits").
+#[derive(Debug, Clone, Copy)]
+pub struct NetLimits {
+    /// From a connection's first byte of a request to the end of its headers.
+    pub header_read_timeout: Duration,
+    /// From the end of the headers to the end of the body; a stall is a 408.
+    pub body_read_timeout: Duration,
+    /// From the end of the headers to the response (a 503 when exceeded).
+    pub request_timeout: Duration,
+    /// A kept-alive connection with no request in flight, and a new connection that sends
+    /// nothing, are closed after this long.
+    pub idle_timeout: Duration,
+    /// Open connections at most; one more is answered 503 and closed.
+    pub max_connections: usize,
 }
 
 /// A client's price list: size classes (smallest first), minimum price and payment type.
@@ -83,6 +105,7 @@ pub struct Settings {
     pub base_url: String,
     pub body_limit: usize,
     pub shutdown_grace: std::time::Duration,
+    pub net: NetLimits,
     pub admin_token: Option<String>,
     /// Pins the clock (scheduling, timestamps): tests and demos.
     pub now: Option<Timestamp>,
@@ -188,15 +211,8 @@ impl Settings {
             .parse()
             .map_err(|_| ConfigError::Invalid(format!("server.listen: {listen_text:?} is not an ADDR:PORT")))?;
         let database = o.database.clone().unwrap_or(raw.server.database);
-        if !(database.starts_with("sqlite:")
-            || database.starts_with("postgres://")
-            || database.starts_with("postgresql://"))
-        {
-            return Err(ConfigError::Invalid(format!(
-                "server.database: {:?} must be sqlite://PATH or postgres://…",
-                redact_url(&database)
-            )));
-        }
+        crate::store::DatabaseUrl::parse(&database)
+            .map_err(|e| ConfigError::Invalid(format!("server.database: {e}")))?;
         let base_url = o.base_url.clone().unwrap_or(raw.server.base_url);
         let base_url = if base_url.is_empty() { format!("http://{listen}") } else { base_url };
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
@@ -211,6 +227,23 @@ impl Settings {
                     ConfigError::Invalid(format!("DROPSLOT_NOW: {s:?} is not an RFC 3339 timestamp: {e}"))
                 })?),
             };
+        let seconds = |key: &str, v: u64| {
+            if (1..=86_400).contains(&v) {
+                Ok(Duration::from_secs(v))
+            } else {
+                Err(ConfigError::Invalid(format!("server.{key}: from 1 to 86400 seconds")))
+            }
+        };
+        let net = NetLimits {
+            header_read_timeout: seconds("header_read_timeout_seconds", raw.server.header_read_timeout_seconds)?,
+            body_read_timeout: seconds("body_read_timeout_seconds", raw.server.body_read_timeout_seconds)?,
+            request_timeout: seconds("request_timeout_seconds", raw.server.request_timeout_seconds)?,
+            idle_timeout: seconds("idle_timeout_seconds", raw.server.idle_timeout_seconds)?,
+            max_connections: raw.server.max_connections,
+        };
+        if net.max_connections == 0 {
+            return Err(ConfigError::Invalid("server.max_connections: at least 1".into()));
+        }
         if raw.server.body_limit < 1024 {
             return Err(ConfigError::Invalid("server.body_limit: at least 1024 bytes".into()));
         }
@@ -229,6 +262,7 @@ impl Settings {
             base_url: base_url.trim_end_matches('/').to_string(),
             body_limit: raw.server.body_limit,
             shutdown_grace: std::time::Duration::from_secs(raw.server.shutdown_grace_seconds),
+            net,
             admin_token,
             now,
             pricing: raw.pricing,

@@ -2,6 +2,8 @@
 //! panic guard, body limit, tracing) and the success envelope.
 
 mod extract;
+pub mod json;
+pub mod server;
 
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-pub use extract::{JsonBody, PathParam, parse};
+pub use extract::{JsonBody, PathParam};
 
 use crate::app::App;
 use crate::error::Error;
@@ -42,6 +44,14 @@ pub fn envelope<T: Serialize>(code: u16, message: &str, object: &T) -> Response 
     }
 }
 
+/// A header that must appear at most once was sent several times: 400 at `header.<Name>`.
+pub fn repeated_header(name: &str) -> Error {
+    Error::BadRequest {
+        message: format!("The {name} header was sent more than once."),
+        errors: crate::error::FieldErrors::single(format!("header.{name}"), "Send this header once."),
+    }
+}
+
 /// Raw JSON bytes with a status (used to replay stored responses byte for byte).
 pub fn json_response(code: u16, body: impl Into<axum::body::Body>) -> Response {
     let mut res = Response::new(body.into());
@@ -56,8 +66,7 @@ struct MakeId;
 
 impl MakeRequestId for MakeId {
     fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
-        let s = crate::ids::hex(&crate::ids::random_bytes::<12>());
-        HeaderValue::from_str(&s).ok().map(RequestId::new)
+        Some(RequestId::new(server::new_request_id()))
     }
 }
 
@@ -101,13 +110,19 @@ async fn healthz() -> Response {
     envelope(200, "ok", &serde_json::json!({}))
 }
 
-/// Ready when the database answers and the server is not draining.
+/// Ready when the database takes a write within 2 s and the server is not draining. The
+/// probe is a real committed write (`Store::ping`), so a read-only or full database, or one
+/// locked by another process, is not ready; it is ready again as soon as writes succeed.
 async fn readyz(State(app): State<App>) -> Response {
-    if !app.is_ready() {
+    if app.is_stopping() {
         return Error::Unavailable("draining").into_response();
     }
     match tokio::time::timeout(Duration::from_secs(2), app.store.ping()).await {
         Ok(Ok(())) => envelope(200, "ready", &serde_json::json!({})),
-        _ => Error::Unavailable("database unreachable").into_response(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "not ready: the database does not take writes");
+            Error::Unavailable("database not writable").into_response()
+        }
+        Err(_) => Error::Unavailable("database did not answer in time").into_response(),
     }
 }

@@ -37,13 +37,13 @@ pub async fn handle(
     State(app): State<App>,
     caller: Caller,
     headers: HeaderMap,
-    JsonBody(payload, raw): JsonBody<RequestPayload>,
+    JsonBody(payload, body): JsonBody<RequestPayload>,
 ) -> Result<Response> {
     let now = app.clock.now();
     let claim = match idempotency_key(&headers)? {
         None => None,
         Some(key) => {
-            let request_hash = fingerprint(&raw);
+            let request_hash = fingerprint(&body);
             if let Some(replayed) = replay(&app, caller.scope, &key, &request_hash, now).await? {
                 return Ok(replayed);
             }
@@ -73,21 +73,28 @@ pub async fn handle(
     }
 }
 
+/// The `Idempotency-Key` header: once at most, 1–255 printable ASCII characters (space to
+/// `~`; a tab or any control character is refused).
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
-    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
-    let key = value
-        .to_str()
-        .map_err(|_| Error::invalid("header.Idempotency-Key", "The idempotency key must be printable ASCII."))?;
-    if key.is_empty() || key.len() > 255 {
+    let mut values = headers.get_all("idempotency-key").iter();
+    let Some(value) = values.next() else { return Ok(None) };
+    if values.next().is_some() {
+        return Err(crate::http::repeated_header("Idempotency-Key"));
+    }
+    let bytes = value.as_bytes();
+    if !bytes.iter().all(|b| (b' '..=b'~').contains(b)) {
+        return Err(Error::invalid("header.Idempotency-Key", "The idempotency key must be printable ASCII."));
+    }
+    if bytes.is_empty() || bytes.len() > 255 {
         return Err(Error::invalid("header.Idempotency-Key", "The idempotency key must be 1 to 255 characters."));
     }
-    Ok(Some(key.to_string()))
+    Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
 }
 
-/// SHA-256 of the body's canonical JSON (keys sorted), so formatting does not matter.
-fn fingerprint(raw: &[u8]) -> String {
-    let canonical = serde_json::from_slice::<serde_json::Value>(raw).map(|v| v.to_string()).unwrap_or_default();
-    ids::hex(&Sha256::digest(canonical.as_bytes()))
+/// SHA-256 of the body's canonical JSON (keys sorted, no whitespace), computed from the very
+/// value the request was read from: a body either parses for both or is refused.
+fn fingerprint(body: &serde_json::Value) -> String {
+    ids::hex(&Sha256::digest(crate::http::json::canonical(body).as_bytes()))
 }
 
 async fn replay(app: &App, scope: Scope, key: &str, request_hash: &str, now: Timestamp) -> Result<Option<Response>> {

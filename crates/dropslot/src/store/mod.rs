@@ -23,6 +23,10 @@ pub enum StoreError {
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("stored data is inconsistent: {0}")]
     Corrupt(String),
+    /// The database named cannot be used as given (a wrong URL, not a regular file): not
+    /// retryable, the operator must change it.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -31,7 +35,8 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub trait Store: Send + Sync + 'static {
     /// Brings the schema up to date; returns the versions applied now.
     async fn migrate(&self) -> StoreResult<Vec<i64>>;
-    /// Cheap round trip for `/readyz`.
+    /// Proves the database takes writes: a small committed write (`/readyz`, and the check
+    /// at start). Fails while the database is read-only, full, locked or unreachable.
     async fn ping(&self) -> StoreResult<()>;
 
     // Clients and tokens (CONTRACT §1).
@@ -80,16 +85,42 @@ pub trait Store: Send + Sync + 'static {
 
 pub type DynStore = Arc<dyn Store>;
 
+/// A parsed database URL: the one place the scheme and form are checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    /// `sqlite://PATH` or `sqlite:PATH`; `sqlite:///abs/path.db` for an absolute path.
+    Sqlite(String),
+    Postgres(String),
+}
+
+impl DatabaseUrl {
+    pub fn parse(url: &str) -> Result<DatabaseUrl, String> {
+        if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
+            if path.contains(['?', '#']) {
+                // Silently making a file named `d.db?mode=ro` would be worse than refusing.
+                return Err(format!(
+                    "{url:?}: a sqlite URL takes a file path only, without a query string or fragment"
+                ));
+            }
+            if path.is_empty() || path == ":memory:" {
+                return Err(format!("{url:?}: sqlite needs a file path (sqlite://PATH)"));
+            }
+            Ok(DatabaseUrl::Sqlite(path.to_string()))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(DatabaseUrl::Postgres(url.to_string()))
+        } else {
+            Err(format!("{:?} must be sqlite://PATH or postgres://…", crate::config::redact_url(url)))
+        }
+    }
+}
+
 /// Opens the backend named by the URL's scheme (async: a network backend connects here).
 #[allow(clippy::unused_async)]
 pub async fn open(url: &str) -> StoreResult<DynStore> {
-    if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
-        Ok(Arc::new(sqlite::SqliteStore::open(path)?))
-    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Err(StoreError::Unavailable(
+    match DatabaseUrl::parse(url).map_err(StoreError::Invalid)? {
+        DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(&path)?)),
+        DatabaseUrl::Postgres(_) => Err(StoreError::Invalid(
             "the PostgreSQL backend is not built yet: use sqlite://PATH (see docs/operations.md)".into(),
-        ))
-    } else {
-        Err(StoreError::Unavailable(format!("unsupported database URL scheme: {}", crate::config::redact_url(url))))
+        )),
     }
 }

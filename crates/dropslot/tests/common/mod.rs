@@ -62,17 +62,14 @@ impl TestServer {
             ..Overrides::default()
         };
         let settings = Settings::from_toml_fragment(fragment, &overrides).expect("settings");
-        let app = App::build(settings).await.expect("app");
-        let (_, token) = app.bootstrap_demo().await.expect("demo").expect("empty database");
         let (tx, rx) = oneshot::channel::<()>();
-        let server = app.clone();
-        tokio::spawn(async move {
-            // Bounded: a test never outlives two minutes of serving.
-            let stop = async move {
-                let _ = tokio::time::timeout(Duration::from_secs(120), rx).await;
-            };
-            let _ = server.serve(listener, stop).await;
-        });
+        // Bounded: a test never outlives two minutes of serving.
+        let stop = async move {
+            let _ = tokio::time::timeout(Duration::from_secs(120), rx).await;
+        };
+        let running = dropslot::start(settings, listener, stop).await.expect("start");
+        let (_, token) = running.demo.clone().expect("empty database");
+        let app = running.app.clone();
         TestServer {
             base: format!("http://{addr}"),
             app,

@@ -20,7 +20,10 @@ use crate::ids::{ClientId, SavedAddressId};
 use writer::Writer;
 pub use writer::map_err;
 
-const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "init", include_str!("../../../migrations/sqlite/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../../../migrations/sqlite/0001_init.sql")),
+    (2, "health_probe", include_str!("../../../migrations/sqlite/0002_health_probe.sql")),
+];
 const READERS: usize = 4;
 
 pub struct SqliteStore {
@@ -45,8 +48,11 @@ fn connect(path: &str) -> StoreResult<Connection> {
 
 impl SqliteStore {
     pub fn open(path: &str) -> StoreResult<SqliteStore> {
-        if path.is_empty() || path == ":memory:" {
-            return Err(StoreError::Unavailable("sqlite needs a file path (sqlite://PATH)".into()));
+        // `/dev/null` or a directory would "open" and leave `-journal`/`-wal` files beside it.
+        if let Ok(meta) = std::fs::metadata(path) {
+            if !meta.is_file() {
+                return Err(StoreError::Invalid(format!("{path}: not a regular file; sqlite needs a database file")));
+            }
         }
         let writer = Writer::start(connect(path)?);
         let readers = (0..READERS).map(|_| connect(path).map(Mutex::new)).collect::<StoreResult<_>>()?;
@@ -104,7 +110,19 @@ impl Store for SqliteStore {
     }
 
     async fn ping(&self) -> StoreResult<()> {
-        self.read(|c| c.query_row("SELECT 1", [], |_| Ok(())))
+        // Through the writer, committed like any order: it fails exactly when orders would.
+        let at = now_text(Timestamp::now());
+        self.writer
+            .write(move |c| {
+                c.prepare_cached(
+                    "INSERT INTO health_probe (id, checked_at) VALUES (1, ?1)
+                     ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
+                )
+                .and_then(|mut s| s.execute([&at]))
+                .map(drop)
+                .map_err(map_err)
+            })
+            .await
     }
 
     async fn create_client(&self, name: &str, now: Timestamp) -> StoreResult<ClientId> {

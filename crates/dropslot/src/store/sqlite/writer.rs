@@ -129,7 +129,9 @@ fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn Job>>) {
     }
 }
 
-/// Maps a rusqlite error: busy/locked/IO → unavailable (retryable), the rest → backend.
+/// Maps a rusqlite error: busy, locked, read-only, full, I/O and permission errors →
+/// unavailable (a 503: the request was fine, the database cannot take it now); the rest →
+/// backend (a 500).
 pub fn map_err(e: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode;
     match e.sqlite_error_code() {
@@ -138,6 +140,8 @@ pub fn map_err(e: rusqlite::Error) -> StoreError {
             | ErrorCode::DatabaseLocked
             | ErrorCode::SystemIoFailure
             | ErrorCode::DiskFull
+            | ErrorCode::ReadOnly
+            | ErrorCode::PermissionDenied
             | ErrorCode::CannotOpen,
         ) => StoreError::Unavailable(e.to_string()),
         _ => StoreError::Backend(Box::new(e)),

@@ -1,0 +1,360 @@
+//! The HTTP/1.1 server loop: accepts connections, bounds each one in time, caps how many are
+//! open, answers 503 while the application is still starting, and drains on shutdown.
+//!
+//! `axum::serve` has no header, idle or body timeouts and no connection cap, so this module
+//! drives hyper's HTTP/1 connection itself. Each connection has a small watchdog:
+//!
+//! - **idle**: no request in flight (a new connection that sends nothing, or a kept-alive one
+//!   between requests) → closed after `idle_timeout`;
+//! - **head**: from the first byte of a request until its headers are parsed → closed after
+//!   `header_read_timeout` (a trickled header cannot hold the connection);
+//! - **busy**: a request is with the application; the body read (`JsonBody`, 408) and the
+//!   whole request (`request_timeout`, 503 here) have their own limits.
+//!
+//! hyper answers a request it cannot parse (400, 414 URI too long, 431 headers too large)
+//! itself, with an empty body. [`Watched`] recognises such a response on the way out (a
+//! response head that no request of ours produced) and writes the CONTRACT envelope with an
+//! `X-Request-Id` in its place.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderValue, Request, Response, StatusCode};
+use axum::response::IntoResponse;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tower::ServiceExt;
+
+use crate::config::NetLimits;
+use crate::error::Error;
+
+/// What the server routes to: nothing yet while the application starts (every request but
+/// `/healthz` is a 503), then the application's router.
+pub type RouterSlot = Arc<OnceLock<Router>>;
+
+/// Serves `listener` until `stop` turns true, then stops accepting, lets in-flight requests
+/// finish for at most `grace` and closes what is left.
+pub async fn serve(
+    listener: TcpListener,
+    net: NetLimits,
+    router: RouterSlot,
+    mut stop: watch::Receiver<bool>,
+    grace: Duration,
+) {
+    let permits = Arc::new(Semaphore::new(net.max_connections));
+    let mut connections = JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stop.wait_for(|s| *s) => break,
+            // Reap finished connection tasks so the set does not grow.
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let (stream, _) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of file descriptors and the like: back off briefly instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            connections.spawn(refuse(stream));
+            continue;
+        };
+        let (router, stop) = (router.clone(), stop.clone());
+        connections.spawn(async move {
+            connection(stream, router, net, stop).await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    let drained = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(grace, drained).await.is_err() {
+        tracing::warn!("grace period over; closing remaining connections");
+        connections.abort_all();
+    }
+}
+
+/// Over the connection cap: a 503 envelope, then close.
+async fn refuse(mut stream: TcpStream) {
+    let bytes =
+        raw_response(StatusCode::SERVICE_UNAVAILABLE, "The server has too many open connections; retry shortly.");
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let _ = stream.write_all(&bytes).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
+const IDLE: u8 = 0;
+const HEAD: u8 = 1;
+const BUSY: u8 = 2;
+
+/// One connection's watchdog state, shared by its I/O wrapper and its service.
+struct Watch {
+    origin: Instant,
+    phase: AtomicU8,
+    /// Milliseconds after `origin` at which an idle or head phase expires.
+    deadline_ms: AtomicU64,
+    /// Responses handed to hyper whose head has not been written yet.
+    unwritten: AtomicU32,
+    net: NetLimits,
+}
+
+impl Watch {
+    fn new(net: NetLimits) -> Watch {
+        let w = Watch {
+            origin: Instant::now(),
+            phase: AtomicU8::new(IDLE),
+            deadline_ms: AtomicU64::new(0),
+            unwritten: AtomicU32::new(0),
+            net,
+        };
+        w.arm(net.idle_timeout);
+        w
+    }
+
+    fn arm(&self, after: Duration) {
+        let at = (self.origin.elapsed() + after).as_millis() as u64;
+        self.deadline_ms.store(at, Ordering::Relaxed);
+    }
+
+    fn deadline(&self) -> Instant {
+        self.origin + Duration::from_millis(self.deadline_ms.load(Ordering::Relaxed))
+    }
+
+    fn expired(&self) -> bool {
+        self.phase.load(Ordering::Relaxed) != BUSY && Instant::now() >= self.deadline()
+    }
+
+    /// Bytes arrived: an idle connection starts reading a request head.
+    fn read(&self) {
+        if self.phase.compare_exchange(IDLE, HEAD, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            self.arm(self.net.header_read_timeout);
+        }
+    }
+
+    /// Bytes left: a response still being written keeps an idle connection alive.
+    fn wrote(&self) {
+        if self.phase.load(Ordering::Relaxed) == IDLE {
+            self.arm(self.net.idle_timeout);
+        }
+    }
+
+    fn begin(&self) {
+        self.phase.store(BUSY, Ordering::Relaxed);
+    }
+
+    fn end(&self) {
+        self.unwritten.fetch_add(1, Ordering::Relaxed);
+        self.arm(self.net.idle_timeout);
+        self.phase.store(IDLE, Ordering::Relaxed);
+    }
+
+    /// A response head is being written: true if it is one of ours.
+    fn take_response(&self) -> bool {
+        self.unwritten.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1)).is_ok()
+    }
+}
+
+async fn connection(stream: TcpStream, router: RouterSlot, net: NetLimits, mut stop: watch::Receiver<bool>) {
+    let watch = Arc::new(Watch::new(net));
+    let io = TokioIo::new(Watched { inner: stream, watch: watch.clone(), rewrite: None });
+    let service = Service { router, watch: watch.clone(), net };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // The watchdog does the header timeout: hyper's would also cut kept-alive idle time.
+    builder.header_read_timeout(None).keep_alive(true);
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            () = tokio::time::sleep_until(watch.deadline()) => {
+                if watch.expired() {
+                    return; // dropping the connection closes the socket
+                }
+                // A request is in flight, or the deadline moved: check again later.
+                if watch.deadline() <= Instant::now() {
+                    watch.arm(net.idle_timeout);
+                }
+            }
+            _ = stop.wait_for(|s| *s), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// The per-connection service: routes to the application, or answers 503 while it starts.
+#[derive(Clone)]
+struct Service {
+    router: RouterSlot,
+    watch: Arc<Watch>,
+    net: NetLimits,
+}
+
+impl hyper::service::Service<Request<Incoming>> for Service {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        self.watch.begin();
+        let (router, watch, timeout) = (self.router.get().cloned(), self.watch.clone(), self.net.request_timeout);
+        Box::pin(async move {
+            let id = request_id(&req);
+            let res = match router {
+                None if req.uri().path() == "/healthz" => crate::http::envelope(200, "ok", &serde_json::json!({})),
+                None => with_id(Error::Unavailable("starting").into_response(), &id),
+                Some(router) => match tokio::time::timeout(timeout, router.oneshot(req.map(Body::new))).await {
+                    Ok(Ok(res)) => res,
+                    Ok(Err(never)) => match never {},
+                    Err(_) => {
+                        tracing::warn!(request_id = ?id, "request timed out");
+                        with_id(Error::Unavailable("request timed out").into_response(), &id)
+                    }
+                },
+            };
+            watch.end();
+            Ok(res)
+        })
+    }
+}
+
+/// The request's own `X-Request-Id`, else a new one (the router's layer does the same for
+/// the responses it makes; this is for the ones made here).
+fn request_id<B>(req: &Request<B>) -> HeaderValue {
+    req.headers().get("x-request-id").cloned().unwrap_or_else(new_request_id)
+}
+
+pub(crate) fn new_request_id() -> HeaderValue {
+    let id = crate::ids::hex(&crate::ids::random_bytes::<12>());
+    HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("0"))
+}
+
+fn with_id(mut res: Response<Body>, id: &HeaderValue) -> Response<Body> {
+    res.headers_mut().insert("x-request-id", id.clone());
+    res
+}
+
+/// A complete HTTP/1.1 response with the error envelope, written straight to a socket.
+fn raw_response(status: StatusCode, message: &str) -> Vec<u8> {
+    let body = serde_json::json!({
+        "status": "error", "code": status.as_u16(), "message": message, "errors": {}, "object": {}
+    })
+    .to_string();
+    let id = new_request_id();
+    let retry = if status == StatusCode::SERVICE_UNAVAILABLE { "retry-after: 1\r\n" } else { "" };
+    format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nx-request-id: {}\r\n{retry}connection: close\r\n\r\n{body}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        body.len(),
+        id.to_str().unwrap_or("0"),
+    )
+    .into_bytes()
+}
+
+/// The envelope that replaces hyper's empty answer to a request it could not parse.
+fn protocol_error(head: &[u8]) -> Vec<u8> {
+    let code = std::str::from_utf8(&head[9..12]).ok().and_then(|c| c.parse::<u16>().ok()).unwrap_or(400);
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_REQUEST);
+    let message = match status {
+        StatusCode::URI_TOO_LONG => "The request URI is too long.",
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => "The request headers are too large.",
+        _ => "The request is not valid HTTP/1.1 (request line or headers could not be parsed).",
+    };
+    raw_response(status, message)
+}
+
+/// The connection's socket, watched: reads and writes feed the watchdog, and hyper's own
+/// error responses are replaced by the envelope.
+struct Watched {
+    inner: TcpStream,
+    watch: Arc<Watch>,
+    /// A replacement being written: (bytes, written so far, length of hyper's buffer).
+    rewrite: Option<(Vec<u8>, usize, usize)>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let res = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.watch.read();
+        }
+        res
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        // hyper writes a response head at the start of a buffer (writes are flattened: this
+        // type is not vectored). A head that no request produced is hyper's parse error.
+        let head = buf.len() >= 12 && buf.starts_with(b"HTTP/1.") && buf[9] != b'1';
+        if this.rewrite.is_none() && head && !this.watch.take_response() {
+            this.rewrite = Some((protocol_error(buf), 0, buf.len()));
+        }
+        if let Some((bytes, written, original)) = &mut this.rewrite {
+            while *written < bytes.len() {
+                match Pin::new(&mut this.inner).poll_write(cx, &bytes[*written..]) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                    Poll::Ready(Ok(n)) => *written += n,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            let original = *original;
+            this.rewrite = None;
+            return Poll::Ready(Ok(original));
+        }
+        let res = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if matches!(res, Poll::Ready(Ok(n)) if n > 0) {
+            this.watch.wrote();
+        }
+        res
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_errors_become_envelopes() {
+        let raw = protocol_error(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n\r\n");
+        let text = String::from_utf8(raw).unwrap();
+        assert!(text.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"), "{text}");
+        assert!(text.contains("\r\nx-request-id: "), "{text}");
+        let body: serde_json::Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        assert_eq!(body["code"], 431);
+        assert_eq!(body["status"], "error");
+    }
+}
