@@ -169,8 +169,9 @@ impl IntoResponse for Error {
             Self::Unauthorized => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"dropslot\""));
             }
-            // The rest of a stalled body will not come: do not wait for it on this connection.
-            Self::BodyTimeout => {
+            // The rest of the body will not come, or will not be read: do not wait for it on
+            // this connection.
+            Self::BodyTimeout | Self::PayloadTooLarge => {
                 headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
             Self::Unavailable(_) | Self::Store(crate::store::StoreError::Unavailable(_)) => {

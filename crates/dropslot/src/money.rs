@@ -9,6 +9,11 @@ pub struct Money(pub i64);
 
 impl Money {
     pub const ZERO: Money = Money(0);
+    /// The largest amount a price list may hold (1,000,000.00): far above any parcel price,
+    /// and small enough that every sum of a request stays exact on the wire.
+    pub const MAX: Money = Money(100_000_000);
+    /// What [`Money::parse`] accepts, in words.
+    pub const RULE: &'static str = "The amount must be a decimal from 0 to 1000000.00 with at most two decimals.";
 
     pub fn cents(self) -> i64 {
         self.0
@@ -21,7 +26,8 @@ impl Money {
         Money(((product + 5_000) / 10_000) as i64)
     }
 
-    /// Parses "45", "45.5", "45.00" (config and price lists); rejects more than 2 decimals.
+    /// Parses "45", "45.5", "45.00" (config and price lists); rejects more than 2 decimals,
+    /// signs, exponents and anything above [`Money::MAX`].
     pub fn parse(s: &str) -> Option<Money> {
         let s = s.trim();
         let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
@@ -33,7 +39,7 @@ impl Money {
         }
         let whole: i64 = whole.parse().ok()?;
         let frac: i64 = format!("{frac:0<2}").parse().ok()?;
-        whole.checked_mul(100)?.checked_add(frac).map(Money)
+        whole.checked_mul(100)?.checked_add(frac).map(Money).filter(|m| *m <= Money::MAX)
     }
 }
 
@@ -64,34 +70,33 @@ impl Serialize for Money {
     }
 }
 
+/// Reads an amount from its decimal text, never by float arithmetic: a string ("12.34") or an
+/// integer as written, or a JSON number through its shortest round-trip text (what the
+/// wire writes: `45.0`, `12.34`), which for at most two decimals below [`Money::MAX`] is
+/// exactly the decimal the client typed. Then [`Money::parse`] with its bound.
 impl<'de> Deserialize<'de> for Money {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Text(String),
-            Int(i64),
-            Number(f64),
-        }
-        match Raw::deserialize(d)? {
-            Raw::Text(s) => {
-                Money::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("invalid amount {s:?}: use \"12.34\"")))
+        struct Amount;
+        impl serde::de::Visitor<'_> for Amount {
+            type Value = Money;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an amount such as \"12.34\"")
             }
-            Raw::Int(i) => i
-                .checked_mul(100)
-                .filter(|c| *c >= 0)
-                .map(Money)
-                .ok_or_else(|| serde::de::Error::custom("invalid amount")),
-            // What `Serialize` writes (45.0, 12.34): accepted when it is a whole number of cents.
-            Raw::Number(x) => {
-                let cents = (x * 100.0).round();
-                if x.is_finite() && x >= 0.0 && (x * 100.0 - cents).abs() < 1e-6 && cents < 9.0e15 {
-                    Ok(Money(cents as i64))
-                } else {
-                    Err(serde::de::Error::custom(format!("invalid amount {x}: at most two decimals")))
-                }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Money, E> {
+                Money::parse(s).ok_or_else(|| crate::http::json::invalid_value(Money::RULE))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Money, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Money, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Money, E> {
+                // Rust prints the shortest text that reads back as `v`, never in exponent form.
+                self.visit_str(&v.to_string())
             }
         }
+        d.deserialize_any(Amount)
     }
 }
 
@@ -124,12 +129,17 @@ mod tests {
         assert_eq!(serde_json::to_string(&Money(5085)).unwrap(), "50.85");
         assert_eq!(serde_json::to_string(&Money(4500)).unwrap(), "45.0");
         assert_eq!(serde_json::to_string(&Money(1)).unwrap(), "0.01");
-        for m in [Money(0), Money(1), Money(4500), Money(5085), Money(123_456_789)] {
+        for m in [Money(0), Money(1), Money(4500), Money(5085), Money(99_999_999), Money::MAX] {
             let back: Money = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
             assert_eq!(back, m, "round trip");
         }
         assert_eq!(serde_json::from_str::<Money>("\"9.50\"").unwrap(), Money(950));
         assert!(serde_json::from_str::<Money>("1.234").is_err());
         assert!(serde_json::from_str::<Money>("-1.5").is_err());
+        assert_eq!(serde_json::from_str::<Money>("1000000.00").unwrap(), Money::MAX);
+        assert_eq!(serde_json::from_str::<Money>("999999.99").unwrap(), Money(99_999_999));
+        for too_big in ["\"10000000000.03\"", "90000000000000000", "\"1000000.01\"", "1e300"] {
+            assert!(serde_json::from_str::<Money>(too_big).is_err(), "{too_big}");
+        }
     }
 }

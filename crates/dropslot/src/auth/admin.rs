@@ -55,17 +55,8 @@ pub async fn put_settings(
     PathParam(client): PathParam<i64>,
     JsonBody(settings, _): JsonBody<super::ClientSettings>,
 ) -> Result<Response> {
-    if let Some(p) = &settings.pricing {
-        crate::config::validate_pricing(p).map_err(|m| Error::invalid("pricing", m))?;
-    }
-    if let Some(l) = &settings.limits {
-        crate::config::validate_limits(l).map_err(|m| Error::invalid("limits", m))?;
-    }
-    let json = (settings.pricing.is_some() || settings.limits.is_some())
-        .then(|| serde_json::to_string(&settings))
-        .transpose()
-        .map_err(|e| Error::Internal(e.to_string()))?;
-    if !app.store.set_client_settings(ClientId(client), json).await? {
+    settings.check()?;
+    if !app.store.set_client_settings(ClientId(client), settings.stored()?).await? {
         return Err(Error::NotFound);
     }
     Ok(envelope(200, "Client settings saved.", &settings))

@@ -38,13 +38,43 @@ pub fn hash(token: &str) -> TokenHash {
 }
 
 /// A client's negotiated terms; absent fields fall back to the configuration.
-#[derive(Debug, Default, Deserialize, serde::Serialize)]
+#[derive(Debug, Default, Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ClientSettings {
     #[serde(default)]
     pub pricing: Option<PriceList>,
     #[serde(default)]
     pub limits: Option<Limits>,
+}
+
+impl ClientSettings {
+    /// The rules the configuration's price list and limits follow, as a 422 at `pricing` or
+    /// `limits`. Whatever passes here reads back through [`ClientSettings::load`].
+    pub fn check(&self) -> Result<()> {
+        if let Some(p) = &self.pricing {
+            crate::config::validate_pricing(p).map_err(|m| Error::invalid("pricing", m))?;
+        }
+        if let Some(l) = &self.limits {
+            crate::config::validate_limits(l).map_err(|m| Error::invalid("limits", m))?;
+        }
+        Ok(())
+    }
+
+    /// The stored form (`None` when nothing is negotiated).
+    pub fn stored(&self) -> Result<Option<String>> {
+        (self.pricing.is_some() || self.limits.is_some())
+            .then(|| serde_json::to_string(self))
+            .transpose()
+            .map_err(|e| Error::Internal(format!("client settings: {e}")))
+    }
+
+    /// Reads stored settings. Stored data that does not parse or no longer passes the rules
+    /// is an error, never a default.
+    pub fn load(json: &str) -> Result<ClientSettings, String> {
+        let s: ClientSettings = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        s.check().map_err(|e| format!("{e:?}"))?;
+        Ok(s)
+    }
 }
 
 /// The authenticated caller of a client-API request: a test or live token (an ops token is
@@ -87,7 +117,7 @@ impl FromRequestParts<App> for Caller {
         let (prices, limits) = match &principal.settings_json {
             None => (app.default_prices.clone(), app.settings.limits),
             Some(json) => {
-                let s: ClientSettings = serde_json::from_str(json)
+                let s = ClientSettings::load(json)
                     .map_err(|e| Error::Internal(format!("client {} settings: {e}", principal.client)))?;
                 (
                     s.pricing.map_or_else(|| app.default_prices.clone(), Arc::new),
@@ -103,6 +133,56 @@ impl FromRequestParts<App> for Caller {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn amount() -> impl Strategy<Value = serde_json::Value> {
+        prop_oneof![
+            (0u64..2_000_000_000).prop_map(|c| json!(format!("{}.{:02}", c / 100, c % 100))),
+            "[0-9]{1,20}(\\.[0-9]{0,4})?".prop_map(|s| json!(s)),
+            any::<u64>().prop_map(|n| json!(n)),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_map(|f| json!(f)),
+            (0u64..200_000_000).prop_map(|c| json!(c as f64 / 100.0)),
+        ]
+    }
+
+    proptest! {
+        /// Whatever `PUT /admin/clients/{id}/settings` accepts reads back, equal, on every
+        /// later request: an accepted amount can never turn the client into 500s.
+        #[test]
+        fn accepted_settings_read_back(
+            min in amount(),
+            prices in prop::collection::vec(amount(), 1..4),
+            grams in prop::collection::vec(any::<u32>(), 1..4),
+            limit in any::<u64>(),
+        ) {
+            let sizes: Vec<_> = prices.iter().zip(&grams).enumerate().map(|(i, (p, g))| json!({
+                "code": format!("s{i}"), "name": "S", "max_grams": g, "price": p, "note": "n"
+            })).collect();
+            let body = json!({
+                "pricing": {"min_price": min, "payment_type": {"id": 1, "code": "c", "name": "n"}, "sizes": sizes},
+                "limits": {"order_drop_offs": limit, "order_parcels_per_drop_off": 5, "preview_drop_offs": 100, "preview_parcels_per_drop_off": 50},
+            });
+            let bytes = serde_json::to_vec(&body).unwrap();
+            let parsed = crate::http::json::parse_value(&bytes)
+                .and_then(|v| crate::http::json::from_value::<ClientSettings>(&v))
+                .and_then(|s| s.check().map(|()| s));
+            if let Ok(accepted) = parsed {
+                let stored = accepted.stored().unwrap().unwrap();
+                prop_assert_eq!(ClientSettings::load(&stored), Ok(accepted));
+            }
+        }
+    }
+
+    #[test]
+    fn settings_amounts_are_bounded_and_refused_at_their_path() {
+        let body = json!({"pricing": {"min_price": "10000000000.03", "payment_type": {"id": 1, "code": "c", "name": "n"},
+            "sizes": [{"code": "s", "name": "S", "max_grams": 1, "price": "90000000000000000", "note": ""}]}});
+        let err = crate::http::json::from_value::<ClientSettings>(&body).unwrap_err();
+        let Error::Validation(errors) = err else { panic!("{err:?}") };
+        assert!(errors.contains("pricing.min_price"), "{errors:?}");
+    }
 
     #[test]
     fn minted_tokens_are_long_prefixed_and_hashed() {

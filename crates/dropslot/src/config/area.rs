@@ -68,6 +68,10 @@ impl Weekdays {
     pub fn contains(self, d: Weekday) -> bool {
         self.0 & (1 << (d.to_monday_zero_offset())) != 0
     }
+    #[must_use]
+    pub fn without(self, d: Weekday) -> Weekdays {
+        Weekdays(self.0 & !(1 << d.to_monday_zero_offset()))
+    }
 }
 
 #[derive(Debug, Clone)]

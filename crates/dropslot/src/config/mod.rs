@@ -204,8 +204,9 @@ impl Settings {
     }
 
     fn from_table(table: toml::Table, o: &Overrides) -> Result<Settings, ConfigError> {
-        let raw: RawConfig =
-            toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+        let raw: RawConfig = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid(crate::http::json::plain(&e.to_string())))?;
         let listen_text = o.listen.clone().unwrap_or(raw.server.listen);
         let listen: SocketAddr = listen_text
             .parse()

@@ -4,7 +4,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
-use axum::http::header::{CONTENT_ENCODING, CONTENT_TYPE};
+use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -51,6 +51,11 @@ impl<T: DeserializeOwned> FromRequest<App> for JsonBody<T> {
         }
         if !identity_encoding(req.headers()) {
             return Err(Error::UnsupportedEncoding);
+        }
+        // A declared length over the limit is refused before a byte of the body is read.
+        let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > app.settings.body_limit as u64) {
+            return Err(Error::PayloadTooLarge);
         }
         // A body that stalls (trickled, or shorter than its Content-Length) is a 408.
         let read = tokio::time::timeout(app.settings.net.body_read_timeout, Bytes::from_request(req, app));

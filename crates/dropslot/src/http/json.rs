@@ -45,11 +45,40 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, Error> {
     })
 }
 
-/// Reads a typed request from a parsed body; a type error is a 400 at its dotted path.
+/// Marks an error raised by a type's own parsing rule (an amount with three decimals): the
+/// JSON type was right, the value is not, so it is a 422 at its path rather than a 400.
+const INVALID_VALUE: &str = "\u{1}invalid:";
+
+/// A value error for a `Deserialize` impl to return; [`from_value`] makes it a 422.
+pub fn invalid_value<E: de::Error>(message: &str) -> E {
+    E::custom(format_args!("{INVALID_VALUE}{message}"))
+}
+
+/// A message with the value-error marker removed (for errors read outside [`from_value`],
+/// such as the configuration file's).
+pub fn plain(message: &str) -> String {
+    message.replace(INVALID_VALUE, "")
+}
+
+/// Reads a typed request from a parsed body; a type error is a 400 at its dotted path, a
+/// value refused by the type's own rule a 422 at its path.
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
     serde_path_to_error::deserialize(Strict(value)).map_err(|e| {
-        let path = dotted(e.path());
-        let message = e.inner().to_string();
+        let mut path = dotted(e.path());
+        let mut message = e.inner().to_string();
+        if let Some(rule) = message.strip_prefix(INVALID_VALUE) {
+            return Error::Validation(FieldErrors::single(path, rule));
+        }
+        // serde's derive words these itself, in Rust terms: say them in the client's.
+        if let Some(field) = between(&message, "missing field `", "`") {
+            path = join(&path, field);
+            message = "This field is required.".into();
+        } else if let Some(field) = between(&message, "unknown field `", "`") {
+            path = join(&path, field);
+            message = "This field is not allowed here.".into();
+        } else if let Some(variant) = between(&message, "unknown variant `", "`") {
+            message = format!("{variant:?} is not one of the allowed values.");
+        }
         if path.is_empty() {
             Error::BadRequest {
                 message: "The request body must be a JSON object.".into(),
@@ -69,6 +98,14 @@ pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
 pub fn canonical(value: &Value) -> String {
     // `serde_json::Map` is a BTreeMap here (no `preserve_order`), so keys serialise sorted.
     value.to_string()
+}
+
+fn between<'m>(message: &'m str, start: &str, end: &str) -> Option<&'m str> {
+    message.strip_prefix(start)?.split(end).next()
+}
+
+fn join(path: &str, field: &str) -> String {
+    if path.is_empty() { field.to_string() } else { format!("{path}.{field}") }
 }
 
 fn bad(message: &str, path: String, detail: &str) -> Error {

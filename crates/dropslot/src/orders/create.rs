@@ -22,7 +22,6 @@ use crate::error::{Error, Result};
 use crate::http::{JsonBody, json_response};
 use crate::ids;
 use crate::labels;
-use crate::quote::pricing;
 use crate::quote::schedule::iso;
 use crate::store::{
     CreateOrderError, IdempotencyClaim, LabelKind, NewDropOff, NewOrder, NewParcel, NewPickUp, NewShipment, OrderIds,
@@ -150,7 +149,9 @@ fn assemble(
     };
     let mut shipments = Vec::new();
     let mut objects = Vec::new();
-    for (i, (d, q)) in p.request.drop_offs.iter().zip(&p.quote.drop_offs).enumerate() {
+    // The minimum price and tax apply once to the order, shared out over its shipment orders.
+    let charges = p.quote.charges(&caller.prices, tax);
+    for (i, ((d, q), totals)) in p.request.drop_offs.iter().zip(&p.quote.drop_offs).zip(charges).enumerate() {
         let zone = area.zone(d.location.zone);
         let tracking = ids::tracking_code();
         let token = ids::url_token();
@@ -201,8 +202,6 @@ fn assemble(
             });
             parcels.push(np);
         }
-        // Each shipment order is priced on its own: the minimum applies per shipment.
-        let totals = pricing::totals(q.price, caller.prices.min_price, tax);
         let drop_off = NewDropOff {
             unique_id: tracking.clone(),
             label_token: token,

@@ -49,9 +49,14 @@ pub async fn prepare(app: &App, caller: &Caller, mut payload: RequestPayload, pu
             QuoteError::NoPickUpSlot => {
                 Error::invalid("pick_up_address", "No pick-up slot is available for this address in the next year.")
             }
-            QuoteError::NoDropOffSlot(i) => {
-                Error::invalid(format!("drop_offs.{i}.address"), "No drop-off slot is available for this address.")
-            }
+            QuoteError::NoDropOffSlot(i) => Error::invalid(
+                format!("drop_offs.{i}.address"),
+                "No drop-off slot is available for this address on any day the pick-up can be made.",
+            ),
+            QuoteError::NoCommonDay => Error::invalid(
+                "drop_offs",
+                "No single day serves the pick-up and every drop-off; send them in separate requests.",
+            ),
         },
     )?;
     Ok(Prepared { request, quote, saved_address })

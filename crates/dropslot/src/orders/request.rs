@@ -234,14 +234,15 @@ fn check_parcel(
             None
         }
         (Some(v), Some(f)) => {
-            let mg = (v * f).round();
+            // Stored to the milligram; classified to the microgram (25000.0001 g is over 25 kg).
             // Anything past u64 is far above every size class anyway.
-            Some(if mg >= 1.8e19 { u64::MAX } else { (mg as u64).max(1) })
+            let saturate = |x: f64| if x >= 1.8e19 { u64::MAX } else { x as u64 };
+            Some((saturate((v * f).round()).max(1), saturate((v * f * 1000.0).round()).max(1)))
         }
         (Some(_), None) => None,
     };
-    let size = weight.and_then(|w| {
-        let size = pricing::size_for(rules.prices, w);
+    let size = weight.and_then(|(_, ug)| {
+        let size = pricing::size_for_micrograms(rules.prices, ug);
         if size.is_none() {
             let largest = rules.prices.sizes.last().map_or(0, |s| s.max_grams);
             errors.add(
@@ -263,7 +264,7 @@ fn check_parcel(
     if errors.len_total() != before {
         return None;
     }
-    Some(ValidParcel { unit, values: values?, weight: weight?, size: size?, custom_code })
+    Some(ValidParcel { unit, values: values?, weight: weight?.0, size: size?, custom_code })
 }
 
 fn check_address(

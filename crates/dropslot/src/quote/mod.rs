@@ -50,18 +50,33 @@ pub struct Quote {
 pub enum QuoteError {
     /// The pick-up city has no bookable slot within a year.
     NoPickUpSlot,
-    /// That drop-off's zone has no slot.
+    /// That drop-off cannot be served on any day the pick-up can (its city never operates
+    /// then, or its zone has no open slot).
     NoDropOffSlot(usize),
+    /// No single day serves the pick-up and every drop-off.
+    NoCommonDay,
+}
+
+impl Quote {
+    /// What each drop-off's shipment order is charged when this quote becomes an order: the
+    /// order's totals (the preview's) shared out, so they add up to them exactly.
+    pub fn charges(&self, prices: &PriceList, tax: crate::money::TaxRate) -> Vec<Totals> {
+        let actuals: Vec<Option<Money>> = self.drop_offs.iter().map(|d| Some(d.price)).collect();
+        pricing::allocate(&actuals, prices.min_price, tax)
+    }
 }
 
 pub fn quote(req: &QuoteRequest, prices: &PriceList, area: &ServiceArea, now: Timestamp) -> Result<Quote, QuoteError> {
     let pick_up_city = area.zone(req.pick_up_zone).city;
     let city = area.city(pick_up_city);
-    let pick_up = schedule::pick_up(city, now).ok_or(QuoteError::NoPickUpSlot)?;
+    let places: Vec<_> = req.drop_offs.iter().map(|d| (area.zone(d.zone), area.city(area.zone(d.zone).city))).collect();
+    let (pick_up, bookings) = schedule::book(city, &places, now).map_err(|e| match e {
+        schedule::Unschedulable::PickUp => QuoteError::NoPickUpSlot,
+        schedule::Unschedulable::DropOff(i) => QuoteError::NoDropOffSlot(i),
+        schedule::Unschedulable::Together => QuoteError::NoCommonDay,
+    })?;
     let mut drop_offs = Vec::with_capacity(req.drop_offs.len());
-    for (i, d) in req.drop_offs.iter().enumerate() {
-        let zone = area.zone(d.zone);
-        let booking = schedule::drop_off(zone, area.city(zone.city), &pick_up).ok_or(QuoteError::NoDropOffSlot(i))?;
+    for (d, booking) in req.drop_offs.iter().zip(bookings) {
         let parcel_prices: Vec<Money> = d.sizes.iter().map(|&s| prices.sizes[s].price).collect();
         let parcels_price: Money = parcel_prices.iter().copied().sum();
         let additional = Money::ZERO;
@@ -116,6 +131,14 @@ mod tests {
             prop_assert_eq!(q.totals.actual_total_price, sum);
             prop_assert!(q.totals.total_price >= s.pricing.min_price);
             prop_assert_eq!(q.totals.price_with_tax, q.totals.total_price + q.totals.total_tax);
+            // What the order of this payload charges, over its shipment orders, is the preview.
+            let charges = q.charges(&s.pricing, s.area.region(s.area.city(q.pick_up_city).region).tax);
+            let total = |f: fn(&Totals) -> Money| charges.iter().map(f).sum::<Money>();
+            prop_assert_eq!(total(|t| t.actual_total_price), q.totals.actual_total_price);
+            prop_assert_eq!(total(|t| t.actual_total_tax), q.totals.actual_total_tax);
+            prop_assert_eq!(total(|t| t.total_price), q.totals.total_price);
+            prop_assert_eq!(total(|t| t.total_tax), q.totals.total_tax);
+            prop_assert_eq!(total(|t| t.price_with_tax), q.totals.price_with_tax);
         }
     }
 }

@@ -33,29 +33,88 @@ pub fn pick_up(city: &City, now: Timestamp) -> Option<Booking> {
         if !city.operates_on(date) {
             continue;
         }
-        for slot in &city.pick_up_slots {
-            let start = at_minutes(date, slot.from_time, &city.tz)?;
-            let closes = start.timestamp() - SignedDuration::from_mins(i64::from(slot.closing_margin));
-            if now < closes {
-                let end = at_minutes(date, slot.to_time, &city.tz)?;
-                return Some(Booking { date, slot: slot.clone(), start, end });
+        if let Some(b) = city.pick_up_slots.iter().find_map(|slot| open(date, slot, &city.tz, now)) {
+            return Some(b);
+        }
+    }
+    None
+}
+
+/// Why no booking exists within the horizon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unschedulable {
+    /// The pick-up city has no bookable slot.
+    PickUp,
+    /// That drop-off (index) cannot be served on any day the pick-up can.
+    DropOff(usize),
+    /// Each drop-off can be served with the pick-up, but no single day serves them all.
+    Together,
+}
+
+/// Books the pick-up and every drop-off together (shipment type SAME: all on one date).
+///
+/// The date is the earliest one, counted in the pick-up city, on which the pick-up city and
+/// the city of every drop-off operate (operating weekday, not a holiday). The pick-up slot
+/// is the earliest still-open slot that day for which every drop-off has an open slot too;
+/// see [`drop_off`] for a drop-off's slot. A slot is open while `now` is before its start
+/// minus its `closing_margin`, for pick-up and drop-off slots alike.
+pub fn book(
+    pick_up_city: &City,
+    drop_offs: &[(&Zone, &City)],
+    now: Timestamp,
+) -> Result<(Booking, Vec<Booking>), Unschedulable> {
+    if let Some(found) = search(pick_up_city, drop_offs, now) {
+        return Ok(found);
+    }
+    if pick_up(pick_up_city, now).is_none() {
+        return Err(Unschedulable::PickUp);
+    }
+    for (i, d) in drop_offs.iter().enumerate() {
+        if search(pick_up_city, std::slice::from_ref(d), now).is_none() {
+            return Err(Unschedulable::DropOff(i));
+        }
+    }
+    Err(Unschedulable::Together)
+}
+
+fn search(pick_up_city: &City, drop_offs: &[(&Zone, &City)], now: Timestamp) -> Option<(Booking, Vec<Booking>)> {
+    let today = now.to_zoned(pick_up_city.tz.clone()).date();
+    for offset in 0..HORIZON_DAYS {
+        let date = today.checked_add(jiff::Span::new().days(offset)).ok()?;
+        if !pick_up_city.operates_on(date) || !drop_offs.iter().all(|(_, c)| c.operates_on(date)) {
+            continue;
+        }
+        for slot in &pick_up_city.pick_up_slots {
+            let Some(booking) = open(date, slot, &pick_up_city.tz, now) else { continue };
+            let booked: Option<Vec<Booking>> = drop_offs.iter().map(|(z, c)| drop_off(z, c, &booking, now)).collect();
+            if let Some(booked) = booked {
+                return Some((booking, booked));
             }
         }
     }
     None
 }
 
-/// The drop-off slot on the pick-up's date: the earliest zone slot starting at or after the
-/// pick-up slot ends, else the zone's last slot of the day.
-pub fn drop_off(zone: &Zone, zone_city: &City, pick_up: &Booking) -> Option<Booking> {
-    let slot = zone
-        .drop_off_slots
+/// `slot` on `date`, if it can still be booked at `now`.
+fn open(date: Date, slot: &Slot, tz: &jiff::tz::TimeZone, now: Timestamp) -> Option<Booking> {
+    let start = at_minutes(date, slot.from_time, tz)?;
+    let closes = start.timestamp() - SignedDuration::from_mins(i64::from(slot.closing_margin));
+    if now >= closes {
+        return None;
+    }
+    let end = at_minutes(date, slot.to_time, tz)?;
+    Some(Booking { date, slot: slot.clone(), start, end })
+}
+
+/// The drop-off slot on the pick-up's date: the earliest open zone slot starting at or after
+/// the pick-up slot ends, else the zone's last slot of the day if it is open.
+pub fn drop_off(zone: &Zone, zone_city: &City, pick_up: &Booking, now: Timestamp) -> Option<Booking> {
+    let date = pick_up.date;
+    zone.drop_off_slots
         .iter()
-        .find(|s| s.from_time >= pick_up.slot.to_time)
-        .or_else(|| zone.drop_off_slots.last())?;
-    let start = at_minutes(pick_up.date, slot.from_time, &zone_city.tz)?;
-    let end = at_minutes(pick_up.date, slot.to_time, &zone_city.tz)?;
-    Some(Booking { date: pick_up.date, slot: slot.clone(), start, end })
+        .filter(|s| s.from_time >= pick_up.slot.to_time)
+        .find_map(|s| open(date, s, &zone_city.tz, now))
+        .or_else(|| zone.drop_off_slots.last().and_then(|s| open(date, s, &zone_city.tz, now)))
 }
 
 /// ISO 8601 with the local offset and no zone name: `2026-11-23T09:00:00-05:00`.
@@ -67,6 +126,7 @@ pub fn iso(z: &Zoned) -> String {
 mod tests {
     use super::*;
     use crate::config::{Overrides, Settings};
+    use jiff::civil::Weekday;
 
     fn toronto() -> City {
         Settings::load(&Overrides::default()).unwrap().area.cities()[0].clone()
@@ -132,15 +192,74 @@ mod tests {
     }
 
     #[test]
+    fn drop_off_cities_and_closing_margins_are_respected() {
+        let s = Settings::load(&Overrides::default()).unwrap();
+        let pick_up_city = &s.area.cities()[0];
+        let zone = s.area.zones()[0].clone();
+        // A drop-off city that does not operate on Mondays: Monday's pick-up moves to Tuesday.
+        let mut closed_mondays = pick_up_city.clone();
+        closed_mondays.weekdays = closed_mondays.weekdays.without(Weekday::Monday);
+        let (p, d) = super::book(pick_up_city, &[(&zone, &closed_mondays)], ts("2026-11-23T12:00:00Z")).unwrap();
+        assert_eq!((p.date.to_string(), d[0].date.to_string()), ("2026-11-24".into(), "2026-11-24".into()));
+        // A drop-off city's holiday is skipped the same way.
+        let mut holiday = pick_up_city.clone();
+        holiday.holidays.insert("2026-11-23".parse().unwrap());
+        let (p, _) = super::book(pick_up_city, &[(&zone, &holiday)], ts("2026-11-23T12:00:00Z")).unwrap();
+        assert_eq!(p.date.to_string(), "2026-11-24");
+        // A drop-off city that never operates: that drop-off is unschedulable, named by index.
+        let mut never = pick_up_city.clone();
+        for day in [
+            Weekday::Monday,
+            Weekday::Tuesday,
+            Weekday::Wednesday,
+            Weekday::Thursday,
+            Weekday::Friday,
+            Weekday::Saturday,
+            Weekday::Sunday,
+        ] {
+            never.weekdays = never.weekdays.without(day);
+        }
+        assert_eq!(
+            super::book(pick_up_city, &[(&zone, pick_up_city), (&zone, &never)], ts("2026-11-23T12:00:00Z")),
+            Err(super::Unschedulable::DropOff(1))
+        );
+        // Two drop-off cities that each work with the pick-up but never on the same day.
+        let mut only_monday = pick_up_city.clone();
+        let mut not_monday = pick_up_city.clone();
+        for day in [
+            Weekday::Tuesday,
+            Weekday::Wednesday,
+            Weekday::Thursday,
+            Weekday::Friday,
+            Weekday::Saturday,
+            Weekday::Sunday,
+        ] {
+            only_monday.weekdays = only_monday.weekdays.without(day);
+        }
+        not_monday.weekdays = not_monday.weekdays.without(Weekday::Monday);
+        assert_eq!(
+            super::book(pick_up_city, &[(&zone, &only_monday), (&zone, &not_monday)], ts("2026-11-23T12:00:00Z")),
+            Err(super::Unschedulable::Together)
+        );
+        // A drop-off slot whose margin has passed is not booked; the next open one is.
+        let mut tight = zone.clone();
+        tight.drop_off_slots[0].closing_margin = 0;
+        let first = tight.drop_off_slots.iter().position(|s| s.from_time >= 720).unwrap();
+        tight.drop_off_slots[first].closing_margin = tight.drop_off_slots[first].from_time;
+        let (_, d) = super::book(pick_up_city, &[(&tight, pick_up_city)], ts("2026-11-23T12:00:00Z")).unwrap();
+        assert_ne!(d[0].slot.code, tight.drop_off_slots[first].code);
+    }
+
+    #[test]
     fn drop_off_follows_pick_up_slot() {
         let s = Settings::load(&Overrides::default()).unwrap();
         let city = &s.area.cities()[0];
         let zone = &s.area.zones()[0];
         let am = book("2026-11-23T12:00:00Z");
-        let d = drop_off(zone, city, &am).unwrap();
+        let d = drop_off(zone, city, &am, ts("2026-11-23T12:00:00Z")).unwrap();
         assert_eq!((d.slot.code.as_str(), iso(&d.start).as_str()), ("TOR-DT-PM", "2026-11-23T14:00:00-05:00"));
         let pm = book("2026-11-23T14:00:00Z");
         // The PM pick-up ends at 15:00: the 14:00 drop-off slot starts too early, so 18:00.
-        assert_eq!(drop_off(zone, city, &pm).unwrap().slot.code, "TOR-DT-EV");
+        assert_eq!(drop_off(zone, city, &pm, ts("2026-11-23T14:00:00Z")).unwrap().slot.code, "TOR-DT-EV");
     }
 }

@@ -225,39 +225,14 @@ pub(super) fn delete_parcel(
     }
     let at = now.to_string();
     c.execute("UPDATE parcels SET deleted_at = ?2 WHERE id = ?1", params![parcel, at]).map_err(map_err)?;
-    let (remaining, sum): (i64, i64) = c
+    let remaining: i64 = c
         .query_row(
-            "SELECT count(*), coalesce(sum(price), 0) FROM parcels WHERE drop_off_shipment_id = ?1 AND deleted_at IS NULL",
+            "SELECT count(*) FROM parcels WHERE drop_off_shipment_id = ?1 AND deleted_at IS NULL",
             [drop_off],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| r.get(0),
         )
         .map_err(map_err)?;
-    let (min_price, tax_bp): (i64, u32) = c
-        .query_row("SELECT min_price, tax_bp FROM shipment_orders WHERE id = ?1", [shipment_order], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .map_err(map_err)?;
-    // A deleted shipment is not charged; a shipment that keeps parcels is re-priced on the
-    // terms it was created with.
-    let t = if remaining == 0 {
-        pricing::totals(Money::ZERO, Money::ZERO, TaxRate(tax_bp))
-    } else {
-        pricing::totals(Money(sum), Money(min_price), TaxRate(tax_bp))
-    };
-    c.execute(
-        "UPDATE shipment_orders SET actual_total_price = ?2, actual_total_tax = ?3, actual_price_with_tax = ?4,
-            total_price = ?5, total_tax = ?6, price_with_tax = ?7 WHERE id = ?1",
-        params![
-            shipment_order,
-            t.actual_total_price.0,
-            t.actual_total_tax.0,
-            t.actual_price_with_tax.0,
-            t.total_price.0,
-            t.total_tax.0,
-            t.price_with_tax.0
-        ],
-    )
-    .map_err(map_err)?;
+    reprice_order(c, shipment_order)?;
     if remaining > 0 {
         return Ok(DeleteOutcome::Deleted { shipment_deleted: false });
     }
@@ -278,6 +253,51 @@ pub(super) fn delete_parcel(
         record_event(c, "pick_up", pick_up, "deleted", Some(&previous), &at, Some("all its drop-offs were deleted"))?;
     }
     Ok(DeleteOutcome::Deleted { shipment_deleted: true })
+}
+
+/// Re-prices every shipment order of the order that `shipment_order` belongs to, on the
+/// terms they were created with: the minimum and tax apply once to the order and are shared
+/// out (`pricing::allocate`); a shipment order with no parcel left is charged nothing.
+fn reprice_order(c: &Connection, shipment_order: i64) -> Result<(), StoreError> {
+    let mut st = c
+        .prepare_cached(
+            "SELECT so.id, so.min_price, so.tax_bp,
+                    (SELECT count(*) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+                      WHERE d.shipment_order_id = so.id AND p.deleted_at IS NULL),
+                    (SELECT coalesce(sum(p.price), 0) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+                      WHERE d.shipment_order_id = so.id AND p.deleted_at IS NULL)
+             FROM shipment_orders so
+             WHERE so.order_id = (SELECT order_id FROM shipment_orders WHERE id = ?1)
+             ORDER BY so.id",
+        )
+        .map_err(map_err)?;
+    let rows: Vec<(i64, i64, u32, i64, i64)> = st
+        .query_map([shipment_order], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .and_then(Iterator::collect)
+        .map_err(map_err)?;
+    let Some(&(_, min_price, tax_bp, _, _)) = rows.first() else {
+        return Err(StoreError::Corrupt(format!("shipment order {shipment_order} has no order")));
+    };
+    let actuals: Vec<Option<Money>> = rows.iter().map(|r| (r.3 > 0).then_some(Money(r.4))).collect();
+    for (row, t) in rows.iter().zip(pricing::allocate(&actuals, Money(min_price), TaxRate(tax_bp))) {
+        c.prepare_cached(
+            "UPDATE shipment_orders SET actual_total_price = ?2, actual_total_tax = ?3, actual_price_with_tax = ?4,
+                total_price = ?5, total_tax = ?6, price_with_tax = ?7 WHERE id = ?1",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                row.0,
+                t.actual_total_price.0,
+                t.actual_total_tax.0,
+                t.actual_price_with_tax.0,
+                t.total_price.0,
+                t.total_tax.0,
+                t.price_with_tax.0
+            ])
+        })
+        .map_err(map_err)?;
+    }
+    Ok(())
 }
 
 pub(super) fn label_source(c: &Connection, kind: LabelKind, token: &str) -> rusqlite::Result<Option<LabelSource>> {
