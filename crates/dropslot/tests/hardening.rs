@@ -387,13 +387,15 @@ fn body_of(response: &str) -> Value {
 }
 
 const FAST: &str = "[server]\nheader_read_timeout_seconds = 1\nbody_read_timeout_seconds = 1\nrequest_timeout_seconds = 5\nidle_timeout_seconds = 1\n";
+/// Idle longer than the header timeout, so a trickled head must be cut at the latter.
+const SLOW_IDLE: &str = "[server]\nheader_read_timeout_seconds = 1\nbody_read_timeout_seconds = 1\nrequest_timeout_seconds = 5\nidle_timeout_seconds = 3\n";
 
 /// Defect 2: idle, trickled and over-declared connections are closed within their timeouts,
 /// while normal requests keep being answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_clients_are_cut_off_and_others_are_served() {
-    let s = TestServer::start_with(FAST).await;
-    let limit = Duration::from_secs(4);
+    let s = TestServer::start_with(SLOW_IDLE).await;
+    let limit = Duration::from_secs(6);
     let normal = async {
         // Normal requests keep working the whole time.
         for _ in 0..10 {
@@ -407,6 +409,7 @@ async fn slow_clients_are_cut_off_and_others_are_served() {
         tokio::task::spawn_blocking(move || {
             let addr = base.trim_start_matches("http://").to_string();
             let open = || TcpStream::connect(&addr).expect("connect");
+            let t0 = Instant::now();
             // A crowd of silent connections: all closed after the idle timeout.
             let mut idle: Vec<TcpStream> = (0..50).map(|_| open()).collect();
             // Headers trickled a byte at a time, never finished.
@@ -433,20 +436,24 @@ async fn slow_clients_are_cut_off_and_others_are_served() {
             let mut kept = open();
             write!(kept, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
 
-            let (text, took) = read_until_closed(&mut short, limit);
+            // Every deadline is measured from t0, when all of them had started.
+            let (text, _) = read_until_closed(&mut trickle, limit);
+            assert!(text.is_empty(), "{text}");
+            assert!(t0.elapsed() < Duration::from_millis(2_500), "cut off while still trickling: {:?}", t0.elapsed());
+            let (text, _) = read_until_closed(&mut short, limit);
             assert!(text.starts_with("HTTP/1.1 408"), "{text}");
             assert_eq!(body_of(&text)["code"], 408, "{text}");
             assert!(text.to_ascii_lowercase().contains("x-request-id:"), "{text}");
-            assert!(took < Duration::from_millis(2_500), "{took:?}");
+            assert!(t0.elapsed() < Duration::from_millis(2_500), "{:?}", t0.elapsed());
             let (text, _) = read_until_closed(&mut kept, limit);
             assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-            let (text, took) = read_until_closed(&mut trickle, limit);
-            assert!(text.is_empty(), "{text}");
-            assert!(took < Duration::from_millis(2_500), "cut off while still trickling: {took:?}");
+            let kept_for = t0.elapsed();
+            assert!(kept_for > Duration::from_millis(2_500), "kept alive for the idle timeout (3 s): {kept_for:?}");
             for c in &mut idle {
                 let (text, _) = read_until_closed(c, limit);
                 assert!(text.is_empty());
             }
+            assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
             let _ = trickler.join();
         })
     };

@@ -114,6 +114,8 @@ struct Watch {
     deadline_ms: AtomicU64,
     /// Responses handed to hyper whose head has not been written yet.
     unwritten: AtomicU32,
+    /// Wakes the watchdog when the deadline moves earlier (idle → head).
+    sooner: tokio::sync::Notify,
     net: NetLimits,
 }
 
@@ -124,6 +126,7 @@ impl Watch {
             phase: AtomicU8::new(IDLE),
             deadline_ms: AtomicU64::new(0),
             unwritten: AtomicU32::new(0),
+            sooner: tokio::sync::Notify::new(),
             net,
         };
         w.arm(net.idle_timeout);
@@ -147,6 +150,8 @@ impl Watch {
     fn read(&self) {
         if self.phase.compare_exchange(IDLE, HEAD, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
             self.arm(self.net.header_read_timeout);
+            // The watchdog may be asleep until a later idle deadline.
+            self.sooner.notify_one();
         }
     }
 
@@ -186,6 +191,7 @@ async fn connection(stream: TcpStream, router: RouterSlot, net: NetLimits, mut s
     loop {
         tokio::select! {
             _ = conn.as_mut() => return,
+            () = watch.sooner.notified() => {}
             () = tokio::time::sleep_until(watch.deadline()) => {
                 if watch.expired() {
                     return; // dropping the connection closes the socket
