@@ -206,37 +206,32 @@ mod tests {
         holiday.holidays.insert("2026-11-23".parse().unwrap());
         let (p, _) = super::book(pick_up_city, &[(&zone, &holiday)], ts("2026-11-23T12:00:00Z")).unwrap();
         assert_eq!(p.date.to_string(), "2026-11-24");
+        // A copy of the city that operates only on `days`.
+        let operating_on = |days: &[Weekday]| {
+            let mut c = pick_up_city.clone();
+            for d in 0..7 {
+                let day = Weekday::from_monday_zero_offset(d).unwrap();
+                if !days.contains(&day) {
+                    c.weekdays = c.weekdays.without(day);
+                }
+            }
+            c
+        };
         // A drop-off city that never operates: that drop-off is unschedulable, named by index.
-        let mut never = pick_up_city.clone();
-        for day in [
-            Weekday::Monday,
-            Weekday::Tuesday,
-            Weekday::Wednesday,
-            Weekday::Thursday,
-            Weekday::Friday,
-            Weekday::Saturday,
-            Weekday::Sunday,
-        ] {
-            never.weekdays = never.weekdays.without(day);
-        }
+        let never = operating_on(&[]);
         assert_eq!(
             super::book(pick_up_city, &[(&zone, pick_up_city), (&zone, &never)], ts("2026-11-23T12:00:00Z")),
             Err(super::Unschedulable::DropOff(1))
         );
         // Two drop-off cities that each work with the pick-up but never on the same day.
-        let mut only_monday = pick_up_city.clone();
-        let mut not_monday = pick_up_city.clone();
-        for day in [
+        let only_monday = operating_on(&[Weekday::Monday]);
+        let not_monday = operating_on(&[
             Weekday::Tuesday,
             Weekday::Wednesday,
             Weekday::Thursday,
             Weekday::Friday,
             Weekday::Saturday,
-            Weekday::Sunday,
-        ] {
-            only_monday.weekdays = only_monday.weekdays.without(day);
-        }
-        not_monday.weekdays = not_monday.weekdays.without(Weekday::Monday);
+        ]);
         assert_eq!(
             super::book(pick_up_city, &[(&zone, &only_monday), (&zone, &not_monday)], ts("2026-11-23T12:00:00Z")),
             Err(super::Unschedulable::Together)
