@@ -13,7 +13,7 @@ macro_rules! int_id {
         }
     )*};
 }
-int_id!(ClientId, OrderId, ShipmentOrderId, PickUpShipmentId, DropOffShipmentId, ParcelId, SavedAddressId, TokenId);
+int_id!(ClientId, OrderId, ShipmentOrderId, PickUpShipmentId, DropOffShipmentId, ParcelId, SavedAddressId);
 
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 

@@ -87,13 +87,3 @@ pub async fn start(
         }
     }
 }
-
-/// [`start`], then serve until `shutdown` resolves and the server has drained.
-pub async fn run(
-    settings: Settings,
-    listener: TcpListener,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), StoreError> {
-    start(settings, listener, shutdown).await?.finished().await;
-    Ok(())
-}

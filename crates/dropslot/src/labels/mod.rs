@@ -67,7 +67,7 @@ pub async fn serve(
     if source.deleted {
         return Err(Error::Gone("This label belongs to a deleted parcel or shipment."));
     }
-    let label = render::label_for(&source, &app.settings.base_url).ok_or(Error::NotFound)?;
+    let label = render::label_for(&source, &app.settings.base_url).map_err(|e| Error::Internal(e.into()))?;
     let etag = etag(&label, size, format);
     if headers.get(header::IF_NONE_MATCH).is_some_and(|v| v.as_bytes() == etag.as_bytes()) {
         let mut res = StatusCode::NOT_MODIFIED.into_response();

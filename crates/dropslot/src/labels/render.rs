@@ -2,23 +2,10 @@
 //! Rendering itself is `dropslot_labels::render`, pure and deterministic.
 
 use dropslot_labels::{DropOffLabel, Label, ParcelLabel, Party, PickUpLabel};
-use serde::Deserialize;
 
-use crate::orders::wire::DropOffAddress;
-use crate::store::{LabelDropOff, LabelKind, LabelSource};
-
-/// The fields of a stored pick-up address that a label prints.
-#[derive(Deserialize, Default)]
-struct PickUpAddress {
-    #[serde(default)]
-    text: String,
-    #[serde(default)]
-    postal_code: String,
-    #[serde(default)]
-    person_name: Option<String>,
-    #[serde(default)]
-    person_phone: Option<String>,
-}
+use crate::store::{
+    LabelKind, LabelSource, StoredDropOffAddress as DropOffAddress, StoredPickUpAddress as PickUpAddress,
+};
 
 fn receiver(a: &DropOffAddress) -> Party {
     Party {
@@ -45,13 +32,11 @@ fn sender(a: &DropOffAddress, pick_up: &PickUpAddress) -> Party {
     }
 }
 
-fn address_of(d: &LabelDropOff) -> DropOffAddress {
-    serde_json::from_str(&d.address_json).unwrap_or_default()
-}
-
-/// The label for a source; `None` if the source is inconsistent (treated as not found).
-pub fn label_for(source: &LabelSource, base_url: &str) -> Option<Label> {
-    let pick_up: PickUpAddress = serde_json::from_str(&source.pick_up_address_json).unwrap_or_default();
+/// The label for a source; an inconsistent source is an error (a logged 500), never a blank
+/// or partial label.
+pub fn label_for(source: &LabelSource, base_url: &str) -> Result<Label, &'static str> {
+    let pick_up = &source.pick_up_address;
+    let drop_off = || source.drop_offs.get(source.drop_off_index).ok_or("label source: drop-off index out of range");
     match source.kind {
         LabelKind::PickUp => {
             let mut by_size: Vec<(String, u32)> = Vec::new();
@@ -61,8 +46,8 @@ pub fn label_for(source: &LabelSource, base_url: &str) -> Option<Label> {
                     None => by_size.push((size.clone(), 1)),
                 }
             }
-            let sender_name = source.drop_offs.first().map(address_of).map(|a| sender(&a, &pick_up).name);
-            Some(Label::PickUp(PickUpLabel {
+            let sender_name = source.drop_offs.first().map(|d| sender(&d.address, pick_up).name);
+            Ok(Label::PickUp(PickUpLabel {
                 pick_up_code: source.pick_up_unique_id.clone(),
                 address: Party {
                     name: sender_name.unwrap_or_default(),
@@ -77,13 +62,13 @@ pub fn label_for(source: &LabelSource, base_url: &str) -> Option<Label> {
             }))
         }
         LabelKind::DropOff => {
-            let d = source.drop_offs.get(source.drop_off_index)?;
-            let a = address_of(d);
-            Some(Label::DropOff(DropOffLabel {
+            let d = drop_off()?;
+            let a = &d.address;
+            Ok(Label::DropOff(DropOffLabel {
                 tracking_code: d.tracking_code.clone(),
                 tracking_url: super::tracking_url(base_url, &d.tracking_code),
-                sender: sender(&a, &pick_up),
-                receiver: receiver(&a),
+                sender: sender(a, pick_up),
+                receiver: receiver(a),
                 scheduled_date: d.scheduled_date.clone(),
                 time_slot: d.slot_name.clone(),
                 zone_code: d.zone_code.clone(),
@@ -92,12 +77,12 @@ pub fn label_for(source: &LabelSource, base_url: &str) -> Option<Label> {
             }))
         }
         LabelKind::Parcel => {
-            let d = source.drop_offs.get(source.drop_off_index)?;
-            let p = source.parcel.as_ref()?;
-            let a = address_of(d);
-            Some(Label::Parcel(ParcelLabel {
-                sender: sender(&a, &pick_up),
-                receiver: receiver(&a),
+            let d = drop_off()?;
+            let p = source.parcel.as_ref().ok_or("label source: parcel label without its parcel")?;
+            let a = &d.address;
+            Ok(Label::Parcel(ParcelLabel {
+                sender: sender(a, pick_up),
+                receiver: receiver(a),
                 scheduled_date: d.scheduled_date.clone(),
                 time_slot: d.slot_name.clone(),
                 zone_code: d.zone_code.clone(),

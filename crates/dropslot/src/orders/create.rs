@@ -25,7 +25,7 @@ use crate::labels;
 use crate::quote::schedule::iso;
 use crate::store::{
     CreateOrderError, IdempotencyClaim, LabelKind, NewDropOff, NewOrder, NewParcel, NewPickUp, NewShipment, OrderIds,
-    Scope,
+    Scope, StoredDropOffAddress, StoredPickUpAddress,
 };
 
 const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
@@ -50,16 +50,22 @@ pub async fn handle(
         }
     };
     let prepared = super::prepare(&app, &caller, payload, Purpose::Order).await?;
-    let (order, draft) = assemble(&app, &caller, &prepared, now, claim.clone());
+    let (order, draft) = assemble(&app, &caller, &prepared, now, claim.clone())?;
     let draft = std::sync::Arc::new(draft);
     let render: crate::store::RenderFn = {
         let draft = draft.clone();
-        std::sync::Arc::new(move |ids: &OrderIds| draft.render(ids))
+        std::sync::Arc::new(move |ids: &OrderIds| draft.render(ids).map_err(|e| e.to_string()))
     };
     match app.store.create_order(caller.scope, order, render).await {
         // Rendered here, on a request worker, unless the store needed the body in its
         // transaction: the single writer is the throughput bottleneck.
-        Ok(created) => Ok(json_response(201, created.body.unwrap_or_else(|| draft.render(&created.ids)))),
+        Ok(created) => {
+            let body = match created.body {
+                Some(body) => body,
+                None => draft.render(&created.ids).map_err(|e| Error::Internal(format!("the order response: {e}")))?,
+            };
+            Ok(json_response(201, body))
+        }
         Err(CreateOrderError::CustomCodeTaken { drop_off, parcel }) => Err(custom_code_taken(drop_off, parcel)),
         Err(CreateOrderError::IdempotencyKeyTaken) => {
             // A concurrent request with the same key committed first: answer as it did.
@@ -115,7 +121,7 @@ fn assemble(
     p: &Prepared,
     now: Timestamp,
     claim: Option<IdempotencyClaim>,
-) -> (NewOrder, Draft) {
+) -> Result<(NewOrder, Draft)> {
     let area = &app.settings.area;
     let base = &app.settings.base_url;
     let city = area.city(p.quote.pick_up_city);
@@ -134,7 +140,17 @@ fn assemble(
         slot_name: pu.slot.name.clone(),
         start: iso(&pu.start),
         end: iso(&pu.end),
-        address_json: serde_json::to_string(&pick_up_address).unwrap_or_default(),
+        address: StoredPickUpAddress {
+            text: pick_up_address.text.clone(),
+            postal_code: pick_up_address.postal_code.clone(),
+            city: pick_up_address.city.clone(),
+            lat: pick_up_address.lat.clone(),
+            lng: pick_up_address.lng.clone(),
+            person_name: pick_up_address.person_name.clone(),
+            person_phone: pick_up_address.person_phone.clone(),
+            description: pick_up_address.description.clone(),
+            saved_address_id: None,
+        },
         saved_normalized: normalize_address(&text),
         saved_text: text,
     };
@@ -157,7 +173,13 @@ fn assemble(
         let token = ids::url_token();
         let (links, label) = labels::links(base, LabelKind::DropOff, &token);
         let a = &d.address;
-        let address = DropOffAddress {
+        // The dataset's coordinates are decimal text; one that does not parse is a bug in the
+        // embedded data, never a 0.0 on a label.
+        let coordinate = |v: &str| {
+            v.parse::<f64>()
+                .map_err(|_| Error::Internal(format!("postal dataset coordinate {v:?} for {}", d.location.lookup_key)))
+        };
+        let stored = StoredDropOffAddress {
             text: d.location.text.clone(),
             description: a.description.clone(),
             person_name: a.person_name.clone(),
@@ -169,12 +191,12 @@ fn assemble(
             sender_name: a.sender_name.clone(),
             sender_address_text: a.sender_address_text.clone(),
             postal_code: d.location.postal_code.clone(),
-            lat: d.location.lat.parse().unwrap_or(0.0),
-            lng: d.location.lng.parse().unwrap_or(0.0),
+            lat: coordinate(&d.location.lat)?,
+            lng: coordinate(&d.location.lng)?,
             region: d.location.region.clone(),
-            google_place_id: None,
             location_service_postal_code: d.location.lookup_key.clone(),
         };
+        let address = DropOffAddress::from(&stored);
         let mut parcels = Vec::new();
         let mut parcel_objects = Vec::new();
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
@@ -213,7 +235,7 @@ fn assemble(
             zone_code: zone.code.clone(),
             warehouse: zone.warehouse.clone(),
             city: area.city(zone.city).name.clone(),
-            address_json: serde_json::to_string(&address).unwrap_or_default(),
+            address: stored,
         };
         objects.push(ShipmentObject {
             shipment_order_id: 0,
@@ -258,7 +280,7 @@ fn assemble(
         shipments,
         idempotency: claim,
     };
-    (order, Draft(OrderObject { unique_id, created_at, shipments: objects }))
+    Ok((order, Draft(OrderObject { unique_id, created_at, shipments: objects })))
 }
 
 /// The response body, complete but for the row ids the store assigns.
@@ -273,7 +295,7 @@ struct Envelope<'a> {
 }
 
 impl Draft {
-    fn render(&self, ids: &OrderIds) -> String {
+    fn render(&self, ids: &OrderIds) -> serde_json::Result<String> {
         let mut object = self.0.clone();
         for (s, shipment_ids) in object.shipments.iter_mut().zip(&ids.shipments) {
             s.shipment_order_id = shipment_ids.shipment_order.0;
@@ -281,6 +303,5 @@ impl Draft {
             s.drop_off_shipment.id = shipment_ids.drop_off.0;
         }
         serde_json::to_string(&Envelope { status: "success", code: 201, message: CREATED, object: &object })
-            .unwrap_or_default()
     }
 }

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::store::StoredDropOffAddress;
+
 use crate::config::PaymentType;
 use crate::money::Money;
 use crate::quote::Totals;
@@ -121,6 +123,31 @@ pub struct SummaryEntry {
 }
 
 // ---- order creation -------------------------------------------------------------------
+
+/// The order response's `drop_off_address`, from the stored address (no Google lookup is
+/// made: `google_place_id` is always null).
+impl From<&StoredDropOffAddress> for DropOffAddress {
+    fn from(a: &StoredDropOffAddress) -> Self {
+        DropOffAddress {
+            text: a.text.clone(),
+            description: a.description.clone(),
+            person_name: a.person_name.clone(),
+            person_phone: a.person_phone.clone(),
+            person_email: a.person_email.clone(),
+            sender_person_name: a.sender_person_name.clone(),
+            sender_person_phone: a.sender_person_phone.clone(),
+            sender_person_email: a.sender_person_email.clone(),
+            sender_name: a.sender_name.clone(),
+            sender_address_text: a.sender_address_text.clone(),
+            postal_code: a.postal_code.clone(),
+            lat: a.lat,
+            lng: a.lng,
+            region: a.region.clone(),
+            google_place_id: None,
+            location_service_postal_code: a.location_service_postal_code.clone(),
+        }
+    }
+}
 
 #[derive(Serialize, Clone)]
 pub struct OrderObject {

@@ -97,7 +97,6 @@ pub struct TokenInfo {
 #[derive(Debug, Clone)]
 pub struct Principal {
     pub client: ClientId,
-    pub client_name: String,
     pub kind: TokenKind,
     /// The client's negotiated overrides as JSON (`ClientSettings`), if any.
     pub settings_json: Option<String>,
@@ -117,6 +116,58 @@ pub struct StoredResponse {
     pub request_hash: String,
     pub status: u16,
     pub body: String,
+}
+
+/// The pick-up address as stored (`pick_up_shipments.address_json`). A storage struct of its
+/// own, not the API's wire struct, so renaming an API field can never break old rows; its
+/// JSON keys are frozen. Required keys that are missing make the row unreadable (an error,
+/// never a default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredPickUpAddress {
+    pub text: String,
+    pub postal_code: String,
+    pub city: String,
+    /// As the dataset gives them (decimal text).
+    pub lat: String,
+    pub lng: String,
+    #[serde(default)]
+    pub person_name: Option<String>,
+    #[serde(default)]
+    pub person_phone: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub saved_address_id: Option<i64>,
+}
+
+/// The drop-off address as stored (`drop_off_shipments.address_json`): the submitted fields
+/// and the geocoded ones. Frozen JSON keys, like [`StoredPickUpAddress`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredDropOffAddress {
+    pub text: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub person_name: Option<String>,
+    #[serde(default)]
+    pub person_phone: Option<String>,
+    #[serde(default)]
+    pub person_email: Option<String>,
+    #[serde(default)]
+    pub sender_person_name: Option<String>,
+    #[serde(default)]
+    pub sender_person_phone: Option<String>,
+    #[serde(default)]
+    pub sender_person_email: Option<String>,
+    #[serde(default)]
+    pub sender_name: Option<String>,
+    #[serde(default)]
+    pub sender_address_text: Option<String>,
+    pub postal_code: String,
+    pub lat: f64,
+    pub lng: f64,
+    pub region: String,
+    pub location_service_postal_code: String,
 }
 
 /// Everything about a new order, computed before it reaches the store.
@@ -147,8 +198,7 @@ pub struct NewPickUp {
     pub slot_name: String,
     pub start: String,
     pub end: String,
-    /// The pick-up address as shown back (JSON object).
-    pub address_json: String,
+    pub address: StoredPickUpAddress,
     pub saved_text: String,
     pub saved_normalized: String,
 }
@@ -176,8 +226,7 @@ pub struct NewDropOff {
     pub zone_code: String,
     pub warehouse: String,
     pub city: String,
-    /// The drop-off address as returned in the order response (JSON object).
-    pub address_json: String,
+    pub address: StoredDropOffAddress,
 }
 
 #[derive(Debug, Clone)]
@@ -208,7 +257,7 @@ pub struct ShipmentIds {
 
 /// Renders the response body from the assigned ids. The store calls it inside the
 /// transaction only when an idempotency record must hold the body.
-pub type RenderFn = std::sync::Arc<dyn Fn(&OrderIds) -> String + Send + Sync>;
+pub type RenderFn = std::sync::Arc<dyn Fn(&OrderIds) -> Result<String, String> + Send + Sync>;
 
 #[derive(Debug, Clone)]
 pub struct CreatedOrder {
@@ -270,7 +319,7 @@ pub struct LabelSource {
     pub kind: LabelKind,
     pub deleted: bool,
     pub pick_up_unique_id: String,
-    pub pick_up_address_json: String,
+    pub pick_up_address: StoredPickUpAddress,
     pub pick_up_date: String,
     pub pick_up_slot_name: String,
     /// Every drop-off of the pick-up, with the sizes of its live parcels.
@@ -284,7 +333,7 @@ pub struct LabelSource {
 #[derive(Debug, Clone)]
 pub struct LabelDropOff {
     pub tracking_code: String,
-    pub address_json: String,
+    pub address: StoredDropOffAddress,
     pub scheduled_date: String,
     pub slot_name: String,
     pub zone_code: String,

@@ -5,8 +5,8 @@
 mod orders;
 mod writer;
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use jiff::Timestamp;
@@ -28,8 +28,28 @@ const READERS: usize = 4;
 
 pub struct SqliteStore {
     writer: Writer,
-    readers: Vec<Mutex<Connection>>,
-    next_reader: AtomicUsize,
+    readers: Arc<Readers>,
+}
+
+/// The pooled read connections.
+struct Readers {
+    conns: Vec<Mutex<Connection>>,
+    next: AtomicUsize,
+}
+
+impl Readers {
+    /// Runs a read on a free pooled connection (WAL readers never wait for the writer).
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> StoreResult<T> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        for i in 0..self.conns.len() {
+            if let Ok(conn) = self.conns[(start + i) % self.conns.len()].try_lock() {
+                return f(&conn).map_err(map_err);
+            }
+        }
+        let conn =
+            self.conns[start % self.conns.len()].lock().map_err(|_| StoreError::Corrupt("reader poisoned".into()))?;
+        f(&conn).map_err(map_err)
+    }
 }
 
 fn connect(path: &str) -> StoreResult<Connection> {
@@ -55,23 +75,92 @@ impl SqliteStore {
             }
         }
         let writer = Writer::start(connect(path)?);
-        let readers = (0..READERS).map(|_| connect(path).map(Mutex::new)).collect::<StoreResult<_>>()?;
-        Ok(SqliteStore { writer, readers, next_reader: AtomicUsize::new(0) })
+        let conns = (0..READERS).map(|_| connect(path).map(Mutex::new)).collect::<StoreResult<_>>()?;
+        Ok(SqliteStore { writer, readers: Arc::new(Readers { conns, next: AtomicUsize::new(0) }) })
     }
 
-    /// Runs a read on a free pooled connection (WAL readers never wait for the writer).
+    /// A point read (an indexed row or two: microseconds), run inline on the caller's thread.
     fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> StoreResult<T> {
-        let start = self.next_reader.fetch_add(1, Ordering::Relaxed);
-        for i in 0..self.readers.len() {
-            if let Ok(conn) = self.readers[(start + i) % self.readers.len()].try_lock() {
-                return f(&conn).map_err(map_err);
+        self.readers.read(f)
+    }
+
+    /// A read whose size grows with the data (a list, a label's whole order): run on the
+    /// blocking pool, so a large one cannot stall a runtime worker thread.
+    async fn read_blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let readers = self.readers.clone();
+        tokio::task::spawn_blocking(move || readers.read(f))
+            .await
+            .map_err(|e| StoreError::Corrupt(format!("a read task failed: {e}")))?
+    }
+}
+
+/// SHA-256 of a migration's SQL, hex: recorded when it is applied, compared on every start.
+fn checksum(sql: &str) -> String {
+    use sha2::{Digest, Sha256};
+    crate::ids::hex(&Sha256::digest(sql.as_bytes()))
+}
+
+/// Applies the missing migrations, each recorded with its checksum. Refuses to go on when an
+/// applied migration's SQL has changed since, or the database has one this binary does not
+/// know (it was migrated by a newer binary).
+fn migrate(c: &Connection) -> Result<Vec<i64>, String> {
+    let db = |e: rusqlite::Error| e.to_string();
+    c.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL, checksum TEXT)",
+    )
+    .map_err(db)?;
+    // Databases migrated before checksums existed lack the column: add it, and record the
+    // checksums of what this binary ships for the versions already applied.
+    let has_checksum: bool = c
+        .query_row("SELECT count(*) > 0 FROM pragma_table_info('schema_migrations') WHERE name = 'checksum'", [], |r| {
+            r.get(0)
+        })
+        .map_err(db)?;
+    if !has_checksum {
+        c.execute_batch("ALTER TABLE schema_migrations ADD COLUMN checksum TEXT").map_err(db)?;
+    }
+    let applied: Vec<(i64, String, Option<String>)> = c
+        .prepare("SELECT version, name, checksum FROM schema_migrations ORDER BY version")
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+        .map_err(db)?;
+    for (version, name, recorded) in &applied {
+        let Some((_, _, sql)) = MIGRATIONS.iter().find(|(v, _, _)| v == version) else {
+            return Err(format!(
+                "the database has migration {version} ({name}), which this binary does not know: it was migrated by a newer dropslot"
+            ));
+        };
+        let shipped = checksum(sql);
+        match recorded {
+            Some(r) if *r != shipped => {
+                return Err(format!(
+                    "migration {version} ({name}) has changed since it was applied to this database (checksum {r}, this binary has {shipped}); applied migrations must never be edited"
+                ));
+            }
+            Some(_) => {}
+            None => {
+                c.execute("UPDATE schema_migrations SET checksum = ?2 WHERE version = ?1", params![version, shipped])
+                    .map_err(db)?;
             }
         }
-        let conn = self.readers[start % self.readers.len()]
-            .lock()
-            .map_err(|_| StoreError::Corrupt("reader poisoned".into()))?;
-        f(&conn).map_err(map_err)
     }
+    let mut done = Vec::new();
+    for (version, name, sql) in MIGRATIONS {
+        if applied.iter().any(|(v, _, _)| v == version) {
+            continue;
+        }
+        c.execute_batch(sql).map_err(db)?;
+        c.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at, checksum) VALUES (?1, ?2, ?3, ?4)",
+            params![version, name, now_text(Timestamp::now()), checksum(sql)],
+        )
+        .map_err(db)?;
+        done.push(*version);
+    }
+    Ok(done)
 }
 
 fn now_text(now: Timestamp) -> String {
@@ -81,32 +170,7 @@ fn now_text(now: Timestamp) -> String {
 #[async_trait]
 impl Store for SqliteStore {
     async fn migrate(&self) -> StoreResult<Vec<i64>> {
-        self.writer
-            .write(|c| {
-                c.execute_batch(
-                    "CREATE TABLE IF NOT EXISTS schema_migrations (
-                        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-                )
-                .map_err(map_err)?;
-                let mut applied = Vec::new();
-                for (version, name, sql) in MIGRATIONS {
-                    let done: Option<i64> = c
-                        .query_row("SELECT version FROM schema_migrations WHERE version = ?1", [version], |r| r.get(0))
-                        .optional()
-                        .map_err(map_err)?;
-                    if done.is_none() {
-                        c.execute_batch(sql).map_err(map_err)?;
-                        c.execute(
-                            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
-                            params![version, name, now_text(Timestamp::now())],
-                        )
-                        .map_err(map_err)?;
-                        applied.push(*version);
-                    }
-                }
-                Ok(applied)
-            })
-            .await
+        self.writer.write(|c| migrate(c).map_err(StoreError::Invalid)).await
     }
 
     async fn ping(&self) -> StoreResult<()> {
@@ -171,17 +235,11 @@ impl Store for SqliteStore {
     async fn principal(&self, hash: &TokenHash) -> StoreResult<Option<Principal>> {
         self.read(|c| {
             c.prepare_cached(
-                "SELECT t.client_id, c.name, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
+                "SELECT t.client_id, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
                  WHERE t.hash = ?1 AND t.revoked_at IS NULL",
             )?
             .query_row([&hash.0[..]], |r| {
-                let kind: String = r.get(2)?;
-                Ok(Principal {
-                    client: ClientId(r.get(0)?),
-                    client_name: r.get(1)?,
-                    kind: TokenKind::parse(&kind).unwrap_or(TokenKind::Test),
-                    settings_json: r.get(3)?,
-                })
+                Ok(Principal { client: ClientId(r.get(0)?), kind: token_kind(r, 1)?, settings_json: r.get(2)? })
             })
             .optional()
         })
@@ -193,11 +251,10 @@ impl Store for SqliteStore {
                 "SELECT prefix, last4, kind, created_at, revoked_at FROM tokens WHERE client_id = ?1 ORDER BY id",
             )?;
             st.query_map([client.0], |r| {
-                let kind: String = r.get(2)?;
                 Ok(TokenInfo {
                     prefix: r.get(0)?,
                     last4: r.get(1)?,
-                    kind: TokenKind::parse(&kind).unwrap_or(TokenKind::Test),
+                    kind: token_kind(r, 2)?,
                     created_at: r.get(3)?,
                     revoked_at: r.get(4)?,
                 })
@@ -244,13 +301,14 @@ impl Store for SqliteStore {
     }
 
     async fn list_saved_addresses(&self, scope: Scope) -> StoreResult<Vec<SavedAddress>> {
-        self.read(|c| {
+        self.read_blocking(move |c| {
             let mut st = c.prepare_cached(
                 "SELECT id, text, use_count, created_at, last_used_at FROM saved_addresses
                  WHERE client_id = ?1 AND mode = ?2 ORDER BY last_used_at DESC, id DESC",
             )?;
             st.query_map(params![scope.client.0, scope.mode.as_str()], saved_address_row)?.collect()
         })
+        .await
     }
 
     async fn delete_saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<bool> {
@@ -305,8 +363,33 @@ impl Store for SqliteStore {
     }
 
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
-        self.read(|c| orders::label_source(c, kind, token))
+        let token = token.to_string();
+        self.read_blocking(move |c| orders::label_source(c, kind, &token)).await
     }
+}
+
+/// A stored token kind; an unknown one is an error, never a guess.
+fn token_kind(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<TokenKind> {
+    let kind: String = r.get(i)?;
+    TokenKind::parse(&kind).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!("unknown token kind {kind:?}").into(),
+        )
+    })
+}
+
+/// A stored JSON column read into its storage struct; one that does not parse is an error.
+pub(crate) fn json_column<T: serde::de::DeserializeOwned>(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<T> {
+    let text: String = r.get(i)?;
+    serde_json::from_str(&text)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)))
+}
+
+/// A storage struct as a JSON column.
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> rusqlite::Result<String> {
+    serde_json::to_string(value).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
 }
 
 fn saved_address_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SavedAddress> {

@@ -10,7 +10,7 @@ use crate::money::{Money, TaxRate};
 use crate::quote::pricing;
 use crate::store::{
     CreateOrderError, CreatedOrder, DeleteOutcome, LabelDropOff, LabelKind, LabelParcel, LabelSource, NewOrder,
-    OrderIds, RenderFn, Scope, ShipmentIds, StoreError,
+    OrderIds, RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress,
 };
 
 /// Who recorded a status change made by the client API.
@@ -60,6 +60,7 @@ pub(super) fn insert_order(
         .map_err(map_err)?;
     let order = OrderId(c.last_insert_rowid());
     let p = &o.pick_up;
+    let pick_up_address = super::to_json(&p.address).map_err(map_err)?;
     c.prepare_cached(
         "INSERT INTO pick_up_shipments (unique_id, order_id, client_id, mode, saved_address_id, status, scheduled_date,
             slot_code, slot_name, start_at, end_at, address_json, label_token)
@@ -77,7 +78,7 @@ pub(super) fn insert_order(
             p.slot_name,
             p.start,
             p.end,
-            p.address_json,
+            pick_up_address,
             p.label_token
         ])
     })
@@ -112,6 +113,7 @@ pub(super) fn insert_order(
         .map_err(map_err)?;
         let shipment_order = ShipmentOrderId(c.last_insert_rowid());
         let d = &s.drop_off;
+        let address = super::to_json(&d.address).map_err(map_err)?;
         c.prepare_cached(
             "INSERT INTO drop_off_shipments (unique_id, shipment_order_id, pick_up_shipment_id, client_id, mode, status,
                 scheduled_date, slot_code, slot_name, start_at, end_at, zone_code, warehouse, city, address_json, label_token)
@@ -120,7 +122,7 @@ pub(super) fn insert_order(
         .and_then(|mut st| {
             st.execute(params![
                 d.unique_id, shipment_order.0, pick_up.0, client, mode, d.scheduled_date, d.slot_code, d.slot_name,
-                d.start, d.end, d.zone_code, d.warehouse, d.city, d.address_json, d.label_token
+                d.start, d.end, d.zone_code, d.warehouse, d.city, address, d.label_token
             ])
         })
         .map_err(map_err)?;
@@ -161,7 +163,7 @@ pub(super) fn insert_order(
     let ids = OrderIds { order, pick_up, saved_address, shipments };
     let mut body = None;
     if let Some(claim) = &o.idempotency {
-        let rendered = render(&ids);
+        let rendered = render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;
         c.prepare_cached(
             "INSERT INTO idempotency_keys (client_id, mode, key, request_hash, status, body, created_at)
              VALUES (?1, ?2, ?3, ?4, 201, ?5, ?6)",
@@ -320,9 +322,9 @@ pub(super) fn label_source(c: &Connection, kind: LabelKind, token: &str) -> rusq
             .optional()?,
     };
     let Some((pick_up, drop_off_id, parcel_id)) = target else { return Ok(None) };
-    let (pick_up_unique_id, pick_up_address_json, pick_up_date, pick_up_slot_name, pick_up_status): (
+    let (pick_up_unique_id, pick_up_address, pick_up_date, pick_up_slot_name, pick_up_status): (
         String,
-        String,
+        StoredPickUpAddress,
         String,
         String,
         String,
@@ -330,7 +332,7 @@ pub(super) fn label_source(c: &Connection, kind: LabelKind, token: &str) -> rusq
         .prepare_cached(
             "SELECT unique_id, address_json, scheduled_date, slot_name, status FROM pick_up_shipments WHERE id = ?1",
         )?
-        .query_row([pick_up], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+        .query_row([pick_up], |r| Ok((r.get(0)?, super::json_column(r, 1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
     let mut drop_offs = Vec::new();
     let mut drop_off_index = 0;
     let mut deleted = kind == LabelKind::PickUp && pick_up_status == "deleted";
@@ -345,7 +347,7 @@ pub(super) fn label_source(c: &Connection, kind: LabelKind, token: &str) -> rusq
                 r.get(0)?,
                 LabelDropOff {
                     tracking_code: r.get(1)?,
-                    address_json: r.get(2)?,
+                    address: super::json_column(r, 2)?,
                     scheduled_date: r.get(3)?,
                     slot_name: r.get(4)?,
                     zone_code: r.get(5)?,
@@ -392,7 +394,7 @@ pub(super) fn label_source(c: &Connection, kind: LabelKind, token: &str) -> rusq
         kind,
         deleted,
         pick_up_unique_id,
-        pick_up_address_json,
+        pick_up_address,
         pick_up_date,
         pick_up_slot_name,
         drop_offs,

@@ -1,9 +1,7 @@
 //! `POST /requests/preview` end to end: every number of a preview checked by hand, size
 //! classes at their boundaries, unit conversion, scheduling under the pinned clock.
 
-mod common;
-
-use common::{TestServer, cents, request};
+use crate::common::{TestServer, cents, request};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,7 +123,7 @@ async fn size_classes_at_their_boundaries_and_units() {
 async fn several_drop_offs_are_summed_and_scheduled_per_zone() {
     let s = TestServer::start().await;
     let body = json!({
-        "pick_up_address": {"text": common::PICK_UP},
+        "pick_up_address": {"text": crate::common::PICK_UP},
         "drop_offs": [
             {"address": {"text": "290 Bremner Blvd, Toronto M5V 3L9"}, "parcels": [{"unit": "kg", "values": 3}, {"unit": "kg", "values": 1}]},
             {"address": {"text": "1 Danforth Ave, Toronto M4K 1M8"}, "parcels": [{"unit": "kg", "values": 8}]},
@@ -169,7 +167,12 @@ async fn negotiated_prices_apply_to_their_client_only() {
     let settings = json!({"pricing": {"min_price": "20.00", "payment_type": {"id": 2, "code": "card", "name": "Card"},
         "sizes": [{"code": "small", "name": "Small", "max_grams": 3000, "price": "7.50", "note": "Up to 3 kg"}]}});
     let put = |body: serde_json::Value| {
-        s.send(s.http.put(s.url(&format!("/admin/clients/{id}/settings"))).bearer_auth(common::ADMIN_TOKEN).json(&body))
+        s.send(
+            s.http
+                .put(s.url(&format!("/admin/clients/{id}/settings")))
+                .bearer_auth(crate::common::ADMIN_TOKEN)
+                .json(&body),
+        )
     };
     // Invalid terms are refused at the door, with the configuration's own checks.
     let mut bad = settings.clone();
@@ -203,9 +206,11 @@ async fn negotiated_prices_apply_to_their_client_only() {
     let r = s.post("/requests/preview", &test, &request(&[2500.0, 2500.0])).await;
     assert_eq!(cents(&r.body["object"]["actual_total_price"]), 2400);
     assert_eq!(
-        s.send(s.http.put(s.url("/admin/clients/999/settings")).bearer_auth(common::ADMIN_TOKEN).json(&json!({})))
-            .await
-            .status,
+        s.send(
+            s.http.put(s.url("/admin/clients/999/settings")).bearer_auth(crate::common::ADMIN_TOKEN).json(&json!({}))
+        )
+        .await
+        .status,
         404
     );
 }

@@ -1,12 +1,10 @@
 //! Every validation and error path answers with the CONTRACT envelope, the right status and
 //! the field path — and writes nothing.
 
-mod common;
-
-use common::{TestServer, request, request_with_codes};
+use crate::common::{TestServer, request, request_with_codes};
 use serde_json::{Value, json};
 
-fn assert_envelope(r: &common::Reply, code: u16) {
+fn assert_envelope(r: &crate::common::Reply, code: u16) {
     assert_eq!(r.status.as_u16(), code, "{}", r.body);
     assert_eq!(r.body["status"], "error", "{}", r.body);
     assert_eq!(r.body["code"], code);
@@ -28,7 +26,7 @@ async fn every_validation_rule_answers_422_at_its_path() {
     // (body, path, endpoint: true = sync only)
     let cases: Vec<(Value, &str, bool)> = vec![
         (json!({"drop_offs": request(&[1.0])["drop_offs"]}), "pick_up_address", false),
-        (json!({"pick_up_address": {"text": common::PICK_UP}}), "drop_offs", false),
+        (json!({"pick_up_address": {"text": crate::common::PICK_UP}}), "drop_offs", false),
         (with(&|b| b["drop_offs"] = json!([])), "drop_offs", false),
         (with(&|b| b["pick_up_address"]["text"] = json!("")), "pick_up_address.text", false),
         (with(&|b| b["pick_up_address"]["text"] = json!(long)), "pick_up_address.text", false),
@@ -171,7 +169,7 @@ async fn malformed_bodies_wrong_types_and_protocol_errors() {
     let mut b = request(&[500.0]);
     b["drop_offs"][0]["address"]["text"] = json!(42);
     assert!(!s.order(&b).await.error_at("drop_offs.0.address.text").is_empty());
-    let r = s.order(&json!({"pick_up_address": {"text": common::PICK_UP}, "drop_offs": {"a": 1}})).await;
+    let r = s.order(&json!({"pick_up_address": {"text": crate::common::PICK_UP}, "drop_offs": {"a": 1}})).await;
     assert!(!r.error_at("drop_offs").is_empty());
     // Numbers too large for a double.
     let r =
@@ -206,40 +204,45 @@ async fn tokens_decide_who_may_call() {
     let broken = s.http.post(&preview).bearer_auth(&ops).header("content-type", "application/json").body("{");
     assert_envelope(&s.send(broken).await, 403);
     // Path parameters that do not parse name nothing: an enveloped 404, never plain text.
-    assert_envelope(&s.get("/admin/clients/abc/tokens", common::ADMIN_TOKEN).await, 404);
+    assert_envelope(&s.get("/admin/clients/abc/tokens", crate::common::ADMIN_TOKEN).await, 404);
     assert_envelope(&s.get("/saved-addresses/not-a-number", &test).await, 404);
     // The admin token is a bearer token like any other (scheme case-insensitive).
     let r = s
         .send(
             s.http
                 .get(s.url(&format!("/admin/clients/{id}/tokens")))
-                .header("authorization", format!("bearer {}", common::ADMIN_TOKEN)),
+                .header("authorization", format!("bearer {}", crate::common::ADMIN_TOKEN)),
         )
         .await;
     assert_eq!(r.status, 200);
     // Listing shows prefixes and last four characters, never the token.
-    let r = s.get(&format!("/admin/clients/{id}/tokens"), common::ADMIN_TOKEN).await;
+    let r = s.get(&format!("/admin/clients/{id}/tokens"), crate::common::ADMIN_TOKEN).await;
     let listed = r.body["object"]["tokens"].as_array().unwrap().clone();
     assert_eq!(listed.len(), 3);
     assert!(!r.body.to_string().contains(&test), "a listing never shows a token");
     let prefix = listed[0]["prefix"].as_str().unwrap();
     assert!(test.starts_with(prefix) && test.ends_with(listed[0]["last4"].as_str().unwrap()));
     // Revoked → 401 at once.
-    let r = s.delete(&format!("/admin/tokens/{prefix}"), common::ADMIN_TOKEN).await;
+    let r = s.delete(&format!("/admin/tokens/{prefix}"), crate::common::ADMIN_TOKEN).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_envelope(&s.post("/requests/preview", &test, &body).await, 401);
     assert_eq!(s.post("/requests/preview", &live, &body).await.status, 200, "other tokens unaffected");
     // The admin API needs the admin token; client tokens are not admin tokens.
     assert_envelope(&s.post("/admin/clients", &live, &json!({"name": "x"})).await, 401);
-    assert_envelope(&s.post("/admin/clients", common::ADMIN_TOKEN, &json!({"name": ""})).await, 422);
-    assert_envelope(&s.post("/admin/clients/999/tokens", common::ADMIN_TOKEN, &json!({"kind": "test"})).await, 404);
+    assert_envelope(&s.post("/admin/clients", crate::common::ADMIN_TOKEN, &json!({"name": ""})).await, 422);
     assert_envelope(
-        &s.post(&format!("/admin/clients/{id}/tokens"), common::ADMIN_TOKEN, &json!({"kind": "root"})).await,
+        &s.post("/admin/clients/999/tokens", crate::common::ADMIN_TOKEN, &json!({"kind": "test"})).await,
+        404,
+    );
+    assert_envelope(
+        &s.post(&format!("/admin/clients/{id}/tokens"), crate::common::ADMIN_TOKEN, &json!({"kind": "root"})).await,
         422,
     );
-    // Tokens are stored hashed: no token text anywhere in the database file.
-    let raw = std::fs::read(&s.db_path).unwrap();
-    let wal = std::fs::read(s.db_path.with_extension("db-wal")).unwrap_or_default();
+    // Tokens are stored hashed: no token text anywhere in the database file (SQLite: the
+    // file and its WAL are searched byte for byte).
+    let crate::common::TestDb::Sqlite { path, .. } = &s.db;
+    let raw = std::fs::read(path).unwrap();
+    let wal = std::fs::read(path.with_extension("db-wal")).unwrap_or_default();
     for t in [&test, &live, &ops, &s.token] {
         let needle = t.as_bytes();
         assert!(!raw.windows(needle.len()).any(|w| w == needle), "token stored in clear");

@@ -2,17 +2,15 @@
 //! each fails on the code before its fix. Over real HTTP (raw TCP where the HTTP client would
 //! hide the behaviour) or through the real binary.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use common::{ADMIN_TOKEN, TestServer, cents, request, request_with_codes};
+use crate::common::{ADMIN_TOKEN, TestServer, cents, request, request_with_codes};
 use serde_json::{Value, json};
 
-fn assert_envelope(r: &common::Reply, code: u16) {
+fn assert_envelope(r: &crate::common::Reply, code: u16) {
     assert_eq!(r.status.as_u16(), code, "{}", r.body);
     assert_eq!(r.body["status"], "error", "{}", r.body);
     assert_eq!(r.body["code"], code, "{}", r.body);
@@ -21,7 +19,13 @@ fn assert_envelope(r: &common::Reply, code: u16) {
 }
 
 /// Sends a body as given (not re-serialised), with optional extra headers.
-async fn post_raw(s: &TestServer, path: &str, token: &str, body: &str, headers: &[(&str, &str)]) -> common::Reply {
+async fn post_raw(
+    s: &TestServer,
+    path: &str,
+    token: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> crate::common::Reply {
     let mut req =
         s.http.post(s.url(path)).bearer_auth(token).header("Content-Type", "application/json").body(body.to_string());
     for (k, v) in headers {
@@ -170,7 +174,7 @@ async fn checks_run_in_the_documented_order() {
         let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
         let head = format!(
             "POST {}{path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: {content_type}\r\nContent-Length: 2097152\r\n\r\n",
-            common::API
+            crate::common::API
         );
         let mut c = connect(&s);
         c.write_all(head.as_bytes()).unwrap();
@@ -500,10 +504,11 @@ async fn protocol_errors_carry_the_envelope() {
 /// Defect 3: while another process holds the database's write lock, writes answer 503 (not
 /// 500) and `/readyz` says not ready; it is ready again by itself once writes succeed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn readiness_follows_whether_the_database_takes_writes() {
+async fn sqlite_readiness_follows_whether_the_database_takes_writes() {
     let s = TestServer::start().await;
     assert_eq!(s.get("/readyz", "").await.status, 200);
-    let lock = s.db();
+    // SQLite only: another connection takes the file's write lock.
+    let Some(lock) = s.sqlite_file() else { return };
     lock.execute_batch("BEGIN EXCLUSIVE").expect("lock");
     let r = s.get("/readyz", "").await;
     assert_envelope(&r, 503);
@@ -517,9 +522,10 @@ async fn readiness_follows_whether_the_database_takes_writes() {
 }
 
 /// Defect 3: the port answers 503 "starting" (and `/healthz` 200) while the store is still
-/// being opened and migrated, then serves.
+/// being opened and migrated, then serves. `SQLite` only: a second connection holds the file's
+/// write lock so that migrations wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_port_answers_503_while_starting() {
+async fn sqlite_the_port_answers_503_while_starting() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("d.db");
     // Another process holds the write lock, so migrations wait for it.
@@ -532,7 +538,7 @@ async fn the_port_answers_503_while_starting() {
     let base = format!("http://{}", listener.local_addr().unwrap());
     let overrides = dropslot::config::Overrides {
         database: Some(format!("sqlite://{}", path.display())),
-        now: Some(common::NOW.into()),
+        now: Some(crate::common::NOW.into()),
         ..Default::default()
     };
     let settings = dropslot::Settings::from_toml_fragment("", &overrides).unwrap();
@@ -541,7 +547,12 @@ async fn the_port_answers_503_while_starting() {
         let _ = tokio::time::timeout(Duration::from_secs(60), stopped).await;
     }));
     let http = reqwest::Client::new();
-    let r = http.post(format!("{base}{}/requests/preview", common::API)).json(&request(&[500.0])).send().await.unwrap();
+    let r = http
+        .post(format!("{base}{}/requests/preview", crate::common::API))
+        .json(&request(&[500.0]))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 503);
     assert_eq!(r.headers()["retry-after"], "1");
     assert!(r.headers().contains_key("x-request-id"));
@@ -553,7 +564,7 @@ async fn the_port_answers_503_while_starting() {
     let running = starting.await.unwrap().expect("started once the lock is released");
     let (_, token) = running.demo.clone().unwrap();
     let r = http
-        .post(format!("{base}{}/requests/preview", common::API))
+        .post(format!("{base}{}/requests/preview", crate::common::API))
         .bearer_auth(token)
         .json(&request(&[500.0]))
         .send()
@@ -574,7 +585,7 @@ fn binary(args: &[&str], as_nobody: bool) -> std::process::Output {
     } else {
         std::process::Command::new(exe)
     };
-    cmd.args(args).env_remove("DATABASE_URL").env("DROPSLOT_NOW", common::NOW).output().expect("run dropslot")
+    cmd.args(args).env_remove("DATABASE_URL").env("DROPSLOT_NOW", crate::common::NOW).output().expect("run dropslot")
 }
 
 fn is_root() -> bool {

@@ -1,8 +1,6 @@
 //! The operator CLI (CONTRACT §9) as scripts use it: the real binary, real database files,
 //! and a real `serve` process answering the tokens the CLI printed.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -72,7 +70,7 @@ fn spawn_serve(db: &str) -> (std::process::Child, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_dropslot"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("DATABASE_URL", db)
-        .env("DROPSLOT_NOW", common::NOW)
+        .env("DROPSLOT_NOW", crate::common::NOW)
         .env_remove("DROPSLOT_CONFIG")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -104,19 +102,19 @@ fn serve_prints_a_working_demo_token_and_stops_on_sigterm() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let http = reqwest::Client::new();
-        let preview = format!("{base}{}/requests/preview", common::API);
-        let r = http.post(&preview).bearer_auth(&token).json(&common::request(&[500.0])).send().await.unwrap();
+        let preview = format!("{base}{}/requests/preview", crate::common::API);
+        let r = http.post(&preview).bearer_auth(&token).json(&crate::common::request(&[500.0])).send().await.unwrap();
         assert_eq!(r.status(), 200);
         let body: serde_json::Value = r.json().await.unwrap();
         assert_eq!(body["object"]["price_with_tax"], 50.85);
         // A second client and token made by the CLI while the server runs.
         let id = stdout(&dropslot(&db, &["client", "create", "--name", "Second"]));
         let live = stdout(&dropslot(&db, &["token", "create", "--client", &id, "--kind", "live"]));
-        let r = http.post(&preview).bearer_auth(&live).json(&common::request(&[500.0])).send().await.unwrap();
+        let r = http.post(&preview).bearer_auth(&live).json(&crate::common::request(&[500.0])).send().await.unwrap();
         assert_eq!(r.status(), 200);
         let prefix = live[..16].to_string();
         assert!(dropslot(&db, &["token", "revoke", &prefix]).status.success());
-        let r = http.post(&preview).bearer_auth(&live).json(&common::request(&[500.0])).send().await.unwrap();
+        let r = http.post(&preview).bearer_auth(&live).json(&crate::common::request(&[500.0])).send().await.unwrap();
         assert_eq!(r.status(), 401, "revocation takes effect at once");
     });
     // SIGTERM: a clean exit.
@@ -145,12 +143,12 @@ fn serve_prints_a_working_demo_token_and_stops_on_sigterm() {
 /// SIGKILL mid-burst; every order that got a 201 is in the database afterwards, and no order
 /// is partial.
 #[test]
-fn every_acknowledged_order_survives_a_kill_9() {
+fn sqlite_every_acknowledged_order_survives_a_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("crash.db");
     let db = format!("sqlite://{}", db_path.display());
     let (mut child, base, token) = spawn_serve(&db);
-    let url = format!("{base}{}/requests/sync", common::API);
+    let url = format!("{base}{}/requests/sync", crate::common::API);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let acknowledged: Vec<String> = rt.block_on(async {
         let http = reqwest::Client::new();
@@ -159,7 +157,7 @@ fn every_acknowledged_order_survives_a_kill_9() {
             let (http, url, token, tx) = (http.clone(), url.clone(), token.clone(), tx.clone());
             tokio::spawn(async move {
                 for i in 0.. {
-                    let body = common::request_with_codes(&[&format!("CRASH{worker:03}{i:08}")]);
+                    let body = crate::common::request_with_codes(&[&format!("CRASH{worker:03}{i:08}")]);
                     let Ok(res) = http.post(&url).bearer_auth(&token).json(&body).send().await else { break };
                     if res.status() != 201 {
                         break;

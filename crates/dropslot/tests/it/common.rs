@@ -1,6 +1,10 @@
-//! Test harness: the real server on 127.0.0.1:0 over a fresh `SQLite` file, with a pinned
-//! clock, driven over real HTTP. Each server stops when its `TestServer` is dropped.
-#![allow(dead_code)]
+//! Test harness: the real server on 127.0.0.1:0 over a fresh database, with a pinned clock,
+//! driven over real HTTP. Each server stops when its `TestServer` is dropped.
+//!
+//! The backend comes from `DROPSLOT_TEST_DATABASE_URL`: unset or `sqlite:` gives each test a
+//! fresh temporary `SQLite` file. Assertions about stored rows go through [`TestServer::scalar`],
+//! a small auditor that runs portable SQL on whichever backend the test uses, never through
+//! a backend's own file.
 
 use std::time::Duration;
 
@@ -16,15 +20,51 @@ pub const ADMIN_TOKEN: &str = "admin-token-for-tests-0123456789";
 /// Monday 2026-11-23, 07:00 in Toronto: the 09:00 pick-up slot is still open.
 pub const NOW: &str = "2026-11-23T12:00:00Z";
 
+/// The database a test runs on.
+pub enum TestDb {
+    Sqlite { path: std::path::PathBuf, _dir: tempfile::TempDir },
+}
+
+impl TestDb {
+    /// A fresh, empty database of the backend `DROPSLOT_TEST_DATABASE_URL` names.
+    pub fn fresh() -> TestDb {
+        match std::env::var("DROPSLOT_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty()) {
+            None => Self::sqlite(),
+            Some(u) if u.starts_with("sqlite:") => Self::sqlite(),
+            Some(u) => panic!("DROPSLOT_TEST_DATABASE_URL={u:?}: the harness has no such backend yet"),
+        }
+    }
+
+    fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().expect("tempdir");
+        TestDb::Sqlite { path: dir.path().join("dropslot.db"), _dir: dir }
+    }
+
+    pub fn url(&self) -> String {
+        match self {
+            TestDb::Sqlite { path, .. } => format!("sqlite://{}", path.display()),
+        }
+    }
+
+    /// One integer from portable SQL (`SELECT count(*) FROM orders`), read as an auditor
+    /// would: its own connection, outside the server.
+    pub fn scalar(&self, sql: &str) -> i64 {
+        match self {
+            TestDb::Sqlite { path, .. } => {
+                rusqlite::Connection::open(path).expect("open db").query_row(sql, [], |r| r.get(0)).expect(sql)
+            }
+        }
+    }
+}
+
 pub struct TestServer {
     pub base: String,
     pub app: App,
     pub http: reqwest::Client,
-    pub db_path: std::path::PathBuf,
+    pub db: TestDb,
     /// The demo client's test token.
     pub token: String,
     shutdown: Option<oneshot::Sender<()>>,
-    _dir: tempfile::TempDir,
 }
 
 pub struct Reply {
@@ -50,12 +90,11 @@ impl TestServer {
 
     /// Starts with a TOML fragment merged over the embedded default configuration.
     pub async fn start_with(fragment: &str) -> TestServer {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db_path = dir.path().join("dropslot.db");
+        let db = TestDb::fresh();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let overrides = Overrides {
-            database: Some(format!("sqlite://{}", db_path.display())),
+            database: Some(db.url()),
             base_url: Some(format!("http://{addr}")),
             now: Some(NOW.into()),
             admin_token: Some(ADMIN_TOKEN.into()),
@@ -74,10 +113,9 @@ impl TestServer {
             base: format!("http://{addr}"),
             app,
             http: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client"),
-            db_path,
+            db,
             token,
             shutdown: Some(tx),
-            _dir: dir,
         }
     }
 
@@ -151,13 +189,18 @@ impl TestServer {
         (id, test, live, ops)
     }
 
-    /// Reads the server's database file directly (a second connection, as an auditor would).
-    pub fn db(&self) -> rusqlite::Connection {
-        rusqlite::Connection::open(&self.db_path).expect("open db")
+    /// See [`TestDb::scalar`].
+    pub fn scalar(&self, sql: &str) -> i64 {
+        self.db.scalar(sql)
     }
 
-    pub fn scalar(&self, sql: &str) -> i64 {
-        self.db().query_row(sql, [], |r| r.get(0)).expect(sql)
+    /// The `SQLite` file itself, for the tests that are about `SQLite` (locks, corruption);
+    /// `None` on another backend, where such a test has nothing to check.
+    #[allow(clippy::unnecessary_wraps)] // `None` once a second backend exists (issue 10)
+    pub fn sqlite_file(&self) -> Option<rusqlite::Connection> {
+        match &self.db {
+            TestDb::Sqlite { path, .. } => Some(rusqlite::Connection::open(path).expect("open db")),
+        }
     }
 }
 

@@ -2,12 +2,10 @@
 //! document, and the barcodes decoded from the served PDFs (rasterised by poppler, read by
 //! zxing-cpp — nothing of ours) carry the custom code, the pick-up code, the tracking URL.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::{TestServer, request_with_codes};
+use crate::common::{TestServer, request_with_codes};
 use serde_json::Value;
 
 const CODE: &str = "LABELTEST0000001";

@@ -1,0 +1,13 @@
+//! The end-to-end suite, one test binary: the real server over real HTTP on a fresh
+//! database per test (`DROPSLOT_TEST_DATABASE_URL` picks the backend; default a temporary
+//! `SQLite` file), and the real binary for the CLI. Tests that only make sense on `SQLite` (the
+//! kill -9 of the group-commit writer, file locks) say so in their name and skip elsewhere.
+
+mod cli;
+mod common;
+mod errors;
+mod hardening;
+mod labels;
+mod orders;
+mod preview;
+mod storage;

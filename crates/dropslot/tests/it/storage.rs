@@ -1,0 +1,72 @@
+//! Stored data is read strictly: a row that does not parse is a logged 500, never a default,
+//! and the schema's history cannot be changed under a database.
+
+use serde_json::Value;
+
+use crate::common::{TestServer, request};
+
+/// A stored address that no longer parses serves a 500 envelope, not a blank label with a 200.
+/// `SQLite` only: the row is damaged in the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_stored_row_that_does_not_parse_is_an_error_not_a_default() {
+    let s = TestServer::start().await;
+    let r = s.order(&request(&[500.0])).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let shipment = &r.body["object"]["shipments"][0];
+    let label = shipment["drop_off_shipment"]["label"].as_str().unwrap().to_string();
+    assert_eq!(s.http.get(&label).send().await.unwrap().status(), 200);
+    let Some(db) = s.sqlite_file() else { return };
+    db.execute("UPDATE drop_off_shipments SET address_json = '{\"text\": 5}'", []).unwrap();
+    let res = s.http.get(&label).send().await.unwrap();
+    assert_eq!(res.status(), 500);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!((body["status"].as_str(), body["message"].as_str()), (Some("error"), Some("Internal server error.")));
+    // The pick-up label names its sender from the drop-off's stored address: the same error.
+    let pick_up = shipment["pick_up_shipment"]["label"].as_str().unwrap();
+    assert_eq!(s.http.get(pick_up).send().await.unwrap().status(), 500);
+}
+
+fn dropslot(db: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dropslot"))
+        .args(args)
+        .env("DATABASE_URL", db)
+        .output()
+        .expect("run dropslot")
+}
+
+/// An applied migration whose SQL has changed, or one this binary does not know, stops every
+/// command with one line; a database from before checksums gets them recorded.
+#[test]
+fn sqlite_migrations_are_checked_against_what_was_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    let url = format!("sqlite://{}", path.display());
+    assert!(dropslot(&url, &["migrate"]).status.success());
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let recorded: String =
+        db.query_row("SELECT checksum FROM schema_migrations WHERE version = 1", [], |r| r.get(0)).unwrap();
+    assert_eq!(recorded.len(), 64, "a SHA-256 in hex");
+    // A database migrated before checksums existed: the column is added and filled.
+    db.execute_batch("ALTER TABLE schema_migrations DROP COLUMN checksum").unwrap();
+    assert!(dropslot(&url, &["migrate"]).status.success());
+    let again: String =
+        db.query_row("SELECT checksum FROM schema_migrations WHERE version = 1", [], |r| r.get(0)).unwrap();
+    assert_eq!(again, recorded);
+    // An applied migration that changed since.
+    db.execute("UPDATE schema_migrations SET checksum = 'edited' WHERE version = 1", []).unwrap();
+    let o = dropslot(&url, &["migrate"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("migration 1 (init) has changed since it was applied"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // A migration from a newer binary.
+    db.execute("UPDATE schema_migrations SET checksum = ?1 WHERE version = 1", [&recorded]).unwrap();
+    db.execute(
+        "INSERT INTO schema_migrations (version, name, applied_at, checksum) VALUES (999, 'future', 'x', 'y')",
+        [],
+    )
+    .unwrap();
+    let o = dropslot(&url, &["client", "create", "--name", "x"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("migration 999 (future), which this binary does not know"));
+}
