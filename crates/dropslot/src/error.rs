@@ -125,15 +125,6 @@ impl Error {
     }
 }
 
-#[derive(Serialize)]
-struct ErrorEnvelope<'a> {
-    status: &'static str,
-    code: u16,
-    message: String,
-    errors: &'a FieldErrors,
-    object: EmptyObject,
-}
-
 /// Serialises as `{}`.
 #[derive(Serialize, Default, Clone, Copy, Debug)]
 pub struct EmptyObject {}
@@ -150,12 +141,13 @@ impl IntoResponse for Error {
             Self::Validation(e) | Self::BadRequest { errors: e, .. } => e,
             _ => &empty,
         };
-        let body = ErrorEnvelope {
+        let message = self.public_message();
+        let body = crate::http::Envelope {
             status: "error",
             code: status.as_u16(),
-            message: self.public_message(),
-            errors,
-            object: EmptyObject {},
+            message: &message,
+            errors: Some(errors),
+            object: &EmptyObject {},
         };
         // Serialising a struct of strings and a string map cannot fail; the fallback is a
         // fixed envelope all the same, never an empty body.

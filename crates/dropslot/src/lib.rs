@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod geo;
+pub mod health;
 pub mod http;
 pub mod ids;
 pub mod labels;
@@ -77,7 +78,7 @@ pub async fn start(
     };
     match built.await {
         Ok((app, demo)) => {
-            let _ = slot.set(http::router(app.clone()));
+            let _ = slot.set(http::router(app.clone(), api_routes(), root_routes()));
             Ok(Running { app, demo, server })
         }
         Err(e) => {
@@ -86,4 +87,14 @@ pub async fn start(
             Err(e)
         }
     }
+}
+
+/// Every domain's routes under the API prefix.
+fn api_routes() -> axum::Router<App> {
+    axum::Router::new().merge(orders::routes()).merge(addresses::routes()).merge(auth::admin::routes())
+}
+
+/// Every domain's routes at the root: labels and icons, health.
+fn root_routes() -> axum::Router<App> {
+    axum::Router::new().merge(labels::routes()).merge(health::routes())
 }

@@ -11,17 +11,23 @@ use crate::error::{EmptyObject, Error, Result};
 use crate::http::{PathParam, envelope};
 use crate::ids::SavedAddressId;
 
-pub async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
+/// The saved-address endpoints, under the API prefix.
+pub fn routes() -> axum::Router<App> {
+    use axum::routing::get;
+    axum::Router::new().route("/saved-addresses", get(list)).route("/saved-addresses/{id}", get(show).delete(remove))
+}
+
+async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
     let addresses = app.store.list_saved_addresses(caller.scope).await?;
     Ok(envelope(200, "Saved addresses listed.", &json!({ "saved_addresses": addresses })))
 }
 
-pub async fn show(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
+async fn show(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let address = app.store.saved_address(caller.scope, SavedAddressId(id)).await?.ok_or(Error::NotFound)?;
     Ok(envelope(200, "Saved address found.", &address))
 }
 
-pub async fn remove(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
+async fn remove(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     if app.store.delete_saved_address(caller.scope, SavedAddressId(id)).await? {
         Ok(envelope(200, "Saved address deleted.", &EmptyObject {}))
     } else {

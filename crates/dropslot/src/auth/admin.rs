@@ -13,6 +13,16 @@ use crate::http::{JsonBody, PathParam, envelope};
 use crate::ids::ClientId;
 use crate::store::TokenKind;
 
+/// The admin API, under the API prefix.
+pub fn routes() -> axum::Router<App> {
+    use axum::routing::{delete, post, put};
+    axum::Router::new()
+        .route("/admin/clients", post(create_client))
+        .route("/admin/clients/{id}/settings", put(put_settings))
+        .route("/admin/clients/{id}/tokens", post(create_token).get(list_tokens))
+        .route("/admin/tokens/{prefix}", delete(revoke_token))
+}
+
 /// Proof that the request carried the configured admin token.
 pub struct Admin;
 
@@ -28,15 +38,11 @@ impl FromRequestParts<App> for Admin {
 }
 
 #[derive(Deserialize)]
-pub struct NewClient {
+struct NewClient {
     name: Option<String>,
 }
 
-pub async fn create_client(
-    _: Admin,
-    State(app): State<App>,
-    JsonBody(body, _): JsonBody<NewClient>,
-) -> Result<Response> {
+async fn create_client(_: Admin, State(app): State<App>, JsonBody(body, _): JsonBody<NewClient>) -> Result<Response> {
     let name = body.name.unwrap_or_default();
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 200 {
@@ -49,7 +55,7 @@ pub async fn create_client(
 /// `PUT /admin/clients/{id}/settings`: a client's negotiated price list and limits (each
 /// optional; absent = the configuration's). Validated like the configuration, so a bad value
 /// is a 422 here rather than a failing request later.
-pub async fn put_settings(
+async fn put_settings(
     _: Admin,
     State(app): State<App>,
     PathParam(client): PathParam<i64>,
@@ -63,11 +69,11 @@ pub async fn put_settings(
 }
 
 #[derive(Deserialize)]
-pub struct NewToken {
+struct NewToken {
     kind: Option<String>,
 }
 
-pub async fn create_token(
+async fn create_token(
     _: Admin,
     State(app): State<App>,
     PathParam(client): PathParam<i64>,
@@ -92,7 +98,7 @@ pub async fn create_token(
     ))
 }
 
-pub async fn list_tokens(_: Admin, State(app): State<App>, PathParam(client): PathParam<i64>) -> Result<Response> {
+async fn list_tokens(_: Admin, State(app): State<App>, PathParam(client): PathParam<i64>) -> Result<Response> {
     let client = ClientId(client);
     if !app.store.client_exists(client).await? {
         return Err(Error::NotFound);
@@ -101,7 +107,7 @@ pub async fn list_tokens(_: Admin, State(app): State<App>, PathParam(client): Pa
     Ok(envelope(200, "Tokens listed.", &json!({"tokens": tokens})))
 }
 
-pub async fn revoke_token(_: Admin, State(app): State<App>, PathParam(prefix): PathParam<String>) -> Result<Response> {
+async fn revoke_token(_: Admin, State(app): State<App>, PathParam(prefix): PathParam<String>) -> Result<Response> {
     if app.store.revoke_token(&prefix, app.clock.now()).await? {
         Ok(envelope(200, "Token revoked.", &json!({})))
     } else {

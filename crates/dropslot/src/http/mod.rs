@@ -5,13 +5,10 @@ mod extract;
 pub mod json;
 pub mod server;
 
-use std::time::Duration;
-
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
 use serde::Serialize;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
@@ -21,27 +18,48 @@ pub use extract::{JsonBody, PathParam};
 
 use crate::app::App;
 use crate::error::Error;
-use crate::{addresses, auth, labels, orders};
 
 pub const API: &str = "/scheduled-service/api/v1";
 static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-#[derive(Serialize)]
-struct Envelope<'a, T: Serialize> {
-    status: &'static str,
-    code: u16,
-    message: &'a str,
-    object: &'a T,
+/// The interface's envelope, the one shape of every JSON response: `{"status", "code",
+/// "message", "object"}`, and on an error also `"errors"` (before `"object"`). `T` is the
+/// type of `object`, so every response is typed end to end.
+#[derive(Serialize, Debug)]
+pub struct Envelope<'a, T: Serialize> {
+    /// `"success"` or `"error"`.
+    pub status: &'static str,
+    /// Equals the HTTP status.
+    pub code: u16,
+    pub message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<&'a crate::error::FieldErrors>,
+    pub object: &'a T,
 }
 
-/// The success envelope with HTTP status = `code`.
-pub fn envelope<T: Serialize>(code: u16, message: &str, object: &T) -> Response {
-    let body = serde_json::to_vec(&Envelope { status: "success", code, message, object })
-        .map_err(|e| Error::Internal(e.to_string()));
-    match body {
-        Ok(bytes) => json_response(code, bytes),
-        Err(e) => e.into_response(),
+impl<'a, T: Serialize> Envelope<'a, T> {
+    pub fn success(code: u16, message: &'a str, object: &'a T) -> Self {
+        Envelope { status: "success", code, message, errors: None, object }
     }
+
+    /// The JSON text; a value that cannot be serialised is an error, never an empty body.
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        serde_json::to_string(self)
+    }
+}
+
+impl<T: Serialize> IntoResponse for Envelope<'_, T> {
+    fn into_response(self) -> Response {
+        match self.to_json() {
+            Ok(text) => json_response(self.code, text),
+            Err(e) => Error::Internal(format!("serialising a response: {e}")).into_response(),
+        }
+    }
+}
+
+/// A success envelope with HTTP status = `code`.
+pub fn envelope<T: Serialize>(code: u16, message: &str, object: &T) -> Response {
+    Envelope::success(code, message, object).into_response()
 }
 
 /// A header that must appear at most once was sent several times: 400 at `header.<Name>`.
@@ -74,25 +92,14 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     Error::Internal("handler panicked".into()).into_response()
 }
 
-pub fn router(app: App) -> Router {
-    let api = Router::new()
-        .route("/requests/preview", post(orders::preview::handle))
-        .route("/requests/sync", post(orders::create::handle))
-        .route("/parcels/find/by-custom-code/{custom_code}", delete(orders::delete::handle))
-        .route("/saved-addresses", get(addresses::list))
-        .route("/saved-addresses/{id}", get(addresses::show).delete(addresses::remove))
-        .route("/admin/clients", post(auth::admin::create_client))
-        .route("/admin/clients/{id}/settings", axum::routing::put(auth::admin::put_settings))
-        .route("/admin/clients/{id}/tokens", post(auth::admin::create_token).get(auth::admin::list_tokens))
-        .route("/admin/tokens/{prefix}", delete(auth::admin::revoke_token));
-
+/// The whole router: the domains' API routes under [`API`], their root routes (labels,
+/// icons, health) beside them, the 404/405 fallbacks and the middleware every response
+/// passes through. `http` knows no domain: the composition root hands the routes in.
+pub fn router(app: App, api: Router<App>, root: Router<App>) -> Router {
     let body_limit = app.settings.body_limit;
     Router::new()
         .nest(API, api)
-        .route("/labels/{kind}/{token}/{file}", get(labels::serve))
-        .route("/static/icons/{file}", get(labels::icon))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+        .merge(root)
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .with_state(app)
@@ -104,25 +111,4 @@ pub fn router(app: App) -> Router {
         }))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
         .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeId))
-}
-
-async fn healthz() -> Response {
-    envelope(200, "ok", &serde_json::json!({}))
-}
-
-/// Ready when the database takes a write within 2 s and the server is not draining. The
-/// probe is a real committed write (`Store::ping`), so a read-only or full database, or one
-/// locked by another process, is not ready; it is ready again as soon as writes succeed.
-async fn readyz(State(app): State<App>) -> Response {
-    if app.is_stopping() {
-        return Error::Unavailable("draining").into_response();
-    }
-    match tokio::time::timeout(Duration::from_secs(2), app.store.ping()).await {
-        Ok(Ok(())) => envelope(200, "ready", &serde_json::json!({})),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "not ready: the database does not take writes");
-            Error::Unavailable("database not writable").into_response()
-        }
-        Err(_) => Error::Unavailable("database did not answer in time").into_response(),
-    }
 }

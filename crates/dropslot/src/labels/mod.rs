@@ -12,13 +12,26 @@ use sha2::{Digest, Sha256};
 use crate::app::App;
 use crate::error::{Error, Result};
 use crate::http::PathParam;
-use crate::orders::wire::LabelLink;
 use crate::store::LabelKind;
 
 const SIZES: [&str; 2] = ["4x6", "4x4"];
 const FORMATS: [&str; 2] = ["pdf", "zpl"];
 
 /// Every size × format of one entity's labels, and the 4x6 PDF as its `label`.
+/// One entry of a `pick_up_label_urls` list.
+#[derive(serde::Serialize, Clone)]
+pub struct LabelLink {
+    pub name: String,
+    pub size: &'static str,
+    pub format: &'static str,
+    pub url: String,
+}
+
+pub fn routes() -> axum::Router<App> {
+    use axum::routing::get;
+    axum::Router::new().route("/labels/{kind}/{token}/{file}", get(serve)).route("/static/icons/{file}", get(icon))
+}
+
 pub fn links(base: &str, kind: LabelKind, token: &str) -> (Vec<LabelLink>, String) {
     let noun = match kind {
         LabelKind::PickUp => "Pick-up",
@@ -50,7 +63,7 @@ pub fn icon_url(base: &str, size_code: &str) -> String {
 
 /// `GET /labels/{kind}/{token}/{size}.{format}`: rendered on demand (deterministic, so the
 /// `ETag` is a digest of what is printed and a printer's re-fetch can be a 304).
-pub async fn serve(
+async fn serve(
     State(app): State<App>,
     headers: HeaderMap,
     PathParam((kind, token, file)): PathParam<(String, String, String)>,
@@ -111,7 +124,7 @@ fn etag(label: &dropslot_labels::Label, size: LabelSize, format: LabelFormat) ->
 }
 
 /// `GET /static/icons/{code}.svg`: a parcel-box icon with the size's initial.
-pub async fn icon(PathParam(file): PathParam<String>) -> Result<Response> {
+async fn icon(PathParam(file): PathParam<String>) -> Result<Response> {
     let code = file.strip_suffix(".svg").ok_or(Error::NotFound)?;
     if code.is_empty() || code.len() > 32 || !code.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     {

@@ -7,7 +7,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use jiff::{SignedDuration, Timestamp};
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::request::{Purpose, RequestPayload, normalize_address};
@@ -19,7 +18,7 @@ use super::{Prepared, custom_code_taken};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
-use crate::http::{JsonBody, json_response};
+use crate::http::{Envelope, JsonBody, json_response};
 use crate::ids;
 use crate::labels;
 use crate::quote::schedule::iso;
@@ -32,7 +31,7 @@ const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 const CREATED: &str = "Order created.";
 
 #[tracing::instrument(skip_all, err(level = "debug"))]
-pub async fn handle(
+pub(super) async fn handle(
     State(app): State<App>,
     caller: Caller,
     headers: HeaderMap,
@@ -286,14 +285,6 @@ fn assemble(
 /// The response body, complete but for the row ids the store assigns.
 struct Draft(OrderObject);
 
-#[derive(Serialize)]
-struct Envelope<'a> {
-    status: &'static str,
-    code: u16,
-    message: &'static str,
-    object: &'a OrderObject,
-}
-
 impl Draft {
     fn render(&self, ids: &OrderIds) -> serde_json::Result<String> {
         let mut object = self.0.clone();
@@ -302,6 +293,6 @@ impl Draft {
             s.pick_up_shipment.id = ids.pick_up.0;
             s.drop_off_shipment.id = shipment_ids.drop_off.0;
         }
-        serde_json::to_string(&Envelope { status: "success", code: 201, message: CREATED, object: &object })
+        Envelope::success(201, CREATED, &object).to_json()
     }
 }

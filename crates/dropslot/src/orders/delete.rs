@@ -11,7 +11,11 @@ use crate::http::{PathParam, envelope};
 use crate::store::DeleteOutcome;
 
 #[tracing::instrument(skip_all, err(level = "debug"))]
-pub async fn handle(State(app): State<App>, caller: Caller, PathParam(code): PathParam<String>) -> Result<Response> {
+pub(super) async fn handle(
+    State(app): State<App>,
+    caller: Caller,
+    PathParam(code): PathParam<String>,
+) -> Result<Response> {
     if !(16..=20).contains(&code.len()) || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return Err(Error::invalid("path.custom_code", "The custom code must be 16 to 20 letters or digits."));
     }

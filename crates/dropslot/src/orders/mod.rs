@@ -2,9 +2,9 @@
 //! Handlers parse, validate, quote, persist and answer; the rules live in `request` and
 //! `crate::quote`.
 
-pub mod create;
-pub mod delete;
-pub mod preview;
+mod create;
+mod delete;
+mod preview;
 pub mod request;
 pub mod wire;
 
@@ -14,6 +14,15 @@ use crate::error::{Error, FieldErrors, Result};
 use crate::ids::SavedAddressId;
 use crate::quote::{self, Quote, QuoteError};
 use request::{Purpose, RequestPayload, Rules, ValidRequest};
+
+/// Preview, order creation and deletion by custom code, under the API prefix.
+pub fn routes() -> axum::Router<App> {
+    use axum::routing::{delete, post};
+    axum::Router::new()
+        .route("/requests/preview", post(preview::handle))
+        .route("/requests/sync", post(create::handle))
+        .route("/parcels/find/by-custom-code/{custom_code}", delete(delete::handle))
+}
 
 /// A validated, quoted request.
 pub struct Prepared {

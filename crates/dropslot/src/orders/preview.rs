@@ -19,7 +19,7 @@ use crate::quote::Quote;
 use crate::quote::schedule::iso;
 
 #[tracing::instrument(skip_all, err(level = "debug"))]
-pub async fn handle(
+pub(super) async fn handle(
     State(app): State<App>,
     caller: Caller,
     JsonBody(payload, _): JsonBody<RequestPayload>,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::labels::LabelLink;
 use crate::store::StoredDropOffAddress;
 
 use crate::config::PaymentType;
@@ -192,14 +193,6 @@ pub struct DropOffAddress {
     pub region: String,
     pub google_place_id: Option<String>,
     pub location_service_postal_code: String,
-}
-
-#[derive(Serialize, Clone)]
-pub struct LabelLink {
-    pub name: String,
-    pub size: &'static str,
-    pub format: &'static str,
-    pub url: String,
 }
 
 #[derive(Serialize, Clone)]

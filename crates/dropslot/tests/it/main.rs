@@ -8,6 +8,7 @@ mod common;
 mod errors;
 mod hardening;
 mod labels;
+mod layout;
 mod orders;
 mod preview;
 mod storage;

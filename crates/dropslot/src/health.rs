@@ -1,0 +1,37 @@
+//! Liveness and readiness (`/healthz`, `/readyz`) for load balancers and orchestrators.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::app::App;
+use crate::error::Error;
+use crate::http::envelope;
+
+pub fn routes() -> Router<App> {
+    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz))
+}
+
+async fn healthz() -> Response {
+    envelope(200, "ok", &serde_json::json!({}))
+}
+
+/// Ready when the database takes a write within 2 s and the server is not draining. The
+/// probe is a real committed write (`Store::ping`), so a read-only or full database, or one
+/// locked by another process, is not ready; it is ready again as soon as writes succeed.
+async fn readyz(State(app): State<App>) -> Response {
+    if app.is_stopping() {
+        return Error::Unavailable("draining").into_response();
+    }
+    match tokio::time::timeout(Duration::from_secs(2), app.store.ping()).await {
+        Ok(Ok(())) => envelope(200, "ready", &serde_json::json!({})),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "not ready: the database does not take writes");
+            Error::Unavailable("database not writable").into_response()
+        }
+        Err(_) => Error::Unavailable("database did not answer in time").into_response(),
+    }
+}
