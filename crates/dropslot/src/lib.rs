@@ -16,6 +16,7 @@ pub mod labels;
 pub mod money;
 pub mod orders;
 pub mod quote;
+pub mod shipments;
 pub mod store;
 
 use std::future::Future;

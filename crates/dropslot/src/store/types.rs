@@ -282,7 +282,7 @@ pub enum CreateOrderError {
 pub enum DeleteOutcome {
     NotFound,
     /// The drop-off shipment is past pick-up: its status.
-    TooLate(String),
+    TooLate(crate::shipments::Status),
     Deleted {
         shipment_deleted: bool,
     },

@@ -7,14 +7,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::map_err;
 use crate::ids::{DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId};
 use crate::money::{Money, TaxRate};
-use crate::quote::pricing;
+use crate::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot, NewEvent, ShipmentKind, Status};
 use crate::store::{
     CreateOrderError, CreatedOrder, DeleteOutcome, LabelDropOff, LabelKind, LabelParcel, LabelSource, NewOrder,
     OrderIds, RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress,
 };
-
-/// Who recorded a status change made by the client API.
-const ACTOR_CLIENT: &str = "client";
 
 pub(super) fn insert_order(
     c: &Connection,
@@ -84,7 +81,7 @@ pub(super) fn insert_order(
     })
     .map_err(map_err)?;
     let pick_up = PickUpShipmentId(c.last_insert_rowid());
-    record_event(c, "pick_up", pick_up.0, "scheduled", None, &o.created_at, None)?;
+    record_event(c, &shipments::created(ShipmentKind::PickUp, pick_up.0), &o.created_at)?;
 
     let mut shipments = Vec::with_capacity(o.shipments.len());
     for (i, s) in o.shipments.iter().enumerate() {
@@ -127,7 +124,7 @@ pub(super) fn insert_order(
         })
         .map_err(map_err)?;
         let drop_off = DropOffShipmentId(c.last_insert_rowid());
-        record_event(c, "drop_off", drop_off.0, "scheduled", None, &o.created_at, None)?;
+        record_event(c, &shipments::created(ShipmentKind::DropOff, drop_off.0), &o.created_at)?;
         let mut parcels = Vec::with_capacity(s.parcels.len());
         for (j, parcel) in s.parcels.iter().enumerate() {
             let inserted = c
@@ -182,113 +179,65 @@ fn is_custom_code_conflict(e: &rusqlite::Error) -> bool {
         if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE && msg.contains("parcels.custom_code"))
 }
 
-fn record_event(
-    c: &Connection,
-    kind: &str,
-    id: i64,
-    status: &str,
-    previous: Option<&str>,
-    at: &str,
-    reason: Option<&str>,
-) -> Result<(), StoreError> {
+/// Records a status change; runs in the transaction that makes the change.
+fn record_event(c: &Connection, e: &NewEvent, at: &str) -> Result<(), StoreError> {
     c.prepare_cached(
         "INSERT INTO shipment_events (shipment_kind, shipment_id, status, previous_status, at, actor, reason)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )
-    .and_then(|mut s| s.execute(params![kind, id, status, previous, at, ACTOR_CLIENT, reason]))
+    .and_then(|mut s| {
+        s.execute(params![
+            e.kind.as_str(),
+            e.shipment,
+            e.to.as_str(),
+            e.from.map(Status::as_str),
+            at,
+            e.actor.as_str(),
+            e.reason
+        ])
+    })
     .map_err(map_err)?;
     Ok(())
 }
 
+/// A stored status; one this binary does not know is an error, never a guess.
+fn status_column(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Status> {
+    let text: String = r.get(i)?;
+    Status::parse(&text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!("unknown status {text:?}").into(),
+        )
+    })
+}
+
+/// Deletion by custom code as one unit of work: load the snapshot, let the domain decide
+/// (`shipments::plan_deletion`), persist the plan; all in the writer's transaction.
 pub(super) fn delete_parcel(
     c: &Connection,
     scope: Scope,
     code: &str,
     now: Timestamp,
 ) -> Result<DeleteOutcome, StoreError> {
-    let found: Option<(i64, i64, String, i64, i64)> = c
-        .prepare_cached(
-            "SELECT p.id, d.id, d.status, d.shipment_order_id, d.pick_up_shipment_id
-             FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
-             WHERE p.client_id = ?1 AND p.mode = ?2 AND p.custom_code = ?3 AND p.deleted_at IS NULL",
-        )
-        .and_then(|mut s| {
-            s.query_row(params![scope.client.0, scope.mode.as_str(), code], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
-            .optional()
-        })
-        .map_err(map_err)?;
-    let Some((parcel, drop_off, status, shipment_order, pick_up)) = found else {
+    let Some(snapshot) = deletion_snapshot(c, scope, code).map_err(map_err)? else {
         return Ok(DeleteOutcome::NotFound);
     };
-    if status != "scheduled" && status != "to_pick_up" {
-        return Ok(DeleteOutcome::TooLate(status));
-    }
-    let at = now.to_string();
-    c.execute("UPDATE parcels SET deleted_at = ?2 WHERE id = ?1", params![parcel, at]).map_err(map_err)?;
-    let remaining: i64 = c
-        .query_row(
-            "SELECT count(*) FROM parcels WHERE drop_off_shipment_id = ?1 AND deleted_at IS NULL",
-            [drop_off],
-            |r| r.get(0),
-        )
-        .map_err(map_err)?;
-    reprice_order(c, shipment_order)?;
-    if remaining > 0 {
-        return Ok(DeleteOutcome::Deleted { shipment_deleted: false });
-    }
-    c.execute("UPDATE drop_off_shipments SET status = 'deleted' WHERE id = ?1", [drop_off]).map_err(map_err)?;
-    record_event(c, "drop_off", drop_off, "deleted", Some(&status), &at, Some("the client deleted its last parcel"))?;
-    let live: i64 = c
-        .query_row(
-            "SELECT count(*) FROM drop_off_shipments WHERE pick_up_shipment_id = ?1 AND status <> 'deleted'",
-            [pick_up],
-            |r| r.get(0),
-        )
-        .map_err(map_err)?;
-    if live == 0 {
-        let previous: String = c
-            .query_row("SELECT status FROM pick_up_shipments WHERE id = ?1", [pick_up], |r| r.get(0))
-            .map_err(map_err)?;
-        c.execute("UPDATE pick_up_shipments SET status = 'deleted' WHERE id = ?1", [pick_up]).map_err(map_err)?;
-        record_event(c, "pick_up", pick_up, "deleted", Some(&previous), &at, Some("all its drop-offs were deleted"))?;
-    }
-    Ok(DeleteOutcome::Deleted { shipment_deleted: true })
-}
-
-/// Re-prices every shipment order of the order that `shipment_order` belongs to, on the
-/// terms they were created with: the minimum and tax apply once to the order and are shared
-/// out (`pricing::allocate`); a shipment order with no parcel left is charged nothing.
-fn reprice_order(c: &Connection, shipment_order: i64) -> Result<(), StoreError> {
-    let mut st = c
-        .prepare_cached(
-            "SELECT so.id, so.min_price, so.tax_bp,
-                    (SELECT count(*) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
-                      WHERE d.shipment_order_id = so.id AND p.deleted_at IS NULL),
-                    (SELECT coalesce(sum(p.price), 0) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
-                      WHERE d.shipment_order_id = so.id AND p.deleted_at IS NULL)
-             FROM shipment_orders so
-             WHERE so.order_id = (SELECT order_id FROM shipment_orders WHERE id = ?1)
-             ORDER BY so.id",
-        )
-        .map_err(map_err)?;
-    let rows: Vec<(i64, i64, u32, i64, i64)> = st
-        .query_map([shipment_order], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-        .and_then(Iterator::collect)
-        .map_err(map_err)?;
-    let Some(&(_, min_price, tax_bp, _, _)) = rows.first() else {
-        return Err(StoreError::Corrupt(format!("shipment order {shipment_order} has no order")));
+    let plan = shipments::plan_deletion(&snapshot);
+    let shipment_deleted = plan.shipment_deleted();
+    let DeletionPlan::Delete { parcel, charges, changes } = plan else {
+        return Ok(DeleteOutcome::TooLate(snapshot.drop_off_status));
     };
-    let actuals: Vec<Option<Money>> = rows.iter().map(|r| (r.3 > 0).then_some(Money(r.4))).collect();
-    for (row, t) in rows.iter().zip(pricing::allocate(&actuals, Money(min_price), TaxRate(tax_bp))) {
+    let at = now.to_string();
+    c.execute("UPDATE parcels SET deleted_at = ?2 WHERE id = ?1", params![parcel.0, at]).map_err(map_err)?;
+    for (shipment_order, t) in &charges {
         c.prepare_cached(
             "UPDATE shipment_orders SET actual_total_price = ?2, actual_total_tax = ?3, actual_price_with_tax = ?4,
                 total_price = ?5, total_tax = ?6, price_with_tax = ?7 WHERE id = ?1",
         )
         .and_then(|mut s| {
             s.execute(params![
-                row.0,
+                shipment_order.0,
                 t.actual_total_price.0,
                 t.actual_total_tax.0,
                 t.actual_price_with_tax.0,
@@ -299,7 +248,93 @@ fn reprice_order(c: &Connection, shipment_order: i64) -> Result<(), StoreError> 
         })
         .map_err(map_err)?;
     }
-    Ok(())
+    for change in &changes {
+        let table = match change.kind {
+            ShipmentKind::PickUp => "UPDATE pick_up_shipments SET status = ?2 WHERE id = ?1",
+            ShipmentKind::DropOff => "UPDATE drop_off_shipments SET status = ?2 WHERE id = ?1",
+        };
+        c.prepare_cached(table)
+            .and_then(|mut s| s.execute(params![change.shipment, change.to.as_str()]))
+            .map_err(map_err)?;
+        record_event(c, change, &at)?;
+    }
+    Ok(DeleteOutcome::Deleted { shipment_deleted })
+}
+
+/// The rows `plan_deletion` needs, read in the deleting transaction.
+fn deletion_snapshot(c: &Connection, scope: Scope, code: &str) -> rusqlite::Result<Option<DeletionSnapshot>> {
+    let found = c
+        .prepare_cached(
+            "SELECT p.id, d.id, d.status, d.shipment_order_id, d.pick_up_shipment_id, pu.status, so.order_id,
+                    so.min_price, so.tax_bp,
+                    (SELECT count(*) FROM parcels x WHERE x.drop_off_shipment_id = d.id AND x.deleted_at IS NULL),
+                    (SELECT count(*) FROM drop_off_shipments y WHERE y.pick_up_shipment_id = pu.id AND y.status <> 'deleted')
+             FROM parcels p
+             JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+             JOIN pick_up_shipments pu ON pu.id = d.pick_up_shipment_id
+             JOIN shipment_orders so ON so.id = d.shipment_order_id
+             WHERE p.client_id = ?1 AND p.mode = ?2 AND p.custom_code = ?3 AND p.deleted_at IS NULL",
+        )?
+        .query_row(params![scope.client.0, scope.mode.as_str(), code], |r| {
+            Ok((
+                ParcelId(r.get(0)?),
+                DropOffShipmentId(r.get(1)?),
+                status_column(r, 2)?,
+                PickUpShipmentId(r.get(4)?),
+                status_column(r, 5)?,
+                r.get::<_, i64>(6)?,
+                Money(r.get(7)?),
+                TaxRate(r.get(8)?),
+                r.get::<_, usize>(9)?,
+                r.get::<_, usize>(10)?,
+            ))
+        })
+        .optional()?;
+    let Some((
+        parcel,
+        drop_off,
+        drop_off_status,
+        pick_up,
+        pick_up_status,
+        order,
+        min_price,
+        tax,
+        live_parcels,
+        live_drop_offs,
+    )) = found
+    else {
+        return Ok(None);
+    };
+    let mut order_lines: Vec<ChargeLine> = Vec::new();
+    let mut st = c.prepare_cached(
+        "SELECT so.id, p.price FROM shipment_orders so
+         LEFT JOIN drop_off_shipments d ON d.shipment_order_id = so.id
+         LEFT JOIN parcels p ON p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL AND p.id <> ?2
+         WHERE so.order_id = ?1 ORDER BY so.id, p.id",
+    )?;
+    let rows =
+        st.query_map(params![order, parcel.0], |r| Ok((ShipmentOrderId(r.get(0)?), r.get::<_, Option<i64>>(1)?)))?;
+    for row in rows {
+        let (shipment_order, price) = row?;
+        if order_lines.last().is_none_or(|l| l.shipment_order != shipment_order) {
+            order_lines.push(ChargeLine { shipment_order, live_parcel_prices: Vec::new() });
+        }
+        if let (Some(price), Some(line)) = (price, order_lines.last_mut()) {
+            line.live_parcel_prices.push(Money(price));
+        }
+    }
+    Ok(Some(DeletionSnapshot {
+        parcel,
+        drop_off,
+        drop_off_status,
+        drop_off_live_parcels: live_parcels,
+        pick_up,
+        pick_up_status,
+        pick_up_live_drop_offs: live_drop_offs,
+        order: order_lines,
+        min_price,
+        tax,
+    }))
 }
 
 pub(super) fn label_source(c: &Connection, kind: LabelKind, token: &str) -> rusqlite::Result<Option<LabelSource>> {
