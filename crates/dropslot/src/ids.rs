@@ -15,6 +15,32 @@ macro_rules! int_id {
 }
 int_id!(ClientId, OrderId, ShipmentOrderId, PickUpShipmentId, DropOffShipmentId, ParcelId, SavedAddressId);
 
+/// A parcel's custom code, given by the client: 16 to 20 ASCII letters or digits,
+/// case-sensitive. The one place the rule lives; a `CustomCode` that breaks it cannot exist.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct CustomCode(String);
+
+impl CustomCode {
+    /// The rule, as a client reads it.
+    pub const RULE: &'static str = "The custom code must be 16 to 20 letters or digits.";
+
+    pub fn parse(s: &str) -> Option<CustomCode> {
+        ((16..=20).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .then(|| CustomCode(s.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for CustomCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /// `n` bytes from the operating system's CSPRNG.

@@ -125,7 +125,8 @@ fn assemble(
     let base = &app.settings.base_url;
     let city = area.city(p.quote.pick_up_city);
     let tax = area.region(city.region).tax;
-    let created_at = iso(&now.to_zoned(city.tz.clone()));
+    let created = now.to_zoned(city.tz.clone());
+    let created_at = iso(&created);
     let pu = &p.quote.pick_up;
     let pick_up_token = ids::url_token();
     let (pick_up_links, pick_up_label) = labels::links(base, LabelKind::PickUp, &pick_up_token);
@@ -134,11 +135,11 @@ fn assemble(
     let new_pick_up = NewPickUp {
         unique_id: ids::pick_up_unique_id(),
         label_token: pick_up_token,
-        scheduled_date: pu.date.to_string(),
+        scheduled_date: pu.date,
         slot_code: pu.slot.code.clone(),
         slot_name: pu.slot.name.clone(),
-        start: iso(&pu.start),
-        end: iso(&pu.end),
+        start: pu.start.clone(),
+        end: pu.end.clone(),
         address: StoredPickUpAddress {
             text: pick_up_address.text.clone(),
             postal_code: pick_up_address.postal_code.clone(),
@@ -154,13 +155,13 @@ fn assemble(
         saved_text: text,
     };
     let pick_up_object = PickUpShipmentObject {
-        scheduled_date: new_pick_up.scheduled_date.clone(),
+        scheduled_date: new_pick_up.scheduled_date.to_string(),
         unique_id: new_pick_up.unique_id.clone(),
         id: 0,
         pick_up_label_urls: pick_up_links,
         label: pick_up_label,
-        time_slot_datetime_start: new_pick_up.start.clone(),
-        time_slot_datetime_end: new_pick_up.end.clone(),
+        time_slot_datetime_start: iso(&new_pick_up.start),
+        time_slot_datetime_end: iso(&new_pick_up.end),
     };
     let mut shipments = Vec::new();
     let mut objects = Vec::new();
@@ -207,7 +208,7 @@ fn assemble(
                 pick_up_code: ids::pick_up_code(),
                 custom_code: parcel.custom_code.clone(),
                 size_code: size.code.clone(),
-                weight_mg: parcel.weight,
+                weight: parcel.weight,
                 price: *price,
                 label_token: token,
             };
@@ -216,7 +217,7 @@ fn assemble(
                 pick_up_index: "0".into(),
                 drop_off_index: i,
                 pick_up_code: np.pick_up_code.clone(),
-                custom_code: np.custom_code.clone(),
+                custom_code: np.custom_code.as_ref().map(|c| c.as_str().to_string()),
                 pick_up_label_urls: links,
                 parcel_size_code: np.size_code.clone(),
                 label,
@@ -226,11 +227,11 @@ fn assemble(
         let drop_off = NewDropOff {
             unique_id: tracking.clone(),
             label_token: token,
-            scheduled_date: q.booking.date.to_string(),
+            scheduled_date: q.booking.date,
             slot_code: q.booking.slot.code.clone(),
             slot_name: q.booking.slot.name.clone(),
-            start: iso(&q.booking.start),
-            end: iso(&q.booking.end),
+            start: q.booking.start.clone(),
+            end: q.booking.end.clone(),
             zone_code: zone.code.clone(),
             warehouse: zone.warehouse.clone(),
             city: area.city(zone.city).name.clone(),
@@ -241,15 +242,15 @@ fn assemble(
             shipment_order_unique_id: ids::shipment_order_unique_id(),
             pick_up_shipment: pick_up_object.clone(),
             drop_off_shipment: DropOffShipmentObject {
-                scheduled_date: drop_off.scheduled_date.clone(),
+                scheduled_date: drop_off.scheduled_date.to_string(),
                 user_ref_id: None,
                 unique_id: tracking.clone(),
                 id: 0,
                 pick_up_label_urls: links,
                 label,
                 time_slot: SlotCode { code: drop_off.slot_code.clone() },
-                time_slot_datetime_start: drop_off.start.clone(),
-                time_slot_datetime_end: drop_off.end.clone(),
+                time_slot_datetime_start: iso(&drop_off.start),
+                time_slot_datetime_end: iso(&drop_off.end),
                 tracking_url: labels::tracking_url(base, &tracking),
             },
             drop_off_address: address,
@@ -274,7 +275,7 @@ fn assemble(
     let unique_id = ids::order_unique_id();
     let order = NewOrder {
         unique_id: unique_id.clone(),
-        created_at: created_at.clone(),
+        created_at: created,
         pick_up: new_pick_up,
         shipments,
         idempotency: claim,

@@ -8,6 +8,7 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{EmptyObject, Error, Result};
 use crate::http::{PathParam, envelope};
+use crate::ids::CustomCode;
 use crate::store::DeleteOutcome;
 
 #[tracing::instrument(skip_all, err(level = "debug"))]
@@ -16,9 +17,7 @@ pub(super) async fn handle(
     caller: Caller,
     PathParam(code): PathParam<String>,
 ) -> Result<Response> {
-    if !(16..=20).contains(&code.len()) || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(Error::invalid("path.custom_code", "The custom code must be 16 to 20 letters or digits."));
-    }
+    let code = CustomCode::parse(&code).ok_or_else(|| Error::invalid("path.custom_code", CustomCode::RULE))?;
     match app.store.delete_parcel_by_custom_code(caller.scope, &code, app.clock.now()).await? {
         DeleteOutcome::NotFound => Err(Error::NotFound),
         DeleteOutcome::TooLate(status) => Err(Error::Conflict(format!(

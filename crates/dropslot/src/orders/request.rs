@@ -8,6 +8,7 @@ use serde::Deserialize;
 use crate::config::{Limits, PriceList, ServiceArea};
 use crate::error::FieldErrors;
 use crate::geo::{Geocoder, Location};
+use crate::ids::CustomCode;
 use crate::quote::{DropOffRequest, Milligrams, QuoteRequest, pricing};
 
 #[derive(Debug, Deserialize)]
@@ -72,7 +73,7 @@ pub struct ValidParcel {
     pub values: f64,
     pub weight: Milligrams,
     pub size: usize,
-    pub custom_code: Option<String>,
+    pub custom_code: Option<CustomCode>,
 }
 
 #[derive(Debug, Clone)]
@@ -152,7 +153,7 @@ fn check_drop_offs(
         return None;
     }
     // Custom codes seen in this request (case-sensitive, like the database index and barcodes).
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<CustomCode> = HashSet::new();
     let mut out = Vec::with_capacity(list.len());
     for (i, d) in list.into_iter().enumerate() {
         let at = format!("drop_offs.{i}");
@@ -176,7 +177,7 @@ fn check_parcels(
     at: &str,
     max: usize,
     rules: &Rules<'_>,
-    seen: &mut HashSet<String>,
+    seen: &mut HashSet<CustomCode>,
     errors: &mut FieldErrors,
 ) -> Option<Vec<ValidParcel>> {
     let list = list.unwrap_or_default();
@@ -204,7 +205,7 @@ fn check_parcel(
     p: ParcelIn,
     at: &str,
     rules: &Rules<'_>,
-    seen: &mut HashSet<String>,
+    seen: &mut HashSet<CustomCode>,
     errors: &mut FieldErrors,
 ) -> Option<ValidParcel> {
     let before = errors.len_total();
@@ -237,7 +238,7 @@ fn check_parcel(
             // Stored to the milligram; classified to the microgram (25000.0001 g is over 25 kg).
             // Anything past u64 is far above every size class anyway.
             let saturate = |x: f64| if x >= 1.8e19 { u64::MAX } else { x as u64 };
-            Some((saturate((v * f).round()).max(1), saturate((v * f * 1000.0).round()).max(1)))
+            Some((Milligrams(saturate((v * f).round()).max(1)), saturate((v * f * 1000.0).round()).max(1)))
         }
         (Some(_), None) => None,
     };
@@ -252,13 +253,14 @@ fn check_parcel(
         }
         size
     });
-    let custom_code = p.custom_code.filter(|c| !c.is_empty());
-    if let Some(code) = &custom_code {
-        let len = code.chars().count();
-        if !(16..=20).contains(&len) || !code.chars().all(|c| c.is_ascii_alphanumeric()) {
-            errors.add(format!("{at}.custom_code"), "The custom code must be 16 to 20 letters or digits.");
-        } else if !seen.insert(code.clone()) {
-            errors.add(format!("{at}.custom_code"), "The custom code is used by another parcel of this request.");
+    let mut custom_code = None;
+    if let Some(given) = p.custom_code.filter(|c| !c.is_empty()) {
+        match CustomCode::parse(&given) {
+            None => errors.add(format!("{at}.custom_code"), CustomCode::RULE),
+            Some(code) if !seen.insert(code.clone()) => {
+                errors.add(format!("{at}.custom_code"), "The custom code is used by another parcel of this request.");
+            }
+            Some(code) => custom_code = Some(code),
         }
     }
     if errors.len_total() != before {

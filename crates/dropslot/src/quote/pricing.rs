@@ -7,7 +7,8 @@ use crate::config::PriceList;
 use crate::money::{Money, TaxRate};
 
 /// Weight in milligrams: fine enough that any unit conversion rounds well below a gram.
-pub type Milligrams = u64;
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Milligrams(pub u64);
 
 /// Weight in micrograms: what a size limit is compared with, so that rounding to the
 /// milligram can never carry a parcel just over a limit into the class below it.
@@ -15,7 +16,7 @@ pub type Micrograms = u64;
 
 /// The smallest size class whose limit holds the weight; `None` above the largest.
 pub fn size_for(prices: &PriceList, weight: Milligrams) -> Option<usize> {
-    size_for_micrograms(prices, weight.saturating_mul(1000))
+    size_for_micrograms(prices, weight.0.saturating_mul(1000))
 }
 
 /// [`size_for`] to the microgram.
@@ -125,13 +126,13 @@ mod tests {
     #[test]
     fn size_class_boundaries() {
         let p = prices();
-        assert_eq!(size_for(&p, 1), Some(0));
-        assert_eq!(size_for(&p, 2_000_000), Some(0), "2 kg exactly is small");
-        assert_eq!(size_for(&p, 2_000_001), Some(1));
-        assert_eq!(size_for(&p, 5_000_000), Some(1));
-        assert_eq!(size_for(&p, 10_000_000), Some(2));
-        assert_eq!(size_for(&p, 25_000_000), Some(3));
-        assert_eq!(size_for(&p, 25_000_001), None);
+        assert_eq!(size_for(&p, Milligrams(1)), Some(0));
+        assert_eq!(size_for(&p, Milligrams(2_000_000)), Some(0), "2 kg exactly is small");
+        assert_eq!(size_for(&p, Milligrams(2_000_001)), Some(1));
+        assert_eq!(size_for(&p, Milligrams(5_000_000)), Some(1));
+        assert_eq!(size_for(&p, Milligrams(10_000_000)), Some(2));
+        assert_eq!(size_for(&p, Milligrams(25_000_000)), Some(3));
+        assert_eq!(size_for(&p, Milligrams(25_000_001)), None);
     }
 
     #[test]

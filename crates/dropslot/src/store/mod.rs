@@ -12,7 +12,7 @@ use jiff::Timestamp;
 
 pub use types::*;
 
-use crate::ids::{ClientId, SavedAddressId};
+use crate::ids::{ClientId, CustomCode, SavedAddressId};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -75,7 +75,7 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_parcel_by_custom_code(
         &self,
         scope: Scope,
-        code: &str,
+        code: &CustomCode,
         now: Timestamp,
     ) -> StoreResult<DeleteOutcome>;
 

@@ -2,9 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::CustomCode;
 use crate::ids::{ClientId, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId};
 use crate::money::Money;
-use crate::quote::Totals;
+use crate::quote::{Milligrams, Totals};
 
 /// Test and live data never mix: every tenant row carries its mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -174,7 +175,8 @@ pub struct StoredDropOffAddress {
 #[derive(Debug, Clone)]
 pub struct NewOrder {
     pub unique_id: String,
-    pub created_at: String,
+    /// In the pick-up city's time zone (stored and shown with that offset).
+    pub created_at: jiff::Zoned,
     pub pick_up: NewPickUp,
     pub shipments: Vec<NewShipment>,
     pub idempotency: Option<IdempotencyClaim>,
@@ -193,11 +195,12 @@ pub struct IdempotencyClaim {
 pub struct NewPickUp {
     pub unique_id: String,
     pub label_token: String,
-    pub scheduled_date: String,
+    pub scheduled_date: jiff::civil::Date,
     pub slot_code: String,
     pub slot_name: String,
-    pub start: String,
-    pub end: String,
+    /// The slot, in the pick-up city's time zone.
+    pub start: jiff::Zoned,
+    pub end: jiff::Zoned,
     pub address: StoredPickUpAddress,
     pub saved_text: String,
     pub saved_normalized: String,
@@ -218,11 +221,12 @@ pub struct NewDropOff {
     /// Also the tracking code.
     pub unique_id: String,
     pub label_token: String,
-    pub scheduled_date: String,
+    pub scheduled_date: jiff::civil::Date,
     pub slot_code: String,
     pub slot_name: String,
-    pub start: String,
-    pub end: String,
+    /// The slot, in the drop-off zone's city's time zone.
+    pub start: jiff::Zoned,
+    pub end: jiff::Zoned,
     pub zone_code: String,
     pub warehouse: String,
     pub city: String,
@@ -232,9 +236,9 @@ pub struct NewDropOff {
 #[derive(Debug, Clone)]
 pub struct NewParcel {
     pub pick_up_code: String,
-    pub custom_code: Option<String>,
+    pub custom_code: Option<CustomCode>,
     pub size_code: String,
-    pub weight_mg: u64,
+    pub weight: Milligrams,
     pub price: Money,
     pub label_token: String,
 }

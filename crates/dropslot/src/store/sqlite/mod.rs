@@ -16,7 +16,7 @@ use super::{
     CreateOrderError, CreatedOrder, DeleteOutcome, LabelKind, LabelSource, NewOrder, NewToken, Principal, RenderFn,
     SavedAddress, Scope, Store, StoreError, StoreResult, StoredResponse, TokenHash, TokenInfo, TokenKind,
 };
-use crate::ids::{ClientId, SavedAddressId};
+use crate::ids::{ClientId, CustomCode, SavedAddressId};
 use writer::Writer;
 pub use writer::map_err;
 
@@ -355,10 +355,10 @@ impl Store for SqliteStore {
     async fn delete_parcel_by_custom_code(
         &self,
         scope: Scope,
-        code: &str,
+        code: &CustomCode,
         now: Timestamp,
     ) -> StoreResult<DeleteOutcome> {
-        let code = code.to_string();
+        let code = code.clone();
         self.writer.write(move |c| orders::delete_parcel(c, scope, &code, now)).await
     }
 
@@ -366,6 +366,21 @@ impl Store for SqliteStore {
         let token = token.to_string();
         self.read_blocking(move |c| orders::label_source(c, kind, &token)).await
     }
+}
+
+/// The unique indexes whose violation a caller turns into a field error, by name, with the
+/// columns `SQLite` names in its message for each (it reports columns, not index names).
+const UNIQUE_INDEXES: &[(&str, &str)] =
+    &[("parcels_live_custom_code", "parcels.client_id, parcels.mode, parcels.custom_code")];
+
+/// The name of the unique index a write violated, if it is one of [`UNIQUE_INDEXES`].
+pub(crate) fn violated_constraint(e: &rusqlite::Error) -> Option<&'static str> {
+    let rusqlite::Error::SqliteFailure(f, Some(msg)) = e else { return None };
+    if f.extended_code != rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE {
+        return None;
+    }
+    let columns = msg.strip_prefix("UNIQUE constraint failed: ")?;
+    UNIQUE_INDEXES.iter().find(|(_, cols)| *cols == columns).map(|(name, _)| *name)
 }
 
 /// A stored token kind; an unknown one is an error, never a guess.

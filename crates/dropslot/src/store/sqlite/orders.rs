@@ -5,8 +5,9 @@ use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::map_err;
-use crate::ids::{DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId};
+use crate::ids::{CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId};
 use crate::money::{Money, TaxRate};
+use crate::quote::schedule::iso;
 use crate::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot, NewEvent, ShipmentKind, Status};
 use crate::store::{
     CreateOrderError, CreatedOrder, DeleteOutcome, LabelDropOff, LabelKind, LabelParcel, LabelSource, NewOrder,
@@ -20,6 +21,8 @@ pub(super) fn insert_order(
     render: &RenderFn,
 ) -> Result<CreatedOrder, CreateOrderError> {
     let (client, mode) = (scope.client.0, scope.mode.as_str());
+    // Times are stored as ISO 8601 text with their local offset, dates as YYYY-MM-DD.
+    let created_at = iso(&o.created_at);
     if let Some(claim) = &o.idempotency {
         let existing: Option<i64> = c
             .prepare_cached("SELECT created_at FROM idempotency_keys WHERE client_id = ?1 AND mode = ?2 AND key = ?3")
@@ -46,14 +49,14 @@ pub(super) fn insert_order(
              RETURNING id",
         )
         .and_then(|mut s| {
-            s.query_row(params![client, mode, o.pick_up.saved_text, o.pick_up.saved_normalized, o.created_at], |r| {
+            s.query_row(params![client, mode, o.pick_up.saved_text, o.pick_up.saved_normalized, created_at], |r| {
                 r.get(0)
             })
         })
         .map_err(map_err)?,
     );
     c.prepare_cached("INSERT INTO orders (unique_id, client_id, mode, created_at) VALUES (?1, ?2, ?3, ?4)")
-        .and_then(|mut s| s.execute(params![o.unique_id, client, mode, o.created_at]))
+        .and_then(|mut s| s.execute(params![o.unique_id, client, mode, created_at]))
         .map_err(map_err)?;
     let order = OrderId(c.last_insert_rowid());
     let p = &o.pick_up;
@@ -70,18 +73,18 @@ pub(super) fn insert_order(
             client,
             mode,
             saved_address.0,
-            p.scheduled_date,
+            p.scheduled_date.to_string(),
             p.slot_code,
             p.slot_name,
-            p.start,
-            p.end,
+            iso(&p.start),
+            iso(&p.end),
             pick_up_address,
             p.label_token
         ])
     })
     .map_err(map_err)?;
     let pick_up = PickUpShipmentId(c.last_insert_rowid());
-    record_event(c, &shipments::created(ShipmentKind::PickUp, pick_up.0), &o.created_at)?;
+    record_event(c, &shipments::created(ShipmentKind::PickUp, pick_up.0), &created_at)?;
 
     let mut shipments = Vec::with_capacity(o.shipments.len());
     for (i, s) in o.shipments.iter().enumerate() {
@@ -118,13 +121,13 @@ pub(super) fn insert_order(
         )
         .and_then(|mut st| {
             st.execute(params![
-                d.unique_id, shipment_order.0, pick_up.0, client, mode, d.scheduled_date, d.slot_code, d.slot_name,
-                d.start, d.end, d.zone_code, d.warehouse, d.city, address, d.label_token
+                d.unique_id, shipment_order.0, pick_up.0, client, mode, d.scheduled_date.to_string(), d.slot_code,
+                d.slot_name, iso(&d.start), iso(&d.end), d.zone_code, d.warehouse, d.city, address, d.label_token
             ])
         })
         .map_err(map_err)?;
         let drop_off = DropOffShipmentId(c.last_insert_rowid());
-        record_event(c, &shipments::created(ShipmentKind::DropOff, drop_off.0), &o.created_at)?;
+        record_event(c, &shipments::created(ShipmentKind::DropOff, drop_off.0), &created_at)?;
         let mut parcels = Vec::with_capacity(s.parcels.len());
         for (j, parcel) in s.parcels.iter().enumerate() {
             let inserted = c
@@ -140,9 +143,9 @@ pub(super) fn insert_order(
                         mode,
                         j as i64,
                         parcel.pick_up_code,
-                        parcel.custom_code,
+                        parcel.custom_code.as_ref().map(CustomCode::as_str),
                         parcel.size_code,
-                        parcel.weight_mg as i64,
+                        parcel.weight.0 as i64,
                         parcel.price.0,
                         parcel.label_token
                     ])
@@ -175,8 +178,7 @@ pub(super) fn insert_order(
 }
 
 fn is_custom_code_conflict(e: &rusqlite::Error) -> bool {
-    matches!(e, rusqlite::Error::SqliteFailure(f, Some(msg))
-        if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE && msg.contains("parcels.custom_code"))
+    super::violated_constraint(e) == Some("parcels_live_custom_code")
 }
 
 /// Records a status change; runs in the transaction that makes the change.
@@ -217,7 +219,7 @@ fn status_column(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Status> {
 pub(super) fn delete_parcel(
     c: &Connection,
     scope: Scope,
-    code: &str,
+    code: &CustomCode,
     now: Timestamp,
 ) -> Result<DeleteOutcome, StoreError> {
     let Some(snapshot) = deletion_snapshot(c, scope, code).map_err(map_err)? else {
@@ -262,7 +264,7 @@ pub(super) fn delete_parcel(
 }
 
 /// The rows `plan_deletion` needs, read in the deleting transaction.
-fn deletion_snapshot(c: &Connection, scope: Scope, code: &str) -> rusqlite::Result<Option<DeletionSnapshot>> {
+fn deletion_snapshot(c: &Connection, scope: Scope, code: &CustomCode) -> rusqlite::Result<Option<DeletionSnapshot>> {
     let found = c
         .prepare_cached(
             "SELECT p.id, d.id, d.status, d.shipment_order_id, d.pick_up_shipment_id, pu.status, so.order_id,
@@ -275,7 +277,7 @@ fn deletion_snapshot(c: &Connection, scope: Scope, code: &str) -> rusqlite::Resu
              JOIN shipment_orders so ON so.id = d.shipment_order_id
              WHERE p.client_id = ?1 AND p.mode = ?2 AND p.custom_code = ?3 AND p.deleted_at IS NULL",
         )?
-        .query_row(params![scope.client.0, scope.mode.as_str(), code], |r| {
+        .query_row(params![scope.client.0, scope.mode.as_str(), code.as_str()], |r| {
             Ok((
                 ParcelId(r.get(0)?),
                 DropOffShipmentId(r.get(1)?),
