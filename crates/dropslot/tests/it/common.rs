@@ -73,6 +73,17 @@ pub struct Reply {
     pub body: Value,
 }
 
+/// An error answer in the CONTRACT §2 envelope, with this status and a request id.
+pub fn assert_envelope(r: &Reply, code: u16) {
+    assert_eq!(r.status.as_u16(), code, "{}", r.body);
+    assert_eq!(r.body["status"], "error", "{}", r.body);
+    assert_eq!(r.body["code"], code, "{}", r.body);
+    assert!(r.body["message"].as_str().is_some_and(|m| !m.is_empty()), "{}", r.body);
+    assert!(r.body["errors"].is_object(), "{}", r.body);
+    assert_eq!(r.body["object"], json!({}));
+    assert!(r.headers.contains_key("x-request-id"));
+}
+
 impl Reply {
     /// The message list at an error path, or panics with the whole body.
     pub fn error_at(&self, path: &str) -> Vec<String> {

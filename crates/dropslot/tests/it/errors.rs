@@ -1,18 +1,8 @@
 //! Every validation and error path answers with the CONTRACT envelope, the right status and
 //! the field path — and writes nothing.
 
-use crate::common::{TestServer, request, request_with_codes};
+use crate::common::{TestServer, assert_envelope, request, request_with_codes};
 use serde_json::{Value, json};
-
-fn assert_envelope(r: &crate::common::Reply, code: u16) {
-    assert_eq!(r.status.as_u16(), code, "{}", r.body);
-    assert_eq!(r.body["status"], "error", "{}", r.body);
-    assert_eq!(r.body["code"], code);
-    assert!(r.body["message"].as_str().is_some_and(|m| !m.is_empty()));
-    assert!(r.body["errors"].is_object());
-    assert_eq!(r.body["object"], json!({}));
-    assert!(r.headers.contains_key("x-request-id"));
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_validation_rule_answers_422_at_its_path() {

@@ -7,16 +7,8 @@ use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use crate::common::{ADMIN_TOKEN, TestServer, cents, request, request_with_codes};
+use crate::common::{ADMIN_TOKEN, TestServer, assert_envelope, cents, request, request_with_codes};
 use serde_json::{Value, json};
-
-fn assert_envelope(r: &crate::common::Reply, code: u16) {
-    assert_eq!(r.status.as_u16(), code, "{}", r.body);
-    assert_eq!(r.body["status"], "error", "{}", r.body);
-    assert_eq!(r.body["code"], code, "{}", r.body);
-    assert_eq!(r.body["object"], json!({}));
-    assert!(r.headers.contains_key("x-request-id"));
-}
 
 /// Sends a body as given (not re-serialised), with optional extra headers.
 async fn post_raw(
