@@ -141,19 +141,7 @@ impl IntoResponse for Error {
             Self::Validation(e) | Self::BadRequest { errors: e, .. } => e,
             _ => &empty,
         };
-        let message = self.public_message();
-        let body = crate::http::Envelope {
-            status: "error",
-            code: status.as_u16(),
-            message: &message,
-            errors: Some(errors),
-            object: &EmptyObject {},
-        };
-        // Serialising a struct of strings and a string map cannot fail; the fallback is a
-        // fixed envelope all the same, never an empty body.
-        let bytes = serde_json::to_vec(&body).unwrap_or_else(|_| {
-            br#"{"status":"error","code":500,"message":"Internal server error.","errors":{},"object":{}}"#.to_vec()
-        });
+        let bytes = crate::http::error_json(status.as_u16(), &self.public_message(), errors);
         let mut res = (status, bytes).into_response();
         let headers = res.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

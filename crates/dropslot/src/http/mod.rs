@@ -57,6 +57,15 @@ impl<T: Serialize> IntoResponse for Envelope<'_, T> {
     }
 }
 
+/// The error envelope's JSON text (`object` is `{}`). Serialising strings and a string map
+/// cannot fail; if it ever did, the answer is still a whole envelope, never an empty body.
+pub fn error_json(code: u16, message: &str, errors: &crate::error::FieldErrors) -> String {
+    let object = crate::error::EmptyObject {};
+    Envelope { status: "error", code, message, errors: Some(errors), object: &object }.to_json().unwrap_or_else(|_| {
+        r#"{"status":"error","code":500,"message":"Internal server error.","errors":{},"object":{}}"#.to_string()
+    })
+}
+
 /// A success envelope with HTTP status = `code`.
 pub fn envelope<T: Serialize>(code: u16, message: &str, object: &T) -> Response {
     Envelope::success(code, message, object).into_response()

@@ -263,10 +263,7 @@ fn with_id(mut res: Response<Body>, id: &HeaderValue) -> Response<Body> {
 
 /// A complete HTTP/1.1 response with the error envelope, written straight to a socket.
 fn raw_response(status: StatusCode, message: &str) -> Vec<u8> {
-    let body = serde_json::json!({
-        "status": "error", "code": status.as_u16(), "message": message, "errors": {}, "object": {}
-    })
-    .to_string();
+    let body = super::error_json(status.as_u16(), message, &crate::error::FieldErrors::new());
     let id = new_request_id();
     let retry = if status == StatusCode::SERVICE_UNAVAILABLE { "retry-after: 1\r\n" } else { "" };
     format!(
