@@ -239,7 +239,11 @@ impl Store for SqliteStore {
                  WHERE t.hash = ?1 AND t.revoked_at IS NULL",
             )?
             .query_row([&hash.0[..]], |r| {
-                Ok(Principal { client: ClientId(r.get(0)?), kind: token_kind(r, 1)?, settings_json: r.get(2)? })
+                Ok(Principal {
+                    client: ClientId(r.get(0)?),
+                    kind: parsed(r, 1, "token kind", TokenKind::parse)?,
+                    settings_json: r.get(2)?,
+                })
             })
             .optional()
         })
@@ -254,7 +258,7 @@ impl Store for SqliteStore {
                 Ok(TokenInfo {
                     prefix: r.get(0)?,
                     last4: r.get(1)?,
-                    kind: token_kind(r, 2)?,
+                    kind: parsed(r, 2, "token kind", TokenKind::parse)?,
                     created_at: r.get(3)?,
                     revoked_at: r.get(4)?,
                 })
@@ -383,14 +387,20 @@ pub(crate) fn violated_constraint(e: &rusqlite::Error) -> Option<&'static str> {
     UNIQUE_INDEXES.iter().find(|(_, cols)| *cols == columns).map(|(name, _)| *name)
 }
 
-/// A stored token kind; an unknown one is an error, never a guess.
-fn token_kind(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<TokenKind> {
-    let kind: String = r.get(i)?;
-    TokenKind::parse(&kind).ok_or_else(|| {
+/// A text column parsed into its type (a token kind, a status): a value this binary does not
+/// know is an error, never a guess.
+pub(crate) fn parsed<T>(
+    r: &rusqlite::Row<'_>,
+    i: usize,
+    what: &str,
+    parse: fn(&str) -> Option<T>,
+) -> rusqlite::Result<T> {
+    let text: String = r.get(i)?;
+    parse(&text).ok_or_else(|| {
         rusqlite::Error::FromSqlConversionFailure(
             i,
             rusqlite::types::Type::Text,
-            format!("unknown token kind {kind:?}").into(),
+            format!("unknown {what} {text:?}").into(),
         )
     })
 }

@@ -202,16 +202,9 @@ fn record_event(c: &Connection, e: &NewEvent, at: &str) -> Result<(), StoreError
     Ok(())
 }
 
-/// A stored status; one this binary does not know is an error, never a guess.
+/// A stored status (see `parsed`).
 fn status_column(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Status> {
-    let text: String = r.get(i)?;
-    Status::parse(&text).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            i,
-            rusqlite::types::Type::Text,
-            format!("unknown status {text:?}").into(),
-        )
-    })
+    super::parsed(r, i, "status", Status::parse)
 }
 
 /// Deletion by custom code as one unit of work: load the snapshot, let the domain decide
