@@ -409,23 +409,6 @@ async fn slow_clients_are_cut_off_and_others_are_served() {
             let t0 = Instant::now();
             // A crowd of silent connections: all closed after the idle timeout.
             let mut idle: Vec<TcpStream> = (0..50).map(|_| open()).collect();
-            // Headers trickled a byte at a time, never finished.
-            let mut trickle = open();
-            let trickler = std::thread::spawn({
-                let mut t = trickle.try_clone().unwrap();
-                move || {
-                    for b in b"POST /scheduled-service/api/v1/requests/preview HTTP/1.1\r\nHost: x\r\nX-Slow: "
-                        .iter()
-                        .cycle()
-                        .take(40)
-                    {
-                        if t.write_all(&[*b]).is_err() {
-                            return;
-                        }
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                }
-            });
             // A body shorter than its Content-Length: 408 with the envelope, then closed.
             let mut short = open();
             write!(short, "POST /scheduled-service/api/v1/requests/preview HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"pick").unwrap();
@@ -434,8 +417,24 @@ async fn slow_clients_are_cut_off_and_others_are_served() {
             write!(kept, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
 
             // Every deadline is measured from t0, when all of them had started.
-            let (text, _) = read_until_closed(&mut trickle, limit);
-            assert!(text.is_empty(), "{text}");
+            // Headers trickled a byte at a time, never finished. After each byte, wait up to
+            // 100 ms for the condition under test: the server closing the connection.
+            let mut trickle = open();
+            trickle.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+            let head = b"POST /scheduled-service/api/v1/requests/preview HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+            let mut closed = false;
+            for b in head.iter().cycle().take(60) {
+                let mut buf = [0u8; 64];
+                closed = match trickle.write_all(&[*b]).and_then(|()| trickle.read(&mut buf)) {
+                    Ok(0) => true,
+                    Ok(n) => panic!("answered a trickled head: {}", String::from_utf8_lossy(&buf[..n])),
+                    Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+                };
+                if closed {
+                    break;
+                }
+            }
+            assert!(closed, "still open after 60 trickled bytes");
             assert!(t0.elapsed() < Duration::from_millis(2_500), "cut off while still trickling: {:?}", t0.elapsed());
             let (text, _) = read_until_closed(&mut short, limit);
             assert!(text.starts_with("HTTP/1.1 408"), "{text}");
@@ -451,7 +450,6 @@ async fn slow_clients_are_cut_off_and_others_are_served() {
                 assert!(text.is_empty());
             }
             assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
-            let _ = trickler.join();
         })
     };
     let ((), slow) = tokio::join!(normal, slow);
