@@ -14,10 +14,13 @@ pub mod http;
 pub mod ids;
 pub mod labels;
 pub mod money;
+pub mod ops;
 pub mod orders;
 pub mod quote;
+pub mod sandbox;
 pub mod shipments;
 pub mod store;
+pub mod tracking;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -92,10 +95,16 @@ pub async fn start(
 
 /// Every domain's routes under the API prefix.
 fn api_routes() -> axum::Router<App> {
-    axum::Router::new().merge(orders::routes()).merge(addresses::routes()).merge(auth::admin::routes())
+    axum::Router::new()
+        .merge(orders::routes())
+        .merge(shipments::routes())
+        .merge(sandbox::routes())
+        .merge(ops::routes())
+        .merge(addresses::routes())
+        .merge(auth::admin::routes())
 }
 
-/// Every domain's routes at the root: labels and icons, health.
+/// Every domain's routes at the root: labels and icons, the tracking page, health.
 fn root_routes() -> axum::Router<App> {
-    axum::Router::new().merge(labels::routes()).merge(health::routes())
+    axum::Router::new().merge(labels::routes()).merge(tracking::routes()).merge(health::routes())
 }

@@ -94,6 +94,14 @@ pub struct Limits {
     pub order_parcels_per_drop_off: usize,
     pub preview_drop_offs: usize,
     pub preview_parcels_per_drop_off: usize,
+    /// Delivery attempts before a failed shipment can only be returned or cancelled
+    /// (CONTRACT §4; 1 to 10). Fixed on each shipment when it is ordered.
+    #[serde(default = "default_max_attempts")]
+    pub max_delivery_attempts: u32,
+}
+
+fn default_max_attempts() -> u32 {
+    3
 }
 
 /// Everything the server needs, validated.
@@ -307,6 +315,9 @@ pub fn validate_limits(l: &Limits) -> Result<(), String> {
         .contains(&0)
     {
         return Err("limits: every limit must be at least 1".into());
+    }
+    if !(1..=10).contains(&l.max_delivery_attempts) {
+        return Err("limits: max_delivery_attempts must be 1 to 10".into());
     }
     Ok(())
 }

@@ -236,6 +236,7 @@ fn assemble(
             warehouse: zone.warehouse.clone(),
             city: area.city(zone.city).name.clone(),
             address: stored,
+            max_attempts: caller.limits.max_delivery_attempts,
         };
         objects.push(ShipmentObject {
             shipment_order_id: 0,

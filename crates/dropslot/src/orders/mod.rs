@@ -1,11 +1,14 @@
-//! Orders: preview (a quote with no writes), synchronous creation and parcel deletion.
+//! Orders: preview (a quote with no writes), synchronous creation, parcel deletion and the
+//! client's reads of orders and parcels.
 //! Handlers parse, validate, quote, persist and answer; the rules live in `request` and
 //! `crate::quote`.
 
 mod create;
 mod delete;
 mod preview;
+mod read;
 pub mod request;
+pub mod view;
 pub mod wire;
 
 use crate::app::App;
@@ -17,11 +20,14 @@ use request::{Purpose, RequestPayload, Rules, ValidRequest};
 
 /// Preview, order creation and deletion by custom code, under the API prefix.
 pub fn routes() -> axum::Router<App> {
-    use axum::routing::{delete, post};
+    use axum::routing::{delete, get, post};
     axum::Router::new()
         .route("/requests/preview", post(preview::handle))
         .route("/requests/sync", post(create::handle))
-        .route("/parcels/find/by-custom-code/{custom_code}", delete(delete::handle))
+        .route("/orders", get(read::list))
+        .route("/orders/{unique_id}", get(read::one))
+        .route("/shipments/{unique_id}", get(read::shipment))
+        .route("/parcels/find/by-custom-code/{custom_code}", delete(delete::handle).get(read::by_custom_code))
 }
 
 /// A validated, quoted request.

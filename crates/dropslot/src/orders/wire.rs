@@ -235,3 +235,70 @@ pub struct ParcelObject {
     pub parcel_size_code: String,
     pub label: String,
 }
+
+// ---- reading back ---------------------------------------------------------------------
+
+impl ShipmentObject {
+    /// A stored shipment in the order-creation shape (live parcels only: a deleted parcel
+    /// leaves the shipment, as it leaves its labels).
+    pub fn from_stored(base: &str, s: &crate::store::StoredShipment, drop_off_index: usize) -> ShipmentObject {
+        use crate::labels;
+        use crate::store::LabelKind;
+        let (pick_up_links, pick_up_label) = labels::links(base, LabelKind::PickUp, &s.pick_up.label_token);
+        let (drop_off_links, drop_off_label) = labels::links(base, LabelKind::DropOff, &s.drop_off.label_token);
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        let parcels = s
+            .parcels
+            .iter()
+            .map(|p| {
+                *counts.entry(p.size_code.clone()).or_default() += 1;
+                let (links, label) = labels::links(base, LabelKind::Parcel, &p.label_token);
+                ParcelObject {
+                    pick_up_index: "0".into(),
+                    drop_off_index,
+                    pick_up_code: p.pick_up_code.clone(),
+                    custom_code: p.custom_code.clone(),
+                    pick_up_label_urls: links,
+                    parcel_size_code: p.size_code.clone(),
+                    label,
+                }
+            })
+            .collect();
+        let d = &s.drop_off;
+        let t = &s.totals;
+        ShipmentObject {
+            shipment_order_id: s.shipment_order.0,
+            shipment_order_unique_id: s.shipment_order_unique_id.clone(),
+            pick_up_shipment: PickUpShipmentObject {
+                scheduled_date: s.pick_up.scheduled_date.clone(),
+                unique_id: s.pick_up.unique_id.clone(),
+                id: s.pick_up.id.0,
+                pick_up_label_urls: pick_up_links,
+                label: pick_up_label,
+                time_slot_datetime_start: s.pick_up.start_at.clone(),
+                time_slot_datetime_end: s.pick_up.end_at.clone(),
+            },
+            drop_off_shipment: DropOffShipmentObject {
+                scheduled_date: d.scheduled_date.clone(),
+                user_ref_id: None,
+                unique_id: d.unique_id.clone(),
+                id: d.id.0,
+                pick_up_label_urls: drop_off_links,
+                label: drop_off_label,
+                time_slot: SlotCode { code: d.slot_code.clone() },
+                time_slot_datetime_start: d.start_at.clone(),
+                time_slot_datetime_end: d.end_at.clone(),
+                tracking_url: labels::tracking_url(base, &d.unique_id),
+            },
+            drop_off_address: DropOffAddress::from(&d.address),
+            parcel_count: BTreeMap::from([(SAME, counts)]),
+            parcels,
+            actual_total_price: t.actual_total_price,
+            actual_total_tax: t.actual_total_tax,
+            actual_price_with_tax: t.actual_price_with_tax,
+            total_price: t.total_price,
+            total_tax: t.total_tax,
+            price_with_tax: t.price_with_tax,
+        }
+    }
+}

@@ -1,6 +1,9 @@
 //! Shipments (CONTRACT §4): their statuses, the transition table as data, who changed what
 //! (events), and the rules that decide a change — pure, with no SQL and no HTTP.
 //!
+//! Files: this one holds the statuses, the table and the event record; `moves` decides every
+//! change along the table (sandbox, ops, pick-up scans); `deletion` decides deletions.
+//!
 //! A change follows one pattern on every backend (docs/architecture.md, "Where the rules
 //! live"): inside one transaction the backend loads a *snapshot* of the rows the rule needs,
 //! a function here turns it into a *plan*, and the backend persists the plan. The `SQLite`
@@ -8,11 +11,17 @@
 //! run them in one transaction that loads with `SELECT … FOR UPDATE`. No rule is applied to
 //! data read outside the transaction that writes its outcome.
 
+mod deletion;
+mod moves;
+mod routes;
+mod scenario;
+
 use serde::Serialize;
 
-use crate::ids::{DropOffShipmentId, ParcelId, PickUpShipmentId, ShipmentOrderId};
-use crate::money::{Money, TaxRate};
-use crate::quote::{Totals, pricing};
+pub use deletion::*;
+pub use moves::*;
+pub use routes::routes;
+pub use scenario::{ALREADY_MOVED, SANDBOX_FAILURE, SANDBOX_RECEIVER, Scenario};
 
 /// A shipment's status. Drop-off shipments use all of them; pick-up shipments use
 /// `scheduled → to_pick_up → picked_up` and `deleted`.
@@ -97,6 +106,10 @@ pub enum ShipmentKind {
 }
 
 impl ShipmentKind {
+    pub fn parse(s: &str) -> Option<ShipmentKind> {
+        [ShipmentKind::PickUp, ShipmentKind::DropOff].into_iter().find(|k| k.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ShipmentKind::PickUp => "pick_up",
@@ -155,6 +168,10 @@ pub enum Actor {
 }
 
 impl Actor {
+    pub fn parse(s: &str) -> Option<Actor> {
+        [Actor::Client, Actor::Sandbox, Actor::Ops, Actor::System].into_iter().find(|a| a.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Actor::Client => "client",
@@ -174,100 +191,46 @@ pub struct NewEvent {
     pub from: Option<Status>,
     pub to: Status,
     pub actor: Actor,
-    pub reason: Option<&'static str>,
+    pub reason: Option<String>,
+    /// The delivery attempt the event concerns: the one under way (`in_transit`), just made
+    /// (`delivered`, `failed`) or next (`to_attempt`).
+    pub attempt: Option<u32>,
+    /// The shipment's delivery attempts after the change (its `attempts` column).
+    pub attempts: u32,
+    /// Proof of delivery (`delivered` only).
+    pub proof: Vec<Proof>,
+}
+
+impl NewEvent {
+    /// A shipment deleted before pick-up (no delivery attempt was made).
+    pub fn deletion(kind: ShipmentKind, shipment: i64, from: Status, actor: Actor, reason: &str) -> NewEvent {
+        NewEvent {
+            kind,
+            shipment,
+            from: Some(from),
+            to: Status::Deleted,
+            actor,
+            reason: Some(reason.to_string()),
+            attempt: None,
+            attempts: 0,
+            proof: Vec::new(),
+        }
+    }
 }
 
 /// The first event of every new shipment.
 pub fn created(kind: ShipmentKind, shipment: i64) -> NewEvent {
-    NewEvent { kind, shipment, from: None, to: Status::Scheduled, actor: Actor::Client, reason: None }
-}
-
-// ---- deleting a parcel by its custom code (CONTRACT §4) -------------------------------
-
-/// What deleting a parcel needs to know, loaded in the deleting transaction.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeletionSnapshot {
-    pub parcel: ParcelId,
-    pub drop_off: DropOffShipmentId,
-    pub drop_off_status: Status,
-    /// Live parcels of the drop-off shipment, this one included.
-    pub drop_off_live_parcels: usize,
-    pub pick_up: PickUpShipmentId,
-    pub pick_up_status: Status,
-    /// Drop-off shipments of the pick-up that are not deleted, this one included.
-    pub pick_up_live_drop_offs: usize,
-    /// The shipment orders of the whole order with their live parcels' prices, the deleted
-    /// parcel's shipment order without it.
-    pub order: Vec<ChargeLine>,
-    /// The terms the order was created with.
-    pub min_price: Money,
-    pub tax: TaxRate,
-}
-
-/// A shipment order and its live parcels' prices after the deletion.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChargeLine {
-    pub shipment_order: ShipmentOrderId,
-    pub live_parcel_prices: Vec<Money>,
-}
-
-/// What to write.
-#[derive(Debug, Clone, PartialEq)]
-pub enum DeletionPlan {
-    /// The shipment is past pick-up: nothing changes (409 naming the status).
-    TooLate(Status),
-    Delete {
-        parcel: ParcelId,
-        /// The new charges of every shipment order of the order.
-        charges: Vec<(ShipmentOrderId, Totals)>,
-        /// Status changes, in order: the drop-off with its last parcel, then the pick-up
-        /// with its last drop-off. Each is also the event to record.
-        changes: Vec<NewEvent>,
-    },
-}
-
-impl DeletionPlan {
-    pub fn shipment_deleted(&self) -> bool {
-        matches!(self, DeletionPlan::Delete { changes, .. } if !changes.is_empty())
+    NewEvent {
+        kind,
+        shipment,
+        from: None,
+        to: Status::Scheduled,
+        actor: Actor::Client,
+        reason: None,
+        attempt: None,
+        attempts: 0,
+        proof: Vec::new(),
     }
-}
-
-/// The deletion rule: allowed while the drop-off shipment awaits pick-up; the order is
-/// re-priced on its own terms (`pricing::allocate`: the minimum once per order); the last
-/// parcel deletes its drop-off shipment, and the last drop-off its pick-up shipment.
-pub fn plan_deletion(s: &DeletionSnapshot) -> DeletionPlan {
-    if !s.drop_off_status.allows_parcel_deletion() {
-        return DeletionPlan::TooLate(s.drop_off_status);
-    }
-    let actuals: Vec<Option<Money>> = s
-        .order
-        .iter()
-        .map(|line| (!line.live_parcel_prices.is_empty()).then(|| line.live_parcel_prices.iter().copied().sum()))
-        .collect();
-    let charges =
-        s.order.iter().map(|l| l.shipment_order).zip(pricing::allocate(&actuals, s.min_price, s.tax)).collect();
-    let mut changes = Vec::new();
-    if s.drop_off_live_parcels <= 1 {
-        changes.push(NewEvent {
-            kind: ShipmentKind::DropOff,
-            shipment: s.drop_off.0,
-            from: Some(s.drop_off_status),
-            to: Status::Deleted,
-            actor: Actor::Client,
-            reason: Some("the client deleted its last parcel"),
-        });
-        if s.pick_up_live_drop_offs <= 1 && s.pick_up_status != Status::Deleted {
-            changes.push(NewEvent {
-                kind: ShipmentKind::PickUp,
-                shipment: s.pick_up.0,
-                from: Some(s.pick_up_status),
-                to: Status::Deleted,
-                actor: Actor::System,
-                reason: Some("all its drop-offs were deleted"),
-            });
-        }
-    }
-    DeletionPlan::Delete { parcel: s.parcel, charges, changes }
 }
 
 #[cfg(test)]
@@ -287,48 +250,6 @@ mod tests {
         assert!(allowed(ShipmentKind::DropOff, Status::Failed, Status::ToAttempt, 2, 3));
         assert!(!allowed(ShipmentKind::DropOff, Status::Failed, Status::ToAttempt, 3, 3));
         assert!(!allowed(ShipmentKind::PickUp, Status::PickedUp, Status::Processing, 0, 3));
-    }
-
-    fn snapshot(status: Status, parcels: usize, drop_offs: usize) -> DeletionSnapshot {
-        DeletionSnapshot {
-            parcel: ParcelId(7),
-            drop_off: DropOffShipmentId(3),
-            drop_off_status: status,
-            drop_off_live_parcels: parcels,
-            pick_up: PickUpShipmentId(2),
-            pick_up_status: Status::Scheduled,
-            pick_up_live_drop_offs: drop_offs,
-            order: vec![ChargeLine {
-                shipment_order: ShipmentOrderId(1),
-                live_parcel_prices: vec![Money(900); parcels - 1],
-            }],
-            min_price: Money(4500),
-            tax: TaxRate(1300),
-        }
-    }
-
-    #[test]
-    fn deletion_follows_the_contract() {
-        assert_eq!(plan_deletion(&snapshot(Status::PickedUp, 2, 1)), DeletionPlan::TooLate(Status::PickedUp));
-        let DeletionPlan::Delete { charges, changes, .. } = plan_deletion(&snapshot(Status::ToPickUp, 3, 1)) else {
-            panic!()
-        };
-        assert!(changes.is_empty(), "not the last parcel");
-        assert_eq!(charges[0].1.total_price, Money(4500), "re-priced with the minimum");
-        let DeletionPlan::Delete { charges, changes, .. } = plan_deletion(&snapshot(Status::Scheduled, 1, 1)) else {
-            panic!()
-        };
-        assert_eq!(charges[0].1.price_with_tax, Money::ZERO, "a deleted order is not charged");
-        let to: Vec<_> = changes.iter().map(|c| (c.kind, c.to, c.actor)).collect();
-        assert_eq!(
-            to,
-            [
-                (ShipmentKind::DropOff, Status::Deleted, Actor::Client),
-                (ShipmentKind::PickUp, Status::Deleted, Actor::System)
-            ]
-        );
-        let DeletionPlan::Delete { changes, .. } = plan_deletion(&snapshot(Status::Scheduled, 1, 2)) else { panic!() };
-        assert_eq!(changes.len(), 1, "the pick-up keeps its other drop-off");
     }
 
     proptest! {

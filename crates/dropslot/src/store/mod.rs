@@ -2,6 +2,7 @@
 //! chosen by the database URL's scheme. Every tenant-data method takes a `Scope`, so a query
 //! that forgets the client and mode filter cannot be written against this trait.
 
+mod lifecycle;
 pub mod sqlite;
 mod types;
 
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use jiff::Timestamp;
 
+pub use lifecycle::*;
 pub use types::*;
 
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
@@ -78,6 +80,37 @@ pub trait Store: Send + Sync + 'static {
         code: &CustomCode,
         now: Timestamp,
     ) -> StoreResult<DeleteOutcome>;
+
+    // The shipment lifecycle (CONTRACT §4, §6): every change is planned by `shipments` from
+    // rows loaded in the changing transaction and persisted with its numbered events.
+    /// The caller's test drop-off shipments any selector matches, by row id, oldest first.
+    async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>>;
+    /// Runs a scenario over one bounded batch of candidates, in one transaction.
+    async fn run_scenario(
+        &self,
+        scope: Scope,
+        ids: Vec<i64>,
+        scenario: crate::shipments::Scenario,
+        now: Timestamp,
+    ) -> StoreResult<Vec<ScenarioResult>>;
+    /// Operations staff move a live drop-off shipment (any client's), by tracking code.
+    async fn ops_move(&self, unique_id: &str, m: crate::shipments::Move, now: Timestamp) -> StoreResult<MoveOutcome>;
+    /// A pick-up scan of a live parcel by its pick-up code.
+    async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome>;
+
+    // Reads.
+    async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>>;
+    async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>>;
+    /// Newest first, before the row id `before` (the cursor).
+    async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>>;
+    /// The live parcel with this custom code (its pick-up code) and its shipment.
+    async fn parcel_by_custom_code(
+        &self,
+        scope: Scope,
+        code: &CustomCode,
+    ) -> StoreResult<Option<(String, StoredShipment)>>;
+    /// The public tracking page's facts, by tracking code; no scope (the code is public).
+    async fn tracking(&self, code: &str) -> StoreResult<Option<Tracking>>;
 
     // Labels: looked up by their unguessable token, no scope (the token is the credential).
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>>;

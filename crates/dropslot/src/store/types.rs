@@ -231,6 +231,8 @@ pub struct NewDropOff {
     pub warehouse: String,
     pub city: String,
     pub address: StoredDropOffAddress,
+    /// The client's maximum of delivery attempts when the order was made.
+    pub max_attempts: u32,
 }
 
 #[derive(Debug, Clone)]

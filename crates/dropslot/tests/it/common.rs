@@ -183,6 +183,16 @@ impl TestServer {
         self.post("/requests/sync", &self.token, body).await
     }
 
+    /// An ops move of a live shipment: `POST /ops/shipments/{tracking}/transitions`.
+    pub async fn ops_move(&self, ops: &str, tracking: &str, body: &Value) -> Reply {
+        self.post(&format!("/ops/shipments/{tracking}/transitions"), ops, body).await
+    }
+
+    /// A sandbox scenario with the demo test token.
+    pub async fn scenario(&self, name: &str, body: &Value) -> Reply {
+        self.post(&format!("/sandbox/scenarios/{name}"), &self.token, body).await
+    }
+
     /// A new client through the admin API, with a token of each kind: (id, test, live, ops).
     pub async fn new_client(&self, name: &str) -> (i64, String, String, String) {
         let r = self.post("/admin/clients", ADMIN_TOKEN, &json!({"name": name})).await;

@@ -6,7 +6,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The domain modules: a folder or file under `src/` each.
-const DOMAINS: &[&str] = &["addresses", "auth", "geo", "health", "labels", "orders", "quote", "shipments", "store"];
+const DOMAINS: &[&str] = &[
+    "addresses",
+    "auth",
+    "geo",
+    "health",
+    "labels",
+    "ops",
+    "orders",
+    "quote",
+    "sandbox",
+    "shipments",
+    "store",
+    "tracking",
+];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {

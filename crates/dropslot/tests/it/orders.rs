@@ -176,19 +176,22 @@ async fn deletion_reprices_and_the_last_parcel_deletes_the_shipment() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deletion_after_pick_up_is_a_conflict_and_deleted_labels_are_gone() {
     let s = TestServer::start().await;
-    let r = s.order(&request_with_codes(&[CODE_A, CODE_B])).await;
+    let (_, _, live, ops) = s.new_client("Maple Goods").await;
+    let r = s.post("/requests/sync", &live, &request_with_codes(&[CODE_A, CODE_B])).await;
     assert_eq!(r.status, 201);
-    let parcel_label = r.body["object"]["shipments"][0]["parcels"][0]["label"].as_str().unwrap().to_string();
+    let shipment = &r.body["object"]["shipments"][0];
+    let tracking = shipment["drop_off_shipment"]["unique_id"].as_str().unwrap();
+    let parcel_label = shipment["parcels"][0]["label"].as_str().unwrap().to_string();
+    let pick_up_code = shipment["parcels"][1]["pick_up_code"].as_str().unwrap();
     // to_pick_up still allows deletion…
-    // Until the operations API exists (issue 8), the status is moved in the SQLite file.
-    let Some(db) = s.sqlite_file() else { return };
-    db.execute("UPDATE drop_off_shipments SET status = 'to_pick_up'", []).unwrap();
-    assert_eq!(s.delete(&format!("/parcels/find/by-custom-code/{CODE_A}"), &s.token).await.status, 200);
+    assert_eq!(s.ops_move(&ops, tracking, &json!({"to": "to_pick_up"})).await.status, 200);
+    assert_eq!(s.delete(&format!("/parcels/find/by-custom-code/{CODE_A}"), &live).await.status, 200);
     let gone = s.send(s.http.get(&parcel_label)).await;
     assert_eq!(gone.status, 410, "a deleted parcel's label answers 410");
-    // …picked_up does not (the operations API will move shipments; here the row is set).
-    db.execute("UPDATE drop_off_shipments SET status = 'picked_up'", []).unwrap();
-    let r = s.delete(&format!("/parcels/find/by-custom-code/{CODE_B}"), &s.token).await;
+    // …after the driver's pick-up scan it does not.
+    let r = s.post(&format!("/ops/parcels/{pick_up_code}/pick-up-scan"), &ops, &json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = s.delete(&format!("/parcels/find/by-custom-code/{CODE_B}"), &live).await;
     assert_eq!(r.status, 409, "{}", r.body);
     assert!(r.body["message"].as_str().unwrap().contains("picked_up"));
     assert_eq!(s.scalar("SELECT count(*) FROM parcels WHERE deleted_at IS NULL"), 1, "nothing changed");

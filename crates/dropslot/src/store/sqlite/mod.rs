@@ -2,7 +2,9 @@
 //! before it is acknowledged). One writer thread with group commit; a small pool of read
 //! connections used inline (point reads take microseconds).
 
+mod lifecycle;
 mod orders;
+mod reads;
 mod writer;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,8 +15,9 @@ use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    CreateOrderError, CreatedOrder, DeleteOutcome, LabelKind, LabelSource, NewOrder, NewToken, Principal, RenderFn,
-    SavedAddress, Scope, Store, StoreError, StoreResult, StoredResponse, TokenHash, TokenInfo, TokenKind,
+    CreateOrderError, CreatedOrder, DeleteOutcome, LabelKind, LabelSource, MoveOutcome, NewOrder, NewToken, Principal,
+    RenderFn, SavedAddress, ScenarioResult, Scope, Selection, Store, StoreError, StoreResult, StoredOrder,
+    StoredResponse, StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
 use writer::Writer;
@@ -23,6 +26,7 @@ pub use writer::map_err;
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../../migrations/sqlite/0001_init.sql")),
     (2, "health_probe", include_str!("../../../migrations/sqlite/0002_health_probe.sql")),
+    (3, "lifecycle", include_str!("../../../migrations/sqlite/0003_lifecycle.sql")),
 ];
 const READERS: usize = 4;
 
@@ -364,6 +368,55 @@ impl Store for SqliteStore {
     ) -> StoreResult<DeleteOutcome> {
         let code = code.clone();
         self.writer.write(move |c| orders::delete_parcel(c, scope, &code, now)).await
+    }
+
+    async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>> {
+        self.read_blocking(move |c| lifecycle::sandbox_candidates(c, scope, &selection)).await
+    }
+
+    async fn run_scenario(
+        &self,
+        scope: Scope,
+        ids: Vec<i64>,
+        scenario: crate::shipments::Scenario,
+        now: Timestamp,
+    ) -> StoreResult<Vec<ScenarioResult>> {
+        self.writer.write(move |c| lifecycle::run_scenario(c, scope, &ids, scenario, now)).await
+    }
+
+    async fn ops_move(&self, unique_id: &str, m: crate::shipments::Move, now: Timestamp) -> StoreResult<MoveOutcome> {
+        let unique_id = unique_id.to_string();
+        self.writer.write(move |c| lifecycle::ops_move(c, &unique_id, &m, now)).await
+    }
+
+    async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome> {
+        let code = pick_up_code.to_string();
+        self.writer.write(move |c| lifecycle::pick_up_scan(c, &code, now)).await
+    }
+
+    async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>> {
+        self.read(|c| reads::shipment(c, visible, unique_id))
+    }
+
+    async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>> {
+        let unique_id = unique_id.to_string();
+        self.read_blocking(move |c| reads::order(c, scope, &unique_id)).await
+    }
+
+    async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>> {
+        self.read_blocking(move |c| reads::orders(c, scope, before, limit)).await
+    }
+
+    async fn parcel_by_custom_code(
+        &self,
+        scope: Scope,
+        code: &CustomCode,
+    ) -> StoreResult<Option<(String, StoredShipment)>> {
+        self.read(|c| reads::parcel_by_custom_code(c, scope, code.as_str()))
+    }
+
+    async fn tracking(&self, code: &str) -> StoreResult<Option<Tracking>> {
+        self.read(|c| reads::tracking(c, code))
     }
 
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {

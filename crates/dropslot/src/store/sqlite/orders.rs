@@ -4,11 +4,12 @@
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::lifecycle::{apply, record_event, status_column};
 use super::map_err;
 use crate::ids::{CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId};
 use crate::money::{Money, TaxRate};
 use crate::quote::schedule::iso;
-use crate::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot, NewEvent, ShipmentKind, Status};
+use crate::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot, ShipmentKind};
 use crate::store::{
     CreateOrderError, CreatedOrder, DeleteOutcome, LabelDropOff, LabelKind, LabelParcel, LabelSource, NewOrder,
     OrderIds, RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress,
@@ -116,13 +117,15 @@ pub(super) fn insert_order(
         let address = super::to_json(&d.address).map_err(map_err)?;
         c.prepare_cached(
             "INSERT INTO drop_off_shipments (unique_id, shipment_order_id, pick_up_shipment_id, client_id, mode, status,
-                scheduled_date, slot_code, slot_name, start_at, end_at, zone_code, warehouse, city, address_json, label_token)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'scheduled', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                scheduled_date, slot_code, slot_name, start_at, end_at, zone_code, warehouse, city, address_json, label_token,
+                max_attempts)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'scheduled', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         )
         .and_then(|mut st| {
             st.execute(params![
                 d.unique_id, shipment_order.0, pick_up.0, client, mode, d.scheduled_date.to_string(), d.slot_code,
-                d.slot_name, iso(&d.start), iso(&d.end), d.zone_code, d.warehouse, d.city, address, d.label_token
+                d.slot_name, iso(&d.start), iso(&d.end), d.zone_code, d.warehouse, d.city, address, d.label_token,
+                d.max_attempts
             ])
         })
         .map_err(map_err)?;
@@ -181,32 +184,6 @@ fn is_custom_code_conflict(e: &rusqlite::Error) -> bool {
     super::violated_constraint(e) == Some("parcels_live_custom_code")
 }
 
-/// Records a status change; runs in the transaction that makes the change.
-fn record_event(c: &Connection, e: &NewEvent, at: &str) -> Result<(), StoreError> {
-    c.prepare_cached(
-        "INSERT INTO shipment_events (shipment_kind, shipment_id, status, previous_status, at, actor, reason)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
-            e.kind.as_str(),
-            e.shipment,
-            e.to.as_str(),
-            e.from.map(Status::as_str),
-            at,
-            e.actor.as_str(),
-            e.reason
-        ])
-    })
-    .map_err(map_err)?;
-    Ok(())
-}
-
-/// A stored status (see `parsed`).
-fn status_column(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Status> {
-    super::parsed(r, i, "status", Status::parse)
-}
-
 /// Deletion by custom code as one unit of work: load the snapshot, let the domain decide
 /// (`shipments::plan_deletion`), persist the plan; all in the writer's transaction.
 pub(super) fn delete_parcel(
@@ -223,8 +200,8 @@ pub(super) fn delete_parcel(
     let DeletionPlan::Delete { parcel, charges, changes } = plan else {
         return Ok(DeleteOutcome::TooLate(snapshot.drop_off_status));
     };
-    let at = now.to_string();
-    c.execute("UPDATE parcels SET deleted_at = ?2 WHERE id = ?1", params![parcel.0, at]).map_err(map_err)?;
+    c.execute("UPDATE parcels SET deleted_at = ?2 WHERE id = ?1", params![parcel.0, now.to_string()])
+        .map_err(map_err)?;
     for (shipment_order, t) in &charges {
         c.prepare_cached(
             "UPDATE shipment_orders SET actual_total_price = ?2, actual_total_tax = ?3, actual_price_with_tax = ?4,
@@ -243,16 +220,7 @@ pub(super) fn delete_parcel(
         })
         .map_err(map_err)?;
     }
-    for change in &changes {
-        let table = match change.kind {
-            ShipmentKind::PickUp => "UPDATE pick_up_shipments SET status = ?2 WHERE id = ?1",
-            ShipmentKind::DropOff => "UPDATE drop_off_shipments SET status = ?2 WHERE id = ?1",
-        };
-        c.prepare_cached(table)
-            .and_then(|mut s| s.execute(params![change.shipment, change.to.as_str()]))
-            .map_err(map_err)?;
-        record_event(c, change, &at)?;
-    }
+    apply(c, &changes, now)?;
     Ok(DeleteOutcome::Deleted { shipment_deleted })
 }
 

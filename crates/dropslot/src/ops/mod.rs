@@ -1,0 +1,133 @@
+//! The operations API (CONTRACT §6): the courier's own staff record the real progress of
+//! live shipments of every client, through the same state machine as everything else.
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use crate::app::App;
+use crate::auth::{bearer, hash};
+use crate::error::{Error, FieldErrors, Result};
+use crate::http::{JsonBody, PathParam, envelope};
+use crate::orders::view::ShipmentView;
+use crate::shipments::{Actor, Move, Proof, Refusal, Status};
+use crate::store::{MoveOutcome, TokenKind, Visibility};
+
+/// Longest reason or proof value, in characters.
+const MAX_TEXT: usize = 500;
+const MAX_PROOFS: usize = 10;
+
+pub fn routes() -> axum::Router<App> {
+    use axum::routing::post;
+    axum::Router::new()
+        .route("/ops/shipments/{unique_id}/transitions", post(transition))
+        .route("/ops/parcels/{pick_up_code}/pick-up-scan", post(scan))
+}
+
+/// A caller holding an `ops` token; any other token is a 403.
+pub struct OpsCaller;
+
+impl FromRequestParts<App> for OpsCaller {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
+        let principal = app.store.principal(&hash(bearer(parts)?)).await?.ok_or(Error::Unauthorized)?;
+        if principal.kind == TokenKind::Ops {
+            Ok(OpsCaller)
+        } else {
+            Err(Error::Forbidden("The operations API takes ops tokens only."))
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransitionRequest {
+    to: String,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    proof_of_delivery: Option<Vec<Proof>>,
+}
+
+impl TransitionRequest {
+    /// The move, checked at the door: a known status, bounded texts, a proof for
+    /// `delivered` and a reason for `failed`.
+    fn into_move(self) -> Result<Move> {
+        let mut errors = FieldErrors::new();
+        let to = Status::parse(&self.to);
+        if to.is_none() {
+            let all: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+            errors.add("to", format!("Unknown status; one of: {}.", all.join(", ")));
+        }
+        let reason = self.reason.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
+        if reason.as_ref().is_some_and(|r| r.chars().count() > MAX_TEXT) {
+            errors.add("reason", format!("The reason must be at most {MAX_TEXT} characters."));
+        }
+        let proof = self.proof_of_delivery.unwrap_or_default();
+        if proof.len() > MAX_PROOFS {
+            errors.add("proof_of_delivery", format!("At most {MAX_PROOFS} proofs."));
+        }
+        for (i, p) in proof.iter().enumerate() {
+            let n = p.value.trim().chars().count();
+            if n == 0 || n > MAX_TEXT {
+                errors.add(
+                    format!("proof_of_delivery.{i}.value"),
+                    format!("The value must be 1 to {MAX_TEXT} characters."),
+                );
+            }
+        }
+        if to == Some(Status::Delivered) && proof.is_empty() {
+            errors.add("proof_of_delivery", "A delivery needs a proof: a receiver_name, signature or photo.");
+        }
+        if to == Some(Status::Failed) && reason.is_none() {
+            errors.add("reason", "A failed delivery needs a reason.");
+        }
+        if to != Some(Status::Delivered) && !proof.is_empty() {
+            errors.add("proof_of_delivery", "Only a delivery carries a proof of delivery.");
+        }
+        errors.into_result()?;
+        Ok(Move { to: to.unwrap_or(Status::Scheduled), actor: Actor::Ops, reason, proof })
+    }
+}
+
+/// `POST /ops/shipments/{unique_id}/transitions`.
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn transition(
+    State(app): State<App>,
+    _ops: OpsCaller,
+    PathParam(unique_id): PathParam<String>,
+    JsonBody(request, _): JsonBody<TransitionRequest>,
+) -> Result<Response> {
+    let m = request.into_move()?;
+    let outcome = app.store.ops_move(&unique_id, m, app.clock.now()).await?;
+    answer(&app, outcome).await
+}
+
+/// `POST /ops/parcels/{pick_up_code}/pick-up-scan`: the driver scanned the parcel at the
+/// pick-up address; its shipment (and the pick-up leg) is picked up.
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn scan(State(app): State<App>, _ops: OpsCaller, PathParam(code): PathParam<String>) -> Result<Response> {
+    let outcome = app.store.pick_up_scan(&code, app.clock.now()).await?;
+    answer(&app, outcome).await
+}
+
+/// 200 with the shipment as a client reads it, 404, or the refusal.
+async fn answer(app: &App, outcome: MoveOutcome) -> Result<Response> {
+    match outcome {
+        MoveOutcome::NotFound => Err(Error::NotFound),
+        MoveOutcome::Refused(Refusal::ProofRequired) => {
+            Err(Error::invalid("proof_of_delivery", Refusal::ProofRequired.to_string()))
+        }
+        MoveOutcome::Refused(Refusal::ReasonRequired) => {
+            Err(Error::invalid("reason", Refusal::ReasonRequired.to_string()))
+        }
+        MoveOutcome::Refused(refusal) => Err(Error::Conflict(refusal.to_string())),
+        MoveOutcome::Moved(unique_id) => {
+            let stored = app.store.shipment(Visibility::Ops, &unique_id).await?.ok_or(Error::NotFound)?;
+            let view = ShipmentView::new(&app.settings.base_url, &app.settings.area, stored, 0);
+            Ok(envelope(200, "Shipment moved.", &view).into_response())
+        }
+    }
+}

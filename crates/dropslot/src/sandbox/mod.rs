@@ -1,0 +1,145 @@
+//! The sandbox (CONTRACT §6): test tokens drive their own test shipments to the six prepared
+//! outcomes. The scenarios are data (`shipments::Scenario`); this handler selects, batches and
+//! answers.
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+use crate::app::App;
+use crate::auth::Caller;
+use crate::error::{Error, FieldErrors, Result};
+use crate::http::{Envelope, JsonBody, PathParam};
+use crate::shipments::{Scenario, Status};
+use crate::store::{Mode, ScenarioResult, Selection};
+
+/// Shipments moved per transaction: bounds the time one batch holds the writer.
+const BATCH: usize = 200;
+/// Ids per selector list.
+const MAX_SELECTED: usize = 1000;
+
+pub fn routes() -> axum::Router<App> {
+    axum::Router::new().route("/sandbox/scenarios/{scenario}", axum::routing::post(handle))
+}
+
+/// A caller with a test token: a live token gets 403 before its body is read.
+pub struct TestCaller(Caller);
+
+impl FromRequestParts<App> for TestCaller {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
+        let caller = Caller::from_request_parts(parts, app).await?;
+        if caller.scope.mode == Mode::Test {
+            Ok(TestCaller(caller))
+        } else {
+            Err(Error::Forbidden("Sandbox scenarios take test tokens only; a live token cannot run them."))
+        }
+    }
+}
+
+/// The request of endpoints 4–9.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioRequest {
+    #[serde(default)]
+    drop_off_shipment_unique_ids: Option<Vec<String>>,
+    #[serde(default)]
+    drop_off_shipment_ids: Option<Vec<i64>>,
+    #[serde(default)]
+    date: Option<String>,
+}
+
+impl ScenarioRequest {
+    /// The selectors, checked: at least one given, lists bounded, the date a real date.
+    fn selection(self) -> Result<Selection> {
+        let mut errors = FieldErrors::new();
+        let unique_ids = self.drop_off_shipment_unique_ids.unwrap_or_default();
+        let ids = self.drop_off_shipment_ids.unwrap_or_default();
+        for (path, len) in [("drop_off_shipment_unique_ids", unique_ids.len()), ("drop_off_shipment_ids", ids.len())] {
+            if len > MAX_SELECTED {
+                errors.add(path, format!("At most {MAX_SELECTED} ids can be selected at once."));
+            }
+        }
+        let date = self.date.as_deref().and_then(calendar_date);
+        if self.date.is_some() && date.is_none() {
+            errors.add("date", "The date must be a calendar date, YYYY-MM-DD.");
+        }
+        if errors.is_empty() && unique_ids.is_empty() && ids.is_empty() && date.is_none() {
+            errors.add(
+                "body",
+                "Select shipments with at least one of drop_off_shipment_unique_ids, drop_off_shipment_ids or date.",
+            );
+        }
+        errors.into_result()?;
+        Ok(Selection { unique_ids, ids, date })
+    }
+}
+
+/// `YYYY-MM-DD` exactly (jiff alone would also take other ISO 8601 forms).
+fn calendar_date(text: &str) -> Option<jiff::civil::Date> {
+    let b = text.as_bytes();
+    (b.len() == 10 && b[4] == b'-' && b[7] == b'-').then(|| text.parse().ok()).flatten()
+}
+
+#[derive(Serialize, Default)]
+struct Outcome {
+    affected: Vec<Affected>,
+    skipped: Vec<Skipped>,
+}
+
+#[derive(Serialize)]
+struct Affected {
+    id: i64,
+    unique_id: String,
+    from: Status,
+    to: Status,
+}
+
+#[derive(Serialize)]
+struct Skipped {
+    id: i64,
+    unique_id: String,
+    status: Status,
+    reason: String,
+}
+
+#[tracing::instrument(skip_all, fields(scenario = %slug), err(level = "debug"))]
+async fn handle(
+    State(app): State<App>,
+    PathParam(slug): PathParam<String>,
+    TestCaller(caller): TestCaller,
+    JsonBody(request, _): JsonBody<ScenarioRequest>,
+) -> Result<Response> {
+    let scenario = Scenario::from_slug(&slug).ok_or(Error::NotFound)?;
+    let selection = request.selection()?;
+    let now = app.clock.now();
+    let candidates = app.store.sandbox_candidates(caller.scope, selection).await?;
+    let mut outcome = Outcome::default();
+    for batch in candidates.chunks(BATCH) {
+        for result in app.store.run_scenario(caller.scope, batch.to_vec(), scenario, now).await? {
+            match result {
+                ScenarioResult::Affected { id, unique_id, from, to } => {
+                    outcome.affected.push(Affected { id: id.0, unique_id, from, to });
+                }
+                ScenarioResult::Skipped { id, unique_id, status, reason } => {
+                    outcome.skipped.push(Skipped { id: id.0, unique_id, status, reason });
+                }
+            }
+        }
+    }
+    if outcome.affected.is_empty() {
+        // Nothing could move: a conflict, with the reasons in `object` for the integrator.
+        let message = if outcome.skipped.is_empty() {
+            "No shipment of yours matches the selectors."
+        } else {
+            "None of the selected shipments could move; see object.skipped for why."
+        };
+        let none = FieldErrors::new();
+        return Ok(
+            Envelope { status: "error", code: 409, message, errors: Some(&none), object: &outcome }.into_response()
+        );
+    }
+    Ok(Envelope::success(200, "Scenario applied.", &outcome).into_response())
+}
