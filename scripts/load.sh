@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Load test of POST /requests/preview and POST /requests/sync against a bare-axum "floor"
-# (crates/dropslot/examples/floor.rs) of the same request/response size.
+# (crates/dropslot/examples/floor.rs) of the same request/response size; then, on the same
+# database after a kill -9 and a restart, the shipment lifecycle: one sandbox scenario call
+# over 1,000 selected shipments (three times), and sustained ops transitions.
 #
 #   scripts/load.sh                     # 10 s per endpoint
 #   DURATION=30s scripts/load.sh
@@ -8,7 +10,8 @@
 # Env: DURATION (wrk -d, default 10s), WARMUP (default 2s, 0 to skip), THREADS (2),
 #      CONNECTIONS (64), CARGO_TARGET_DIR (default ./target), NOW (the pinned clock,
 #      default 2026-11-23T12:00:00Z, a Monday morning so slots exist), KEEP=1 keeps the
-#      temporary directory (logs, database, wrk output).
+#      temporary directory (logs, database, wrk output), OPS_SEED (wrk -d of live orders
+#      created for the ops run, default 6s).
 #
 # Idempotent: every run uses a fresh temporary SQLite file and ephemeral 127.0.0.1 ports;
 # every server it starts is stopped on exit. Exit status is non-zero when a check fails
@@ -163,6 +166,51 @@ kill -9 "$APP_PID"
 wait "$APP_PID" 2>/dev/null || true
 read -r orders_after parcels_after < <(count_rows)
 
+# ---------------------------------------------------------------- lifecycle
+log "restarting dropslot on the same database"
+DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_BASE_URL=${DROPSLOT_BASE_URL:-http://127.0.0.1:8080} \
+  "$DROPSLOT" serve --database "sqlite://$DB" --listen 127.0.0.1:0 >"$TMP/dropslot-2.log" 2>&1 &
+PIDS+=($!)
+APP_PID=$!
+APP=$(await_line "$TMP/dropslot-2.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$APP_PID")
+APP=${APP#listening on }
+LIVE=$("$DROPSLOT" token create --database "sqlite://$DB" --client 1 --kind live)
+OPS=$("$DROPSLOT" token create --database "sqlite://$DB" --client 1 --kind ops)
+
+# One scenario call over 1,000 of the sync run's test shipments, three times (each call
+# selects 1,000 not yet moved).
+SCENARIO_MS=()
+for i in 1 2 3; do
+  ids=$(sqlite3 "file:$DB?mode=ro" "SELECT json_group_array(id) FROM (SELECT id FROM drop_off_shipments
+    WHERE mode = 'test' AND sandbox_moved = 0 AND status = 'scheduled' ORDER BY id LIMIT 1000)")
+  n=$(tr -cd ',' <<<"$ids" | wc -c)
+  ((n + 1 == 1000)) || die "only $((n + 1)) test shipments to select: run longer (DURATION)"
+  printf '{"drop_off_shipment_ids":%s}' "$ids" >"$TMP/scenario.json"
+  read -r code secs < <(curl -sS --max-time 60 -o "$TMP/scenario-$i.json" -w '%{http_code} %{time_total}\n' \
+    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' --data-binary @"$TMP/scenario.json" \
+    "$APP$API/sandbox/scenarios/happy")
+  [[ $code == 200 ]] || { head -c 500 "$TMP/scenario-$i.json" >&2; die "scenario answered $code"; }
+  affected=$(grep -o '"to":"delivered"' "$TMP/scenario-$i.json" | wc -l)
+  ((affected == 1000)) || die "scenario moved $affected of 1000"
+  SCENARIO_MS+=("$(awk -v s="$secs" 'BEGIN { printf "%.0f", s * 1000 }')")
+  log "scenario happy over 1000 shipments: ${SCENARIO_MS[-1]} ms"
+done
+
+# Ops transitions: live orders to move, then each moved along the table by an ops token.
+log "seeding live orders for the ops run (wrk -d${OPS_SEED:-6s})"
+BODY_FILE="$BODY" TOKEN="$LIVE" timeout $(($(seconds "${OPS_SEED:-6s}") + 60)) \
+  wrk -t"$THREADS" -c"$CONNECTIONS" -d"${OPS_SEED:-6s}" -s scripts/load.lua "$APP$API/requests/sync" >/dev/null
+CODES=$TMP/codes.txt
+sqlite3 "file:$DB?mode=ro" "SELECT unique_id FROM drop_off_shipments WHERE mode = 'live' ORDER BY id" >"$CODES"
+log "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency ops transitions over $(wc -l <"$CODES") live shipments"
+CODES_FILE=$CODES TOKEN=$OPS THREADS=$THREADS timeout $((SECS + 60)) \
+  wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s scripts/ops.lua "$APP/" | tee "$TMP/wrk-ops.txt" |
+  sed 's/^/   /' >&2
+RESULT[ops]=$(grep '^LOAD ' "$TMP/wrk-ops.txt") || die "no LOAD line from wrk for ops"
+RPS[ops]=$(field ops rps)
+P50[ops]=$(field ops p50_ms)
+P99[ops]=$(field ops p99_ms)
+
 # ---------------------------------------------------------------- report
 ok=1
 non2xx=$(field sync non2xx)
@@ -175,11 +223,15 @@ inflight=$((orders - s201))
 
 echo
 printf '%-8s %10s %9s %9s %9s\n' endpoint 'req/s' 'p50 ms' 'p99 ms' 'vs floor'
-for name in floor preview sync; do
+for name in floor preview sync ops; do
   ratio=$(awk -v a="${RPS[$name]}" -v b="${RPS[floor]}" 'BEGIN { printf "%.3f", a / b }')
   printf '%-8s %10.0f %9.2f %9.2f %9s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio"
 done
 echo
+echo "scenario happy, one call over 1000 shipments: ${SCENARIO_MS[*]} ms"
+if [[ $(field ops non2xx) != 0 || $(field ops errors) != 0 ]]; then
+  echo "FAIL: ops transitions: $(field ops non2xx) non-2xx, $(field ops errors) socket errors"; ok=0
+fi
 echo "sync durability: wrk saw $requests responses, $s201 of them 201, $non2xx non-2xx; $sent requests sent"
 echo "                 orders rows committed during the run: $orders (parcels $parcels), counted after kill -9"
 if [[ $non2xx != 0 ]]; then echo "FAIL: $non2xx non-2xx responses"; ok=0; fi

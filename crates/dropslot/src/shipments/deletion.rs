@@ -1,7 +1,7 @@
 //! Deleting a parcel by its custom code (CONTRACT §4): allowed until pick-up, re-prices the
 //! order, and deletes the shipments it empties.
 
-use super::{Actor, NewEvent, ShipmentKind, Status};
+use super::{Actor, Current, Move, NewEvent, ShipmentKind, Status, step};
 use crate::ids::{DropOffShipmentId, ParcelId, PickUpShipmentId, ShipmentOrderId};
 use crate::money::{Money, TaxRate};
 use crate::quote::{Totals, pricing};
@@ -70,21 +70,21 @@ pub fn plan_deletion(s: &DeletionSnapshot) -> DeletionPlan {
         s.order.iter().map(|l| l.shipment_order).zip(pricing::allocate(&actuals, s.min_price, s.tax)).collect();
     let mut changes = Vec::new();
     if s.drop_off_live_parcels <= 1 {
-        changes.push(NewEvent::deletion(
-            ShipmentKind::DropOff,
-            s.drop_off.0,
-            s.drop_off_status,
-            Actor::Client,
-            "the client deleted its last parcel",
-        ));
-        if s.pick_up_live_drop_offs <= 1 && s.pick_up_status != Status::Deleted {
-            changes.push(NewEvent::deletion(
-                ShipmentKind::PickUp,
-                s.pick_up.0,
-                s.pick_up_status,
-                Actor::System,
-                "all its drop-offs were deleted",
-            ));
+        // The status changes go through the one move planner, like every other change.
+        let deletion =
+            |actor, reason: &str| Move { reason: Some(reason.to_string()), ..Move::to(Status::Deleted, actor) };
+        let mut drop_off = Current::new(ShipmentKind::DropOff, s.drop_off.0, s.drop_off_status);
+        match step(&mut drop_off, &deletion(Actor::Client, "the client deleted its last parcel")) {
+            Ok(event) => changes.push(event),
+            Err(_) => return DeletionPlan::TooLate(s.drop_off_status),
+        }
+        // The last drop-off takes its pick-up leg with it, unless the table forbids that
+        // (a leg already picked up for another drop-off stays as it is).
+        let mut pick_up = Current::new(ShipmentKind::PickUp, s.pick_up.0, s.pick_up_status);
+        if s.pick_up_live_drop_offs <= 1 {
+            if let Ok(event) = step(&mut pick_up, &deletion(Actor::System, "all its drop-offs were deleted")) {
+                changes.push(event);
+            }
         }
     }
     DeletionPlan::Delete { parcel: s.parcel, charges, changes }
@@ -134,5 +134,8 @@ mod tests {
         );
         let DeletionPlan::Delete { changes, .. } = plan_deletion(&snapshot(Status::Scheduled, 1, 2)) else { panic!() };
         assert_eq!(changes.len(), 1, "the pick-up keeps its other drop-off");
+        let picked = DeletionSnapshot { pick_up_status: Status::PickedUp, ..snapshot(Status::Scheduled, 1, 1) };
+        let DeletionPlan::Delete { changes, .. } = plan_deletion(&picked) else { panic!() };
+        assert_eq!(changes.len(), 1, "a leg picked up for another drop-off is never deleted");
     }
 }

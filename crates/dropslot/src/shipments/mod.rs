@@ -201,23 +201,6 @@ pub struct NewEvent {
     pub proof: Vec<Proof>,
 }
 
-impl NewEvent {
-    /// A shipment deleted before pick-up (no delivery attempt was made).
-    pub fn deletion(kind: ShipmentKind, shipment: i64, from: Status, actor: Actor, reason: &str) -> NewEvent {
-        NewEvent {
-            kind,
-            shipment,
-            from: Some(from),
-            to: Status::Deleted,
-            actor,
-            reason: Some(reason.to_string()),
-            attempt: None,
-            attempts: 0,
-            proof: Vec::new(),
-        }
-    }
-}
-
 /// The first event of every new shipment.
 pub fn created(kind: ShipmentKind, shipment: i64) -> NewEvent {
     NewEvent {

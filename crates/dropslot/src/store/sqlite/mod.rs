@@ -479,3 +479,44 @@ fn saved_address_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SavedAddress> {
         last_used_at: r.get(4)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Migration 0003 numbers the events a database already holds, per shipment, in order.
+    #[test]
+    fn lifecycle_migration_numbers_existing_events() {
+        let c = Connection::open_in_memory().unwrap();
+        for (_, _, sql) in &MIGRATIONS[..2] {
+            c.execute_batch(sql).unwrap();
+        }
+        for (kind, id, status) in [
+            ("drop_off", 1, "scheduled"),
+            ("pick_up", 1, "scheduled"),
+            ("drop_off", 1, "deleted"),
+            ("drop_off", 2, "scheduled"),
+        ] {
+            c.execute(
+                "INSERT INTO shipment_events (shipment_kind, shipment_id, status, at, actor) VALUES (?1, ?2, ?3, 'x', 'client')",
+                params![kind, id, status],
+            )
+            .unwrap();
+        }
+        c.execute_batch(MIGRATIONS[2].2).unwrap();
+        let seqs: Vec<(String, i64, i64)> = c
+            .prepare("SELECT shipment_kind, shipment_id, seq FROM shipment_events ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let expected = [("drop_off", 1, 1), ("pick_up", 1, 1), ("drop_off", 1, 2), ("drop_off", 2, 1)];
+        assert_eq!(seqs, expected.map(|(k, i, s)| (k.to_string(), i, s)));
+        // The unique index guards the numbering from now on.
+        assert!(
+            c.execute("INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, at, actor) VALUES ('drop_off', 1, 2, 's', 'x', 'ops')", [])
+                .is_err()
+        );
+    }
+}
