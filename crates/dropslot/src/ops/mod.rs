@@ -126,7 +126,7 @@ async fn answer(app: &App, outcome: MoveOutcome) -> Result<Response> {
         MoveOutcome::Refused(refusal) => Err(Error::Conflict(refusal.to_string())),
         MoveOutcome::Moved(unique_id) => {
             let stored = app.store.shipment(Visibility::Ops, &unique_id).await?.ok_or(Error::NotFound)?;
-            let view = ShipmentView::new(&app.settings.base_url, &app.settings.area, stored, 0);
+            let view = ShipmentView::new(&app.settings.base_url, &app.settings.area, stored);
             Ok(envelope(200, "Shipment moved.", &view).into_response())
         }
     }

@@ -26,7 +26,7 @@ pub(super) async fn shipment(
     PathParam(unique_id): PathParam<String>,
 ) -> Result<Response> {
     let stored = app.store.shipment(Visibility::Tenant(caller.scope), &unique_id).await?.ok_or(Error::NotFound)?;
-    let view = ShipmentView::new(&app.settings.base_url, &app.settings.area, stored, 0);
+    let view = ShipmentView::new(&app.settings.base_url, &app.settings.area, stored);
     Ok(envelope(200, "Shipment found.", &view).into_response())
 }
 
@@ -130,7 +130,7 @@ pub(super) async fn by_custom_code(
         tracking_code: shipment.drop_off.unique_id.clone(),
         order_unique_id: shipment.order_unique_id.clone(),
         status: shipment.drop_off.status,
-        shipment: ShipmentView::new(&app.settings.base_url, &app.settings.area, shipment, 0),
+        shipment: ShipmentView::new(&app.settings.base_url, &app.settings.area, shipment),
     };
     Ok(envelope(200, "Parcel found.", &view).into_response())
 }

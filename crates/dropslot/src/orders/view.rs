@@ -16,6 +16,8 @@ pub struct ShipmentView {
     #[serde(flatten)]
     pub shipment: ShipmentObject,
     pub status: Status,
+    /// The pick-up leg's status (it follows its drop-offs: docs/api.md).
+    pub pick_up_status: Status,
     /// Delivery attempts made, and the most this shipment allows.
     pub attempts: u32,
     pub max_attempts: u32,
@@ -56,11 +58,12 @@ pub fn local(at: Timestamp, tz: &TimeZone) -> String {
 }
 
 impl ShipmentView {
-    pub fn new(base: &str, area: &ServiceArea, s: StoredShipment, drop_off_index: usize) -> ShipmentView {
+    pub fn new(base: &str, area: &ServiceArea, s: StoredShipment) -> ShipmentView {
         let tz = city_zone(area, &s.drop_off.city);
         ShipmentView {
-            shipment: ShipmentObject::from_stored(base, &s, drop_off_index),
+            shipment: ShipmentObject::from_stored(base, &s),
             status: s.drop_off.status,
+            pick_up_status: s.pick_up.status,
             attempts: s.drop_off.attempts,
             max_attempts: s.drop_off.max_attempts,
             events: s.events.into_iter().map(|e| EventView::new(e, &tz)).collect(),
@@ -89,7 +92,7 @@ impl OrderView {
         OrderView {
             unique_id: o.unique_id,
             created_at: o.created_at,
-            shipments: o.shipments.into_iter().enumerate().map(|(i, s)| ShipmentView::new(base, area, s, i)).collect(),
+            shipments: o.shipments.into_iter().map(|s| ShipmentView::new(base, area, s)).collect(),
         }
     }
 }

@@ -241,7 +241,7 @@ pub struct ParcelObject {
 impl ShipmentObject {
     /// A stored shipment in the order-creation shape (live parcels only: a deleted parcel
     /// leaves the shipment, as it leaves its labels).
-    pub fn from_stored(base: &str, s: &crate::store::StoredShipment, drop_off_index: usize) -> ShipmentObject {
+    pub fn from_stored(base: &str, s: &crate::store::StoredShipment) -> ShipmentObject {
         use crate::labels;
         use crate::store::LabelKind;
         let (pick_up_links, pick_up_label) = labels::links(base, LabelKind::PickUp, &s.pick_up.label_token);
@@ -255,7 +255,7 @@ impl ShipmentObject {
                 let (links, label) = labels::links(base, LabelKind::Parcel, &p.label_token);
                 ParcelObject {
                     pick_up_index: "0".into(),
-                    drop_off_index,
+                    drop_off_index: s.drop_off_index,
                     pick_up_code: p.pick_up_code.clone(),
                     custom_code: p.custom_code.clone(),
                     pick_up_label_urls: links,

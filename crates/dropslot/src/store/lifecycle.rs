@@ -66,6 +66,8 @@ pub struct StoredPickUp {
 #[derive(Debug, Clone)]
 pub struct StoredShipment {
     pub order_unique_id: String,
+    /// Its position among its order's drop-off shipments (`drop_off_index` of its parcels).
+    pub drop_off_index: usize,
     pub shipment_order: ShipmentOrderId,
     pub shipment_order_unique_id: String,
     pub totals: Totals,

@@ -26,12 +26,14 @@ fn timestamp(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Timestamp> {
 
 /// A drop-off shipment with everything around it, by row id.
 fn shipment_by_id(c: &Connection, id: i64) -> rusqlite::Result<StoredShipment> {
-    let (drop_off, totals, shipment_order, shipment_order_unique_id, order_unique_id, pick_up_id) = c
+    let (drop_off, totals, shipment_order, shipment_order_unique_id, order_unique_id, pick_up_id, drop_off_index) = c
         .prepare_cached(
             "SELECT d.id, d.unique_id, d.label_token, d.scheduled_date, d.slot_code, d.slot_name, d.start_at, d.end_at,
                 d.city, d.address_json, d.status, d.attempts, d.max_attempts,
                 so.id, so.unique_id, so.actual_total_price, so.actual_total_tax, so.actual_price_with_tax,
-                so.total_price, so.total_tax, so.price_with_tax, o.unique_id, d.pick_up_shipment_id, so.min_price
+                so.total_price, so.total_tax, so.price_with_tax, o.unique_id, d.pick_up_shipment_id, so.min_price,
+                (SELECT count(*) FROM shipment_orders so2 JOIN drop_off_shipments d2 ON d2.shipment_order_id = so2.id
+                 WHERE so2.order_id = so.order_id AND d2.id < d.id)
              FROM drop_off_shipments d
              JOIN shipment_orders so ON so.id = d.shipment_order_id
              JOIN orders o ON o.id = so.order_id
@@ -69,6 +71,7 @@ fn shipment_by_id(c: &Connection, id: i64) -> rusqlite::Result<StoredShipment> {
                 r.get::<_, String>(14)?,
                 r.get::<_, String>(21)?,
                 r.get::<_, i64>(22)?,
+                r.get::<_, usize>(24)?,
             ))
         })?;
     let pick_up = c
@@ -102,6 +105,7 @@ fn shipment_by_id(c: &Connection, id: i64) -> rusqlite::Result<StoredShipment> {
         .collect::<rusqlite::Result<_>>()?;
     Ok(StoredShipment {
         order_unique_id,
+        drop_off_index,
         shipment_order,
         shipment_order_unique_id,
         totals,
