@@ -98,12 +98,16 @@ await_line() {
 
 DB=$TMP/dropslot.db
 log "starting dropslot serve on a fresh database ($DB), clock pinned to $NOW"
-DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_BASE_URL=${DROPSLOT_BASE_URL:-http://127.0.0.1:8080} \
-  "$DROPSLOT" serve --database "sqlite://$DB" --listen 127.0.0.1:0 >"$TMP/dropslot.log" 2>&1 &
-PIDS+=($!)
-APP_PID=$!
-APP=$(await_line "$TMP/dropslot.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$APP_PID")
-APP=${APP#listening on }
+# Starts `dropslot serve` on $DB with its log in $1; sets APP_PID and APP (its base URL).
+start_app() {
+  DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_BASE_URL=${DROPSLOT_BASE_URL:-http://127.0.0.1:8080} \
+    "$DROPSLOT" serve --database "sqlite://$DB" --listen 127.0.0.1:0 >"$1" 2>&1 &
+  PIDS+=($!)
+  APP_PID=$!
+  APP=$(await_line "$1" 'listening on http://127\.0\.0\.1:[0-9]+' "$APP_PID")
+  APP=${APP#listening on }
+}
+start_app "$TMP/dropslot.log"
 TOKEN=$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$TMP/dropslot.log") || die "no demo token printed (database not empty?)"
 
 # The request body (263 bytes): one drop-off, two parcels, no custom code (so every sync
@@ -168,12 +172,7 @@ read -r orders_after parcels_after < <(count_rows)
 
 # ---------------------------------------------------------------- lifecycle
 log "restarting dropslot on the same database"
-DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_BASE_URL=${DROPSLOT_BASE_URL:-http://127.0.0.1:8080} \
-  "$DROPSLOT" serve --database "sqlite://$DB" --listen 127.0.0.1:0 >"$TMP/dropslot-2.log" 2>&1 &
-PIDS+=($!)
-APP_PID=$!
-APP=$(await_line "$TMP/dropslot-2.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$APP_PID")
-APP=${APP#listening on }
+start_app "$TMP/dropslot-2.log"
 LIVE=$("$DROPSLOT" token create --database "sqlite://$DB" --client 1 --kind live)
 OPS=$("$DROPSLOT" token create --database "sqlite://$DB" --client 1 --kind ops)
 

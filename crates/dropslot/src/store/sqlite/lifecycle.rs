@@ -11,30 +11,36 @@ use crate::shipments::{self, ALREADY_MOVED, Actor, Current, Leg, Move, NewEvent,
 use crate::store::{MoveOutcome, ScenarioResult, Scope, Selection, StoreError, Visibility};
 
 /// Records a status change with the shipment's next sequence number; runs in the transaction
-/// that makes the change (the writer serialises writers, so `max + 1` cannot race).
+/// that makes the change (the writer serialises writers, so `max + 1` cannot race). A
+/// shipment's first event (`from` is none: its creation) is number 1 without a lookup.
 pub(super) fn record_event(c: &Connection, e: &NewEvent, at: &str) -> Result<(), StoreError> {
     let proof = if e.proof.is_empty() { None } else { Some(super::to_json(&e.proof).map_err(map_err)?) };
-    c.prepare_cached(
+    let sql = if e.from.is_none() {
+        "INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, previous_status, at, actor, reason,
+            attempt, proof_json)
+         VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+    } else {
         "INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, previous_status, at, actor, reason,
             attempt, proof_json)
          VALUES (?1, ?2,
             (SELECT coalesce(max(seq), 0) + 1 FROM shipment_events WHERE shipment_kind = ?1 AND shipment_id = ?2),
-            ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
-            e.kind.as_str(),
-            e.shipment,
-            e.to.as_str(),
-            e.from.map(Status::as_str),
-            at,
-            e.actor.as_str(),
-            e.reason,
-            e.attempt,
-            proof
-        ])
-    })
-    .map_err(map_err)?;
+            ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+    };
+    c.prepare_cached(sql)
+        .and_then(|mut s| {
+            s.execute(params![
+                e.kind.as_str(),
+                e.shipment,
+                e.to.as_str(),
+                e.from.map(Status::as_str),
+                at,
+                e.actor.as_str(),
+                e.reason,
+                e.attempt,
+                proof
+            ])
+        })
+        .map_err(map_err)?;
     Ok(())
 }
 
