@@ -1,8 +1,6 @@
 //! `POST /requests/sync`: validates, quotes and writes a whole order atomically, answering
 //! 201 with its ids, tracking codes and label links. `Idempotency-Key` replays a success.
 
-use std::collections::BTreeMap;
-
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
@@ -10,21 +8,18 @@ use jiff::{SignedDuration, Timestamp};
 use sha2::{Digest, Sha256};
 
 use super::request::{Purpose, RequestPayload, normalize_address};
-use super::wire::{
-    DropOffAddress, DropOffShipmentObject, OrderObject, ParcelObject, PickUpShipmentObject, SAME, ShipmentObject,
-    SlotCode,
-};
+use super::wire::{OrderObject, ShipmentObject};
 use super::{Prepared, custom_code_taken};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::http::{Envelope, JsonBody, json_response};
-use crate::ids;
-use crate::labels;
+use crate::ids::{self, DropOffShipmentId, PickUpShipmentId, ShipmentOrderId};
 use crate::quote::schedule::iso;
+use crate::shipments::Status;
 use crate::store::{
-    CreateOrderError, IdempotencyClaim, LabelKind, NewDropOff, NewOrder, NewParcel, NewPickUp, NewShipment, OrderIds,
-    Scope, StoredDropOffAddress, StoredPickUpAddress,
+    CreateOrderError, IdempotencyClaim, NewDropOff, NewOrder, NewParcel, NewPickUp, NewShipment, OrderIds, Scope,
+    StoredDropOff, StoredDropOffAddress, StoredParcel, StoredPickUp, StoredPickUpAddress, StoredShipment,
 };
 
 const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
@@ -126,10 +121,8 @@ fn assemble(
     let city = area.city(p.quote.pick_up_city);
     let tax = area.region(city.region).tax;
     let created = now.to_zoned(city.tz.clone());
-    let created_at = iso(&created);
     let pu = &p.quote.pick_up;
     let pick_up_token = ids::url_token();
-    let (pick_up_links, pick_up_label) = labels::links(base, LabelKind::PickUp, &pick_up_token);
     let pick_up_address = super::preview::pick_up_address(app, &p.request, &p.quote, None);
     let text = p.request.pick_up.location.text.clone();
     let new_pick_up = NewPickUp {
@@ -154,24 +147,11 @@ fn assemble(
         saved_normalized: normalize_address(&text),
         saved_text: text,
     };
-    let pick_up_object = PickUpShipmentObject {
-        scheduled_date: new_pick_up.scheduled_date.to_string(),
-        unique_id: new_pick_up.unique_id.clone(),
-        id: 0,
-        pick_up_label_urls: pick_up_links,
-        label: pick_up_label,
-        time_slot_datetime_start: iso(&new_pick_up.start),
-        time_slot_datetime_end: iso(&new_pick_up.end),
-    };
     let mut shipments = Vec::new();
-    let mut objects = Vec::new();
     // The minimum price and tax apply once to the order, shared out over its shipment orders.
     let charges = p.quote.charges(&caller.prices, tax);
-    for (i, ((d, q), totals)) in p.request.drop_offs.iter().zip(&p.quote.drop_offs).zip(charges).enumerate() {
+    for ((d, q), totals) in p.request.drop_offs.iter().zip(&p.quote.drop_offs).zip(charges) {
         let zone = area.zone(d.location.zone);
-        let tracking = ids::tracking_code();
-        let token = ids::url_token();
-        let (links, label) = labels::links(base, LabelKind::DropOff, &token);
         let a = &d.address;
         // The dataset's coordinates are decimal text; one that does not parse is a bug in the
         // embedded data, never a 0.0 on a label.
@@ -196,37 +176,22 @@ fn assemble(
             region: d.location.region.clone(),
             location_service_postal_code: d.location.lookup_key.clone(),
         };
-        let address = DropOffAddress::from(&stored);
-        let mut parcels = Vec::new();
-        let mut parcel_objects = Vec::new();
-        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
-        for (parcel, price) in d.parcels.iter().zip(&q.parcel_prices) {
-            let size = &caller.prices.sizes[parcel.size];
-            let token = ids::url_token();
-            let (links, label) = labels::links(base, LabelKind::Parcel, &token);
-            let np = NewParcel {
+        let parcels = d
+            .parcels
+            .iter()
+            .zip(&q.parcel_prices)
+            .map(|(parcel, price)| NewParcel {
                 pick_up_code: ids::pick_up_code(),
                 custom_code: parcel.custom_code.clone(),
-                size_code: size.code.clone(),
+                size_code: caller.prices.sizes[parcel.size].code.clone(),
                 weight: parcel.weight,
                 price: *price,
-                label_token: token,
-            };
-            *counts.entry(size.code.clone()).or_default() += 1;
-            parcel_objects.push(ParcelObject {
-                pick_up_index: "0".into(),
-                drop_off_index: i,
-                pick_up_code: np.pick_up_code.clone(),
-                custom_code: np.custom_code.as_ref().map(|c| c.as_str().to_string()),
-                pick_up_label_urls: links,
-                parcel_size_code: np.size_code.clone(),
-                label,
-            });
-            parcels.push(np);
-        }
+                label_token: ids::url_token(),
+            })
+            .collect();
         let drop_off = NewDropOff {
-            unique_id: tracking.clone(),
-            label_token: token,
+            unique_id: ids::tracking_code(),
+            label_token: ids::url_token(),
             scheduled_date: q.booking.date,
             slot_code: q.booking.slot.code.clone(),
             slot_name: q.booking.slot.name.clone(),
@@ -238,34 +203,8 @@ fn assemble(
             address: stored,
             max_attempts: caller.limits.max_delivery_attempts,
         };
-        objects.push(ShipmentObject {
-            shipment_order_id: 0,
-            shipment_order_unique_id: ids::shipment_order_unique_id(),
-            pick_up_shipment: pick_up_object.clone(),
-            drop_off_shipment: DropOffShipmentObject {
-                scheduled_date: drop_off.scheduled_date.to_string(),
-                user_ref_id: None,
-                unique_id: tracking.clone(),
-                id: 0,
-                pick_up_label_urls: links,
-                label,
-                time_slot: SlotCode { code: drop_off.slot_code.clone() },
-                time_slot_datetime_start: iso(&drop_off.start),
-                time_slot_datetime_end: iso(&drop_off.end),
-                tracking_url: labels::tracking_url(base, &tracking),
-            },
-            drop_off_address: address,
-            parcel_count: BTreeMap::from([(SAME, counts)]),
-            parcels: parcel_objects,
-            actual_total_price: totals.actual_total_price,
-            actual_total_tax: totals.actual_total_tax,
-            actual_price_with_tax: totals.actual_price_with_tax,
-            total_price: totals.total_price,
-            total_tax: totals.total_tax,
-            price_with_tax: totals.price_with_tax,
-        });
         shipments.push(NewShipment {
-            unique_id: objects.last().map(|o| o.shipment_order_unique_id.clone()).unwrap_or_default(),
+            unique_id: ids::shipment_order_unique_id(),
             drop_off,
             parcels,
             min_price: caller.prices.min_price,
@@ -273,28 +212,98 @@ fn assemble(
             totals,
         });
     }
-    let unique_id = ids::order_unique_id();
     let order = NewOrder {
-        unique_id: unique_id.clone(),
+        unique_id: ids::order_unique_id(),
         created_at: created,
         pick_up: new_pick_up,
         shipments,
         idempotency: claim,
     };
-    Ok((order, Draft(OrderObject { unique_id, created_at, shipments: objects })))
+    let draft = Draft::new(base, &order);
+    Ok((order, draft))
 }
 
-/// The response body, complete but for the row ids the store assigns.
-struct Draft(OrderObject);
+/// The response body, complete but for the row ids the store assigns: the new rows as a
+/// read would load them, rendered by the same `ShipmentObject::from_stored` as every read,
+/// so a created order and the same order read back cannot differ.
+struct Draft {
+    base: String,
+    unique_id: String,
+    created_at: String,
+    shipments: Vec<StoredShipment>,
+}
 
 impl Draft {
+    fn new(base: &str, o: &NewOrder) -> Draft {
+        let p = &o.pick_up;
+        let pick_up = StoredPickUp {
+            id: PickUpShipmentId(0),
+            unique_id: p.unique_id.clone(),
+            label_token: p.label_token.clone(),
+            scheduled_date: p.scheduled_date.to_string(),
+            start_at: iso(&p.start),
+            end_at: iso(&p.end),
+            status: Status::Scheduled,
+        };
+        let shipments = o
+            .shipments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let d = &s.drop_off;
+                StoredShipment {
+                    order_unique_id: o.unique_id.clone(),
+                    drop_off_index: i,
+                    shipment_order: ShipmentOrderId(0),
+                    shipment_order_unique_id: s.unique_id.clone(),
+                    totals: s.totals,
+                    pick_up: pick_up.clone(),
+                    drop_off: StoredDropOff {
+                        id: DropOffShipmentId(0),
+                        unique_id: d.unique_id.clone(),
+                        label_token: d.label_token.clone(),
+                        scheduled_date: d.scheduled_date.to_string(),
+                        slot_code: d.slot_code.clone(),
+                        slot_name: d.slot_name.clone(),
+                        start_at: iso(&d.start),
+                        end_at: iso(&d.end),
+                        city: d.city.clone(),
+                        address: d.address.clone(),
+                        status: Status::Scheduled,
+                        attempts: 0,
+                        max_attempts: d.max_attempts,
+                    },
+                    parcels: s
+                        .parcels
+                        .iter()
+                        .map(|p| StoredParcel {
+                            pick_up_code: p.pick_up_code.clone(),
+                            custom_code: p.custom_code.as_ref().map(|c| c.as_str().to_string()),
+                            size_code: p.size_code.clone(),
+                            label_token: p.label_token.clone(),
+                        })
+                        .collect(),
+                    events: Vec::new(),
+                }
+            })
+            .collect();
+        Draft { base: base.to_string(), unique_id: o.unique_id.clone(), created_at: iso(&o.created_at), shipments }
+    }
+
     fn render(&self, ids: &OrderIds) -> serde_json::Result<String> {
-        let mut object = self.0.clone();
-        for (s, shipment_ids) in object.shipments.iter_mut().zip(&ids.shipments) {
-            s.shipment_order_id = shipment_ids.shipment_order.0;
-            s.pick_up_shipment.id = ids.pick_up.0;
-            s.drop_off_shipment.id = shipment_ids.drop_off.0;
-        }
+        let shipments = self
+            .shipments
+            .iter()
+            .zip(&ids.shipments)
+            .map(|(s, assigned)| {
+                let mut object = ShipmentObject::from_stored(&self.base, s);
+                object.shipment_order_id = assigned.shipment_order.0;
+                object.pick_up_shipment.id = ids.pick_up.0;
+                object.drop_off_shipment.id = assigned.drop_off.0;
+                object
+            })
+            .collect();
+        let object = OrderObject { unique_id: self.unique_id.clone(), created_at: self.created_at.clone(), shipments };
         Envelope::success(201, CREATED, &object).to_json()
     }
 }

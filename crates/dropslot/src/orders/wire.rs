@@ -150,14 +150,14 @@ impl From<&StoredDropOffAddress> for DropOffAddress {
     }
 }
 
-#[derive(Serialize, Clone)]
+#[derive(Serialize)]
 pub struct OrderObject {
     pub unique_id: String,
     pub created_at: String,
     pub shipments: Vec<ShipmentObject>,
 }
 
-#[derive(Serialize, Clone)]
+#[derive(Serialize)]
 pub struct ShipmentObject {
     pub shipment_order_id: i64,
     pub shipment_order_unique_id: String,
@@ -195,7 +195,7 @@ pub struct DropOffAddress {
     pub location_service_postal_code: String,
 }
 
-#[derive(Serialize, Clone)]
+#[derive(Serialize)]
 pub struct PickUpShipmentObject {
     pub scheduled_date: String,
     pub unique_id: String,
@@ -206,12 +206,12 @@ pub struct PickUpShipmentObject {
     pub time_slot_datetime_end: String,
 }
 
-#[derive(Serialize, Clone)]
+#[derive(Serialize)]
 pub struct SlotCode {
     pub code: String,
 }
 
-#[derive(Serialize, Clone)]
+#[derive(Serialize)]
 pub struct DropOffShipmentObject {
     pub scheduled_date: String,
     pub user_ref_id: Option<String>,
@@ -225,7 +225,7 @@ pub struct DropOffShipmentObject {
     pub tracking_url: String,
 }
 
-#[derive(Serialize, Clone)]
+#[derive(Serialize)]
 pub struct ParcelObject {
     pub pick_up_index: String,
     pub drop_off_index: usize,

@@ -20,8 +20,7 @@ fn conversion(i: usize, e: impl std::fmt::Display) -> rusqlite::Error {
 }
 
 fn timestamp(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Timestamp> {
-    let text: String = r.get(i)?;
-    Timestamp::from_str(&text).map_err(|e| conversion(i, format!("timestamp {text:?}: {e}")))
+    super::parsed(r, i, "timestamp", |t| Timestamp::from_str(t).ok())
 }
 
 /// A drop-off shipment with everything around it, by row id.
