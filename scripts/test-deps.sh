@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the external tools the dropslot-labels tests use to check labels
-# independently of the code under test: poppler-utils (pdftoppm, pdftotext,
-# pdfinfo) and the zxing-cpp barcode decoder (+ Pillow) for Python 3.
+# Installs the external tools the tests use to check the service independently of
+# the code under test: poppler-utils (pdftoppm, pdftotext, pdfinfo) and the
+# zxing-cpp barcode decoder (+ Pillow) for the labels, and the Standard Webhooks
+# reference library (PyPI standardwebhooks) for webhook signatures.
 # Idempotent: each step runs only when its tool is missing.
 set -euo pipefail
 
@@ -16,12 +17,12 @@ if ! command -v pdftoppm >/dev/null 2>&1 || ! command -v pdftotext >/dev/null 2>
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y poppler-utils fonts-dejavu-core
 fi
 
-if ! python3 -c 'import zxingcpp, PIL' >/dev/null 2>&1; then
+if ! python3 -c 'import zxingcpp, PIL, standardwebhooks' >/dev/null 2>&1; then
     # A distribution Python may refuse plain pip installs (PEP 668).
-    python3 -m pip install --quiet zxing-cpp pillow \
-        || python3 -m pip install --quiet --break-system-packages zxing-cpp pillow
+    python3 -m pip install --quiet zxing-cpp pillow standardwebhooks \
+        || python3 -m pip install --quiet --break-system-packages zxing-cpp pillow standardwebhooks
 fi
 
 command -v pdftoppm >/dev/null
-python3 -c 'import zxingcpp, PIL'
+python3 -c 'import zxingcpp, PIL, standardwebhooks'
 echo "test-deps: ok"

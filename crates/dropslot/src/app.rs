@@ -10,7 +10,9 @@ use crate::clock::Clock;
 use crate::config::{PriceList, Settings};
 use crate::geo::Geocoder;
 use crate::ids::ClientId;
+use crate::metrics::Metrics;
 use crate::store::{DynStore, StoreError, TokenKind};
+use crate::webhooks::Renderer;
 
 #[derive(Clone)]
 pub struct App(Arc<AppInner>);
@@ -21,6 +23,9 @@ pub struct AppInner {
     pub clock: Clock,
     pub geocoder: Geocoder,
     pub default_prices: Arc<PriceList>,
+    pub metrics: Arc<Metrics>,
+    /// Renders webhook events into the store's transactions; wakes the dispatcher.
+    pub outbox: Arc<Renderer>,
     /// Turns true when the service is shutting down (`/readyz` answers 503 from then on).
     stopping: watch::Receiver<bool>,
 }
@@ -37,16 +42,23 @@ impl App {
     /// database the process cannot write (read-only file or directory, full disk) stops the
     /// start instead of answering every order with an error.
     pub async fn build(settings: Settings, stopping: watch::Receiver<bool>) -> Result<App, StoreError> {
-        let store = crate::store::open(&settings.database).await?;
+        let metrics = Arc::new(Metrics::default());
+        let outbox = Arc::new(Renderer::new(&settings, metrics.clone()));
+        let store = crate::store::open(&settings.database, outbox.clone()).await?;
         store.migrate().await?;
         store.ping().await.map_err(|e| StoreError::Invalid(format!("cannot write to the database: {e}")))?;
         let clock = settings.now.map_or_else(Clock::system, Clock::pinned);
-        Ok(App::with_store(settings, store, clock, stopping))
-    }
-
-    pub fn with_store(settings: Settings, store: DynStore, clock: Clock, stopping: watch::Receiver<bool>) -> App {
         let default_prices = Arc::new(settings.pricing.clone());
-        App(Arc::new(AppInner { settings, store, clock, geocoder: Geocoder::embedded(), default_prices, stopping }))
+        Ok(App(Arc::new(AppInner {
+            settings,
+            store,
+            clock,
+            geocoder: Geocoder::embedded(),
+            default_prices,
+            metrics,
+            outbox,
+            stopping,
+        })))
     }
 
     pub fn is_stopping(&self) -> bool {

@@ -161,7 +161,10 @@ async fn token(settings: &Settings, command: TokenCommand) -> Result<(), String>
 }
 
 async fn open(settings: &Settings) -> Result<DynStore, String> {
-    store::open(&settings.database).await.map_err(|e| e.to_string())
+    // The CLI changes no shipment, but every store is opened with the outbox that renders
+    // the events its writes could cause.
+    let outbox = std::sync::Arc::new(crate::webhooks::Renderer::new(settings, std::sync::Arc::default()));
+    store::open(&settings.database, outbox).await.map_err(|e| e.to_string())
 }
 
 async fn migrated(settings: &Settings) -> Result<DynStore, String> {

@@ -1,4 +1,5 @@
-//! Liveness and readiness (`/healthz`, `/readyz`) for load balancers and orchestrators.
+//! Liveness and readiness (`/healthz`, `/readyz`) for load balancers and orchestrators, and
+//! the Prometheus scrape (`/metrics`).
 
 use std::time::Duration;
 
@@ -12,7 +13,13 @@ use crate::error::Error;
 use crate::http::envelope;
 
 pub fn routes() -> Router<App> {
-    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz))
+    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz)).route("/metrics", get(metrics))
+}
+
+/// The Prometheus text exposition (unauthenticated, like `/healthz`).
+async fn metrics(State(app): State<App>) -> Response {
+    let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    ([(axum::http::header::CONTENT_TYPE, content_type)], app.metrics.render()).into_response()
 }
 
 async fn healthz() -> Response {

@@ -13,6 +13,7 @@ pub mod health;
 pub mod http;
 pub mod ids;
 pub mod labels;
+pub mod metrics;
 pub mod money;
 pub mod ops;
 pub mod orders;
@@ -21,6 +22,7 @@ pub mod sandbox;
 pub mod shipments;
 pub mod store;
 pub mod tracking;
+pub mod webhooks;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -41,21 +43,24 @@ pub struct Running {
     /// On an empty database: the demo client and its test token (shown once).
     pub demo: Option<(ClientId, String)>,
     server: tokio::task::JoinHandle<()>,
+    dispatcher: tokio::task::JoinHandle<()>,
 }
 
 impl Running {
-    /// Waits until the server has stopped and drained.
+    /// Waits until the server and the webhook dispatcher have stopped and drained.
     pub async fn finished(self) {
         let _ = self.server.await;
+        let _ = self.dispatcher.await;
     }
 }
 
-/// The composition root: the only place that starts the HTTP server (and, as they arrive,
-/// the background workers), under one stop signal.
+/// The composition root: the only place that starts the HTTP server and the background
+/// workers (the webhook dispatcher), under one stop signal.
 ///
 /// The port answers at once: 503 "starting" (with `Retry-After`) while the store is opened,
-/// migrated and checked for writes; then the routes. When `shutdown` resolves, `/readyz`
-/// turns 503, the server stops accepting and in-flight requests get the grace period.
+/// migrated and checked for writes; then the routes and the dispatcher. When `shutdown`
+/// resolves, `/readyz` turns 503, the server stops accepting and in-flight requests get the
+/// grace period; the dispatcher stops claiming and drains its in-flight deliveries.
 pub async fn start(
     settings: Settings,
     listener: TcpListener,
@@ -76,14 +81,23 @@ pub async fn start(
         let _ = stop.send(true);
     });
     let built = async {
-        let app = App::build(settings, stopping).await?;
+        let app = App::build(settings, stopping.clone()).await?;
         let demo = app.bootstrap_demo().await?;
-        Ok::<_, StoreError>((app, demo))
+        let dispatcher = webhooks::dispatcher::Dispatcher::new(
+            app.store.clone(),
+            app.settings.webhooks.clone(),
+            app.outbox.wake(),
+            app.metrics.clone(),
+            app.clock.clone(),
+        )
+        .map_err(StoreError::Invalid)?;
+        Ok::<_, StoreError>((app, demo, dispatcher))
     };
     match built.await {
-        Ok((app, demo)) => {
+        Ok((app, demo, dispatcher)) => {
             let _ = slot.set(http::router(app.clone(), api_routes(), root_routes()));
-            Ok(Running { app, demo, server })
+            let dispatcher = tokio::spawn(dispatcher.run(stopping));
+            Ok(Running { app, demo, server, dispatcher })
         }
         Err(e) => {
             signal.abort();
@@ -101,6 +115,7 @@ fn api_routes() -> axum::Router<App> {
         .merge(sandbox::routes())
         .merge(ops::routes())
         .merge(addresses::routes())
+        .merge(webhooks::routes())
         .merge(auth::admin::routes())
 }
 

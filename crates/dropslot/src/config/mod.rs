@@ -19,6 +19,7 @@ pub const DEFAULT_TOML: &str = include_str!("default.toml");
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     server: RawServer,
+    webhooks: RawWebhooks,
     pricing: PriceList,
     limits: Limits,
     regions: Vec<area::RawRegion>,
@@ -41,6 +42,95 @@ struct RawServer {
     max_connections: usize,
     #[serde(default)]
     admin_token: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWebhooks {
+    retry_schedule: String,
+    allow_private: bool,
+    timeout: String,
+    disable_after: String,
+    concurrency: usize,
+    per_endpoint_concurrency: usize,
+    drain: String,
+}
+
+/// Webhook delivery (`[webhooks]`, docs/webhooks.md).
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    /// The delays before the 2nd, 3rd … attempt.
+    pub retry_schedule: Vec<Duration>,
+    pub allow_private: bool,
+    pub timeout: Duration,
+    pub disable_after: Duration,
+    pub concurrency: usize,
+    pub per_endpoint_concurrency: usize,
+    pub drain: Duration,
+}
+
+/// A duration such as `500ms`, `5s`, `5m`, `2h` or `5d`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split =
+        t.find(|c: char| !c.is_ascii_digit()).ok_or_else(|| format!("{text:?} needs a unit (ms, s, m, h, d)"))?;
+    let (n, unit) = t.split_at(split);
+    let n: u64 = n.parse().map_err(|_| format!("{text:?} must start with a whole number"))?;
+    let ms = match unit {
+        "ms" => Some(n),
+        "s" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        "d" => n.checked_mul(86_400_000),
+        _ => return Err(format!("{text:?}: the unit must be ms, s, m, h or d")),
+    };
+    ms.filter(|&ms| ms <= 30 * 86_400_000)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is longer than 30 days"))
+}
+
+/// A comma-separated retry schedule: 0 to 20 delays.
+pub fn parse_schedule(text: &str) -> Result<Vec<Duration>, String> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let delays = text.split(',').map(parse_duration).collect::<Result<Vec<_>, _>>()?;
+    if delays.len() > 20 {
+        return Err("at most 20 retries".into());
+    }
+    Ok(delays)
+}
+
+fn webhook_settings(raw: &RawWebhooks, o: &Overrides) -> Result<WebhookSettings, ConfigError> {
+    let invalid = |key: &str, e: String| ConfigError::Invalid(format!("{key}: {e}"));
+    let schedule_text = o.webhook_retry_schedule.as_deref().unwrap_or(&raw.retry_schedule);
+    let key =
+        if o.webhook_retry_schedule.is_some() { "DROPSLOT_WEBHOOK_RETRY_SCHEDULE" } else { "webhooks.retry_schedule" };
+    let retry_schedule = parse_schedule(schedule_text).map_err(|e| invalid(key, e))?;
+    let allow_private = match o.webhooks_allow_private.as_deref() {
+        None => raw.allow_private,
+        Some("1" | "true") => true,
+        Some("0" | "false") => false,
+        Some(v) => return Err(invalid("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE", format!("{v:?} must be 1 or 0"))),
+    };
+    let timeout = parse_duration(&raw.timeout).map_err(|e| invalid("webhooks.timeout", e))?;
+    if timeout < Duration::from_millis(100) || timeout > Duration::from_secs(60) {
+        return Err(invalid("webhooks.timeout", "from 100ms to 60s".into()));
+    }
+    let disable_after = parse_duration(&raw.disable_after).map_err(|e| invalid("webhooks.disable_after", e))?;
+    let drain = parse_duration(&raw.drain).map_err(|e| invalid("webhooks.drain", e))?;
+    if raw.concurrency == 0 || raw.per_endpoint_concurrency == 0 || raw.concurrency > 4096 {
+        return Err(invalid("webhooks.concurrency", "1 to 4096, and per_endpoint_concurrency at least 1".into()));
+    }
+    Ok(WebhookSettings {
+        retry_schedule,
+        allow_private,
+        timeout,
+        disable_after,
+        concurrency: raw.concurrency,
+        per_endpoint_concurrency: raw.per_endpoint_concurrency.min(raw.concurrency),
+        drain,
+    })
 }
 
 /// Connection timeouts and limits (`[server]`, docs/operations.md "Timeouts and limits").
@@ -120,6 +210,7 @@ pub struct Settings {
     pub pricing: PriceList,
     pub limits: Limits,
     pub area: ServiceArea,
+    pub webhooks: WebhookSettings,
 }
 
 impl std::fmt::Debug for Settings {
@@ -154,6 +245,8 @@ pub struct Overrides {
     pub base_url: Option<String>,
     pub now: Option<String>,
     pub admin_token: Option<String>,
+    pub webhook_retry_schedule: Option<String>,
+    pub webhooks_allow_private: Option<String>,
 }
 
 impl Overrides {
@@ -167,6 +260,8 @@ impl Overrides {
             base_url: var("DROPSLOT_BASE_URL"),
             now: var("DROPSLOT_NOW"),
             admin_token: var("DROPSLOT_ADMIN_TOKEN"),
+            webhook_retry_schedule: var("DROPSLOT_WEBHOOK_RETRY_SCHEDULE"),
+            webhooks_allow_private: var("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE"),
         }
     }
 }
@@ -265,7 +360,9 @@ impl Settings {
                 return Err(ConfigError::Invalid("DROPSLOT_ADMIN_TOKEN: use at least 16 characters".into()));
             }
         }
+        let webhooks = webhook_settings(&raw.webhooks, o)?;
         Ok(Settings {
+            webhooks,
             listen,
             database,
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -343,6 +440,22 @@ mod tests {
         assert!(e.to_string().contains("server.listen"), "{e}");
         let o = Overrides { now: Some("yesterday".into()), ..Overrides::default() };
         assert!(Settings::load(&o).unwrap_err().to_string().contains("DROPSLOT_NOW"));
+    }
+
+    #[test]
+    fn webhook_durations_and_schedule() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5d"), Ok(Duration::from_secs(5 * 86_400)));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5w").is_err());
+        assert!(parse_duration("99999d").is_err());
+        let s = Settings::load(&Overrides::default()).unwrap();
+        let minutes: Vec<u64> = s.webhooks.retry_schedule.iter().map(Duration::as_secs).collect();
+        assert_eq!(minutes, [5, 300, 1800, 7200, 18_000, 36_000, 36_000]);
+        let o = Overrides { webhook_retry_schedule: Some("1s, 2s".into()), ..Overrides::default() };
+        assert_eq!(Settings::load(&o).unwrap().webhooks.retry_schedule.len(), 2);
+        let o = Overrides { webhook_retry_schedule: Some("soon".into()), ..Overrides::default() };
+        assert!(Settings::load(&o).unwrap_err().to_string().contains("DROPSLOT_WEBHOOK_RETRY_SCHEDULE"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod extract;
 pub mod json;
+pub mod page;
 pub mod server;
 
 use axum::Router;

@@ -244,6 +244,8 @@ impl Draft {
             start_at: iso(&p.start),
             end_at: iso(&p.end),
             status: Status::Scheduled,
+            slot_name: p.slot_name.clone(),
+            address_text: p.address.text.clone(),
         };
         let shipments = o
             .shipments

@@ -3,20 +3,17 @@
 
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
 use serde::Serialize;
 
 use super::view::{OrderView, ShipmentView};
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::{Error, FieldErrors, Result};
+use crate::error::{Error, Result};
+use crate::http::page::{cursor, page_query};
 use crate::http::{PathParam, envelope};
 use crate::ids::CustomCode;
 use crate::shipments::Status;
 use crate::store::{StoredOrder, Visibility};
-
-const DEFAULT_LIMIT: usize = 20;
-const MAX_LIMIT: usize = 100;
 
 /// `GET /shipments/{unique_id}`: one of the caller's drop-off shipments.
 #[tracing::instrument(skip_all, err(level = "debug"))]
@@ -53,55 +50,17 @@ struct Page {
 /// orders created while a client pages are never skipped or repeated.
 #[tracing::instrument(skip_all, err(level = "debug"))]
 pub(super) async fn list(State(app): State<App>, caller: Caller, RawQuery(query): RawQuery) -> Result<Response> {
-    let (before, limit) = page_query(query.as_deref().unwrap_or(""))?;
+    let (before, limit) = page_query(query.as_deref().unwrap_or(""), "o")?;
     // One extra row tells whether another page follows.
     let mut orders = app.store.orders(caller.scope, before, limit + 1).await?;
     let more = orders.len() > limit;
     orders.truncate(limit);
-    let next_cursor = if more { orders.last().map(|o: &StoredOrder| cursor(o.id.0)) } else { None };
+    let next_cursor = if more { orders.last().map(|o: &StoredOrder| cursor("o", o.id.0)) } else { None };
     let page = Page {
         orders: orders.into_iter().map(|o| OrderView::new(&app.settings.base_url, &app.settings.area, o)).collect(),
         next_cursor,
     };
     Ok(envelope(200, "Orders.", &page).into_response())
-}
-
-fn cursor(order_id: i64) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("o:{order_id}"))
-}
-
-fn parse_cursor(text: &str) -> Option<i64> {
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text).ok()?;
-    let id: i64 = std::str::from_utf8(&bytes).ok()?.strip_prefix("o:")?.parse().ok()?;
-    (id > 0).then_some(id)
-}
-
-/// `cursor` and `limit`, each at most once; anything else is a 422 at `query.<name>`.
-fn page_query(query: &str) -> Result<(Option<i64>, usize)> {
-    let mut errors = FieldErrors::new();
-    let (mut before, mut limit, mut seen) = (None, None, Vec::new());
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        if seen.contains(&key) {
-            errors.add(format!("query.{key}"), "Give this parameter once.");
-            continue;
-        }
-        seen.push(key);
-        match key {
-            "cursor" if value.is_empty() => {}
-            "cursor" => match parse_cursor(value) {
-                Some(id) => before = Some(id),
-                None => errors.add("query.cursor", "The cursor must be a next_cursor this API returned."),
-            },
-            "limit" => match value.parse::<usize>() {
-                Ok(n) if (1..=MAX_LIMIT).contains(&n) => limit = Some(n),
-                _ => errors.add("query.limit", format!("The limit must be a whole number from 1 to {MAX_LIMIT}.")),
-            },
-            _ => errors.add(format!("query.{key}"), "Unknown parameter; use cursor and limit."),
-        }
-    }
-    errors.into_result()?;
-    Ok((before, limit.unwrap_or(DEFAULT_LIMIT)))
 }
 
 #[derive(Serialize)]
@@ -133,19 +92,4 @@ pub(super) async fn by_custom_code(
         shipment: ShipmentView::new(&app.settings.base_url, &app.settings.area, shipment),
     };
     Ok(envelope(200, "Parcel found.", &view).into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_strangers_are_refused() {
-        assert_eq!(parse_cursor(&cursor(42)), Some(42));
-        assert_eq!(page_query("").unwrap(), (None, DEFAULT_LIMIT));
-        assert_eq!(page_query(&format!("limit=5&cursor={}", cursor(9))).unwrap(), (Some(9), 5));
-        for bad in ["limit=0", "limit=101", "limit=x", "cursor=abc", "limit=1&limit=2", "page=2", "cursor=bzow"] {
-            assert!(page_query(bad).is_err(), "{bad}");
-        }
-    }
 }

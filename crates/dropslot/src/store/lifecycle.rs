@@ -60,6 +60,9 @@ pub struct StoredPickUp {
     pub start_at: String,
     pub end_at: String,
     pub status: Status,
+    /// The pick-up slot's display name and the address text (for webhook bodies).
+    pub slot_name: String,
+    pub address_text: String,
 }
 
 /// A drop-off shipment with its shipment order, pick-up leg, live parcels and events.

@@ -5,6 +5,7 @@
 mod lifecycle;
 pub mod sqlite;
 mod types;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use jiff::Timestamp;
 
 pub use lifecycle::*;
 pub use types::*;
+pub use webhooks::*;
 
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
 
@@ -114,6 +116,68 @@ pub trait Store: Send + Sync + 'static {
 
     // Labels: looked up by their unguessable token, no scope (the token is the credential).
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>>;
+
+    // Webhook endpoints (CONTRACT §5), scoped like every tenant row.
+    async fn create_endpoint(&self, scope: Scope, e: NewEndpoint, now: Timestamp) -> StoreResult<StoredEndpoint>;
+    async fn endpoints(&self, scope: Scope) -> StoreResult<Vec<StoredEndpoint>>;
+    async fn endpoint(&self, scope: Scope, id: i64) -> StoreResult<Option<StoredEndpoint>>;
+    /// Disabling an endpoint fails its unfinished deliveries; enabling replays nothing.
+    async fn update_endpoint(
+        &self,
+        scope: Scope,
+        id: i64,
+        patch: EndpointPatch,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>>;
+    async fn delete_endpoint(&self, scope: Scope, id: i64, now: Timestamp) -> StoreResult<bool>;
+    /// A new signing secret; the previous one keeps signing until `previous_until_ms`.
+    async fn rotate_secret(
+        &self,
+        scope: Scope,
+        id: i64,
+        secret: String,
+        previous_until_ms: i64,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>>;
+    /// Queues a test event (`event`, `body`) to one endpoint, whatever it subscribes to.
+    async fn queue_test(
+        &self,
+        scope: Scope,
+        id: i64,
+        event: &str,
+        body: String,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredDelivery>>;
+    /// An endpoint's deliveries, newest first, before the delivery id `before` (the cursor);
+    /// `None` when the endpoint is not the caller's.
+    async fn deliveries(
+        &self,
+        scope: Scope,
+        endpoint: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Option<Vec<StoredDelivery>>>;
+    /// Queues the delivery's message to its endpoint again, as a new delivery.
+    async fn resend(&self, scope: Scope, delivery: i64) -> StoreResult<ResendOutcome>;
+
+    // The dispatcher (system clock, Unix ms).
+    /// Claims up to `limit` due deliveries until `lease_until_ms`, at most one per (endpoint,
+    /// shipment) stream so order holds, and no more per endpoint than `per_endpoint` counting
+    /// the claimer's `in_flight` (endpoint, count) pairs.
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+        per_endpoint: usize,
+        in_flight: Vec<(i64, usize)>,
+    ) -> StoreResult<Vec<Claimed>>;
+    /// Records an attempt and moves its delivery (and its stream, and its endpoint's health).
+    async fn record_attempt(&self, a: AttemptRecord) -> StoreResult<()>;
+    /// When the next pending delivery falls due, if any.
+    async fn next_due_ms(&self) -> StoreResult<Option<i64>>;
+    /// Deliveries not yet delivered or failed.
+    async fn queue_depth(&self) -> StoreResult<i64>;
 }
 
 pub type DynStore = Arc<dyn Store>;
@@ -147,11 +211,12 @@ impl DatabaseUrl {
     }
 }
 
-/// Opens the backend named by the URL's scheme (async: a network backend connects here).
+/// Opens the backend named by the URL's scheme (async: a network backend connects here),
+/// with the outbox that renders the webhook events its changes cause.
 #[allow(clippy::unused_async)]
-pub async fn open(url: &str) -> StoreResult<DynStore> {
+pub async fn open(url: &str, outbox: Arc<dyn Outbox>) -> StoreResult<DynStore> {
     match DatabaseUrl::parse(url).map_err(StoreError::Invalid)? {
-        DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(&path)?)),
+        DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(&path, outbox)?)),
         DatabaseUrl::Postgres(_) => Err(StoreError::Invalid(
             "the PostgreSQL backend is not built yet: use sqlite://PATH (see docs/operations.md)".into(),
         )),

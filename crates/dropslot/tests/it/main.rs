@@ -13,5 +13,7 @@ mod ops;
 mod orders;
 mod preview;
 mod reads;
+mod receiver;
 mod sandbox;
 mod storage;
+mod webhooks;

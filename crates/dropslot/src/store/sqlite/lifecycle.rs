@@ -6,48 +6,76 @@ use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::map_err;
+use super::outbox::{self, Sink};
 use crate::ids::DropOffShipmentId;
 use crate::shipments::{self, ALREADY_MOVED, Actor, Current, Leg, Move, NewEvent, Scenario, ShipmentKind, Status};
-use crate::store::{MoveOutcome, ScenarioResult, Scope, Selection, StoreError, Visibility};
+use crate::store::{MoveOutcome, ScenarioResult, Scope, Selection, StoreError, StoredEvent, Visibility};
 
 /// Records a status change with the shipment's next sequence number; runs in the transaction
 /// that makes the change (the writer serialises writers, so `max + 1` cannot race). A
 /// shipment's first event (`from` is none: its creation) is number 1 without a lookup.
-pub(super) fn record_event(c: &Connection, e: &NewEvent, at: &str) -> Result<(), StoreError> {
+/// Returns the event as stored (its id and number), for the outbox.
+pub(super) fn record_event(
+    c: &Connection,
+    e: &NewEvent,
+    at: Timestamp,
+    at_text: &str,
+) -> Result<StoredEvent, StoreError> {
     let proof = if e.proof.is_empty() { None } else { Some(super::to_json(&e.proof).map_err(map_err)?) };
     let sql = if e.from.is_none() {
         "INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, previous_status, at, actor, reason,
             attempt, proof_json)
-         VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+         VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id, seq"
     } else {
         "INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, previous_status, at, actor, reason,
             attempt, proof_json)
          VALUES (?1, ?2,
             (SELECT coalesce(max(seq), 0) + 1 FROM shipment_events WHERE shipment_kind = ?1 AND shipment_id = ?2),
-            ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+            ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id, seq"
     };
-    c.prepare_cached(sql)
+    let (id, seq) = c
+        .prepare_cached(sql)
         .and_then(|mut s| {
-            s.execute(params![
-                e.kind.as_str(),
-                e.shipment,
-                e.to.as_str(),
-                e.from.map(Status::as_str),
-                at,
-                e.actor.as_str(),
-                e.reason,
-                e.attempt,
-                proof
-            ])
+            s.query_row(
+                params![
+                    e.kind.as_str(),
+                    e.shipment,
+                    e.to.as_str(),
+                    e.from.map(Status::as_str),
+                    at_text,
+                    e.actor.as_str(),
+                    e.reason,
+                    e.attempt,
+                    proof
+                ],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
         })
         .map_err(map_err)?;
-    Ok(())
+    Ok(StoredEvent {
+        id,
+        seq,
+        from: e.from,
+        to: e.to,
+        at,
+        actor: e.actor,
+        reason: e.reason.clone(),
+        attempt: e.attempt,
+        proof: e.proof.clone(),
+    })
 }
 
 /// Persists planned changes in order: each shipment's status (and a drop-off's attempts)
-/// and its event. The one place a status column is written after creation.
-pub(super) fn apply(c: &Connection, events: &[NewEvent], now: Timestamp) -> Result<(), StoreError> {
+/// and its event, then queues the drop-off events' webhooks. The one place a status column
+/// is written after creation.
+pub(super) fn apply(
+    c: &Connection,
+    sink: &mut Sink<'_>,
+    events: &[NewEvent],
+    now: Timestamp,
+) -> Result<(), StoreError> {
     let at = now.to_string();
+    let mut recorded = Vec::new();
     for e in events {
         let sql = match e.kind {
             ShipmentKind::PickUp => "UPDATE pick_up_shipments SET status = ?2 WHERE id = ?1",
@@ -67,9 +95,12 @@ pub(super) fn apply(c: &Connection, events: &[NewEvent], now: Timestamp) -> Resu
                 e.shipment
             )));
         }
-        record_event(c, e, &at)?;
+        let stored = record_event(c, e, now, &at)?;
+        if e.kind == ShipmentKind::DropOff {
+            recorded.push((e.shipment, stored));
+        }
     }
-    Ok(())
+    outbox::changes(c, sink, &recorded, now)
 }
 
 /// A status column (see `parsed`).
@@ -150,6 +181,7 @@ pub(super) fn sandbox_candidates(c: &Connection, scope: Scope, s: &Selection) ->
 /// or skipped, inside this transaction. A racing scenario sees the `sandbox_moved` mark.
 pub(super) fn run_scenario(
     c: &Connection,
+    sink: &mut Sink<'_>,
     scope: Scope,
     ids: &[i64],
     scenario: Scenario,
@@ -169,7 +201,7 @@ pub(super) fn run_scenario(
         match planned {
             Err(reason) => results.push(skip(reason)),
             Ok(events) => {
-                apply(c, &events, now)?;
+                apply(c, sink, &events, now)?;
                 c.prepare_cached("UPDATE drop_off_shipments SET sandbox_moved = 1 WHERE id = ?1")
                     .and_then(|mut st| st.execute([id]))
                     .map_err(map_err)?;
@@ -182,21 +214,32 @@ pub(super) fn run_scenario(
 }
 
 /// An ops move of a live drop-off shipment, by tracking code.
-pub(super) fn ops_move(c: &Connection, unique_id: &str, m: &Move, now: Timestamp) -> Result<MoveOutcome, StoreError> {
+pub(super) fn ops_move(
+    c: &Connection,
+    sink: &mut Sink<'_>,
+    unique_id: &str,
+    m: &Move,
+    now: Timestamp,
+) -> Result<MoveOutcome, StoreError> {
     let Some(s) = load(c, Visibility::Ops, None, Some(unique_id)).map_err(map_err)? else {
         return Ok(MoveOutcome::NotFound);
     };
     match shipments::plan_moves(&s.leg, std::slice::from_ref(m)) {
         Err(refusal) => Ok(MoveOutcome::Refused(refusal)),
         Ok(events) => {
-            apply(c, &events, now)?;
+            apply(c, sink, &events, now)?;
             Ok(MoveOutcome::Moved(s.unique_id))
         }
     }
 }
 
 /// A pick-up scan of a live parcel, by its pick-up code.
-pub(super) fn pick_up_scan(c: &Connection, pick_up_code: &str, now: Timestamp) -> Result<MoveOutcome, StoreError> {
+pub(super) fn pick_up_scan(
+    c: &Connection,
+    sink: &mut Sink<'_>,
+    pick_up_code: &str,
+    now: Timestamp,
+) -> Result<MoveOutcome, StoreError> {
     let drop_off: Option<i64> = c
         .prepare_cached(
             "SELECT drop_off_shipment_id FROM parcels WHERE pick_up_code = ?1 AND mode = 'live' AND deleted_at IS NULL",
@@ -210,7 +253,7 @@ pub(super) fn pick_up_scan(c: &Connection, pick_up_code: &str, now: Timestamp) -
     match shipments::pick_up_scan(&s.leg, Actor::Ops) {
         Err(refusal) => Ok(MoveOutcome::Refused(refusal)),
         Ok(events) => {
-            apply(c, &events, now)?;
+            apply(c, sink, &events, now)?;
             Ok(MoveOutcome::Moved(s.unique_id))
         }
     }

@@ -4,7 +4,9 @@
 
 mod lifecycle;
 mod orders;
+mod outbox;
 mod reads;
+mod webhooks;
 mod writer;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,11 +17,13 @@ use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    CreateOrderError, CreatedOrder, DeleteOutcome, LabelKind, LabelSource, MoveOutcome, NewOrder, NewToken, Principal,
-    RenderFn, SavedAddress, ScenarioResult, Scope, Selection, Store, StoreError, StoreResult, StoredOrder,
+    AttemptRecord, Claimed, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind, LabelSource,
+    MoveOutcome, NewEndpoint, NewOrder, NewToken, Outbox, Principal, RenderFn, ResendOutcome, SavedAddress,
+    ScenarioResult, Scope, Selection, Store, StoreError, StoreResult, StoredDelivery, StoredEndpoint, StoredOrder,
     StoredResponse, StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
+use outbox::Sink;
 use writer::Writer;
 pub use writer::map_err;
 
@@ -27,12 +31,14 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../../migrations/sqlite/0001_init.sql")),
     (2, "health_probe", include_str!("../../../migrations/sqlite/0002_health_probe.sql")),
     (3, "lifecycle", include_str!("../../../migrations/sqlite/0003_lifecycle.sql")),
+    (4, "webhooks", include_str!("../../../migrations/sqlite/0004_webhooks.sql")),
 ];
 const READERS: usize = 4;
 
 pub struct SqliteStore {
     writer: Writer,
     readers: Arc<Readers>,
+    outbox: Arc<dyn Outbox>,
 }
 
 /// The pooled read connections.
@@ -71,7 +77,7 @@ fn connect(path: &str) -> StoreResult<Connection> {
 }
 
 impl SqliteStore {
-    pub fn open(path: &str) -> StoreResult<SqliteStore> {
+    pub fn open(path: &str, outbox: Arc<dyn Outbox>) -> StoreResult<SqliteStore> {
         // `/dev/null` or a directory would "open" and leave `-journal`/`-wal` files beside it.
         if let Ok(meta) = std::fs::metadata(path) {
             if !meta.is_file() {
@@ -80,7 +86,30 @@ impl SqliteStore {
         }
         let writer = Writer::start(connect(path)?);
         let conns = (0..READERS).map(|_| connect(path).map(Mutex::new)).collect::<StoreResult<_>>()?;
-        Ok(SqliteStore { writer, readers: Arc::new(Readers { conns, next: AtomicUsize::new(0) }) })
+        Ok(SqliteStore { writer, readers: Arc::new(Readers { conns, next: AtomicUsize::new(0) }), outbox })
+    }
+
+    /// A write that may cause webhook events: `work` renders them through the outbox into
+    /// its own transaction; once committed, the outbox hears how many deliveries it queued.
+    async fn write_events<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection, &mut Sink<'_>) -> Result<T, E> + Send + 'static,
+    {
+        let outbox = self.outbox.clone();
+        let (value, queued) = self
+            .writer
+            .write(move |c| {
+                let mut sink = Sink { outbox: &*outbox, queued: 0 };
+                let value = work(c, &mut sink)?;
+                Ok::<_, E>((value, sink.queued))
+            })
+            .await?;
+        if queued > 0 {
+            self.outbox.queued(queued);
+        }
+        Ok(value)
     }
 
     /// A point read (an indexed row or two: microseconds), run inline on the caller's thread.
@@ -357,7 +386,7 @@ impl Store for SqliteStore {
         order: NewOrder,
         render: RenderFn,
     ) -> Result<CreatedOrder, CreateOrderError> {
-        self.writer.write(move |c| orders::insert_order(c, scope, &order, &render)).await
+        self.write_events(move |c, sink| orders::insert_order(c, sink, scope, &order, &render)).await
     }
 
     async fn delete_parcel_by_custom_code(
@@ -367,7 +396,7 @@ impl Store for SqliteStore {
         now: Timestamp,
     ) -> StoreResult<DeleteOutcome> {
         let code = code.clone();
-        self.writer.write(move |c| orders::delete_parcel(c, scope, &code, now)).await
+        self.write_events(move |c, sink| orders::delete_parcel(c, sink, scope, &code, now)).await
     }
 
     async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>> {
@@ -381,17 +410,17 @@ impl Store for SqliteStore {
         scenario: crate::shipments::Scenario,
         now: Timestamp,
     ) -> StoreResult<Vec<ScenarioResult>> {
-        self.writer.write(move |c| lifecycle::run_scenario(c, scope, &ids, scenario, now)).await
+        self.write_events(move |c, sink| lifecycle::run_scenario(c, sink, scope, &ids, scenario, now)).await
     }
 
     async fn ops_move(&self, unique_id: &str, m: crate::shipments::Move, now: Timestamp) -> StoreResult<MoveOutcome> {
         let unique_id = unique_id.to_string();
-        self.writer.write(move |c| lifecycle::ops_move(c, &unique_id, &m, now)).await
+        self.write_events(move |c, sink| lifecycle::ops_move(c, sink, &unique_id, &m, now)).await
     }
 
     async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome> {
         let code = pick_up_code.to_string();
-        self.writer.write(move |c| lifecycle::pick_up_scan(c, &code, now)).await
+        self.write_events(move |c, sink| lifecycle::pick_up_scan(c, sink, &code, now)).await
     }
 
     async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>> {
@@ -422,6 +451,106 @@ impl Store for SqliteStore {
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
         let token = token.to_string();
         self.read_blocking(move |c| orders::label_source(c, kind, &token)).await
+    }
+
+    async fn create_endpoint(&self, scope: Scope, e: NewEndpoint, now: Timestamp) -> StoreResult<StoredEndpoint> {
+        self.writer.write(move |c| webhooks::create_endpoint(c, scope, &e, now)).await
+    }
+
+    async fn endpoints(&self, scope: Scope) -> StoreResult<Vec<StoredEndpoint>> {
+        self.read_blocking(move |c| webhooks::endpoints(c, scope)).await
+    }
+
+    async fn endpoint(&self, scope: Scope, id: i64) -> StoreResult<Option<StoredEndpoint>> {
+        self.read(|c| webhooks::endpoint(c, scope, id))
+    }
+
+    async fn update_endpoint(
+        &self,
+        scope: Scope,
+        id: i64,
+        patch: EndpointPatch,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>> {
+        self.writer.write(move |c| webhooks::update_endpoint(c, scope, id, &patch, now)).await
+    }
+
+    async fn delete_endpoint(&self, scope: Scope, id: i64, now: Timestamp) -> StoreResult<bool> {
+        self.writer.write(move |c| webhooks::delete_endpoint(c, scope, id, now)).await
+    }
+
+    async fn rotate_secret(
+        &self,
+        scope: Scope,
+        id: i64,
+        secret: String,
+        previous_until_ms: i64,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>> {
+        self.writer.write(move |c| webhooks::rotate_secret(c, scope, id, &secret, previous_until_ms, now)).await
+    }
+
+    async fn queue_test(
+        &self,
+        scope: Scope,
+        id: i64,
+        event: &str,
+        body: String,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredDelivery>> {
+        let event = event.to_string();
+        let queued = self
+            .write_events(move |c, sink| {
+                let Some(d) = webhooks::queue_test(c, scope, id, &event, &body, now)? else { return Ok(None) };
+                sink.queued += 1;
+                webhooks::delivery(c, scope, d).map_err(map_err)
+            })
+            .await?;
+        Ok(queued)
+    }
+
+    async fn deliveries(
+        &self,
+        scope: Scope,
+        endpoint: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Option<Vec<StoredDelivery>>> {
+        self.read_blocking(move |c| webhooks::deliveries(c, scope, endpoint, before, limit)).await
+    }
+
+    async fn resend(&self, scope: Scope, delivery: i64) -> StoreResult<ResendOutcome> {
+        self.write_events(move |c, sink| {
+            let outcome = webhooks::resend(c, scope, delivery)?;
+            if matches!(outcome, ResendOutcome::Queued(_)) {
+                sink.queued += 1;
+            }
+            Ok(outcome)
+        })
+        .await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+        per_endpoint: usize,
+        in_flight: Vec<(i64, usize)>,
+    ) -> StoreResult<Vec<Claimed>> {
+        self.writer.write(move |c| webhooks::claim(c, now_ms, lease_until_ms, limit, per_endpoint, &in_flight)).await
+    }
+
+    async fn record_attempt(&self, a: AttemptRecord) -> StoreResult<()> {
+        self.writer.write(move |c| webhooks::record_attempt(c, &a)).await
+    }
+
+    async fn next_due_ms(&self) -> StoreResult<Option<i64>> {
+        self.read(webhooks::next_due_ms)
+    }
+
+    async fn queue_depth(&self) -> StoreResult<i64> {
+        self.read_blocking(webhooks::queue_depth).await
     }
 }
 

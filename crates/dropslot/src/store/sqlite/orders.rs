@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::lifecycle::{apply, record_event, status_column};
 use super::map_err;
+use super::outbox::{self, Sink};
 use crate::ids::{CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId};
 use crate::money::{Money, TaxRate};
 use crate::quote::schedule::iso;
@@ -17,6 +18,7 @@ use crate::store::{
 
 pub(super) fn insert_order(
     c: &Connection,
+    sink: &mut Sink<'_>,
     scope: Scope,
     o: &NewOrder,
     render: &RenderFn,
@@ -24,6 +26,7 @@ pub(super) fn insert_order(
     let (client, mode) = (scope.client.0, scope.mode.as_str());
     // Times are stored as ISO 8601 text with their local offset, dates as YYYY-MM-DD.
     let created_at = iso(&o.created_at);
+    let created = o.created_at.timestamp();
     if let Some(claim) = &o.idempotency {
         let existing: Option<i64> = c
             .prepare_cached("SELECT created_at FROM idempotency_keys WHERE client_id = ?1 AND mode = ?2 AND key = ?3")
@@ -85,7 +88,7 @@ pub(super) fn insert_order(
     })
     .map_err(map_err)?;
     let pick_up = PickUpShipmentId(c.last_insert_rowid());
-    record_event(c, &shipments::created(ShipmentKind::PickUp, pick_up.0), &created_at)?;
+    record_event(c, &shipments::created(ShipmentKind::PickUp, pick_up.0), created, &created_at)?;
 
     let mut shipments = Vec::with_capacity(o.shipments.len());
     for (i, s) in o.shipments.iter().enumerate() {
@@ -130,7 +133,7 @@ pub(super) fn insert_order(
         })
         .map_err(map_err)?;
         let drop_off = DropOffShipmentId(c.last_insert_rowid());
-        record_event(c, &shipments::created(ShipmentKind::DropOff, drop_off.0), &created_at)?;
+        let scheduled = record_event(c, &shipments::created(ShipmentKind::DropOff, drop_off.0), created, &created_at)?;
         let mut parcels = Vec::with_capacity(s.parcels.len());
         for (j, parcel) in s.parcels.iter().enumerate() {
             let inserted = c
@@ -161,6 +164,7 @@ pub(super) fn insert_order(
                 Err(e) => return Err(map_err(e).into()),
             }
         }
+        outbox::shipment_events(c, sink, drop_off.0, &[scheduled], true, created)?;
         shipments.push(ShipmentIds { shipment_order, drop_off, parcels });
     }
     let ids = OrderIds { order, pick_up, saved_address, shipments };
@@ -188,6 +192,7 @@ fn is_custom_code_conflict(e: &rusqlite::Error) -> bool {
 /// (`shipments::plan_deletion`), persist the plan; all in the writer's transaction.
 pub(super) fn delete_parcel(
     c: &Connection,
+    sink: &mut Sink<'_>,
     scope: Scope,
     code: &CustomCode,
     now: Timestamp,
@@ -220,7 +225,7 @@ pub(super) fn delete_parcel(
         })
         .map_err(map_err)?;
     }
-    apply(c, &changes, now)?;
+    apply(c, sink, &changes, now)?;
     Ok(DeleteOutcome::Deleted { shipment_deleted })
 }
 

@@ -25,6 +25,13 @@ fn timestamp(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Timestamp> {
 
 /// A drop-off shipment with everything around it, by row id.
 fn shipment_by_id(c: &Connection, id: i64) -> rusqlite::Result<StoredShipment> {
+    let mut s = shipment_without_events(c, id)?;
+    s.events = events(c, id)?;
+    Ok(s)
+}
+
+/// A drop-off shipment without its events (what an event's webhook body shows of it).
+pub(super) fn shipment_without_events(c: &Connection, id: i64) -> rusqlite::Result<StoredShipment> {
     let (drop_off, totals, shipment_order, shipment_order_unique_id, order_unique_id, pick_up_id, drop_off_index) = c
         .prepare_cached(
             "SELECT d.id, d.unique_id, d.label_token, d.scheduled_date, d.slot_code, d.slot_name, d.start_at, d.end_at,
@@ -75,7 +82,8 @@ fn shipment_by_id(c: &Connection, id: i64) -> rusqlite::Result<StoredShipment> {
         })?;
     let pick_up = c
         .prepare_cached(
-            "SELECT id, unique_id, label_token, scheduled_date, start_at, end_at, status FROM pick_up_shipments WHERE id = ?1",
+            "SELECT id, unique_id, label_token, scheduled_date, start_at, end_at, status, slot_name, address_json
+             FROM pick_up_shipments WHERE id = ?1",
         )?
         .query_row([pick_up_id], |r| {
             Ok(StoredPickUp {
@@ -86,6 +94,8 @@ fn shipment_by_id(c: &Connection, id: i64) -> rusqlite::Result<StoredShipment> {
                 start_at: r.get(4)?,
                 end_at: r.get(5)?,
                 status: status_column(r, 6)?,
+                slot_name: r.get(7)?,
+                address_text: super::json_column::<crate::store::StoredPickUpAddress>(r, 8)?.text,
             })
         })?;
     let parcels = c
@@ -111,7 +121,7 @@ fn shipment_by_id(c: &Connection, id: i64) -> rusqlite::Result<StoredShipment> {
         pick_up,
         drop_off,
         parcels,
-        events: events(c, id)?,
+        events: Vec::new(),
     })
 }
 

@@ -1,0 +1,179 @@
+//! Records of webhooks crossing the storage seam: endpoints, the outbox's deliveries and
+//! their attempts, and what the dispatcher claims and reports. Plain data; the rendering of
+//! bodies is the `Outbox` a backend is opened with (implemented by `webhooks`).
+
+use jiff::Timestamp;
+
+use super::{StoredEvent, StoredParcel, StoredShipment};
+
+/// Renders event bodies inside the transaction that causes them, and hears, after the
+/// commit, that deliveries were queued. A backend is opened with one.
+pub trait Outbox: Send + Sync + 'static {
+    /// The body of a `same.shipment.<status>` event of this drop-off shipment.
+    fn shipment_event(&self, shipment: &StoredShipment, event: &StoredEvent) -> Result<String, String>;
+    /// The body of `same.parcel.created` for one parcel of a new shipment.
+    fn parcel_created(&self, shipment: &StoredShipment, parcel: &StoredParcel, at: Timestamp)
+    -> Result<String, String>;
+    /// Called after a commit that queued `n` deliveries (wakes the dispatcher).
+    fn queued(&self, n: usize);
+}
+
+/// The optional header sent with every delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthHeader {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewEndpoint {
+    pub url: String,
+    pub events: Vec<String>,
+    pub description: String,
+    pub enabled: bool,
+    pub auth_header: Option<AuthHeader>,
+    pub secret: String,
+}
+
+/// A `PATCH`: absent fields stay; `auth_header: Some(None)` removes it.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointPatch {
+    pub url: Option<String>,
+    pub events: Option<Vec<String>>,
+    pub description: Option<String>,
+    pub enabled: Option<bool>,
+    pub auth_header: Option<Option<AuthHeader>>,
+}
+
+/// An endpoint as the API shows it: the auth header's value only by its last 4 characters,
+/// the secret only when created or rotated.
+#[derive(Debug, Clone)]
+pub struct StoredEndpoint {
+    pub id: i64,
+    pub url: String,
+    pub events: Vec<String>,
+    pub description: String,
+    pub enabled: bool,
+    pub disabled_reason: Option<String>,
+    pub auth_header_name: Option<String>,
+    pub auth_header_last4: Option<String>,
+    pub secret: String,
+    /// When the previous secret stops signing, during a rotation.
+    pub previous_expires_ms: Option<i64>,
+    pub failing_since_ms: Option<i64>,
+    pub last_success_ms: Option<i64>,
+    pub last_error: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryState {
+    /// Behind an unfinished delivery of the same shipment to the same endpoint.
+    Waiting,
+    /// Due at `next_attempt_ms` (or in flight until then).
+    Pending,
+    Delivered,
+    /// Out of retries, or its endpoint was disabled or deleted.
+    Failed,
+}
+
+impl DeliveryState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Waiting => "waiting",
+            DeliveryState::Pending => "pending",
+            DeliveryState::Delivered => "delivered",
+            DeliveryState::Failed => "failed",
+        }
+    }
+    pub fn parse(s: &str) -> Option<DeliveryState> {
+        match s {
+            "waiting" => Some(DeliveryState::Waiting),
+            "pending" => Some(DeliveryState::Pending),
+            "delivered" => Some(DeliveryState::Delivered),
+            "failed" => Some(DeliveryState::Failed),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredDelivery {
+    pub id: i64,
+    pub endpoint_id: i64,
+    pub webhook_id: String,
+    pub event: String,
+    pub state: DeliveryState,
+    pub attempts: u32,
+    pub next_attempt_ms: Option<i64>,
+    pub queued_ms: i64,
+    pub finished_ms: Option<i64>,
+    pub last_status: Option<u16>,
+    pub last_error: Option<String>,
+    /// Oldest first.
+    pub log: Vec<StoredAttempt>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredAttempt {
+    pub attempt: u32,
+    pub at: String,
+    pub status: Option<u16>,
+    pub latency_ms: i64,
+    pub response: Option<String>,
+    pub error: Option<String>,
+}
+
+/// A delivery claimed by one dispatcher until `lease_until_ms`: everything needed to send it.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub delivery_id: i64,
+    /// The claim's random tag: an attempt is recorded against the claim that made it.
+    pub claim: i64,
+    pub endpoint_id: i64,
+    /// The attempt this send is (1 = the first).
+    pub attempt: u32,
+    pub webhook_id: String,
+    pub body: String,
+    pub url: String,
+    pub secret: String,
+    /// The previous secret and when it stops signing (Unix ms), after a rotation.
+    pub previous_secret: Option<(String, i64)>,
+    pub auth_header: Option<AuthHeader>,
+}
+
+/// What an attempt decided for its delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    Delivered,
+    /// Try again at this instant (Unix ms).
+    Retry(i64),
+    /// Out of retries.
+    Failed,
+    /// The endpoint answered 410 Gone, or was found private at delivery: disable it now.
+    DisableEndpoint,
+}
+
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub delivery_id: i64,
+    pub claim: i64,
+    pub endpoint_id: i64,
+    pub attempt: u32,
+    pub at: Timestamp,
+    pub status: Option<u16>,
+    pub latency_ms: i64,
+    pub response: Option<String>,
+    pub error: Option<String>,
+    pub outcome: AttemptOutcome,
+    /// An endpoint failing without a success since this long ago (ms) is disabled.
+    pub disable_after_ms: i64,
+}
+
+#[derive(Debug, Clone)]
+pub enum ResendOutcome {
+    NotFound,
+    EndpointDisabled,
+    Queued(StoredDelivery),
+}

@@ -1,0 +1,82 @@
+//! Webhooks (CONTRACT §5, docs/webhooks.md): the events a shipment's changes cause are
+//! rendered into the outbox in the changing transaction ([`Renderer`]), a dispatcher sends
+//! them signed, in order per shipment and endpoint, with retries ([`dispatcher`]), and
+//! clients manage their endpoints and read the delivery log over the API ([`routes`]).
+
+pub mod dispatcher;
+pub mod payload;
+pub mod retry;
+mod routes;
+pub mod signing;
+pub mod target;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use tokio::sync::Notify;
+
+pub use routes::routes;
+
+use crate::config::Settings;
+use crate::metrics::Metrics;
+use crate::shipments::Status;
+use crate::store::{Outbox, StoredEvent, StoredParcel, StoredShipment};
+
+/// Every event kind an endpoint may subscribe to (or `*` for all).
+pub fn event_kinds() -> Vec<String> {
+    let mut kinds: Vec<String> = Status::ALL.iter().map(|s| format!("same.shipment.{}", s.as_str())).collect();
+    kinds.push("same.parcel.created".into());
+    kinds
+}
+
+/// The outbox's renderer and the dispatcher's doorbell.
+pub struct Renderer {
+    base_url: String,
+    area: crate::config::ServiceArea,
+    size_names: HashMap<String, String>,
+    wake: Arc<Notify>,
+    metrics: Arc<Metrics>,
+}
+
+impl Renderer {
+    pub fn new(settings: &Settings, metrics: Arc<Metrics>) -> Renderer {
+        Renderer {
+            base_url: settings.base_url.clone(),
+            area: settings.area.clone(),
+            size_names: settings.pricing.sizes.iter().map(|s| (s.code.clone(), s.name.clone())).collect(),
+            wake: Arc::new(Notify::new()),
+            metrics,
+        }
+    }
+
+    /// Resolves when deliveries were queued since the last call.
+    pub fn wake(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    fn with_context<T>(&self, f: impl FnOnce(&payload::Context<'_>) -> T) -> T {
+        let size_name = |code: &str| self.size_names.get(code).cloned().unwrap_or_else(|| code.to_string());
+        f(&payload::Context { base_url: &self.base_url, area: &self.area, size_name: &size_name })
+    }
+}
+
+impl Outbox for Renderer {
+    fn shipment_event(&self, shipment: &StoredShipment, event: &StoredEvent) -> Result<String, String> {
+        self.with_context(|cx| payload::shipment_event(cx, shipment, event))
+    }
+
+    fn parcel_created(
+        &self,
+        shipment: &StoredShipment,
+        parcel: &StoredParcel,
+        at: Timestamp,
+    ) -> Result<String, String> {
+        self.with_context(|cx| payload::parcel_created(cx, shipment, parcel, at))
+    }
+
+    fn queued(&self, n: usize) {
+        self.metrics.webhook_queued.inc_by(n as u64);
+        self.wake.notify_one();
+    }
+}

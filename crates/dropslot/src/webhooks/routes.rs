@@ -1,0 +1,426 @@
+//! The webhook management API (CONTRACT §5): endpoints of the caller's client in the token's
+//! mode (another client's or the other mode's endpoint is a 404), their secrets, test events
+//! and the delivery log.
+
+use std::time::Duration;
+
+use axum::extract::{RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use jiff::Timestamp;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::{event_kinds, payload, signing, target};
+use crate::app::App;
+use crate::auth::Caller;
+use crate::error::{Error, FieldErrors, Result};
+use crate::http::page::{cursor, page_query};
+use crate::http::{JsonBody, PathParam, envelope};
+use crate::store::{
+    AuthHeader, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome, StoredAttempt, StoredDelivery, StoredEndpoint,
+};
+
+/// How long the previous secret keeps signing after a rotation.
+const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 3600);
+const MAX_DESCRIPTION: usize = 500;
+const MAX_HEADER_VALUE: usize = 1000;
+/// Headers the service sets itself; an endpoint's auth header may not replace them.
+const RESERVED_HEADERS: &[&str] = &[
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+    "content-type",
+    "content-length",
+    "content-encoding",
+    "transfer-encoding",
+    "host",
+    "connection",
+    "user-agent",
+    "te",
+    "upgrade",
+];
+
+pub fn routes() -> axum::Router<App> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route("/webhooks", post(create).get(list))
+        .route("/webhooks/{id}", get(show).patch(update).delete(remove))
+        .route("/webhooks/{id}/rotate-secret", post(rotate))
+        .route("/webhooks/{id}/test", post(test))
+        .route("/webhooks/{id}/deliveries", get(deliveries))
+        .route("/webhooks/deliveries/{id}/resend", post(resend))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthHeaderBody {
+    name: String,
+    value: String,
+}
+
+/// Present-and-null (`Some(None)`) apart from absent (`None`).
+#[allow(clippy::option_option)] // exactly the three cases of a PATCH field
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> std::result::Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndpointBody {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    events: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[allow(clippy::option_option)] // absent, null (remove), or a header
+    auth_header: Option<Option<AuthHeaderBody>>,
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+/// The checked parts of a create or update body.
+struct Checked {
+    url: Option<String>,
+    events: Option<Vec<String>>,
+    #[allow(clippy::option_option)] // absent, null (remove), or a header
+    auth_header: Option<Option<AuthHeader>>,
+    description: Option<String>,
+}
+
+impl EndpointBody {
+    /// Every field's rules, each failure at its path; the URL's target resolved and refused
+    /// when internal (unless private targets are allowed).
+    async fn check(self, app: &App, creating: bool) -> Result<(Checked, Option<bool>)> {
+        let mut errors = FieldErrors::new();
+        let mut url = None;
+        match self.url {
+            None if creating => errors.add("url", "The url is required."),
+            None => {}
+            Some(text) => match target::parse(text.trim()) {
+                Err(m) => errors.add("url", m),
+                Ok(u) => match target::check(&u, app.settings.webhooks.allow_private).await {
+                    Err(m) => errors.add("url", m),
+                    Ok(()) => url = Some(u.to_string()),
+                },
+            },
+        }
+        let events = match self.events {
+            None if creating => Some(vec!["*".to_string()]),
+            None => None,
+            Some(list) => check_events(list, &mut errors),
+        };
+        let auth_header = self.auth_header.map(|h| {
+            h.and_then(|h| match check_header(&h) {
+                Ok(()) => Some(AuthHeader { name: h.name, value: h.value }),
+                Err(m) => {
+                    errors.add("auth_header", m);
+                    None
+                }
+            })
+        });
+        let description = self.description.map(|d| d.trim().to_string());
+        if description.as_ref().is_some_and(|d| d.chars().count() > MAX_DESCRIPTION) {
+            errors.add("description", format!("The description must be at most {MAX_DESCRIPTION} characters."));
+        }
+        errors.into_result()?;
+        Ok((Checked { url, events, auth_header, description }, self.enabled))
+    }
+}
+
+fn check_events(list: Vec<String>, errors: &mut FieldErrors) -> Option<Vec<String>> {
+    if list.is_empty() {
+        errors.add("events", "Subscribe to at least one event kind, or [\"*\"] for all.");
+        return None;
+    }
+    let known = event_kinds();
+    let mut out: Vec<String> = Vec::new();
+    for (i, e) in list.into_iter().enumerate() {
+        if e != "*" && !known.contains(&e) {
+            errors.add(format!("events.{i}"), format!("Unknown event kind; one of \"*\", {}.", known.join(", ")));
+        } else if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    if out.len() > 1 && out.iter().any(|e| e == "*") {
+        errors.add("events", "\"*\" stands alone: it already means every event kind.");
+    }
+    Some(out)
+}
+
+fn check_header(h: &AuthHeaderBody) -> std::result::Result<(), String> {
+    let name = h.name.trim();
+    if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() || name.is_empty() || name.len() > 100 {
+        return Err("The auth header's name must be a valid HTTP header name.".into());
+    }
+    if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+        return Err(format!("The auth header cannot be {name}: the service sets it."));
+    }
+    if h.value.contains(['\r', '\n']) {
+        return Err("The auth header's value may not contain line breaks.".into());
+    }
+    if h.value.is_empty() || h.value.len() > MAX_HEADER_VALUE || axum::http::HeaderValue::from_str(&h.value).is_err() {
+        return Err(format!("The auth header's value must be 1 to {MAX_HEADER_VALUE} visible characters."));
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct HeaderView<'a> {
+    name: &'a str,
+    /// The value's last 4 characters: the value itself is never shown.
+    value_last4: &'a str,
+}
+
+#[derive(Serialize)]
+struct EndpointView<'a> {
+    id: i64,
+    url: &'a str,
+    events: &'a [String],
+    description: &'a str,
+    enabled: bool,
+    /// `enabled`, `disabled` (by the client) or `disabled_by_service` (410, or failing).
+    status: &'static str,
+    disabled_reason: Option<&'a str>,
+    auth_header: Option<HeaderView<'a>>,
+    /// Shown only when created and when rotated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<&'a str>,
+    previous_secret_expires_at: Option<String>,
+    failing_since: Option<String>,
+    last_success_at: Option<String>,
+    last_error: Option<&'a str>,
+    created_at: &'a str,
+    updated_at: &'a str,
+}
+
+fn at_ms(ms: Option<i64>) -> Option<String> {
+    ms.and_then(|ms| Timestamp::from_millisecond(ms).ok()).map(|t| t.to_string())
+}
+
+impl<'a> EndpointView<'a> {
+    fn new(app: &App, e: &'a StoredEndpoint, show_secret: bool) -> EndpointView<'a> {
+        EndpointView {
+            id: e.id,
+            url: &e.url,
+            events: &e.events,
+            description: &e.description,
+            enabled: e.enabled,
+            status: match (e.enabled, &e.disabled_reason) {
+                (true, _) => "enabled",
+                (false, None) => "disabled",
+                (false, Some(_)) => "disabled_by_service",
+            },
+            disabled_reason: e.disabled_reason.as_deref(),
+            auth_header: e
+                .auth_header_name
+                .as_deref()
+                .map(|name| HeaderView { name, value_last4: e.auth_header_last4.as_deref().unwrap_or("") }),
+            secret: show_secret.then_some(e.secret.as_str()),
+            previous_secret_expires_at: at_ms(
+                e.previous_expires_ms.filter(|&ms| ms > app.clock.now().as_millisecond()),
+            ),
+            failing_since: at_ms(e.failing_since_ms),
+            last_success_at: at_ms(e.last_success_ms),
+            last_error: e.last_error.as_deref(),
+            created_at: &e.created_at,
+            updated_at: &e.updated_at,
+        }
+    }
+}
+
+/// `POST /webhooks`: 201 with the endpoint and its signing secret (shown this once).
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn create(State(app): State<App>, caller: Caller, JsonBody(body, _): JsonBody<EndpointBody>) -> Result<Response> {
+    let (checked, enabled) = body.check(&app, true).await?;
+    let new = NewEndpoint {
+        url: checked.url.unwrap_or_default(),
+        events: checked.events.unwrap_or_default(),
+        description: checked.description.unwrap_or_default(),
+        enabled: enabled.unwrap_or(true),
+        auth_header: checked.auth_header.flatten(),
+        secret: signing::new_secret(),
+    };
+    let e = app.store.create_endpoint(caller.scope, new, app.clock.now()).await?;
+    tracing::info!(endpoint_id = e.id, "webhook endpoint created");
+    Ok(envelope(201, "Webhook endpoint created.", &EndpointView::new(&app, &e, true)).into_response())
+}
+
+#[derive(Serialize)]
+struct EndpointList<'a> {
+    webhooks: Vec<EndpointView<'a>>,
+}
+
+/// `GET /webhooks`.
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
+    let all = app.store.endpoints(caller.scope).await?;
+    let page = EndpointList { webhooks: all.iter().map(|e| EndpointView::new(&app, e, false)).collect() };
+    Ok(envelope(200, "Webhook endpoints.", &page).into_response())
+}
+
+/// `GET /webhooks/{id}`.
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn show(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
+    let e = app.store.endpoint(caller.scope, id).await?.ok_or(Error::NotFound)?;
+    Ok(envelope(200, "Webhook endpoint.", &EndpointView::new(&app, &e, false)).into_response())
+}
+
+/// `PATCH /webhooks/{id}`: the fields given change; `auth_header: null` removes the header.
+/// Disabling fails the endpoint's queued deliveries; enabling replays nothing (resend does).
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn update(
+    State(app): State<App>,
+    caller: Caller,
+    PathParam(id): PathParam<i64>,
+    JsonBody(body, _): JsonBody<EndpointBody>,
+) -> Result<Response> {
+    app.store.endpoint(caller.scope, id).await?.ok_or(Error::NotFound)?;
+    let (checked, enabled) = body.check(&app, false).await?;
+    let patch = EndpointPatch {
+        url: checked.url,
+        events: checked.events,
+        description: checked.description,
+        enabled,
+        auth_header: checked.auth_header,
+    };
+    let e = app.store.update_endpoint(caller.scope, id, patch, app.clock.now()).await?.ok_or(Error::NotFound)?;
+    Ok(envelope(200, "Webhook endpoint updated.", &EndpointView::new(&app, &e, false)).into_response())
+}
+
+/// `DELETE /webhooks/{id}`: its queued deliveries are failed and its credentials erased; its
+/// delivery log stays in the database for the operator.
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn remove(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
+    if !app.store.delete_endpoint(caller.scope, id, app.clock.now()).await? {
+        return Err(Error::NotFound);
+    }
+    Ok(envelope(200, "Webhook endpoint deleted.", &serde_json::json!({})).into_response())
+}
+
+/// `POST /webhooks/{id}/rotate-secret`: a new secret, shown once; the old one also signs for
+/// 24 hours, so receivers can switch without losing an event.
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn rotate(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
+    let until = app.clock.now().as_millisecond() + ROTATION_OVERLAP.as_millis() as i64;
+    let e = app
+        .store
+        .rotate_secret(caller.scope, id, signing::new_secret(), until, app.clock.now())
+        .await?
+        .ok_or(Error::NotFound)?;
+    Ok(envelope(200, "Secret rotated.", &EndpointView::new(&app, &e, true)).into_response())
+}
+
+/// `POST /webhooks/{id}/test`: queues a `same.webhook.test` event to this endpoint.
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn test(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
+    let e = app.store.endpoint(caller.scope, id).await?.ok_or(Error::NotFound)?;
+    if !e.enabled {
+        return Err(Error::Conflict("The endpoint is disabled; enable it to send it events.".into()));
+    }
+    let body = payload::test_event(id, app.clock.now());
+    let d = app
+        .store
+        .queue_test(caller.scope, id, payload::TEST_EVENT, body, app.clock.now())
+        .await?
+        .ok_or(Error::NotFound)?;
+    Ok(envelope(202, "Test event queued.", &DeliveryView::new(&d)).into_response())
+}
+
+#[derive(Serialize)]
+struct DeliveryView<'a> {
+    id: i64,
+    endpoint_id: i64,
+    webhook_id: &'a str,
+    event: &'a str,
+    state: DeliveryStateName,
+    attempts: u32,
+    next_attempt_at: Option<String>,
+    queued_at: Option<String>,
+    finished_at: Option<String>,
+    last_status: Option<u16>,
+    last_error: Option<&'a str>,
+    log: Vec<AttemptView<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(transparent)]
+struct DeliveryStateName(&'static str);
+
+#[derive(Serialize)]
+struct AttemptView<'a> {
+    attempt: u32,
+    at: &'a str,
+    status: Option<u16>,
+    latency_ms: i64,
+    response: Option<&'a str>,
+    error: Option<&'a str>,
+}
+
+impl<'a> DeliveryView<'a> {
+    fn new(d: &'a StoredDelivery) -> DeliveryView<'a> {
+        DeliveryView {
+            id: d.id,
+            endpoint_id: d.endpoint_id,
+            webhook_id: &d.webhook_id,
+            event: &d.event,
+            state: DeliveryStateName(d.state.as_str()),
+            attempts: d.attempts,
+            next_attempt_at: if d.state == DeliveryState::Pending { at_ms(d.next_attempt_ms) } else { None },
+            queued_at: at_ms(Some(d.queued_ms)),
+            finished_at: at_ms(d.finished_ms),
+            last_status: d.last_status,
+            last_error: d.last_error.as_deref(),
+            log: d.log.iter().map(AttemptView::new).collect(),
+        }
+    }
+}
+
+impl<'a> AttemptView<'a> {
+    fn new(a: &'a StoredAttempt) -> AttemptView<'a> {
+        AttemptView {
+            attempt: a.attempt,
+            at: &a.at,
+            status: a.status,
+            latency_ms: a.latency_ms,
+            response: a.response.as_deref(),
+            error: a.error.as_deref(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct DeliveryPage<'a> {
+    deliveries: Vec<DeliveryView<'a>>,
+    next_cursor: Option<String>,
+}
+
+/// `GET /webhooks/{id}/deliveries?cursor=&limit=`: newest first, each with its attempts.
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn deliveries(
+    State(app): State<App>,
+    caller: Caller,
+    PathParam(id): PathParam<i64>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    let (before, limit) = page_query(query.as_deref().unwrap_or(""), "d")?;
+    let mut list = app.store.deliveries(caller.scope, id, before, limit + 1).await?.ok_or(Error::NotFound)?;
+    let more = list.len() > limit;
+    list.truncate(limit);
+    let next_cursor = if more { list.last().map(|d| cursor("d", d.id)) } else { None };
+    let page = DeliveryPage { deliveries: list.iter().map(DeliveryView::new).collect(), next_cursor };
+    Ok(envelope(200, "Deliveries.", &page).into_response())
+}
+
+/// `POST /webhooks/deliveries/{id}/resend`: the same message (same `webhook-id`) again, as a
+/// new delivery at the back of its shipment's stream.
+#[tracing::instrument(skip_all, err(level = "debug"))]
+async fn resend(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
+    match app.store.resend(caller.scope, id).await? {
+        ResendOutcome::NotFound => Err(Error::NotFound),
+        ResendOutcome::EndpointDisabled => {
+            Err(Error::Conflict("The endpoint is disabled; enable it before resending.".into()))
+        }
+        ResendOutcome::Queued(d) => Ok(envelope(202, "Delivery queued again.", &DeliveryView::new(&d)).into_response()),
+    }
+}

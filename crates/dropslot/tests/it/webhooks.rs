@@ -1,0 +1,452 @@
+//! Webhooks end to end (issue 9): real receivers over real HTTP, signatures checked by the
+//! Standard Webhooks reference library, retries on a schedule shortened by configuration.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{ADMIN_TOKEN, TestServer, assert_envelope, request, request_with_codes};
+use crate::receiver::{Answer, Received, Receiver, verify};
+
+/// Loopback receivers allowed; retries after 100 ms.
+const FAST: &str = "[webhooks]\nallow_private = true\nretry_schedule = \"100ms,100ms,100ms,100ms,100ms\"\n";
+
+/// `POST /webhooks` → the endpoint object (with its secret).
+async fn subscribe(s: &TestServer, token: &str, body: Value) -> Value {
+    let r = s.post("/webhooks", token, &body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["object"].clone()
+}
+
+async fn order(s: &TestServer, token: &str, body: &Value) -> Value {
+    let r = s.post("/requests/sync", token, body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["object"].clone()
+}
+
+fn tracking(order: &Value) -> String {
+    order["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string()
+}
+
+/// The endpoint once the service has disabled it (it does so just after the failing
+/// attempt's answer arrives), waited for at most 30 s.
+async fn disabled(s: &TestServer, id: i64) -> Value {
+    let poll = async {
+        loop {
+            let r = s.get(&format!("/webhooks/{id}"), &s.token).await;
+            if r.body["object"]["enabled"] == false {
+                return r.body["object"].clone();
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), poll).await.expect("the endpoint is disabled")
+}
+
+/// Every signature verifies with the reference library; the auth header, User-Agent and
+/// Content-Type arrive; the bodies carry what CONTRACT §5 lists.
+#[tokio::test]
+async fn deliveries_are_signed_and_carry_the_auth_header() {
+    let s = TestServer::start_with(FAST).await;
+    let rx = Receiver::start().await;
+    let e =
+        subscribe(&s, &s.token, json!({"url": rx.url, "auth_header": {"name": "X-Api-Key", "value": "k-secret-9876"}}))
+            .await;
+    let secret = e["secret"].as_str().unwrap();
+    assert!(secret.starts_with("whsec_"), "{e}");
+    assert_eq!(e["auth_header"], json!({"name": "X-Api-Key", "value_last4": "9876"}));
+    assert_eq!(e["events"], json!(["*"]));
+    let o = order(&s, &s.token, &request_with_codes(&["HOOKCODE0000000001", "HOOKCODE0000000002"])).await;
+    let got = rx.delivered(3).await;
+    assert_eq!(verify(secret, &got), [true, true, true]);
+    assert_eq!(verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", &got[..1]), [false], "a wrong secret fails");
+    for r in &got {
+        assert_eq!(r.header("x-api-key"), "k-secret-9876");
+        assert!(r.header("user-agent").starts_with("dropslot-webhooks/"), "{:?}", r.headers);
+        assert_eq!(r.header("content-type"), "application/json");
+        assert!(r.id().starts_with("msg_"));
+    }
+    let events: Vec<String> = got.iter().map(Received::event).collect();
+    assert_eq!(events, ["same.shipment.scheduled", "same.parcel.created", "same.parcel.created"]);
+    let d = &got[0].json()["data"];
+    let shipment = &o["shipments"][0];
+    assert_eq!(d["tracking_code"], tracking(&o));
+    assert_eq!(d["unique_id"], tracking(&o));
+    assert_eq!(d["id"], shipment["drop_off_shipment"]["id"]);
+    assert_eq!(d["status"], "scheduled");
+    assert_eq!(d["previous_status"], Value::Null);
+    assert_eq!(d["sequence"], 1);
+    assert!(d["event_id"].as_i64().is_some());
+    assert_eq!(d["order_unique_id"], o["unique_id"]);
+    assert_eq!(d["shipment_order_unique_id"], shipment["shipment_order_unique_id"]);
+    assert_eq!(d["scheduled_date"], shipment["drop_off_shipment"]["scheduled_date"]);
+    assert_eq!(d["time_slot"]["code"], shipment["drop_off_shipment"]["time_slot"]["code"]);
+    assert_eq!(d["trigger_datetime"], o["created_at"], "local time of the city");
+    assert_eq!(d["parcels"][1]["custom_code"], "HOOKCODE0000000002");
+    assert_eq!(d["parcels"][0]["pick_up_code"], shipment["parcels"][0]["pick_up_code"]);
+    let p = &got[1].json()["data"];
+    assert_eq!(p["custom_code"], "HOOKCODE0000000001");
+    assert_eq!(p["pickup_code"], shipment["parcels"][0]["pick_up_code"]);
+    assert_eq!(p["tracking_code"], tracking(&o));
+    assert_eq!(p["drop_off"]["receiver_name"], "Jane Doe");
+    assert_eq!(p["extra_data"]["need_signature"], false);
+    assert_eq!(p["pick_up"]["picked_at"], Value::Null);
+    // The auth header's value is never shown again.
+    let listed = s.get("/webhooks", &s.token).await;
+    assert_eq!(listed.status, 200);
+    assert!(!listed.body.to_string().contains("k-secret-9876"), "{}", listed.body);
+    assert!(!listed.body.to_string().contains(secret), "the secret is shown once");
+}
+
+/// A receiver that fails twice then succeeds gets the event again with the same
+/// `webhook-id`; the shipment's later events wait for it, so order holds under retries.
+#[tokio::test]
+async fn retries_keep_the_webhook_id_and_the_order() {
+    let s = TestServer::start_with(FAST).await;
+    let rx = Receiver::start().await;
+    rx.plan([Answer::status(500), Answer::status(503)]);
+    let e = subscribe(&s, &s.token, json!({"url": rx.url, "events": ["*"]})).await;
+    let id = e["id"].as_i64().unwrap();
+    let o = order(&s, &s.token, &request(&[500.0])).await;
+    let r = s.scenario("happy", &json!({"drop_off_shipment_unique_ids": [tracking(&o)]})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // scheduled, parcel.created, then to_pick_up … delivered.
+    let got = rx.delivered(7).await;
+    let all = rx.received();
+    assert_eq!(all[0].id(), all[1].id());
+    assert_eq!(all[1].id(), all[2].id(), "the same webhook-id on every attempt");
+    assert_eq!(all.iter().map(|r| r.answered).take(3).collect::<Vec<_>>(), [500, 503, 200]);
+    let kinds: Vec<String> = got.iter().map(Received::event).collect();
+    assert_eq!(
+        kinds,
+        [
+            "same.shipment.scheduled",
+            "same.parcel.created",
+            "same.shipment.to_pick_up",
+            "same.shipment.picked_up",
+            "same.shipment.processing",
+            "same.shipment.in_transit",
+            "same.shipment.delivered"
+        ]
+    );
+    let seqs: Vec<i64> = got.iter().filter_map(|r| r.json()["data"]["sequence"].as_i64()).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(verify(e["secret"].as_str().unwrap(), &got), vec![true; 7]);
+    // The log shows the three attempts of the first delivery.
+    let log = s.get(&format!("/webhooks/{id}/deliveries?limit=100"), &s.token).await;
+    assert_eq!(log.status, 200, "{}", log.body);
+    let deliveries = log.body["object"]["deliveries"].as_array().unwrap();
+    let first = deliveries.last().unwrap();
+    assert_eq!(first["event"], "same.shipment.scheduled");
+    assert_eq!(first["state"], "delivered");
+    assert_eq!(first["attempts"], 3);
+    let statuses: Vec<&Value> = first["log"].as_array().unwrap().iter().map(|a| &a["status"]).collect();
+    assert_eq!(statuses, [&json!(500), &json!(503), &json!(200)]);
+    assert_eq!(first["log"][0]["response"], "received");
+    assert!(first["log"][0]["latency_ms"].as_i64().is_some());
+}
+
+/// An endpoint subscribed to one kind gets only that kind.
+#[tokio::test]
+async fn an_endpoint_gets_only_the_kinds_it_subscribes_to() {
+    let s = TestServer::start_with(FAST).await;
+    let (only, all) = (Receiver::start().await, Receiver::start().await);
+    subscribe(&s, &s.token, json!({"url": only.url, "events": ["same.shipment.delivered"]})).await;
+    subscribe(&s, &s.token, json!({"url": all.url, "events": ["*"]})).await;
+    let o = order(&s, &s.token, &request(&[500.0])).await;
+    s.scenario("happy", &json!({"drop_off_shipment_unique_ids": [tracking(&o)]})).await;
+    all.delivered(7).await;
+    let got = only.delivered(1).await;
+    assert_eq!(got[0].event(), "same.shipment.delivered");
+    assert_eq!(got[0].json()["data"]["previous_status"], "in_transit");
+    // Everything is delivered to the other endpoint; nothing more came here.
+    assert_eq!(only.received().len(), 1);
+}
+
+/// A receiver that hangs past the 15 s deadline delays no other endpoint and loses nothing:
+/// its event comes again, with the same id, after the timeout.
+#[tokio::test]
+async fn a_hanging_receiver_blocks_no_one_and_loses_nothing() {
+    let s = TestServer::start_with(FAST).await;
+    let (hang, fast) = (Receiver::start().await, Receiver::start().await);
+    let hung = Answer { status: 200, delay: Duration::from_secs(20) };
+    hang.plan(vec![hung; 4]);
+    let h = subscribe(&s, &s.token, json!({"url": hang.url, "events": ["same.shipment.scheduled"]})).await;
+    subscribe(&s, &s.token, json!({"url": fast.url, "events": ["same.shipment.scheduled"]})).await;
+    for _ in 0..4 {
+        order(&s, &s.token, &request(&[500.0])).await;
+    }
+    // While the first receiver hangs on all four events, the other one gets them all.
+    hang.wait_until("four hanging requests", |g| g.len() >= 4).await;
+    fast.delivered(4).await;
+    assert_eq!(hang.received().len(), 4, "the other endpoint was served before any hung attempt ended");
+    // After the 15 s deadline each attempt fails and is retried: same webhook-id, answered.
+    let got =
+        hang.wait_until("the retries of the hung events", |g| g.len() >= 8 && g[4..].iter().all(|r| r.ok())).await;
+    let first: BTreeSet<&str> = got[..4].iter().map(Received::id).collect();
+    let again: BTreeSet<&str> = got[4..].iter().map(Received::id).collect();
+    assert_eq!(first, again, "the same four webhook-ids, sent again");
+    let log = s.get(&format!("/webhooks/{}/deliveries", h["id"]), &s.token).await;
+    let first = log.body["object"]["deliveries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(first["log"][0]["status"], Value::Null, "{first}");
+    assert!(first["log"][0]["error"].as_str().unwrap().contains("No answer within 15"), "{first}");
+}
+
+/// Endpoints are per mode: a test endpoint gets test events only, is a 404 to the live
+/// token and to another client; ops tokens are refused. Deletion and ops moves emit too.
+#[tokio::test]
+async fn test_and_live_are_separate() {
+    let s = TestServer::start_with(FAST).await;
+    let (_, test, live, ops) = s.new_client("Separate").await;
+    let (test_rx, live_rx) = (Receiver::start().await, Receiver::start().await);
+    let t = subscribe(
+        &s,
+        &test,
+        json!({"url": test_rx.url, "events": ["same.shipment.scheduled", "same.shipment.deleted"]}),
+    )
+    .await;
+    let l = subscribe(
+        &s,
+        &live,
+        json!({"url": live_rx.url, "events": ["same.shipment.scheduled", "same.shipment.to_pick_up"]}),
+    )
+    .await;
+    assert_envelope(&s.get(&format!("/webhooks/{}", t["id"]), &live).await, 404);
+    assert_envelope(&s.get(&format!("/webhooks/{}", t["id"]), &s.token).await, 404);
+    assert_envelope(&s.get("/webhooks", &ops).await, 403);
+    let listed = s.get("/webhooks", &live).await;
+    assert_eq!(listed.body["object"]["webhooks"].as_array().unwrap().len(), 1);
+    assert_eq!(listed.body["object"]["webhooks"][0]["id"], l["id"]);
+    // A test order and its deletion → the test endpoint; a live order and an ops move → live.
+    let to = order(&s, &test, &request_with_codes(&["SEPARATECODE000001"])).await;
+    assert_eq!(s.delete_parcel("SEPARATECODE000001", &test).await.status, 200);
+    let lo = order(&s, &live, &request(&[500.0])).await;
+    let r = s.ops_move(&ops, &tracking(&lo), &json!({"to": "to_pick_up"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let got = test_rx.delivered(2).await;
+    assert_eq!(
+        got.iter().map(Received::event).collect::<Vec<_>>(),
+        ["same.shipment.scheduled", "same.shipment.deleted"]
+    );
+    assert!(got.iter().all(|r| r.json()["data"]["tracking_code"] == tracking(&to)));
+    assert_eq!(got[1].json()["data"]["actor"], "client");
+    let got = live_rx.delivered(2).await;
+    assert_eq!(
+        got.iter().map(Received::event).collect::<Vec<_>>(),
+        ["same.shipment.scheduled", "same.shipment.to_pick_up"]
+    );
+    assert!(got.iter().all(|r| r.json()["data"]["tracking_code"] == tracking(&lo)));
+    assert_eq!(got[1].json()["data"]["actor"], "ops");
+    assert_eq!((test_rx.received().len(), live_rx.received().len()), (2, 2));
+}
+
+/// Rotation: both secrets sign (two space-separated signatures) until the old one's 24 h
+/// window ends, then only the new one.
+#[tokio::test]
+async fn rotation_signs_with_both_secrets_for_its_window() {
+    let s = TestServer::start_with(FAST).await;
+    let rx = Receiver::start().await;
+    let e = subscribe(&s, &s.token, json!({"url": rx.url})).await;
+    let old = e["secret"].as_str().unwrap().to_string();
+    let r = s.post(&format!("/webhooks/{}/rotate-secret", e["id"]), &s.token, &json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let new = r.body["object"]["secret"].as_str().unwrap().to_string();
+    assert_ne!(old, new);
+    assert!(r.body["object"]["previous_secret_expires_at"].is_string(), "{}", r.body);
+    assert_eq!(s.post(&format!("/webhooks/{}/test", e["id"]), &s.token, &json!({})).await.status, 202);
+    let got = rx.delivered(1).await;
+    assert_eq!(got[0].header("webhook-signature").split(' ').count(), 2);
+    assert_eq!(verify(&old, &got), [true]);
+    assert_eq!(verify(&new, &got), [true]);
+    assert_eq!(got[0].event(), "same.webhook.test");
+    // A day and a second later the old secret no longer signs.
+    s.app.clock.advance(jiff::SignedDuration::from_secs(86_401));
+    assert_eq!(s.post(&format!("/webhooks/{}/test", e["id"]), &s.token, &json!({})).await.status, 202);
+    let got = rx.delivered(2).await;
+    assert_eq!(got[1].header("webhook-signature").split(' ').count(), 1);
+    assert_eq!(verify(&old, &got[1..]), [false]);
+    assert_eq!(verify(&new, &got[1..]), [true]);
+}
+
+/// Test event, resend (the same webhook-id again), and a 410 that disables the endpoint at
+/// once: its status says so, nothing more is sent, and resend is refused until re-enabled.
+#[tokio::test]
+async fn resend_test_event_and_gone_disables() {
+    let s = TestServer::start_with(FAST).await;
+    let rx = Receiver::start().await;
+    let e = subscribe(&s, &s.token, json!({"url": rx.url, "description": "orders system"})).await;
+    let id = e["id"].as_i64().unwrap();
+    let r = s.post(&format!("/webhooks/{id}/test"), &s.token, &json!({})).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let delivery = r.body["object"]["id"].as_i64().unwrap();
+    let first = rx.delivered(1).await;
+    let r = s.post(&format!("/webhooks/deliveries/{delivery}/resend"), &s.token, &json!({})).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let got = rx.delivered(2).await;
+    assert_eq!(got[1].id(), first[0].id(), "a resend is the same message");
+    assert_eq!(got[1].body, first[0].body);
+    // Another client cannot resend it.
+    let (_, other, _, _) = s.new_client("Other").await;
+    assert_envelope(&s.post(&format!("/webhooks/deliveries/{delivery}/resend"), &other, &json!({})).await, 404);
+    // 410 Gone: disabled at once.
+    rx.plan([Answer::status(410)]);
+    order(&s, &s.token, &request(&[500.0])).await;
+    rx.wait_until("the 410", |g| g.iter().any(|r| r.answered == 410)).await;
+    let shown = disabled(&s, id).await;
+    assert_eq!(shown["status"], "disabled_by_service");
+    assert!(shown["disabled_reason"].as_str().unwrap().contains("410"), "{shown}");
+    let log = s.get(&format!("/webhooks/{id}/deliveries"), &s.token).await;
+    let states: BTreeSet<String> = log.body["object"]["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["state"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!states.contains("pending") && !states.contains("waiting"), "{states:?}");
+    assert_envelope(&s.post(&format!("/webhooks/deliveries/{delivery}/resend"), &s.token, &json!({})).await, 409);
+    assert_envelope(&s.post(&format!("/webhooks/{id}/test"), &s.token, &json!({})).await, 409);
+    // Re-enabled: nothing is replayed by itself; a resend works again.
+    let before = rx.received().len();
+    let r = s
+        .send(s.http.patch(s.url(&format!("/webhooks/{id}"))).bearer_auth(&s.token).json(&json!({"enabled": true})))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["object"]["status"], "enabled");
+    assert_eq!(s.post(&format!("/webhooks/deliveries/{delivery}/resend"), &s.token, &json!({})).await.status, 202);
+    let got = rx.delivered(3).await;
+    assert_eq!(got[2].id(), first[0].id());
+    assert_eq!(rx.received().len(), before + 1, "only the resend was sent");
+}
+
+/// An endpoint with no success for the configured time is disabled (5 days by default).
+#[tokio::test]
+async fn an_endpoint_failing_too_long_is_disabled() {
+    let s = TestServer::start_with(
+        "[webhooks]\nallow_private = true\nretry_schedule = \"50ms,50ms,50ms,50ms\"\ndisable_after = \"1ms\"\n",
+    )
+    .await;
+    let rx = Receiver::start().await;
+    rx.answer_by_default(Answer::status(500));
+    let e = subscribe(&s, &s.token, json!({"url": rx.url, "events": ["same.shipment.scheduled"]})).await;
+    order(&s, &s.token, &request(&[500.0])).await;
+    rx.wait_until("two failures", |g| g.len() >= 2).await;
+    let shown = disabled(&s, e["id"].as_i64().unwrap()).await;
+    assert_eq!(shown["status"], "disabled_by_service");
+    assert!(shown["failing_since"].is_string());
+    assert_eq!(shown["last_error"], "no successful delivery for too long");
+    assert!(rx.received().len() <= 2, "nothing is sent after the endpoint is disabled");
+}
+
+/// Endpoint validation: every rule answers 422 at its path; PATCH and DELETE work; the
+/// delivery log pages with a cursor.
+#[tokio::test]
+async fn endpoint_validation_update_delete_and_paging() {
+    let s = TestServer::start_with(FAST).await;
+    let rx = Receiver::start().await;
+    for (body, path) in [
+        (json!({}), "url"),
+        (json!({"url": "ftp://example.com/x"}), "url"),
+        (json!({"url": rx.url, "events": ["same.shipment.lost"]}), "events.0"),
+        (json!({"url": rx.url, "events": []}), "events"),
+        (json!({"url": rx.url, "events": ["*", "same.shipment.delivered"]}), "events"),
+        (json!({"url": rx.url, "auth_header": {"name": "Bad Name", "value": "x"}}), "auth_header"),
+        (json!({"url": rx.url, "auth_header": {"name": "X-Key", "value": "a\r\nInjected: 1"}}), "auth_header"),
+        (json!({"url": rx.url, "auth_header": {"name": "webhook-signature", "value": "v1,forged"}}), "auth_header"),
+        (json!({"url": rx.url, "description": "d".repeat(501)}), "description"),
+    ] {
+        let r = s.post("/webhooks", &s.token, &body).await;
+        assert_envelope(&r, 422);
+        r.error_at(path);
+    }
+    assert_envelope(&s.post("/webhooks", &s.token, &json!({"url": rx.url, "colour": "red"})).await, 400);
+    let e = subscribe(&s, &s.token, json!({"url": rx.url, "events": ["same.shipment.scheduled"]})).await;
+    let id = e["id"].as_i64().unwrap();
+    let patch = |body: Value| s.http.patch(s.url(&format!("/webhooks/{id}"))).bearer_auth(&s.token).json(&body);
+    let r = s
+        .send(patch(
+            json!({"events": ["*"], "description": "all", "auth_header": {"name": "X-Key", "value": "abcdefgh"}}),
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["object"]["events"], json!(["*"]));
+    assert_eq!(r.body["object"]["auth_header"]["value_last4"], "efgh");
+    assert!(r.body["object"].get("secret").is_none());
+    let r = s.send(patch(json!({"auth_header": null}))).await;
+    assert_eq!(r.body["object"]["auth_header"], Value::Null);
+    assert_envelope(&s.send(patch(json!({"url": "gopher://x"}))).await, 422);
+    // Three orders → three scheduled + three parcel.created deliveries; pages of two.
+    for _ in 0..3 {
+        order(&s, &s.token, &request(&[500.0])).await;
+    }
+    rx.delivered(6).await;
+    let mut seen = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let r = s.get(&format!("/webhooks/{id}/deliveries?limit=2&cursor={cursor}"), &s.token).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        for d in r.body["object"]["deliveries"].as_array().unwrap() {
+            seen.push(d["id"].as_i64().unwrap());
+        }
+        match r.body["object"]["next_cursor"].as_str() {
+            Some(c) => cursor = c.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 6);
+    assert!(seen.windows(2).all(|w| w[0] > w[1]), "newest first: {seen:?}");
+    assert_envelope(&s.get(&format!("/webhooks/{id}/deliveries?cursor=nope"), &s.token).await, 422);
+    let r = s.send(s.http.delete(s.url(&format!("/webhooks/{id}"))).bearer_auth(&s.token)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_envelope(&s.get(&format!("/webhooks/{id}"), &s.token).await, 404);
+    assert_envelope(&s.get(&format!("/webhooks/{id}/deliveries"), &s.token).await, 404);
+    // Deleted: later events are not queued for it.
+    order(&s, &s.token, &request(&[500.0])).await;
+    assert_eq!(s.scalar(&format!("SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = {id}")), 6);
+    let _ = ADMIN_TOKEN;
+}
+
+/// Internal targets are refused at creation (literal addresses, and a name that resolves to
+/// loopback) unless the operator allows private targets.
+#[tokio::test]
+async fn internal_targets_are_refused() {
+    let s = TestServer::start().await;
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://localhost:9/hook",
+        "http://[::1]/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.8/",
+        "http://192.168.1.1/",
+        "http://[::ffff:127.0.0.1]/",
+    ] {
+        let r = s.post("/webhooks", &s.token, &json!({"url": url})).await;
+        assert_envelope(&r, 422);
+        assert!(r.error_at("url")[0].contains("internal address"), "{url}: {}", r.body);
+    }
+}
+
+/// `/metrics` counts queued and delivered webhook deliveries.
+#[tokio::test]
+async fn metrics_count_deliveries() {
+    let s = TestServer::start_with(FAST).await;
+    let rx = Receiver::start().await;
+    subscribe(&s, &s.token, json!({"url": rx.url, "events": ["same.shipment.scheduled"]})).await;
+    order(&s, &s.token, &request(&[500.0])).await;
+    rx.delivered(1).await;
+    let scrape = async {
+        loop {
+            let r = s.http.get(format!("{}/metrics", s.base)).send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            let text = r.text().await.unwrap();
+            if text.contains("dropslot_webhook_attempts_total{outcome=\"delivered\"} 1") {
+                return text;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    // The attempt is recorded just after the receiver answers.
+    let text = tokio::time::timeout(Duration::from_secs(30), scrape).await.expect("the delivery is counted");
+    assert!(text.contains("dropslot_webhook_deliveries_queued_total 1"), "{text}");
+    assert!(text.contains("dropslot_webhook_attempt_duration_seconds_count 1"), "{text}");
+}
