@@ -183,7 +183,7 @@ async fn a_hanging_receiver_blocks_no_one_and_loses_nothing() {
     assert_eq!(hang.received().len(), 4, "the other endpoint was served before any hung attempt ended");
     // After the 15 s deadline each attempt fails and is retried: same webhook-id, answered.
     let got =
-        hang.wait_until("the retries of the hung events", |g| g.len() >= 8 && g[4..].iter().all(|r| r.ok())).await;
+        hang.wait_until("the retries of the hung events", |g| g.len() >= 8 && g[4..].iter().all(Received::ok)).await;
     let first: BTreeSet<&str> = got[..4].iter().map(Received::id).collect();
     let again: BTreeSet<&str> = got[4..].iter().map(Received::id).collect();
     assert_eq!(first, again, "the same four webhook-ids, sent again");
