@@ -23,6 +23,9 @@ use crate::store::{AttemptOutcome, AttemptRecord, Claimed, DynStore};
 const BATCH: usize = 256;
 /// How often the queue is looked at without a wake-up (other processes' writes, retries).
 const POLL: Duration = Duration::from_secs(1);
+/// A claim's lease outlasts the attempt's deadline by this much (time to record it); a
+/// killed process's claims are taken over after the deadline plus this.
+const LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// The response body kept per attempt.
 const EXCERPT: usize = 1024;
 
@@ -133,7 +136,7 @@ impl Dispatcher {
         let cap = self.settings.per_endpoint_concurrency;
         let in_flight: Vec<(i64, usize)> = self.lock_in_flight().iter().map(|(e, n)| (*e, *n)).collect();
         let now = Timestamp::now().as_millisecond();
-        let lease = now + (self.settings.timeout + Duration::from_secs(15)).as_millis() as i64;
+        let lease = now + (self.settings.timeout + LEASE_MARGIN).as_millis() as i64;
         let claimed = self.store.claim_deliveries(now, lease, limit, cap, in_flight).await?;
         let mut counts = self.lock_in_flight();
         for d in &claimed {

@@ -66,12 +66,21 @@ fn clients_and_tokens_from_the_command_line() {
 /// `dropslot serve` on a fresh port over `db`, clock pinned: the child, its base URL and
 /// the demo token it printed (read until it reports listening, at most 30 s).
 fn spawn_serve(db: &str) -> (std::process::Child, String, String) {
+    let (child, base, token) = spawn_serve_with(db, &[]);
+    (child, base, token.expect("a demo token was printed"))
+}
+
+/// `serve` with extra environment; the demo token only on an empty database.
+pub fn spawn_serve_with(db: &str, env: &[(&str, &str)]) -> (std::process::Child, String, Option<String>) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_dropslot"))
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("DATABASE_URL", db)
         .env("DROPSLOT_NOW", crate::common::NOW)
         .env_remove("DROPSLOT_CONFIG")
+        .env_remove("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE")
+        .env_remove("DROPSLOT_WEBHOOK_RETRY_SCHEDULE")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -89,7 +98,7 @@ fn spawn_serve(db: &str) -> (std::process::Child, String, String) {
     assert!(listening, "serve did not report listening");
     // Keep reading what it prints later (shutdown logs), so its stdout never hits a closed pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    (child, format!("http://127.0.0.1:{port}"), token.expect("a demo token was printed"))
+    (child, format!("http://127.0.0.1:{port}"), token)
 }
 
 /// `serve` on a fresh database prints a demo token that works; a token minted by the CLI

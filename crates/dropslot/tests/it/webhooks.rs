@@ -450,3 +450,101 @@ async fn metrics_count_deliveries() {
     assert!(text.contains("dropslot_webhook_deliveries_queued_total 1"), "{text}");
     assert!(text.contains("dropslot_webhook_attempt_duration_seconds_count 1"), "{text}");
 }
+
+/// `kill -9` while deliveries wait for a retry, then a restart on the same database: every
+/// event is delivered, none lost (the outbox rows were committed with the orders).
+#[tokio::test(flavor = "multi_thread")]
+async fn sqlite_kill_9_with_deliveries_pending_then_restart_delivers_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("hooks.db").display());
+    let rx = Receiver::start().await;
+    rx.answer_by_default(Answer::status(503));
+    let env = [
+        ("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE", "1"),
+        ("DROPSLOT_WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s,1s,1s,1s,1s,1s,1s,1s"),
+    ];
+    let (mut child, base, token) = crate::cli::spawn_serve_with(&db, &env);
+    let token = token.expect("a demo token");
+    let http = reqwest::Client::new();
+    let api = format!("{base}{}", crate::common::API);
+    let r = http
+        .post(format!("{api}/webhooks"))
+        .bearer_auth(&token)
+        .json(&json!({"url": rx.url, "events": ["same.shipment.scheduled"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let mut codes = BTreeSet::new();
+    for _ in 0..20 {
+        let r = http.post(format!("{api}/requests/sync")).bearer_auth(&token).json(&request(&[500.0])).send().await;
+        let body: Value = r.unwrap().json().await.unwrap();
+        codes.insert(tracking(&body["object"]));
+    }
+    rx.wait_until("failing first attempts", |g| !g.is_empty()).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    rx.answer_by_default(Answer::status(200));
+    let (mut child, _, _) = crate::cli::spawn_serve_with(&db, &env);
+    let got = rx
+        .wait_until("every order's event, after the restart", |g| {
+            g.iter()
+                .filter(|r| r.ok())
+                .map(|r| r.json()["data"]["tracking_code"].to_string())
+                .collect::<BTreeSet<_>>()
+                .len()
+                >= 20
+        })
+        .await;
+    let delivered: BTreeSet<String> = got
+        .iter()
+        .filter(|r| r.ok())
+        .map(|r| r.json()["data"]["tracking_code"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(delivered, codes);
+    child.kill().unwrap();
+    let _ = child.wait();
+}
+
+/// A target accepted while private addresses were allowed is refused at delivery once they
+/// are not: the name is resolved again for each attempt (so DNS rebinding is caught), and
+/// the attempt's error says why.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_target_that_resolves_inward_is_refused_at_delivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("rebind.db").display());
+    let rx = Receiver::start().await;
+    let named = rx.url.replace("127.0.0.1", "localhost");
+    let (mut child, base, token) = crate::cli::spawn_serve_with(&db, &[("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE", "1")]);
+    let token = token.expect("a demo token");
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{base}{}/webhooks", crate::common::API))
+        .bearer_auth(&token)
+        .json(&json!({"url": named, "events": ["same.shipment.scheduled"]}))
+        .send()
+        .await
+        .unwrap();
+    let id = r.json::<Value>().await.unwrap()["object"]["id"].as_i64().expect("created");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (mut child, base, _) = crate::cli::spawn_serve_with(&db, &[]);
+    let api = format!("{base}{}", crate::common::API);
+    let r = http.post(format!("{api}/requests/sync")).bearer_auth(&token).json(&request(&[500.0])).send().await;
+    assert_eq!(r.unwrap().status(), 201);
+    let poll = async {
+        loop {
+            let r = http.get(format!("{api}/webhooks/{id}/deliveries")).bearer_auth(&token).send().await.unwrap();
+            let log: Value = r.json().await.unwrap();
+            if let Some(error) = log["object"]["deliveries"][0]["log"][0]["error"].as_str() {
+                return error.to_string();
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let error = tokio::time::timeout(Duration::from_secs(30), poll).await.expect("an attempt is recorded");
+    assert!(error.contains("internal address"), "{error}");
+    assert!(rx.received().is_empty(), "nothing reached the internal target");
+    child.kill().unwrap();
+    let _ = child.wait();
+}
