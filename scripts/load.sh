@@ -2,7 +2,8 @@
 # Load test of POST /requests/preview and POST /requests/sync against a bare-axum "floor"
 # (crates/dropslot/examples/floor.rs) of the same request/response size; then, on the same
 # database after a kill -9 and a restart, the shipment lifecycle: one sandbox scenario call
-# over 1,000 selected shipments (three times), and sustained ops transitions.
+# over 1,000 selected shipments (three times), and sustained ops transitions; then webhooks:
+# order creation with 2 subscribed endpoints, and 20,000 events fanned out to 4 receivers.
 #
 #   scripts/load.sh                     # 10 s per endpoint
 #   DURATION=30s scripts/load.sh
@@ -11,7 +12,8 @@
 #      CONNECTIONS (64), CARGO_TARGET_DIR (default ./target), NOW (the pinned clock,
 #      default 2026-11-23T12:00:00Z, a Monday morning so slots exist), KEEP=1 keeps the
 #      temporary directory (logs, database, wrk output), OPS_SEED (wrk -d of live orders
-#      created for the ops run, default 6s).
+#      created for the ops run, default 6s), FANOUT_SHIPMENTS (shipments moved through the
+#      happy path for the fan-out, 5 events each; default 4000 = 20,000 events).
 #
 # Idempotent: every run uses a fresh temporary SQLite file and ephemeral 127.0.0.1 ports;
 # every server it starts is stopped on exit. Exit status is non-zero when a check fails
@@ -100,8 +102,10 @@ DB=$TMP/dropslot.db
 log "starting dropslot serve on a fresh database ($DB), clock pinned to $NOW"
 # Starts `dropslot serve` on $DB with its log in $1; sets APP_PID and APP (its base URL).
 start_app() {
+  # Webhook receivers are local floors: private targets allowed (no endpoint exists before
+  # the webhook phase).
   DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_BASE_URL=${DROPSLOT_BASE_URL:-http://127.0.0.1:8080} \
-    "$DROPSLOT" serve --database "sqlite://$DB" --listen 127.0.0.1:0 >"$1" 2>&1 &
+    DROPSLOT_WEBHOOKS_ALLOW_PRIVATE=1 "$DROPSLOT" serve --database "sqlite://$DB" --listen 127.0.0.1:0 >"$1" 2>&1 &
   PIDS+=($!)
   APP_PID=$!
   APP=$(await_line "$1" 'listening on http://127\.0\.0\.1:[0-9]+' "$APP_PID")
@@ -210,6 +214,73 @@ RPS[ops]=$(field ops rps)
 P50[ops]=$(field ops p50_ms)
 P99[ops]=$(field ops p99_ms)
 
+# ---------------------------------------------------------------- webhooks
+# Receivers: four bare-axum floors answering every POST with 2 bytes.
+RECEIVERS=()
+for i in 1 2 3 4; do
+  FLOOR_RESPONSE_BYTES=2 "$FLOOR" 127.0.0.1:0 >"$TMP/receiver-$i.log" 2>&1 &
+  PIDS+=($!)
+  RECEIVERS+=("$(await_line "$TMP/receiver-$i.log" 'http://127\.0\.0\.1:[0-9]+' "$!")/hook")
+done
+# subscribe URL EVENTS_JSON: a webhook endpoint of the demo client (test mode); prints its id.
+subscribe() {
+  curl -sS --max-time 10 -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+    --data-binary "{\"url\":\"$1\",\"events\":$2}" "$APP$API/webhooks" | grep -oE '"id":[0-9]+' | head -1 | cut -d: -f2
+}
+unfinished() { sqlite3 "file:$DB?mode=ro" "SELECT count(*) FROM webhook_deliveries WHERE state IN ('waiting', 'pending')"; }
+# Waits (at most 300 s) until every delivery is delivered or failed.
+drain_deliveries() {
+  for _ in $(seq 3000); do
+    [[ $(unfinished) == 0 ]] && return 0
+    sleep 0.1
+  done
+  die "webhook deliveries still unfinished after 300 s: $(unfinished)"
+}
+
+# Order creation with 2 endpoints subscribed to every event (each order queues 2 × 3
+# deliveries: shipment scheduled and 2 parcels created), the dispatcher delivering as it goes.
+log "order creation with 2 subscribed endpoints"
+HOOKS=("$(subscribe "${RECEIVERS[0]}" '["*"]')" "$(subscribe "${RECEIVERS[1]}" '["*"]')")
+[[ -n ${HOOKS[0]} && -n ${HOOKS[1]} ]] || die "could not create the webhook endpoints"
+run sync_hooks "$APP$API/requests/sync" WRK_COUNT=1
+[[ $(field sync_hooks non2xx) == 0 ]] || die "sync with webhooks: $(field sync_hooks non2xx) non-2xx responses"
+drain_deliveries
+for id in "${HOOKS[@]}"; do
+  curl -sS --max-time 10 -X DELETE -H "Authorization: Bearer $TOKEN" "$APP$API/webhooks/$id" >/dev/null
+done
+
+# Fan-out: 4 endpoints subscribed to the happy path's events; FANOUT_SHIPMENTS shipments
+# moved by scenario calls of 1,000 (5 events each); every event goes to all 4 receivers.
+FANOUT=${FANOUT_SHIPMENTS:-4000}
+EVENTS='["same.shipment.to_pick_up","same.shipment.picked_up","same.shipment.processing","same.shipment.in_transit","same.shipment.delivered"]'
+for r in "${RECEIVERS[@]}"; do [[ -n $(subscribe "$r" "$EVENTS") ]] || die "could not subscribe $r"; done
+first_delivery=$(sqlite3 "file:$DB?mode=ro" "SELECT coalesce(max(id), 0) FROM webhook_deliveries")
+log "fan-out: $FANOUT shipments × 5 events × 4 endpoints"
+for ((done_ = 0; done_ < FANOUT; done_ += 1000)); do
+  ids=$(sqlite3 "file:$DB?mode=ro" "SELECT json_group_array(id) FROM (SELECT id FROM drop_off_shipments
+    WHERE mode = 'test' AND sandbox_moved = 0 AND status = 'scheduled' ORDER BY id LIMIT 1000)")
+  printf '{"drop_off_shipment_ids":%s}' "$ids" >"$TMP/fanout.json"
+  code=$(curl -sS --max-time 60 -o "$TMP/fanout-out.json" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+    -H 'Content-Type: application/json' --data-binary @"$TMP/fanout.json" "$APP$API/sandbox/scenarios/happy")
+  [[ $code == 200 ]] || { head -c 500 "$TMP/fanout-out.json" >&2; die "fan-out scenario answered $code"; }
+done
+drain_deliveries
+# From the deliveries themselves: queued_ms is taken in the committing transaction, finished_ms
+# once the receiver's answer is in, so finished - queued bounds commit-to-receipt from above.
+read -r FAN_N FAN_OK FAN_SPAN FAN_P50 FAN_P99 < <(sqlite3 -separator ' ' "file:$DB?mode=ro" "
+  WITH d AS (SELECT state, queued_ms, finished_ms, finished_ms - queued_ms AS ms FROM webhook_deliveries WHERE id > $first_delivery),
+       r AS (SELECT ms, row_number() OVER (ORDER BY ms) AS k, count(*) OVER () AS n FROM d WHERE state = 'delivered')
+  SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM d WHERE state = 'delivered'),
+         (SELECT max(finished_ms) - min(queued_ms) FROM d),
+         (SELECT ms FROM r WHERE k = max(1, CAST(n * 0.50 AS INTEGER))),
+         (SELECT ms FROM r WHERE k = max(1, CAST(n * 0.99 AS INTEGER)))")
+FAN_RATE=$(awk -v n="$FAN_OK" -v ms="$FAN_SPAN" 'BEGIN { printf "%.0f", n * 1000 / (ms > 0 ? ms : 1) }')
+# Order per shipment and endpoint: every stream's deliveries finished in sequence order.
+FAN_DISORDER=$(sqlite3 "file:$DB?mode=ro" "
+  SELECT count(*) FROM webhook_deliveries a JOIN webhook_deliveries b
+    ON a.endpoint_id = b.endpoint_id AND a.ordering_key = b.ordering_key AND a.id < b.id
+  WHERE a.id > $first_delivery AND b.id > $first_delivery AND a.finished_ms > b.finished_ms")
+
 # ---------------------------------------------------------------- report
 ok=1
 non2xx=$(field sync non2xx)
@@ -222,12 +293,18 @@ inflight=$((orders - s201))
 
 echo
 printf '%-8s %10s %9s %9s %9s\n' endpoint 'req/s' 'p50 ms' 'p99 ms' 'vs floor'
-for name in floor preview sync ops; do
+for name in floor preview sync sync_hooks ops; do
   ratio=$(awk -v a="${RPS[$name]}" -v b="${RPS[floor]}" 'BEGIN { printf "%.3f", a / b }')
   printf '%-8s %10.0f %9.2f %9.2f %9s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio"
 done
 echo
 echo "scenario happy, one call over 1000 shipments: ${SCENARIO_MS[*]} ms"
+echo "sync with 2 webhook endpoints: $(awk -v a="${RPS[sync_hooks]}" -v b="${RPS[sync]}" 'BEGIN { printf "%.3f", a / b }') of sync without"
+echo "webhook fan-out: $FAN_OK of $FAN_N deliveries in $FAN_SPAN ms = $FAN_RATE deliveries/s; queued-to-answered p50 $FAN_P50 ms, p99 $FAN_P99 ms"
+if ((FAN_OK != FAN_N || FAN_N != FANOUT * 5 * 4)); then
+  echo "FAIL: fan-out delivered $FAN_OK of $FAN_N deliveries (expected $((FANOUT * 20)))"; ok=0
+fi
+if ((FAN_DISORDER != 0)); then echo "FAIL: $FAN_DISORDER deliveries finished before an earlier one of their stream"; ok=0; fi
 if [[ $(field ops non2xx) != 0 || $(field ops errors) != 0 ]]; then
   echo "FAIL: ops transitions: $(field ops non2xx) non-2xx, $(field ops errors) socket errors"; ok=0
 fi

@@ -19,6 +19,7 @@ const DOMAINS: &[&str] = &[
     "shipments",
     "store",
     "tracking",
+    "webhooks",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -375,13 +375,15 @@ pub(super) fn claim(
     Ok(claimed)
 }
 
-/// Moves the oldest waiting delivery of the finished delivery's stream to `pending`.
+/// Moves the oldest waiting delivery of the finished delivery's stream to `pending` (the
+/// finished one is out of the stream index, so the stream's next unfinished one is it; the
+/// `IN` matches the partial index's condition, which keeps this a point lookup).
 fn promote_next(c: &Connection, delivery: i64) -> Result<(), StoreError> {
     c.prepare_cached(
         "UPDATE webhook_deliveries SET state = 'pending', next_attempt_ms = min(next_attempt_ms, ?2)
-         WHERE id = (SELECT n.id FROM webhook_deliveries n JOIN webhook_deliveries d
+         WHERE state = 'waiting' AND id = (SELECT n.id FROM webhook_deliveries n JOIN webhook_deliveries d
                        ON n.endpoint_id = d.endpoint_id AND n.ordering_key = d.ordering_key
-                     WHERE d.id = ?1 AND n.state = 'waiting' ORDER BY n.id LIMIT 1)",
+                     WHERE d.id = ?1 AND n.state IN ('waiting', 'pending') ORDER BY n.id LIMIT 1)",
     )
     .and_then(|mut s| s.execute(params![delivery, now_ms()]))
     .map_err(map_err)?;
@@ -419,9 +421,11 @@ pub(super) fn record_attempt(c: &Connection, a: &AttemptRecord) -> Result<(), St
     }
     match a.outcome {
         AttemptOutcome::Delivered => {
+            // A healthy endpoint's row is rewritten at most once a second, not per delivery.
             c.prepare_cached(
                 "UPDATE webhook_endpoints SET failing_since_ms = NULL, last_success_ms = ?2, last_error = NULL
-                 WHERE id = ?1",
+                 WHERE id = ?1 AND (failing_since_ms IS NOT NULL OR last_error IS NOT NULL
+                    OR last_success_ms IS NULL OR last_success_ms < ?2 - 1000)",
             )
             .and_then(|mut s| s.execute(params![a.endpoint_id, at_ms]))
             .map_err(map_err)?;
