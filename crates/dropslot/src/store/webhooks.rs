@@ -151,7 +151,7 @@ pub enum AttemptOutcome {
     Retry(i64),
     /// Out of retries.
     Failed,
-    /// The endpoint answered 410 Gone, or was found private at delivery: disable it now.
+    /// The endpoint answered 410 Gone: disable it now.
     DisableEndpoint,
 }
 

@@ -248,7 +248,7 @@ impl Dispatcher {
         }
         let mut res = match req.send().await {
             Ok(r) => r,
-            Err(e) => return failed(describe(&e, self.settings.timeout)),
+            Err(e) => return failed(describe(e, self.settings.timeout)),
         };
         let status = res.status().as_u16();
         let retry_after = res
@@ -263,7 +263,7 @@ impl Dispatcher {
                 Ok(Some(chunk)) => body.extend_from_slice(&chunk[..chunk.len().min(EXCERPT - body.len())]),
                 Ok(None) => break,
                 Err(e) => {
-                    error = Some(describe(&e, self.settings.timeout));
+                    error = Some(describe(e, self.settings.timeout));
                     break;
                 }
             }
@@ -291,13 +291,15 @@ struct Sent {
     retry_after: Option<Duration>,
 }
 
-/// An HTTP client error in the integrator's words, with its cause.
-fn describe(e: &reqwest::Error, timeout: Duration) -> String {
+/// An HTTP client error in the integrator's words, with its cause; without the URL, which
+/// may carry a credential in its query (the log and the attempt record show the endpoint id).
+fn describe(e: reqwest::Error, timeout: Duration) -> String {
     if e.is_timeout() {
         return format!("No answer within {} s.", timeout.as_secs_f64());
     }
+    let e = e.without_url();
     let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = std::error::Error::source(&e);
     while let Some(s) = source {
         text.push_str(": ");
         text.push_str(&s.to_string());

@@ -1,11 +1,12 @@
 //! When a failed delivery is tried again: the configured schedule with ±20 % jitter, pushed
-//! later (never earlier) by the receiver's `Retry-After`, by at most an hour past the schedule.
+//! later (never earlier) by the receiver's `Retry-After`, to at most an hour (a scheduled
+//! delay of an hour or more is kept as it is).
 
 use std::time::Duration;
 
 use jiff::Timestamp;
 
-/// The longest a `Retry-After` may postpone an attempt beyond its scheduled delay.
+/// The longest delay a `Retry-After` may ask for.
 const RETRY_AFTER_CAP: Duration = Duration::from_secs(3600);
 
 /// The delay after failed attempt `attempt` (1 = the first), or `None` when it was the last.

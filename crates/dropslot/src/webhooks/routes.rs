@@ -112,7 +112,7 @@ impl EndpointBody {
         };
         let auth_header = self.auth_header.map(|h| {
             h.and_then(|h| match check_header(&h) {
-                Ok(()) => Some(AuthHeader { name: h.name, value: h.value }),
+                Ok(()) => Some(AuthHeader { name: h.name.trim().to_string(), value: h.value }),
                 Err(m) => {
                     errors.add("auth_header", m);
                     None
