@@ -55,15 +55,14 @@ impl Renderer {
         self.wake.clone()
     }
 
-    fn with_context<T>(&self, f: impl FnOnce(&payload::Context<'_>) -> T) -> T {
-        let size_name = |code: &str| self.size_names.get(code).cloned().unwrap_or_else(|| code.to_string());
-        f(&payload::Context { base_url: &self.base_url, area: &self.area, size_name: &size_name })
+    fn context(&self) -> payload::Context<'_> {
+        payload::Context { base_url: &self.base_url, area: &self.area, size_names: &self.size_names }
     }
 }
 
 impl Outbox for Renderer {
     fn shipment_event(&self, shipment: &StoredShipment, event: &StoredEvent) -> Result<String, String> {
-        self.with_context(|cx| payload::shipment_event(cx, shipment, event))
+        payload::shipment_event(&self.context(), shipment, event)
     }
 
     fn parcel_created(
@@ -72,7 +71,7 @@ impl Outbox for Renderer {
         parcel: &StoredParcel,
         at: Timestamp,
     ) -> Result<String, String> {
-        self.with_context(|cx| payload::parcel_created(cx, shipment, parcel, at))
+        payload::parcel_created(&self.context(), shipment, parcel, at)
     }
 
     fn queued(&self, n: usize) {

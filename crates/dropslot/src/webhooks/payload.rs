@@ -1,6 +1,8 @@
 //! Event bodies (CONTRACT §5): `{"event": "...", "data": {...}}`. Rendered once, inside the
 //! transaction that causes the event; every attempt sends the same bytes.
 
+use std::collections::HashMap;
+
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -19,8 +21,8 @@ struct Body<'a, T: Serialize> {
 pub struct Context<'a> {
     pub base_url: &'a str,
     pub area: &'a ServiceArea,
-    /// Size code → display name.
-    pub size_name: &'a dyn Fn(&str) -> String,
+    /// Size code → display name (an unknown code shows as itself).
+    pub size_names: &'a HashMap<String, String>,
 }
 
 #[derive(Serialize)]
@@ -167,7 +169,7 @@ pub fn parcel_created(cx: &Context<'_>, s: &StoredShipment, p: &StoredParcel, at
     let d = &s.drop_off;
     let when = local(at, &city_zone(cx.area, &d.city));
     let data = ParcelCreated {
-        parcel_size: (cx.size_name)(&p.size_code),
+        parcel_size: cx.size_names.get(&p.size_code).cloned().unwrap_or_else(|| p.size_code.clone()),
         parcel_code: &p.size_code,
         pickup_code: &p.pick_up_code,
         trigger_datetime: when.clone(),

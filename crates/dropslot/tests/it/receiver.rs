@@ -1,5 +1,5 @@
 //! A real HTTP webhook receiver for the tests: listens on 127.0.0.1, records every request
-//! as it arrives, and answers from a script (status, delay, `Retry-After`), then a default.
+//! as it arrives, and answers from a script (a status, or never), then a default.
 //! Signatures are checked by an independent implementation: the Standard Webhooks reference
 //! library from `PyPI`, through `scripts/verify-webhooks.py`.
 
@@ -18,13 +18,13 @@ use tokio::sync::{Notify, oneshot};
 #[derive(Clone, Debug)]
 pub struct Answer {
     pub status: u16,
-    /// Held this long before answering (a slow or hanging receiver).
-    pub delay: Duration,
+    /// Never answer (a hung receiver): the sender must give up by its own deadline.
+    pub hang: bool,
 }
 
 impl Answer {
     pub fn status(status: u16) -> Answer {
-        Answer { status, delay: Duration::ZERO }
+        Answer { status, hang: false }
     }
 }
 
@@ -82,8 +82,8 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
         answered: answer.status,
     });
     inner.arrived.notify_waiters();
-    if !answer.delay.is_zero() {
-        tokio::time::sleep(answer.delay).await;
+    if answer.hang {
+        std::future::pending::<()>().await;
     }
     (StatusCode::from_u16(answer.status).unwrap(), "received")
 }

@@ -170,7 +170,7 @@ async fn an_endpoint_gets_only_the_kinds_it_subscribes_to() {
 async fn a_hanging_receiver_blocks_no_one_and_loses_nothing() {
     let s = TestServer::start_with(FAST).await;
     let (hang, fast) = (Receiver::start().await, Receiver::start().await);
-    let hung = Answer { status: 200, delay: Duration::from_secs(20) };
+    let hung = Answer { status: 200, hang: true };
     hang.plan(vec![hung; 4]);
     let h = subscribe(&s, &s.token, json!({"url": hang.url, "events": ["same.shipment.scheduled"]})).await;
     subscribe(&s, &s.token, json!({"url": fast.url, "events": ["same.shipment.scheduled"]})).await;

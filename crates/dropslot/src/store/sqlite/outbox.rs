@@ -15,10 +15,13 @@ pub(super) struct Sink<'a> {
     pub queued: usize,
 }
 
-/// An endpoint that may receive a shipment's events: its id and the kinds it takes.
+/// An endpoint that may receive a shipment's events: its id, the kinds it takes, and its
+/// tenant (the shipment's).
 struct Subscriber {
     id: i64,
     events: Vec<String>,
+    client: i64,
+    mode: String,
 }
 
 impl Subscriber {
@@ -30,13 +33,15 @@ impl Subscriber {
 /// The enabled endpoints of the drop-off shipment's client, in its mode.
 fn subscribers(c: &Connection, drop_off: i64) -> Result<Vec<Subscriber>, StoreError> {
     c.prepare_cached(
-        "SELECT e.id, e.events_json FROM webhook_endpoints e
+        "SELECT e.id, e.events_json, e.client_id, e.mode FROM webhook_endpoints e
          JOIN drop_off_shipments d ON d.client_id = e.client_id AND d.mode = e.mode
          WHERE d.id = ?1 AND e.enabled = 1 AND e.deleted_at IS NULL ORDER BY e.id",
     )
     .and_then(|mut s| {
-        s.query_map([drop_off], |r| Ok(Subscriber { id: r.get(0)?, events: super::json_column(r, 1)? }))?
-            .collect::<rusqlite::Result<Vec<_>>>()
+        s.query_map([drop_off], |r| {
+            Ok(Subscriber { id: r.get(0)?, events: super::json_column(r, 1)?, client: r.get(2)?, mode: r.get(3)? })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()
     })
     .map_err(map_err)
 }
@@ -103,15 +108,9 @@ pub(super) fn shipment_events(
     now: Timestamp,
 ) -> Result<(), StoreError> {
     let subscribers = subscribers(c, drop_off)?;
-    if subscribers.is_empty() {
-        return Ok(());
-    }
+    let Some(first) = subscribers.first() else { return Ok(()) };
+    let tenant = (first.client, first.mode.as_str());
     let shipment = shipment_without_events(c, drop_off).map_err(map_err)?;
-    let tenant: (i64, String) = c
-        .prepare_cached("SELECT client_id, mode FROM drop_off_shipments WHERE id = ?1")
-        .and_then(|mut s| s.query_row([drop_off], |r| Ok((r.get(0)?, r.get(1)?))))
-        .map_err(map_err)?;
-    let tenant = (tenant.0, tenant.1.as_str());
     for e in events {
         let kind = format!("same.shipment.{}", e.to.as_str());
         let to: Vec<i64> = subscribers.iter().filter(|s| s.wants(&kind)).map(|s| s.id).collect();
