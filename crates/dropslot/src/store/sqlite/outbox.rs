@@ -67,14 +67,26 @@ pub(super) fn enqueue(
     endpoints: &[i64],
     now: Timestamp,
 ) -> Result<Vec<i64>, StoreError> {
-    let message: i64 = c
-        .prepare_cached(
-            "INSERT INTO webhook_messages (webhook_id, client_id, mode, event, body, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-        )
-        .and_then(|mut s| s.query_row(params![webhook_id(), client, mode, event, body, now.to_string()], |r| r.get(0)))
-        .map_err(map_err)?;
+    let message = insert_message(c, (client, mode), event, body, now)?;
     endpoints.iter().map(|&e| add_delivery(c, message, e, ordering_key)).collect()
+}
+
+/// One message row; its id. (No `RETURNING`: `SQLite` runs it as a trigger, which costs every
+/// insert a statement journal.)
+fn insert_message(
+    c: &Connection,
+    (client, mode): (i64, &str),
+    event: &str,
+    body: &str,
+    now: Timestamp,
+) -> Result<i64, StoreError> {
+    c.prepare_cached(
+        "INSERT INTO webhook_messages (webhook_id, client_id, mode, event, body, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .and_then(|mut s| s.execute(params![webhook_id(), client, mode, event, body, now.to_string()]))
+    .map_err(map_err)?;
+    Ok(c.last_insert_rowid())
 }
 
 /// A delivery of `message` to `endpoint`, at the back of its stream.
@@ -84,17 +96,41 @@ pub(super) fn add_delivery(
     endpoint: i64,
     ordering_key: Option<i64>,
 ) -> Result<i64, StoreError> {
+    let behind = match ordering_key {
+        Some(key) => stream_busy(c, endpoint, key)?,
+        None => false,
+    };
+    insert_delivery(c, message, endpoint, ordering_key, behind)
+}
+
+/// Whether the (endpoint, key) stream has an unfinished delivery.
+fn stream_busy(c: &Connection, endpoint: i64, key: i64) -> Result<bool, StoreError> {
+    c.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM webhook_deliveries
+            WHERE endpoint_id = ?1 AND ordering_key = ?2 AND state IN ('waiting', 'pending'))",
+    )
+    .and_then(|mut s| s.query_row(params![endpoint, key], |r| r.get(0)))
+    .map_err(map_err)
+}
+
+/// One delivery row: `waiting` when `behind` an unfinished one of its stream, else `pending`.
+fn insert_delivery(
+    c: &Connection,
+    message: i64,
+    endpoint: i64,
+    ordering_key: Option<i64>,
+    behind: bool,
+) -> Result<i64, StoreError> {
     let at = now_ms();
     c.prepare_cached(
         "INSERT INTO webhook_deliveries (message_id, endpoint_id, ordering_key, state, next_attempt_ms, queued_ms)
-         VALUES (?1, ?2, ?3,
-            CASE WHEN ?3 IS NOT NULL AND EXISTS (SELECT 1 FROM webhook_deliveries
-                WHERE endpoint_id = ?2 AND ordering_key = ?3 AND state IN ('waiting', 'pending'))
-            THEN 'waiting' ELSE 'pending' END, ?4, ?4)
-         RETURNING id",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
     )
-    .and_then(|mut s| s.query_row(params![message, endpoint, ordering_key, at], |r| r.get(0)))
-    .map_err(map_err)
+    .and_then(|mut s| {
+        s.execute(params![message, endpoint, ordering_key, if behind { "waiting" } else { "pending" }, at])
+    })
+    .map_err(map_err)?;
+    Ok(c.last_insert_rowid())
 }
 
 /// The events of one drop-off shipment, just recorded in this transaction: rendered and
@@ -104,30 +140,51 @@ pub(super) fn shipment_events(
     sink: &mut Sink<'_>,
     drop_off: i64,
     events: &[StoredEvent],
-    parcels_created: bool,
+    created: bool,
     now: Timestamp,
 ) -> Result<(), StoreError> {
     let subscribers = subscribers(c, drop_off)?;
     let Some(first) = subscribers.first() else { return Ok(()) };
     let tenant = (first.client, first.mode.as_str());
     let shipment = shipment_without_events(c, drop_off).map_err(map_err)?;
+    // Whether each subscriber's stream for this shipment has an unfinished delivery: a new
+    // shipment's streams are empty; otherwise looked up once, before the first delivery.
+    let mut busy: Vec<Option<bool>> = vec![created.then_some(false); subscribers.len()];
+    let mut queue = |kind: &str, body: &str, sink: &mut Sink<'_>| -> Result<(), StoreError> {
+        let mut message = None;
+        for (i, s) in subscribers.iter().enumerate() {
+            if !s.wants(kind) {
+                continue;
+            }
+            let m = match message {
+                Some(m) => m,
+                None => *message.insert(insert_message(c, tenant, kind, body, now)?),
+            };
+            let behind = match busy[i] {
+                Some(b) => b,
+                None => stream_busy(c, s.id, drop_off)?,
+            };
+            insert_delivery(c, m, s.id, Some(drop_off), behind)?;
+            busy[i] = Some(true);
+            sink.queued += 1;
+        }
+        Ok(())
+    };
     for e in events {
         let kind = format!("same.shipment.{}", e.to.as_str());
-        let to: Vec<i64> = subscribers.iter().filter(|s| s.wants(&kind)).map(|s| s.id).collect();
-        if to.is_empty() {
+        if !subscribers.iter().any(|s| s.wants(&kind)) {
             continue;
         }
         let body = sink.outbox.shipment_event(&shipment, e).map_err(StoreError::Corrupt)?;
-        sink.queued += enqueue(c, tenant, &kind, &body, Some(drop_off), &to, now)?.len();
+        queue(&kind, &body, sink)?;
     }
-    if parcels_created {
+    if created {
         let kind = "same.parcel.created";
-        let to: Vec<i64> = subscribers.iter().filter(|s| s.wants(kind)).map(|s| s.id).collect();
-        if !to.is_empty() {
+        if subscribers.iter().any(|s| s.wants(kind)) {
             let at = events.first().map_or(now, |e| e.at);
             for p in &shipment.parcels {
                 let body = sink.outbox.parcel_created(&shipment, p, at).map_err(StoreError::Corrupt)?;
-                sink.queued += enqueue(c, tenant, kind, &body, Some(drop_off), &to, now)?.len();
+                queue(kind, &body, sink)?;
             }
         }
     }
