@@ -164,7 +164,7 @@ async fn open(settings: &Settings) -> Result<DynStore, String> {
     // The CLI changes no shipment, but every store is opened with the outbox that renders
     // the events its writes could cause.
     let outbox = std::sync::Arc::new(crate::webhooks::Renderer::new(settings, std::sync::Arc::default()));
-    store::open(&settings.database, outbox).await.map_err(|e| e.to_string())
+    store::open(&settings.database, &settings.postgres, outbox).await.map_err(|e| e.to_string())
 }
 
 async fn migrated(settings: &Settings) -> Result<DynStore, String> {

@@ -20,6 +20,7 @@ pub const DEFAULT_TOML: &str = include_str!("default.toml");
 struct RawConfig {
     server: RawServer,
     webhooks: RawWebhooks,
+    postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
     regions: Vec<area::RawRegion>,
@@ -54,6 +55,40 @@ struct RawWebhooks {
     concurrency: usize,
     per_endpoint_concurrency: usize,
     drain: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPostgres {
+    pool_size: usize,
+    connect_timeout: String,
+    statement_timeout: String,
+}
+
+/// The PostgreSQL backend's pool (`[postgres]`, docs/operations.md); unused on `SQLite`.
+#[derive(Debug, Clone)]
+pub struct PostgresSettings {
+    /// Connections per process at most.
+    pub pool_size: usize,
+    /// Connecting, and waiting for a free pooled connection, at most this long.
+    pub connect_timeout: Duration,
+    /// The server cancels a statement that runs longer.
+    pub statement_timeout: Duration,
+}
+
+fn postgres_settings(raw: &RawPostgres) -> Result<PostgresSettings, ConfigError> {
+    let invalid = |key: &str, e: String| ConfigError::Invalid(format!("postgres.{key}: {e}"));
+    if !(1..=1000).contains(&raw.pool_size) {
+        return Err(invalid("pool_size", "from 1 to 1000".into()));
+    }
+    let connect_timeout = parse_duration(&raw.connect_timeout).map_err(|e| invalid("connect_timeout", e))?;
+    let statement_timeout = parse_duration(&raw.statement_timeout).map_err(|e| invalid("statement_timeout", e))?;
+    for (key, d) in [("connect_timeout", connect_timeout), ("statement_timeout", statement_timeout)] {
+        if d < Duration::from_millis(100) || d > Duration::from_secs(3600) {
+            return Err(invalid(key, "from 100ms to 1h".into()));
+        }
+    }
+    Ok(PostgresSettings { pool_size: raw.pool_size, connect_timeout, statement_timeout })
 }
 
 /// Webhook delivery (`[webhooks]`, docs/webhooks.md).
@@ -211,6 +246,7 @@ pub struct Settings {
     pub limits: Limits,
     pub area: ServiceArea,
     pub webhooks: WebhookSettings,
+    pub postgres: PostgresSettings,
 }
 
 impl std::fmt::Debug for Settings {
@@ -361,8 +397,10 @@ impl Settings {
             }
         }
         let webhooks = webhook_settings(&raw.webhooks, o)?;
+        let postgres = postgres_settings(&raw.postgres)?;
         Ok(Settings {
             webhooks,
+            postgres,
             listen,
             database,
             base_url: base_url.trim_end_matches('/').to_string(),

@@ -3,6 +3,7 @@
 //! that forgets the client and mode filter cannot be written against this trait.
 
 mod lifecycle;
+pub mod postgres;
 pub mod sqlite;
 mod types;
 mod webhooks;
@@ -213,12 +214,15 @@ impl DatabaseUrl {
 
 /// Opens the backend named by the URL's scheme (async: a network backend connects here),
 /// with the outbox that renders the webhook events its changes cause.
+/// `pg` sizes the `PostgreSQL` pool (unused on `SQLite`).
 #[allow(clippy::unused_async)]
-pub async fn open(url: &str, outbox: Arc<dyn Outbox>) -> StoreResult<DynStore> {
+pub async fn open(
+    url: &str,
+    pg: &crate::config::PostgresSettings,
+    outbox: Arc<dyn Outbox>,
+) -> StoreResult<DynStore> {
     match DatabaseUrl::parse(url).map_err(StoreError::Invalid)? {
         DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(&path, outbox)?)),
-        DatabaseUrl::Postgres(_) => Err(StoreError::Invalid(
-            "the PostgreSQL backend is not built yet: use sqlite://PATH (see docs/operations.md)".into(),
-        )),
+        DatabaseUrl::Postgres(url) => Ok(Arc::new(postgres::PgStore::open(&url, pg, outbox)?)),
     }
 }

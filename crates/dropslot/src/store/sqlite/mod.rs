@@ -27,7 +27,7 @@ use outbox::Sink;
 use writer::Writer;
 pub use writer::map_err;
 
-const MIGRATIONS: &[(i64, &str, &str)] = &[
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../../migrations/sqlite/0001_init.sql")),
     (2, "health_probe", include_str!("../../../migrations/sqlite/0002_health_probe.sql")),
     (3, "lifecycle", include_str!("../../../migrations/sqlite/0003_lifecycle.sql")),

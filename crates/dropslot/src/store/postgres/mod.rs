@@ -1,0 +1,604 @@
+//! The `PostgreSQL` backend (issue 10): tokio-postgres over a deadpool pool, so several
+//! `dropslot serve` processes can share one database. Every unit of work is one transaction
+//! on a pooled connection; the loads that decide a change lock their rows (`FOR UPDATE`),
+//! uniqueness is the database's (unique indexes), and migrations run under an advisory lock
+//! so processes may start at once.
+//!
+//! Built in steps: the schema, migrations, clients, tokens, saved addresses and idempotency
+//! reads are here; the order, lifecycle and webhook units of work are being ported, and
+//! until they are ([`COMPLETE`]) `serve` refuses a `postgres://` database with a message
+//! that says so, while `migrate` and the client and token commands work.
+
+mod lifecycle;
+mod orders;
+mod outbox;
+mod reads;
+mod webhooks;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use jiff::Timestamp;
+use jiff::tz::{Offset, TimeZone};
+use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
+
+use super::{
+    AttemptRecord, Claimed, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind, LabelSource,
+    MoveOutcome, NewEndpoint, NewOrder, NewToken, Outbox, Principal, RenderFn, ResendOutcome, SavedAddress,
+    ScenarioResult, Scope, Selection, Store, StoreError, StoreResult, StoredDelivery, StoredEndpoint, StoredOrder,
+    StoredResponse, StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
+};
+use crate::config::PostgresSettings;
+use crate::ids::{ClientId, CustomCode, SavedAddressId};
+
+/// Whether every unit of work runs on `PostgreSQL` yet; `serve` refuses the backend until then.
+pub const COMPLETE: bool = false;
+
+/// The same versions and names as `SQLite`'s, one to one (a unit test compares them).
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../../../migrations/postgres/0001_init.sql")),
+    (2, "health_probe", include_str!("../../../migrations/postgres/0002_health_probe.sql")),
+    (3, "lifecycle", include_str!("../../../migrations/postgres/0003_lifecycle.sql")),
+    (4, "webhooks", include_str!("../../../migrations/postgres/0004_webhooks.sql")),
+];
+
+/// The advisory lock every migrating process takes (any constant shared by all dropslot
+/// binaries: "dropslot" in ASCII).
+const MIGRATION_LOCK: i64 = 0x6472_6f70_736c_6f74;
+
+pub struct PgStore {
+    pool: Pool,
+    #[allow(dead_code)] // the units of work that render events are being ported
+    outbox: Arc<dyn Outbox>,
+}
+
+impl PgStore {
+    /// A pool over `url`; connects lazily, so a server that is down fails the first use
+    /// (the start check's ping), not the parse.
+    pub fn open(url: &str, settings: &PostgresSettings, outbox: Arc<dyn Outbox>) -> StoreResult<PgStore> {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+            StoreError::Invalid(format!("{}: not a PostgreSQL URL: {e}", crate::config::redact_url(url)))
+        })?;
+        config.connect_timeout(settings.connect_timeout);
+        config.options(format!("-c statement_timeout={}", settings.statement_timeout.as_millis()));
+        config.application_name("dropslot");
+        let manager =
+            Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager)
+            .max_size(settings.pool_size)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(settings.connect_timeout))
+            .create_timeout(Some(settings.connect_timeout))
+            .recycle_timeout(Some(settings.connect_timeout))
+            .build()
+            .map_err(|e| StoreError::Invalid(format!("the PostgreSQL pool: {e}")))?;
+        Ok(PgStore { pool, outbox })
+    }
+
+    async fn conn(&self) -> StoreResult<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))
+    }
+}
+
+/// Maps a driver error: connection loss, overload, shutdown, lock and serialisation failures
+/// and timeouts → unavailable (503, retryable); the rest → backend (500).
+pub fn map_err(e: tokio_postgres::Error) -> StoreError {
+    if e.is_closed() {
+        return StoreError::Unavailable(e.to_string());
+    }
+    let Some(code) = e.code() else {
+        // No SQLSTATE: an I/O or protocol error on the connection.
+        return StoreError::Unavailable(e.to_string());
+    };
+    let retryable = [
+        SqlState::T_R_SERIALIZATION_FAILURE,
+        SqlState::T_R_DEADLOCK_DETECTED,
+        SqlState::QUERY_CANCELED, // statement_timeout
+        SqlState::LOCK_NOT_AVAILABLE,
+        SqlState::TOO_MANY_CONNECTIONS,
+        SqlState::ADMIN_SHUTDOWN,
+        SqlState::CRASH_SHUTDOWN,
+        SqlState::CANNOT_CONNECT_NOW,
+        SqlState::DISK_FULL,
+        SqlState::OUT_OF_MEMORY,
+        SqlState::READ_ONLY_SQL_TRANSACTION,
+    ];
+    let class = &code.code()[..2];
+    if retryable.contains(code) || matches!(class, "08" | "53" | "57") {
+        StoreError::Unavailable(e.to_string())
+    } else {
+        StoreError::Backend(Box::new(e))
+    }
+}
+
+/// The unique indexes whose violation a caller turns into a field error (`PostgreSQL` names
+/// the index in the error).
+const UNIQUE_INDEXES: &[&str] = &["parcels_live_custom_code"];
+
+/// The name of the unique index a write violated, if it is one of [`UNIQUE_INDEXES`].
+#[allow(dead_code)] // used by the order units of work being ported
+pub(crate) fn violated_constraint(e: &tokio_postgres::Error) -> Option<&'static str> {
+    let db = e.as_db_error()?;
+    if *db.code() != SqlState::UNIQUE_VIOLATION {
+        return None;
+    }
+    let name = db.constraint()?;
+    UNIQUE_INDEXES.iter().find(|n| **n == name).copied()
+}
+
+/// A text column parsed into its type (a token kind, a status): a value this binary does not
+/// know is an error, never a guess.
+pub(crate) fn parsed<T>(text: &str, what: &str, parse: fn(&str) -> Option<T>) -> StoreResult<T> {
+    parse(text).ok_or_else(|| StoreError::Corrupt(format!("unknown {what} {text:?}")))
+}
+
+/// A stored JSON column read into its storage struct; one that does not parse is an error.
+#[allow(dead_code)] // used by the reads being ported
+pub(crate) fn json_column<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("stored {what} does not parse: {e}")))
+}
+
+/// A storage struct as a JSON column.
+#[allow(dead_code)] // used by the writes being ported
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("cannot encode a stored value: {e}")))
+}
+
+/// An instant as the `SQLite` backend stores and returns it: RFC 3339 in UTC.
+fn utc_text(at: Timestamp) -> String {
+    at.to_string()
+}
+
+/// An instant shown in the offset it was recorded with (seconds east of UTC), as
+/// `quote::schedule::iso` writes it: what `SQLite` keeps as text.
+pub(crate) fn zoned_text(at: Timestamp, offset_seconds: i32) -> StoreResult<String> {
+    let offset = Offset::from_seconds(offset_seconds)
+        .map_err(|e| StoreError::Corrupt(format!("stored UTC offset {offset_seconds}: {e}")))?;
+    Ok(at.to_zoned(TimeZone::fixed(offset)).timestamp().display_with_offset(offset).to_string())
+}
+
+/// SHA-256 of a migration's SQL, hex: recorded when it is applied, compared on every start.
+fn checksum(sql: &str) -> String {
+    use sha2::{Digest, Sha256};
+    crate::ids::hex(&Sha256::digest(sql.as_bytes()))
+}
+
+/// Applies the missing migrations in one transaction under the advisory lock (a second
+/// process waits, then finds them applied). Refuses an applied migration whose SQL changed,
+/// and one this binary does not know.
+async fn migrate(c: &mut deadpool_postgres::Object) -> StoreResult<Vec<i64>> {
+    let tx = c.transaction().await.map_err(map_err)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await.map_err(map_err)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL, checksum TEXT NOT NULL)",
+    )
+    .await
+    .map_err(map_err)?;
+    let applied: Vec<(i64, String, String)> = tx
+        .query("SELECT version, name, checksum FROM schema_migrations ORDER BY version", &[])
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    for (version, name, recorded) in &applied {
+        let Some((_, _, sql)) = MIGRATIONS.iter().find(|(v, _, _)| v == version) else {
+            return Err(StoreError::Invalid(format!(
+                "the database has migration {version} ({name}), which this binary does not know: it was migrated by a newer dropslot"
+            )));
+        };
+        let shipped = checksum(sql);
+        if *recorded != shipped {
+            return Err(StoreError::Invalid(format!(
+                "migration {version} ({name}) has changed since it was applied to this database (checksum {recorded}, this binary has {shipped}); applied migrations must never be edited"
+            )));
+        }
+    }
+    let mut done = Vec::new();
+    for (version, name, sql) in MIGRATIONS {
+        if applied.iter().any(|(v, _, _)| v == version) {
+            continue;
+        }
+        tx.batch_execute(sql).await.map_err(map_err)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at, checksum) VALUES ($1, $2, $3, $4)",
+            &[version, name, &Timestamp::now(), &checksum(sql)],
+        )
+        .await
+        .map_err(map_err)?;
+        done.push(*version);
+    }
+    tx.commit().await.map_err(map_err)?;
+    Ok(done)
+}
+
+fn saved_address_row(r: &tokio_postgres::Row) -> StoreResult<SavedAddress> {
+    Ok(SavedAddress {
+        id: SavedAddressId(r.get(0)),
+        text: r.get(1),
+        use_count: r.get(2),
+        created_at: zoned_text(r.get(3), r.get(4))?,
+        last_used_at: zoned_text(r.get(5), r.get(6))?,
+    })
+}
+
+const SAVED_ADDRESS_COLUMNS: &str =
+    "id, text, use_count, created_at, created_offset, last_used_at, last_used_offset FROM saved_addresses";
+
+/// A unit of work that has not been ported to `PostgreSQL` yet; `serve` refuses the backend
+/// before any request could reach one.
+fn not_yet(what: &str) -> StoreError {
+    StoreError::Invalid(format!("{what} is not available on PostgreSQL yet (see docs/operations.md)"))
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn migrate(&self) -> StoreResult<Vec<i64>> {
+        let mut c = self.conn().await?;
+        migrate(&mut c).await
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        let c = self.conn().await?;
+        c.execute(
+            "INSERT INTO health_probe (id, checked_at) VALUES (1, $1)
+             ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
+            &[&Timestamp::now()],
+        )
+        .await
+        .map(drop)
+        .map_err(map_err)
+    }
+
+    async fn create_client(&self, name: &str, now: Timestamp) -> StoreResult<ClientId> {
+        let c = self.conn().await?;
+        let row = c
+            .query_one("INSERT INTO clients (name, created_at) VALUES ($1, $2) RETURNING id", &[&name, &now])
+            .await
+            .map_err(map_err)?;
+        Ok(ClientId(row.get(0)))
+    }
+
+    async fn client_count(&self) -> StoreResult<i64> {
+        let c = self.conn().await?;
+        Ok(c.query_one("SELECT count(*) FROM clients", &[]).await.map_err(map_err)?.get(0))
+    }
+
+    async fn client_exists(&self, id: ClientId) -> StoreResult<bool> {
+        let c = self.conn().await?;
+        let row =
+            c.query_one("SELECT EXISTS (SELECT 1 FROM clients WHERE id = $1)", &[&id.0]).await.map_err(map_err)?;
+        Ok(row.get(0))
+    }
+
+    async fn set_client_settings(&self, id: ClientId, settings_json: Option<String>) -> StoreResult<bool> {
+        let c = self.conn().await?;
+        let n = c
+            .execute("UPDATE clients SET settings_json = $2 WHERE id = $1", &[&id.0, &settings_json])
+            .await
+            .map_err(map_err)?;
+        Ok(n == 1)
+    }
+
+    async fn insert_token(&self, t: NewToken, now: Timestamp) -> StoreResult<()> {
+        let c = self.conn().await?;
+        c.execute(
+            "INSERT INTO tokens (client_id, kind, hash, prefix, last4, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            &[&t.client.0, &t.kind.as_str(), &&t.hash.0[..], &t.prefix, &t.last4, &now],
+        )
+        .await
+        .map_err(map_err)?;
+        Ok(())
+    }
+
+    async fn principal(&self, hash: &TokenHash) -> StoreResult<Option<Principal>> {
+        let c = self.conn().await?;
+        let row = c
+            .query_opt(
+                "SELECT t.client_id, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
+                 WHERE t.hash = $1 AND t.revoked_at IS NULL",
+                &[&&hash.0[..]],
+            )
+            .await
+            .map_err(map_err)?;
+        row.map(|r| {
+            Ok(Principal {
+                client: ClientId(r.get(0)),
+                kind: parsed(r.get(1), "token kind", TokenKind::parse)?,
+                settings_json: r.get(2),
+            })
+        })
+        .transpose()
+    }
+
+    async fn list_tokens(&self, client: ClientId) -> StoreResult<Vec<TokenInfo>> {
+        let c = self.conn().await?;
+        c.query(
+            "SELECT prefix, last4, kind, created_at, revoked_at FROM tokens WHERE client_id = $1 ORDER BY id",
+            &[&client.0],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| {
+            Ok(TokenInfo {
+                prefix: r.get(0),
+                last4: r.get(1),
+                kind: parsed(r.get(2), "token kind", TokenKind::parse)?,
+                created_at: utc_text(r.get(3)),
+                revoked_at: r.get::<_, Option<Timestamp>>(4).map(utc_text),
+            })
+        })
+        .collect()
+    }
+
+    async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
+        let c = self.conn().await?;
+        let n = c
+            .execute("UPDATE tokens SET revoked_at = $2 WHERE prefix = $1 AND revoked_at IS NULL", &[&prefix, &now])
+            .await
+            .map_err(map_err)?;
+        Ok(n == 1)
+    }
+
+    async fn saved_address_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddress>> {
+        let c = self.conn().await?;
+        c.query_opt(
+            &format!("SELECT {SAVED_ADDRESS_COLUMNS} WHERE client_id = $1 AND mode = $2 AND normalized = $3"),
+            &[&scope.client.0, &scope.mode.as_str(), &normalized],
+        )
+        .await
+        .map_err(map_err)?
+        .as_ref()
+        .map(saved_address_row)
+        .transpose()
+    }
+
+    async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>> {
+        let c = self.conn().await?;
+        c.query_opt(
+            &format!("SELECT {SAVED_ADDRESS_COLUMNS} WHERE client_id = $1 AND mode = $2 AND id = $3"),
+            &[&scope.client.0, &scope.mode.as_str(), &id.0],
+        )
+        .await
+        .map_err(map_err)?
+        .as_ref()
+        .map(saved_address_row)
+        .transpose()
+    }
+
+    async fn list_saved_addresses(&self, scope: Scope) -> StoreResult<Vec<SavedAddress>> {
+        let c = self.conn().await?;
+        c.query(
+            &format!(
+                "SELECT {SAVED_ADDRESS_COLUMNS} WHERE client_id = $1 AND mode = $2 ORDER BY last_used_at DESC, id DESC"
+            ),
+            &[&scope.client.0, &scope.mode.as_str()],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(saved_address_row)
+        .collect()
+    }
+
+    async fn delete_saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<bool> {
+        let c = self.conn().await?;
+        let n = c
+            .execute(
+                "DELETE FROM saved_addresses WHERE client_id = $1 AND mode = $2 AND id = $3",
+                &[&scope.client.0, &scope.mode.as_str(), &id.0],
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(n == 1)
+    }
+
+    async fn idempotent_response(
+        &self,
+        scope: Scope,
+        key: &str,
+        since: Timestamp,
+    ) -> StoreResult<Option<StoredResponse>> {
+        let c = self.conn().await?;
+        let row = c
+            .query_opt(
+                "SELECT request_hash, status, body FROM idempotency_keys
+                 WHERE client_id = $1 AND mode = $2 AND key = $3 AND created_at >= $4",
+                &[&scope.client.0, &scope.mode.as_str(), &key, &since.as_second()],
+            )
+            .await
+            .map_err(map_err)?;
+        row.map(|r| {
+            let status: i64 = r.get(1);
+            Ok(StoredResponse {
+                request_hash: r.get(0),
+                status: u16::try_from(status)
+                    .map_err(|_| StoreError::Corrupt(format!("stored HTTP status {status}")))?,
+                body: r.get(2),
+            })
+        })
+        .transpose()
+    }
+
+    async fn create_order(
+        &self,
+        _scope: Scope,
+        _order: NewOrder,
+        _render: RenderFn,
+    ) -> Result<CreatedOrder, CreateOrderError> {
+        Err(not_yet("order creation").into())
+    }
+
+    async fn delete_parcel_by_custom_code(
+        &self,
+        _scope: Scope,
+        _code: &CustomCode,
+        _now: Timestamp,
+    ) -> StoreResult<DeleteOutcome> {
+        Err(not_yet("parcel deletion"))
+    }
+
+    async fn sandbox_candidates(&self, _scope: Scope, _selection: Selection) -> StoreResult<Vec<i64>> {
+        Err(not_yet("the sandbox"))
+    }
+
+    async fn run_scenario(
+        &self,
+        _scope: Scope,
+        _ids: Vec<i64>,
+        _scenario: crate::shipments::Scenario,
+        _now: Timestamp,
+    ) -> StoreResult<Vec<ScenarioResult>> {
+        Err(not_yet("the sandbox"))
+    }
+
+    async fn ops_move(
+        &self,
+        _unique_id: &str,
+        _m: crate::shipments::Move,
+        _now: Timestamp,
+    ) -> StoreResult<MoveOutcome> {
+        Err(not_yet("the ops API"))
+    }
+
+    async fn pick_up_scan(&self, _pick_up_code: &str, _now: Timestamp) -> StoreResult<MoveOutcome> {
+        Err(not_yet("the ops API"))
+    }
+
+    async fn shipment(&self, _visible: Visibility, _unique_id: &str) -> StoreResult<Option<StoredShipment>> {
+        Err(not_yet("shipment reads"))
+    }
+
+    async fn order(&self, _scope: Scope, _unique_id: &str) -> StoreResult<Option<StoredOrder>> {
+        Err(not_yet("order reads"))
+    }
+
+    async fn orders(&self, _scope: Scope, _before: Option<i64>, _limit: usize) -> StoreResult<Vec<StoredOrder>> {
+        Err(not_yet("order reads"))
+    }
+
+    async fn parcel_by_custom_code(
+        &self,
+        _scope: Scope,
+        _code: &CustomCode,
+    ) -> StoreResult<Option<(String, StoredShipment)>> {
+        Err(not_yet("parcel reads"))
+    }
+
+    async fn tracking(&self, _code: &str) -> StoreResult<Option<Tracking>> {
+        Err(not_yet("tracking"))
+    }
+
+    async fn label_source(&self, _kind: LabelKind, _token: &str) -> StoreResult<Option<LabelSource>> {
+        Err(not_yet("labels"))
+    }
+
+    async fn create_endpoint(&self, _scope: Scope, _e: NewEndpoint, _now: Timestamp) -> StoreResult<StoredEndpoint> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn endpoints(&self, _scope: Scope) -> StoreResult<Vec<StoredEndpoint>> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn endpoint(&self, _scope: Scope, _id: i64) -> StoreResult<Option<StoredEndpoint>> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn update_endpoint(
+        &self,
+        _scope: Scope,
+        _id: i64,
+        _patch: EndpointPatch,
+        _now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn delete_endpoint(&self, _scope: Scope, _id: i64, _now: Timestamp) -> StoreResult<bool> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn rotate_secret(
+        &self,
+        _scope: Scope,
+        _id: i64,
+        _secret: String,
+        _previous_until_ms: i64,
+        _now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn queue_test(
+        &self,
+        _scope: Scope,
+        _id: i64,
+        _event: &str,
+        _body: String,
+        _now: Timestamp,
+    ) -> StoreResult<Option<StoredDelivery>> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn deliveries(
+        &self,
+        _scope: Scope,
+        _endpoint: i64,
+        _before: Option<i64>,
+        _limit: usize,
+    ) -> StoreResult<Option<Vec<StoredDelivery>>> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn resend(&self, _scope: Scope, _delivery: i64) -> StoreResult<ResendOutcome> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn claim_deliveries(
+        &self,
+        _now_ms: i64,
+        _lease_until_ms: i64,
+        _limit: usize,
+        _per_endpoint: usize,
+        _in_flight: Vec<(i64, usize)>,
+    ) -> StoreResult<Vec<Claimed>> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn record_attempt(&self, _a: AttemptRecord) -> StoreResult<()> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn next_due_ms(&self) -> StoreResult<Option<i64>> {
+        Err(not_yet("webhooks"))
+    }
+
+    async fn queue_depth(&self) -> StoreResult<i64> {
+        Err(not_yet("webhooks"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two backends' migrations match one to one, by version and name.
+    #[test]
+    fn migrations_match_sqlite_by_version_and_name() {
+        let pg: Vec<(i64, &str)> = MIGRATIONS.iter().map(|(v, n, _)| (*v, *n)).collect();
+        let sqlite: Vec<(i64, &str)> = crate::store::sqlite::MIGRATIONS.iter().map(|(v, n, _)| (*v, *n)).collect();
+        assert_eq!(pg, sqlite);
+    }
+
+    #[test]
+    fn zoned_text_writes_what_sqlite_stores() {
+        let at: Timestamp = "2026-11-23T17:00:00Z".parse().unwrap();
+        assert_eq!(zoned_text(at, -5 * 3600).unwrap(), "2026-11-23T12:00:00-05:00");
+        assert!(zoned_text(at, 100_000).is_err());
+    }
+}
