@@ -65,7 +65,7 @@ struct RawPostgres {
     statement_timeout: String,
 }
 
-/// The PostgreSQL backend's pool (`[postgres]`, docs/operations.md); unused on `SQLite`.
+/// The `PostgreSQL` backend's pool (`[postgres]`, docs/operations.md); unused on `SQLite`.
 #[derive(Debug, Clone)]
 pub struct PostgresSettings {
     /// Connections per process at most.

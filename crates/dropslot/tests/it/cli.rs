@@ -21,7 +21,8 @@ fn stdout(o: &std::process::Output) -> String {
 #[test]
 fn clients_and_tokens_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}", dir.path().join("cli.db").display());
+    let test_db = crate::common::TestDb::fresh();
+    let db = test_db.url();
     let out = dropslot(&db, &["migrate"]);
     assert!(out.status.success(), "{out:?}");
     let out = dropslot(&db, &["client", "create", "--name", "Acme Parcels"]);
@@ -61,6 +62,32 @@ fn clients_and_tokens_from_the_command_line() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(dir.path().join("dropslot.db").exists());
+}
+
+/// Several processes migrating one fresh database at once: each waits for the others (an
+/// advisory lock on `PostgreSQL`, the write lock on `SQLite`), and the schema is applied once.
+#[test]
+fn processes_started_at_once_migrate_once() {
+    let test_db = crate::common::TestDb::fresh();
+    let db = test_db.url();
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_dropslot"))
+                .args(["migrate"])
+                .env("DATABASE_URL", &db)
+                .env_remove("DROPSLOT_CONFIG")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn dropslot migrate")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("dropslot migrate ends");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(test_db.scalar("SELECT count(*) FROM schema_migrations"), 4);
+    assert_eq!(test_db.scalar("SELECT count(DISTINCT version) FROM schema_migrations"), 4);
 }
 
 /// `dropslot serve` on a fresh port over `db`, clock pinned: the child, its base URL and

@@ -2,7 +2,8 @@
 //! driven over real HTTP. Each server stops when its `TestServer` is dropped.
 //!
 //! The backend comes from `DROPSLOT_TEST_DATABASE_URL`: unset or `sqlite:` gives each test a
-//! fresh temporary `SQLite` file. Assertions about stored rows go through [`TestServer::scalar`],
+//! fresh temporary `SQLite` file; `postgres://…` gives each test a database of its own on
+//! that server, created and dropped by the test. Assertions about stored rows go through [`TestServer::scalar`],
 //! a small auditor that runs portable SQL on whichever backend the test uses, never through
 //! a backend's own file.
 
@@ -22,7 +23,17 @@ pub const NOW: &str = "2026-11-23T12:00:00Z";
 
 /// The database a test runs on.
 pub enum TestDb {
-    Sqlite { path: std::path::PathBuf, _dir: tempfile::TempDir },
+    Sqlite {
+        path: std::path::PathBuf,
+        _dir: tempfile::TempDir,
+    },
+    /// A database of its own on the server `DROPSLOT_TEST_DATABASE_URL` names, created for
+    /// the test and dropped after it.
+    Postgres {
+        admin: String,
+        url: String,
+        name: String,
+    },
 }
 
 impl TestDb {
@@ -31,7 +42,8 @@ impl TestDb {
         match std::env::var("DROPSLOT_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty()) {
             None => Self::sqlite(),
             Some(u) if u.starts_with("sqlite:") => Self::sqlite(),
-            Some(u) => panic!("DROPSLOT_TEST_DATABASE_URL={u:?}: the harness has no such backend yet"),
+            Some(u) if u.starts_with("postgres://") || u.starts_with("postgresql://") => Self::postgres(&u),
+            Some(u) => panic!("DROPSLOT_TEST_DATABASE_URL={u:?}: the harness has no such backend"),
         }
     }
 
@@ -40,9 +52,18 @@ impl TestDb {
         TestDb::Sqlite { path: dir.path().join("dropslot.db"), _dir: dir }
     }
 
+    fn postgres(admin: &str) -> TestDb {
+        let name = format!("dropslot_test_{:016x}", rand_u64());
+        psql(admin, &format!("CREATE DATABASE {name}"));
+        let mut url = url::Url::parse(admin).expect("DROPSLOT_TEST_DATABASE_URL parses");
+        url.set_path(&name);
+        TestDb::Postgres { admin: admin.to_string(), url: url.to_string(), name }
+    }
+
     pub fn url(&self) -> String {
         match self {
             TestDb::Sqlite { path, .. } => format!("sqlite://{}", path.display()),
+            TestDb::Postgres { url, .. } => url.clone(),
         }
     }
 
@@ -53,8 +74,41 @@ impl TestDb {
             TestDb::Sqlite { path, .. } => {
                 rusqlite::Connection::open(path).expect("open db").query_row(sql, [], |r| r.get(0)).expect(sql)
             }
+            TestDb::Postgres { url, .. } => {
+                let out = psql(url, sql);
+                out.trim().parse().unwrap_or_else(|_| panic!("{sql}: not an integer: {out:?}"))
+            }
         }
     }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let TestDb::Postgres { admin, name, .. } = self {
+            // Best effort: a failed drop leaves a database named dropslot_test_*, not a failure.
+            let _ = std::process::Command::new("psql")
+                .args([admin.as_str(), "-qtAc", &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")])
+                .output();
+        }
+    }
+}
+
+/// Runs one statement with `psql` (the auditor's own connection); its output, trimmed.
+fn psql(url: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .args([url, "-v", "ON_ERROR_STOP=1", "-qtAc", sql])
+        .output()
+        .expect("psql runs (scripts/test.sh installs PostgreSQL)");
+    assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    h.write_u32(std::process::id());
+    h.finish()
 }
 
 pub struct TestServer {
@@ -217,10 +271,10 @@ impl TestServer {
 
     /// The `SQLite` file itself, for the tests that are about `SQLite` (locks, corruption);
     /// `None` on another backend, where such a test has nothing to check.
-    #[allow(clippy::unnecessary_wraps)] // `None` once a second backend exists (issue 10)
     pub fn sqlite_file(&self) -> Option<rusqlite::Connection> {
         match &self.db {
             TestDb::Sqlite { path, .. } => Some(rusqlite::Connection::open(path).expect("open db")),
+            TestDb::Postgres { .. } => None,
         }
     }
 }

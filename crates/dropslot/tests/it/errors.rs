@@ -228,15 +228,24 @@ async fn tokens_decide_who_may_call() {
         &s.post(&format!("/admin/clients/{id}/tokens"), crate::common::ADMIN_TOKEN, &json!({"kind": "root"})).await,
         422,
     );
-    // Tokens are stored hashed: no token text anywhere in the database file (SQLite: the
-    // file and its WAL are searched byte for byte).
-    let crate::common::TestDb::Sqlite { path, .. } = &s.db;
-    let raw = std::fs::read(path).unwrap();
-    let wal = std::fs::read(path.with_extension("db-wal")).unwrap_or_default();
-    for t in [&test, &live, &ops, &s.token] {
-        let needle = t.as_bytes();
-        assert!(!raw.windows(needle.len()).any(|w| w == needle), "token stored in clear");
-        assert!(!wal.windows(needle.len()).any(|w| w == needle), "token stored in clear (WAL)");
+    // Tokens are stored hashed: no token text anywhere in the database (SQLite: the file and
+    // its WAL are searched byte for byte; PostgreSQL: every tokens row as text).
+    match &s.db {
+        crate::common::TestDb::Sqlite { path, .. } => {
+            let raw = std::fs::read(path).unwrap();
+            let wal = std::fs::read(path.with_extension("db-wal")).unwrap_or_default();
+            for t in [&test, &live, &ops, &s.token] {
+                let needle = t.as_bytes();
+                assert!(!raw.windows(needle.len()).any(|w| w == needle), "token stored in clear");
+                assert!(!wal.windows(needle.len()).any(|w| w == needle), "token stored in clear (WAL)");
+            }
+        }
+        crate::common::TestDb::Postgres { .. } => {
+            for t in [&test, &live, &ops, &s.token] {
+                let sql = format!("SELECT count(*) FROM tokens t WHERE strpos(t::text, '{t}') > 0");
+                assert_eq!(s.db.scalar(&sql), 0, "token stored in clear");
+            }
+        }
     }
 }
 

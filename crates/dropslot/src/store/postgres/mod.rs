@@ -64,8 +64,7 @@ impl PgStore {
         config.connect_timeout(settings.connect_timeout);
         config.options(format!("-c statement_timeout={}", settings.statement_timeout.as_millis()));
         config.application_name("dropslot");
-        let manager =
-            Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(settings.pool_size)
             .runtime(Runtime::Tokio1)

@@ -1,2 +1,322 @@
-//! Being ported from `store/sqlite/reads.rs` (issue 10).
+//! Reading orders, shipments and their events back on `PostgreSQL` (client reads, the ops
+//! answer, the tracking page). Every query is filtered by what the caller may see; the
+//! results are the same records, strings included, as the `SQLite` backend's.
 #![allow(dead_code, unused_imports)]
+
+use jiff::Timestamp;
+use tokio_postgres::GenericClient;
+use tokio_postgres::Row;
+use tokio_postgres::types::FromSql;
+
+use super::map_err;
+use crate::ids::{DropOffShipmentId, OrderId, PickUpShipmentId, ShipmentOrderId};
+use crate::money::Money;
+use crate::quote::Totals;
+use crate::shipments::{Actor, Status};
+use crate::store::{
+    Scope, StoreError, StoredDropOff, StoredEvent, StoredOrder, StoredParcel, StoredPickUp, StoredShipment, Tracking,
+    Visibility,
+};
+
+/// A column of a row; a type that does not match the schema is an error, never a panic.
+fn col<'a, T: FromSql<'a>>(r: &'a Row, i: usize) -> Result<T, StoreError> {
+    r.try_get(i).map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
+}
+
+/// A BIGINT column narrowed to the type the record holds; one that does not fit is an error.
+fn narrow<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, StoreError> {
+    T::try_from(value).map_err(|_| StoreError::Corrupt(format!("stored {what} {value} is out of range")))
+}
+
+/// A row the caller's id points at is gone: the data is inconsistent (not a retryable 503,
+/// which is what a driver's "no rows" error would map to).
+fn missing(what: &str, id: i64) -> StoreError {
+    StoreError::Corrupt(format!("{what} {id} not found"))
+}
+
+fn status_column(r: &Row, i: usize) -> Result<Status, StoreError> {
+    super::parsed(col(r, i)?, "status", Status::parse)
+}
+
+/// A drop-off shipment with everything around it, by row id.
+async fn shipment_by_id(c: &impl GenericClient, id: i64) -> Result<StoredShipment, StoreError> {
+    let mut s = shipment_without_events(c, id).await?;
+    s.events = events(c, id).await?;
+    Ok(s)
+}
+
+/// A drop-off shipment without its events (what an event's webhook body shows of it).
+pub(super) async fn shipment_without_events(
+    c: &impl GenericClient,
+    drop_off: i64,
+) -> Result<StoredShipment, StoreError> {
+    let r = c
+        .query_opt(
+            "SELECT d.id, d.unique_id, d.label_token, d.scheduled_date, d.slot_code, d.slot_name, d.start_at, d.end_at,
+                d.city, d.address_json, d.status, d.attempts, d.max_attempts,
+                so.id, so.unique_id, so.actual_total_price, so.actual_total_tax, so.actual_price_with_tax,
+                so.total_price, so.total_tax, so.price_with_tax, o.unique_id, d.pick_up_shipment_id, so.min_price,
+                (SELECT count(*) FROM shipment_orders so2 JOIN drop_off_shipments d2 ON d2.shipment_order_id = so2.id
+                 WHERE so2.order_id = so.order_id AND d2.id < d.id)
+             FROM drop_off_shipments d
+             JOIN shipment_orders so ON so.id = d.shipment_order_id
+             JOIN orders o ON o.id = so.order_id
+             WHERE d.id = $1",
+            &[&drop_off],
+        )
+        .await
+        .map_err(map_err)?
+        .ok_or_else(|| missing("drop-off shipment", drop_off))?;
+    let drop_off_row = StoredDropOff {
+        id: DropOffShipmentId(col(&r, 0)?),
+        unique_id: col(&r, 1)?,
+        label_token: col(&r, 2)?,
+        scheduled_date: col(&r, 3)?,
+        slot_code: col(&r, 4)?,
+        slot_name: col(&r, 5)?,
+        start_at: col(&r, 6)?,
+        end_at: col(&r, 7)?,
+        city: col(&r, 8)?,
+        address: super::json_column(col(&r, 9)?, "drop-off address")?,
+        status: status_column(&r, 10)?,
+        attempts: narrow(col(&r, 11)?, "attempts")?,
+        max_attempts: narrow(col(&r, 12)?, "max_attempts")?,
+    };
+    let totals = Totals {
+        min_price: Money(col(&r, 23)?),
+        actual_total_price: Money(col(&r, 15)?),
+        actual_total_tax: Money(col(&r, 16)?),
+        actual_price_with_tax: Money(col(&r, 17)?),
+        total_price: Money(col(&r, 18)?),
+        total_tax: Money(col(&r, 19)?),
+        price_with_tax: Money(col(&r, 20)?),
+    };
+    let shipment_order = ShipmentOrderId(col(&r, 13)?);
+    let shipment_order_unique_id: String = col(&r, 14)?;
+    let order_unique_id: String = col(&r, 21)?;
+    let pick_up_id: i64 = col(&r, 22)?;
+    let drop_off_index: usize = narrow(col(&r, 24)?, "drop-off index")?;
+
+    let r = c
+        .query_opt(
+            "SELECT id, unique_id, label_token, scheduled_date, start_at, end_at, status, slot_name, address_json
+             FROM pick_up_shipments WHERE id = $1",
+            &[&pick_up_id],
+        )
+        .await
+        .map_err(map_err)?
+        .ok_or_else(|| missing("pick-up shipment", pick_up_id))?;
+    let pick_up = StoredPickUp {
+        id: PickUpShipmentId(col(&r, 0)?),
+        unique_id: col(&r, 1)?,
+        label_token: col(&r, 2)?,
+        scheduled_date: col(&r, 3)?,
+        start_at: col(&r, 4)?,
+        end_at: col(&r, 5)?,
+        status: status_column(&r, 6)?,
+        slot_name: col(&r, 7)?,
+        address_text: super::json_column::<crate::store::StoredPickUpAddress>(col(&r, 8)?, "pick-up address")?.text,
+    };
+
+    let parcels = c
+        .query(
+            "SELECT pick_up_code, custom_code, size_code, label_token FROM parcels
+             WHERE drop_off_shipment_id = $1 AND deleted_at IS NULL ORDER BY position",
+            &[&drop_off],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| {
+            Ok(StoredParcel {
+                pick_up_code: col(r, 0)?,
+                custom_code: col(r, 1)?,
+                size_code: col(r, 2)?,
+                label_token: col(r, 3)?,
+            })
+        })
+        .collect::<Result<_, StoreError>>()?;
+    Ok(StoredShipment {
+        order_unique_id,
+        drop_off_index,
+        shipment_order,
+        shipment_order_unique_id,
+        totals,
+        pick_up,
+        drop_off: drop_off_row,
+        parcels,
+        events: Vec::new(),
+    })
+}
+
+/// A drop-off shipment's events, oldest first.
+async fn events(c: &impl GenericClient, drop_off: i64) -> Result<Vec<StoredEvent>, StoreError> {
+    c.query(
+        "SELECT id, seq, previous_status, status, at, actor, reason, attempt, proof_json FROM shipment_events
+         WHERE shipment_kind = 'drop_off' AND shipment_id = $1 ORDER BY seq",
+        &[&drop_off],
+    )
+    .await
+    .map_err(map_err)?
+    .iter()
+    .map(|r| {
+        let from: Option<&str> = col(r, 2)?;
+        let attempt: Option<i64> = col(r, 7)?;
+        let proof: Option<&str> = col(r, 8)?;
+        Ok(StoredEvent {
+            id: col(r, 0)?,
+            seq: narrow(col(r, 1)?, "event seq")?,
+            from: from.map(|f| super::parsed(f, "status", Status::parse)).transpose()?,
+            to: status_column(r, 3)?,
+            at: col::<Timestamp>(r, 4)?,
+            actor: super::parsed(col(r, 5)?, "actor", Actor::parse)?,
+            reason: col(r, 6)?,
+            attempt: attempt.map(|a| narrow(a, "event attempt")).transpose()?,
+            proof: match proof {
+                None => Vec::new(),
+                Some(p) => super::json_column(p, "proof")?,
+            },
+        })
+    })
+    .collect()
+}
+
+/// A drop-off shipment by tracking code, where visible.
+pub(super) async fn shipment(
+    c: &impl GenericClient,
+    visible: Visibility,
+    unique_id: &str,
+) -> Result<Option<StoredShipment>, StoreError> {
+    let (client, mode) = match visible {
+        Visibility::Tenant(s) => (Some(s.client.0), s.mode.as_str()),
+        Visibility::Ops => (None, "live"),
+    };
+    let row = c
+        .query_opt(
+            "SELECT id FROM drop_off_shipments
+             WHERE unique_id = $1 AND mode = $2 AND ($3::BIGINT IS NULL OR client_id = $3)",
+            &[&unique_id, &mode, &client],
+        )
+        .await
+        .map_err(map_err)?;
+    match row {
+        None => Ok(None),
+        Some(r) => Ok(Some(shipment_by_id(c, col(&r, 0)?).await?)),
+    }
+}
+
+/// An order with its shipments, by row id (already scoped by the caller).
+async fn order_by_id(c: &impl GenericClient, id: i64) -> Result<StoredOrder, StoreError> {
+    let r = c
+        .query_opt("SELECT unique_id, created_at, created_offset FROM orders WHERE id = $1", &[&id])
+        .await
+        .map_err(map_err)?
+        .ok_or_else(|| missing("order", id))?;
+    let unique_id: String = col(&r, 0)?;
+    // Shown in the offset it was made in, as `SQLite` keeps it.
+    let created_at = super::zoned_text(col(&r, 1)?, col(&r, 2)?)?;
+    let drop_offs: Vec<i64> = c
+        .query(
+            "SELECT d.id FROM shipment_orders so JOIN drop_off_shipments d ON d.shipment_order_id = so.id
+             WHERE so.order_id = $1 ORDER BY d.id",
+            &[&id],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| col(r, 0))
+        .collect::<Result<_, StoreError>>()?;
+    let mut shipments = Vec::with_capacity(drop_offs.len());
+    for d in drop_offs {
+        shipments.push(shipment_by_id(c, d).await?);
+    }
+    Ok(StoredOrder { id: OrderId(id), unique_id, created_at, shipments })
+}
+
+pub(super) async fn order(
+    c: &impl GenericClient,
+    scope: Scope,
+    unique_id: &str,
+) -> Result<Option<StoredOrder>, StoreError> {
+    let row = c
+        .query_opt(
+            "SELECT id FROM orders WHERE unique_id = $1 AND client_id = $2 AND mode = $3",
+            &[&unique_id, &scope.client.0, &scope.mode.as_str()],
+        )
+        .await
+        .map_err(map_err)?;
+    match row {
+        None => Ok(None),
+        Some(r) => Ok(Some(order_by_id(c, col(&r, 0)?).await?)),
+    }
+}
+
+/// Newest first, strictly before the row id `before` (the cursor): orders created meanwhile
+/// have higher ids, so pages never shift under concurrent inserts.
+pub(super) async fn orders(
+    c: &impl GenericClient,
+    scope: Scope,
+    before: Option<i64>,
+    limit: usize,
+) -> Result<Vec<StoredOrder>, StoreError> {
+    // A limit beyond i64 means "all of them".
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let ids: Vec<i64> = c
+        .query(
+            "SELECT id FROM orders WHERE client_id = $1 AND mode = $2 AND id < $3 ORDER BY id DESC LIMIT $4",
+            &[&scope.client.0, &scope.mode.as_str(), &before.unwrap_or(i64::MAX), &limit],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| col(r, 0))
+        .collect::<Result<_, StoreError>>()?;
+    let mut orders = Vec::with_capacity(ids.len());
+    for id in ids {
+        orders.push(order_by_id(c, id).await?);
+    }
+    Ok(orders)
+}
+
+/// The live parcel holding a custom code, with its shipment.
+pub(super) async fn parcel_by_custom_code(
+    c: &impl GenericClient,
+    scope: Scope,
+    code: &str,
+) -> Result<Option<(String, StoredShipment)>, StoreError> {
+    let row = c
+        .query_opt(
+            "SELECT pick_up_code, drop_off_shipment_id FROM parcels
+             WHERE client_id = $1 AND mode = $2 AND custom_code = $3 AND deleted_at IS NULL",
+            &[&scope.client.0, &scope.mode.as_str(), &code],
+        )
+        .await
+        .map_err(map_err)?;
+    let Some(r) = row else { return Ok(None) };
+    let pick_up_code: String = col(&r, 0)?;
+    let drop_off: i64 = col(&r, 1)?;
+    Ok(Some((pick_up_code, shipment_by_id(c, drop_off).await?)))
+}
+
+/// What the public tracking page shows, by tracking code (test or live).
+pub(super) async fn tracking(c: &impl GenericClient, code: &str) -> Result<Option<Tracking>, StoreError> {
+    let row = c
+        .query_opt(
+            "SELECT id, unique_id, status, scheduled_date, slot_name, city FROM drop_off_shipments WHERE unique_id = $1",
+            &[&code],
+        )
+        .await
+        .map_err(map_err)?;
+    let Some(r) = row else { return Ok(None) };
+    let id: i64 = col(&r, 0)?;
+    let mut t = Tracking {
+        tracking_code: col(&r, 1)?,
+        status: status_column(&r, 2)?,
+        scheduled_date: col(&r, 3)?,
+        slot_name: col(&r, 4)?,
+        city: col(&r, 5)?,
+        events: Vec::new(),
+    };
+    t.events = events(c, id).await?.into_iter().map(|e| (e.to, e.at)).collect();
+    Ok(Some(t))
+}
