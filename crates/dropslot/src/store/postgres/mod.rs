@@ -50,7 +50,6 @@ const MIGRATION_LOCK: i64 = 0x6472_6f70_736c_6f74;
 
 pub struct PgStore {
     pool: Pool,
-    #[allow(dead_code)] // the units of work that render events are being ported
     outbox: Arc<dyn Outbox>,
 }
 
@@ -226,6 +225,19 @@ fn saved_address_row(r: &tokio_postgres::Row) -> StoreResult<SavedAddress> {
 
 const SAVED_ADDRESS_COLUMNS: &str =
     "id, text, use_count, created_at, created_offset, last_used_at, last_used_offset FROM saved_addresses";
+
+/// Runs `$body` (which uses `$tx`, a `&tokio_postgres::Transaction`) in one transaction on a
+/// pooled connection, and commits it; an error rolls it back (the transaction is dropped).
+macro_rules! in_tx {
+    ($self:ident, |$tx:ident| $body:expr) => {{
+        let mut conn = $self.conn().await?;
+        let owned = conn.transaction().await.map_err(map_err)?;
+        let $tx: &tokio_postgres::Transaction<'_> = &owned;
+        let out = $body;
+        owned.commit().await.map_err(map_err)?;
+        out
+    }};
+}
 
 /// A unit of work that has not been ported to `PostgreSQL` yet; `serve` refuses the backend
 /// before any request could reach one.
@@ -468,117 +480,131 @@ impl Store for PgStore {
         Err(not_yet("the ops API"))
     }
 
-    async fn shipment(&self, _visible: Visibility, _unique_id: &str) -> StoreResult<Option<StoredShipment>> {
-        Err(not_yet("shipment reads"))
+    async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>> {
+        reads::shipment(&**self.conn().await?, visible, unique_id).await
     }
 
-    async fn order(&self, _scope: Scope, _unique_id: &str) -> StoreResult<Option<StoredOrder>> {
-        Err(not_yet("order reads"))
+    async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>> {
+        reads::order(&**self.conn().await?, scope, unique_id).await
     }
 
-    async fn orders(&self, _scope: Scope, _before: Option<i64>, _limit: usize) -> StoreResult<Vec<StoredOrder>> {
-        Err(not_yet("order reads"))
+    async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>> {
+        reads::orders(&**self.conn().await?, scope, before, limit).await
     }
 
     async fn parcel_by_custom_code(
         &self,
-        _scope: Scope,
-        _code: &CustomCode,
+        scope: Scope,
+        code: &CustomCode,
     ) -> StoreResult<Option<(String, StoredShipment)>> {
-        Err(not_yet("parcel reads"))
+        reads::parcel_by_custom_code(&**self.conn().await?, scope, code.as_str()).await
     }
 
-    async fn tracking(&self, _code: &str) -> StoreResult<Option<Tracking>> {
-        Err(not_yet("tracking"))
+    async fn tracking(&self, code: &str) -> StoreResult<Option<Tracking>> {
+        reads::tracking(&**self.conn().await?, code).await
     }
 
     async fn label_source(&self, _kind: LabelKind, _token: &str) -> StoreResult<Option<LabelSource>> {
         Err(not_yet("labels"))
     }
 
-    async fn create_endpoint(&self, _scope: Scope, _e: NewEndpoint, _now: Timestamp) -> StoreResult<StoredEndpoint> {
-        Err(not_yet("webhooks"))
+    async fn create_endpoint(&self, scope: Scope, e: NewEndpoint, now: Timestamp) -> StoreResult<StoredEndpoint> {
+        Ok(in_tx!(self, |tx| webhooks::create_endpoint(tx, scope, &e, now).await?))
     }
 
-    async fn endpoints(&self, _scope: Scope) -> StoreResult<Vec<StoredEndpoint>> {
-        Err(not_yet("webhooks"))
+    async fn endpoints(&self, scope: Scope) -> StoreResult<Vec<StoredEndpoint>> {
+        webhooks::endpoints(&**self.conn().await?, scope).await
     }
 
-    async fn endpoint(&self, _scope: Scope, _id: i64) -> StoreResult<Option<StoredEndpoint>> {
-        Err(not_yet("webhooks"))
+    async fn endpoint(&self, scope: Scope, id: i64) -> StoreResult<Option<StoredEndpoint>> {
+        webhooks::endpoint(&**self.conn().await?, scope, id).await
     }
 
     async fn update_endpoint(
         &self,
-        _scope: Scope,
-        _id: i64,
-        _patch: EndpointPatch,
-        _now: Timestamp,
+        scope: Scope,
+        id: i64,
+        patch: EndpointPatch,
+        now: Timestamp,
     ) -> StoreResult<Option<StoredEndpoint>> {
-        Err(not_yet("webhooks"))
+        Ok(in_tx!(self, |tx| webhooks::update_endpoint(tx, scope, id, &patch, now).await?))
     }
 
-    async fn delete_endpoint(&self, _scope: Scope, _id: i64, _now: Timestamp) -> StoreResult<bool> {
-        Err(not_yet("webhooks"))
+    async fn delete_endpoint(&self, scope: Scope, id: i64, now: Timestamp) -> StoreResult<bool> {
+        Ok(in_tx!(self, |tx| webhooks::delete_endpoint(tx, scope, id, now).await?))
     }
 
     async fn rotate_secret(
         &self,
-        _scope: Scope,
-        _id: i64,
-        _secret: String,
-        _previous_until_ms: i64,
-        _now: Timestamp,
+        scope: Scope,
+        id: i64,
+        secret: String,
+        previous_until_ms: i64,
+        now: Timestamp,
     ) -> StoreResult<Option<StoredEndpoint>> {
-        Err(not_yet("webhooks"))
+        Ok(in_tx!(self, |tx| webhooks::rotate_secret(tx, scope, id, &secret, previous_until_ms, now).await?))
     }
 
     async fn queue_test(
         &self,
-        _scope: Scope,
-        _id: i64,
-        _event: &str,
-        _body: String,
-        _now: Timestamp,
+        scope: Scope,
+        id: i64,
+        event: &str,
+        body: String,
+        now: Timestamp,
     ) -> StoreResult<Option<StoredDelivery>> {
-        Err(not_yet("webhooks"))
+        let queued = in_tx!(self, |tx| {
+            match webhooks::queue_test(tx, scope, id, event, &body, now).await? {
+                Some(d) => webhooks::delivery(tx, scope, d).await?,
+                None => None,
+            }
+        });
+        if queued.is_some() {
+            self.outbox.queued(1);
+        }
+        Ok(queued)
     }
 
     async fn deliveries(
         &self,
-        _scope: Scope,
-        _endpoint: i64,
-        _before: Option<i64>,
-        _limit: usize,
+        scope: Scope,
+        endpoint: i64,
+        before: Option<i64>,
+        limit: usize,
     ) -> StoreResult<Option<Vec<StoredDelivery>>> {
-        Err(not_yet("webhooks"))
+        webhooks::deliveries(&**self.conn().await?, scope, endpoint, before, limit).await
     }
 
-    async fn resend(&self, _scope: Scope, _delivery: i64) -> StoreResult<ResendOutcome> {
-        Err(not_yet("webhooks"))
+    async fn resend(&self, scope: Scope, delivery: i64) -> StoreResult<ResendOutcome> {
+        let outcome = in_tx!(self, |tx| webhooks::resend(tx, scope, delivery).await?);
+        if matches!(outcome, ResendOutcome::Queued(_)) {
+            self.outbox.queued(1);
+        }
+        Ok(outcome)
     }
 
     async fn claim_deliveries(
         &self,
-        _now_ms: i64,
-        _lease_until_ms: i64,
-        _limit: usize,
-        _per_endpoint: usize,
-        _in_flight: Vec<(i64, usize)>,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+        per_endpoint: usize,
+        in_flight: Vec<(i64, usize)>,
     ) -> StoreResult<Vec<Claimed>> {
-        Err(not_yet("webhooks"))
+        Ok(in_tx!(self, |tx| webhooks::claim(tx, now_ms, lease_until_ms, limit, per_endpoint, &in_flight).await?))
     }
 
-    async fn record_attempt(&self, _a: AttemptRecord) -> StoreResult<()> {
-        Err(not_yet("webhooks"))
+    async fn record_attempt(&self, a: AttemptRecord) -> StoreResult<()> {
+        in_tx!(self, |tx| webhooks::record_attempt(tx, &a).await?);
+        Ok(())
     }
 
     async fn next_due_ms(&self) -> StoreResult<Option<i64>> {
-        Err(not_yet("webhooks"))
+        webhooks::next_due_ms(&**self.conn().await?).await
     }
 
     async fn queue_depth(&self) -> StoreResult<i64> {
-        Err(not_yet("webhooks"))
+        webhooks::queue_depth(&**self.conn().await?).await
     }
 }
 

@@ -118,8 +118,21 @@ pub(super) async fn add_delivery(
     insert_delivery(c, message, endpoint, ordering_key, behind).await
 }
 
-/// Whether the (endpoint, key) stream has an unfinished delivery.
+/// Serialises the writers of one (endpoint, key) stream until the transaction ends: the
+/// change that appends to it and the dispatcher that finishes its head. Without it, an
+/// append could see the head unfinished and queue `waiting` while the finisher, not seeing
+/// the uncommitted append, promotes nothing: a stream stuck forever. Two appends to an
+/// empty stream could also both queue `pending`. (Colliding keys only serialise more.)
+pub(super) async fn lock_stream(c: &impl GenericClient, endpoint: i64, key: i64) -> Result<(), StoreError> {
+    c.execute("SELECT pg_advisory_xact_lock(($1::bigint << 32) # $2::bigint)", &[&endpoint, &key])
+        .await
+        .map_err(map_err)?;
+    Ok(())
+}
+
+/// Whether the (endpoint, key) stream has an unfinished delivery; takes the stream's lock.
 async fn stream_busy(c: &impl GenericClient, endpoint: i64, key: i64) -> Result<bool, StoreError> {
+    lock_stream(c, endpoint, key).await?;
     let row = c
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM webhook_deliveries
