@@ -216,11 +216,7 @@ impl DatabaseUrl {
 /// with the outbox that renders the webhook events its changes cause.
 /// `pg` sizes the `PostgreSQL` pool (unused on `SQLite`).
 #[allow(clippy::unused_async)]
-pub async fn open(
-    url: &str,
-    pg: &crate::config::PostgresSettings,
-    outbox: Arc<dyn Outbox>,
-) -> StoreResult<DynStore> {
+pub async fn open(url: &str, pg: &crate::config::PostgresSettings, outbox: Arc<dyn Outbox>) -> StoreResult<DynStore> {
     match DatabaseUrl::parse(url).map_err(StoreError::Invalid)? {
         DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(&path, outbox)?)),
         DatabaseUrl::Postgres(url) => Ok(Arc::new(postgres::PgStore::open(&url, pg, outbox)?)),
