@@ -10,19 +10,14 @@ PG_URL=${DROPSLOT_TEST_POSTGRES_ADMIN_URL:-$(scripts/postgres.sh)}
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-# The PostgreSQL pass: the end-to-end tests that run on it so far (the backend is being
-# ported; store::postgres::COMPLETE turns this into the whole suite).
-PG_FILTER='test(=cli::clients_and_tokens_from_the_command_line) | test(=cli::processes_started_at_once_migrate_once)'
-
 if cargo nextest --version >/dev/null 2>&1; then
     echo "== tests on SQLite"
     cargo nextest run --workspace --locked --no-fail-fast
     echo "== tests on PostgreSQL ($PG_URL)"
-    DROPSLOT_TEST_DATABASE_URL=$PG_URL cargo nextest run -p dropslot --test it --locked --no-fail-fast -E "$PG_FILTER"
+    DROPSLOT_TEST_DATABASE_URL=$PG_URL cargo nextest run -p dropslot --test it --locked --no-fail-fast
 else
     echo "== tests on SQLite"
     cargo test --workspace --locked --no-fail-fast
     echo "== tests on PostgreSQL ($PG_URL)"
-    DROPSLOT_TEST_DATABASE_URL=$PG_URL cargo test -p dropslot --test it --locked --no-fail-fast -- \
-        cli::clients_and_tokens_from_the_command_line cli::processes_started_at_once_migrate_once
+    DROPSLOT_TEST_DATABASE_URL=$PG_URL cargo test -p dropslot --test it --locked --no-fail-fast
 fi

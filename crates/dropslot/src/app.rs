@@ -42,15 +42,6 @@ impl App {
     /// database the process cannot write (read-only file or directory, full disk) stops the
     /// start instead of answering every order with an error.
     pub async fn build(settings: Settings, stopping: watch::Receiver<bool>) -> Result<App, StoreError> {
-        if matches!(crate::store::DatabaseUrl::parse(&settings.database), Ok(crate::store::DatabaseUrl::Postgres(_)))
-            && !crate::store::postgres::COMPLETE
-        {
-            return Err(StoreError::Invalid(
-                "serving on PostgreSQL is not available yet: `migrate` and the client and token commands work on it, \
-                 the API needs sqlite://PATH for now (see docs/operations.md)"
-                    .into(),
-            ));
-        }
         let metrics = Arc::new(Metrics::default());
         let outbox = Arc::new(Renderer::new(&settings, metrics.clone()));
         let store = crate::store::open(&settings.database, &settings.postgres, outbox.clone()).await?;

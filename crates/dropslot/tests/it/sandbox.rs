@@ -169,7 +169,7 @@ async fn large_selections_run_in_batches_and_racing_scenarios_move_a_shipment_on
     assert_eq!(
         s.scalar(
             "SELECT count(*) FROM (SELECT shipment_kind, shipment_id, max(seq) AS m, count(*) AS n FROM shipment_events
-             GROUP BY shipment_kind, shipment_id) WHERE m <> n"
+             GROUP BY shipment_kind, shipment_id) AS e WHERE m <> n"
         ),
         0
     );

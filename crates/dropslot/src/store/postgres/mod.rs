@@ -3,11 +3,6 @@
 //! on a pooled connection; the loads that decide a change lock their rows (`FOR UPDATE`),
 //! uniqueness is the database's (unique indexes), and migrations run under an advisory lock
 //! so processes may start at once.
-//!
-//! Built in steps: the schema, migrations, clients, tokens, saved addresses and idempotency
-//! reads are here; the order, lifecycle and webhook units of work are being ported, and
-//! until they are ([`COMPLETE`]) `serve` refuses a `postgres://` database with a message
-//! that says so, while `migrate` and the client and token commands work.
 
 mod lifecycle;
 mod orders;
@@ -32,9 +27,6 @@ use super::{
 };
 use crate::config::PostgresSettings;
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
-
-/// Whether every unit of work runs on `PostgreSQL` yet; `serve` refuses the backend until then.
-pub const COMPLETE: bool = false;
 
 /// The same versions and names as `SQLite`'s, one to one (a unit test compares them).
 pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -75,6 +67,13 @@ impl PgStore {
         Ok(PgStore { pool, outbox })
     }
 
+    /// Tells the outbox how many deliveries a committed unit of work queued.
+    fn notify(&self, queued: usize) {
+        if queued > 0 {
+            self.outbox.queued(queued);
+        }
+    }
+
     async fn conn(&self) -> StoreResult<deadpool_postgres::Object> {
         self.pool.get().await.map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))
     }
@@ -111,21 +110,6 @@ pub fn map_err(e: tokio_postgres::Error) -> StoreError {
     }
 }
 
-/// The unique indexes whose violation a caller turns into a field error (`PostgreSQL` names
-/// the index in the error).
-const UNIQUE_INDEXES: &[&str] = &["parcels_live_custom_code"];
-
-/// The name of the unique index a write violated, if it is one of [`UNIQUE_INDEXES`].
-#[allow(dead_code)] // used by the order units of work being ported
-pub(crate) fn violated_constraint(e: &tokio_postgres::Error) -> Option<&'static str> {
-    let db = e.as_db_error()?;
-    if *db.code() != SqlState::UNIQUE_VIOLATION {
-        return None;
-    }
-    let name = db.constraint()?;
-    UNIQUE_INDEXES.iter().find(|n| **n == name).copied()
-}
-
 /// A text column parsed into its type (a token kind, a status): a value this binary does not
 /// know is an error, never a guess.
 pub(crate) fn parsed<T>(text: &str, what: &str, parse: fn(&str) -> Option<T>) -> StoreResult<T> {
@@ -133,13 +117,11 @@ pub(crate) fn parsed<T>(text: &str, what: &str, parse: fn(&str) -> Option<T>) ->
 }
 
 /// A stored JSON column read into its storage struct; one that does not parse is an error.
-#[allow(dead_code)] // used by the reads being ported
 pub(crate) fn json_column<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> StoreResult<T> {
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("stored {what} does not parse: {e}")))
 }
 
 /// A storage struct as a JSON column.
-#[allow(dead_code)] // used by the writes being ported
 pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
     serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("cannot encode a stored value: {e}")))
 }
@@ -237,12 +219,6 @@ macro_rules! in_tx {
         owned.commit().await.map_err(map_err)?;
         out
     }};
-}
-
-/// A unit of work that has not been ported to `PostgreSQL` yet; `serve` refuses the backend
-/// before any request could reach one.
-fn not_yet(what: &str) -> StoreError {
-    StoreError::Invalid(format!("{what} is not available on PostgreSQL yet (see docs/operations.md)"))
 }
 
 #[async_trait]
@@ -437,47 +413,57 @@ impl Store for PgStore {
 
     async fn create_order(
         &self,
-        _scope: Scope,
-        _order: NewOrder,
-        _render: RenderFn,
+        scope: Scope,
+        order: NewOrder,
+        render: RenderFn,
     ) -> Result<CreatedOrder, CreateOrderError> {
-        Err(not_yet("order creation").into())
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let created = in_tx!(self, |tx| orders::insert_order(tx, &mut sink, scope, &order, &render).await?);
+        self.notify(sink.queued);
+        Ok(created)
     }
 
     async fn delete_parcel_by_custom_code(
         &self,
-        _scope: Scope,
-        _code: &CustomCode,
-        _now: Timestamp,
+        scope: Scope,
+        code: &CustomCode,
+        now: Timestamp,
     ) -> StoreResult<DeleteOutcome> {
-        Err(not_yet("parcel deletion"))
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let outcome = in_tx!(self, |tx| orders::delete_parcel(tx, &mut sink, scope, code, now).await?);
+        self.notify(sink.queued);
+        Ok(outcome)
     }
 
-    async fn sandbox_candidates(&self, _scope: Scope, _selection: Selection) -> StoreResult<Vec<i64>> {
-        Err(not_yet("the sandbox"))
+    async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>> {
+        lifecycle::sandbox_candidates(&**self.conn().await?, scope, &selection).await
     }
 
     async fn run_scenario(
         &self,
-        _scope: Scope,
-        _ids: Vec<i64>,
-        _scenario: crate::shipments::Scenario,
-        _now: Timestamp,
+        scope: Scope,
+        ids: Vec<i64>,
+        scenario: crate::shipments::Scenario,
+        now: Timestamp,
     ) -> StoreResult<Vec<ScenarioResult>> {
-        Err(not_yet("the sandbox"))
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let results = in_tx!(self, |tx| lifecycle::run_scenario(tx, &mut sink, scope, &ids, scenario, now).await?);
+        self.notify(sink.queued);
+        Ok(results)
     }
 
-    async fn ops_move(
-        &self,
-        _unique_id: &str,
-        _m: crate::shipments::Move,
-        _now: Timestamp,
-    ) -> StoreResult<MoveOutcome> {
-        Err(not_yet("the ops API"))
+    async fn ops_move(&self, unique_id: &str, m: crate::shipments::Move, now: Timestamp) -> StoreResult<MoveOutcome> {
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let outcome = in_tx!(self, |tx| lifecycle::ops_move(tx, &mut sink, unique_id, &m, now).await?);
+        self.notify(sink.queued);
+        Ok(outcome)
     }
 
-    async fn pick_up_scan(&self, _pick_up_code: &str, _now: Timestamp) -> StoreResult<MoveOutcome> {
-        Err(not_yet("the ops API"))
+    async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome> {
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let outcome = in_tx!(self, |tx| lifecycle::pick_up_scan(tx, &mut sink, pick_up_code, now).await?);
+        self.notify(sink.queued);
+        Ok(outcome)
     }
 
     async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>> {
@@ -504,8 +490,8 @@ impl Store for PgStore {
         reads::tracking(&**self.conn().await?, code).await
     }
 
-    async fn label_source(&self, _kind: LabelKind, _token: &str) -> StoreResult<Option<LabelSource>> {
-        Err(not_yet("labels"))
+    async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
+        orders::label_source(&**self.conn().await?, kind, token).await
     }
 
     async fn create_endpoint(&self, scope: Scope, e: NewEndpoint, now: Timestamp) -> StoreResult<StoredEndpoint> {
@@ -559,9 +545,7 @@ impl Store for PgStore {
                 None => None,
             }
         });
-        if queued.is_some() {
-            self.outbox.queued(1);
-        }
+        self.notify(usize::from(queued.is_some()));
         Ok(queued)
     }
 
@@ -577,9 +561,7 @@ impl Store for PgStore {
 
     async fn resend(&self, scope: Scope, delivery: i64) -> StoreResult<ResendOutcome> {
         let outcome = in_tx!(self, |tx| webhooks::resend(tx, scope, delivery).await?);
-        if matches!(outcome, ResendOutcome::Queued(_)) {
-            self.outbox.queued(1);
-        }
+        self.notify(usize::from(matches!(outcome, ResendOutcome::Queued(_))));
         Ok(outcome)
     }
 

@@ -2,7 +2,6 @@
 //! causes, written in that change's transaction (so a crash loses none and invents none).
 //! The change has locked its drop-off shipment row, so two processes cannot interleave the
 //! deliveries of one shipment's stream.
-#![allow(dead_code)]
 
 use jiff::Timestamp;
 use tokio_postgres::GenericClient;

@@ -1,7 +1,6 @@
 //! Reading orders, shipments and their events back on `PostgreSQL` (client reads, the ops
 //! answer, the tracking page). Every query is filtered by what the caller may see; the
 //! results are the same records, strings included, as the `SQLite` backend's.
-#![allow(dead_code, unused_imports)]
 
 use jiff::Timestamp;
 use tokio_postgres::GenericClient;

@@ -8,7 +8,6 @@
 //! taken at the read. Unlike `FOR UPDATE` it does not conflict with the key-share lock an
 //! insert's foreign key takes (an attempt's row on its delivery, a delivery's on its
 //! endpoint), which would make a stale claimer's attempt deadlock with the current one.
-#![allow(dead_code, unused_imports)]
 
 use std::collections::HashMap;
 
