@@ -33,6 +33,23 @@ pub struct ChargeLine {
     pub live_parcel_prices: Vec<Money>,
 }
 
+impl ChargeLine {
+    /// The lines of an order from its rows in shipment-order order: one (shipment order,
+    /// live parcel price) pair per parcel, with `None` for a shipment order without one.
+    pub fn group(rows: impl IntoIterator<Item = (ShipmentOrderId, Option<Money>)>) -> Vec<ChargeLine> {
+        let mut lines: Vec<ChargeLine> = Vec::new();
+        for (shipment_order, price) in rows {
+            if lines.last().is_none_or(|l| l.shipment_order != shipment_order) {
+                lines.push(ChargeLine { shipment_order, live_parcel_prices: Vec::new() });
+            }
+            if let (Some(price), Some(line)) = (price, lines.last_mut()) {
+                line.live_parcel_prices.push(price);
+            }
+        }
+        lines
+    }
+}
+
 /// What to write.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DeletionPlan {

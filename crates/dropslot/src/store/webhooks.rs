@@ -6,6 +6,32 @@ use jiff::Timestamp;
 
 use super::{StoredEvent, StoredParcel, StoredShipment};
 
+/// An endpoint that may receive a shipment's events, as a backend's outbox reads it: its id,
+/// the kinds it takes, and its tenant (the shipment's).
+pub(crate) struct Subscriber {
+    pub id: i64,
+    pub events: Vec<String>,
+    pub client: i64,
+    pub mode: String,
+}
+
+impl Subscriber {
+    pub fn wants(&self, event: &str) -> bool {
+        self.events.iter().any(|e| e == "*" || e == event)
+    }
+}
+
+/// `msg_` + 22 base64url characters (16 random bytes): a message's stable `webhook-id`.
+pub(crate) fn new_webhook_id() -> String {
+    use base64::Engine;
+    format!("msg_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(crate::ids::random_bytes::<16>()))
+}
+
+/// The queue's clock: Unix milliseconds on the system clock.
+pub(crate) fn queue_now_ms() -> i64 {
+    Timestamp::now().as_millisecond()
+}
+
 /// Renders event bodies inside the transaction that causes them, and hears, after the
 /// commit, that deliveries were queued. A backend is opened with one.
 pub trait Outbox: Send + Sync + 'static {

@@ -462,16 +462,11 @@ async fn deletion_snapshot(
         )
         .await
         .map_err(map_err)?;
-    let mut order_lines: Vec<ChargeLine> = Vec::new();
-    for row in &rows {
-        let (shipment_order, price) = (ShipmentOrderId(column(row, 0)?), column::<Option<i64>>(row, 1)?);
-        if order_lines.last().is_none_or(|l| l.shipment_order != shipment_order) {
-            order_lines.push(ChargeLine { shipment_order, live_parcel_prices: Vec::new() });
-        }
-        if let (Some(price), Some(line)) = (price, order_lines.last_mut()) {
-            line.live_parcel_prices.push(Money(price));
-        }
-    }
+    let pairs = rows
+        .iter()
+        .map(|row| Ok((ShipmentOrderId(column(row, 0)?), column::<Option<i64>>(row, 1)?.map(Money))))
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let order_lines = ChargeLine::group(pairs);
     Ok(Some(DeletionSnapshot {
         parcel,
         drop_off,

@@ -8,6 +8,7 @@ use tokio_postgres::GenericClient;
 
 use super::map_err;
 use super::reads::shipment_without_events;
+use crate::store::webhooks::Subscriber;
 use crate::store::{Outbox, StoreError, StoredEvent};
 
 /// The outbox a unit of work renders with, and how many deliveries it queued (reported
@@ -15,21 +16,6 @@ use crate::store::{Outbox, StoreError, StoredEvent};
 pub(super) struct Sink<'a> {
     pub outbox: &'a dyn Outbox,
     pub queued: usize,
-}
-
-/// An endpoint that may receive a shipment's events: its id, the kinds it takes, and its
-/// tenant (the shipment's).
-struct Subscriber {
-    id: i64,
-    events: Vec<String>,
-    client: i64,
-    mode: String,
-}
-
-impl Subscriber {
-    fn wants(&self, event: &str) -> bool {
-        self.events.iter().any(|e| e == "*" || e == event)
-    }
 }
 
 /// The enabled endpoints of the drop-off shipment's client, in its mode.
@@ -55,15 +41,7 @@ async fn subscribers(c: &impl GenericClient, drop_off: i64) -> Result<Vec<Subscr
         .collect()
 }
 
-pub(super) fn now_ms() -> i64 {
-    Timestamp::now().as_millisecond()
-}
-
-/// `msg_` + 22 base64url characters (16 random bytes): the stable `webhook-id`.
-fn webhook_id() -> String {
-    use base64::Engine;
-    format!("msg_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(crate::ids::random_bytes::<16>()))
-}
+pub(super) use crate::store::webhooks::queue_now_ms as now_ms;
 
 /// Writes one message and its deliveries to `endpoints`; each delivery joins the back of its
 /// (endpoint, `ordering_key`) stream: `pending` when the stream is empty, else `waiting`.
@@ -96,7 +74,7 @@ async fn insert_message(
         .query_one(
             "INSERT INTO webhook_messages (webhook_id, client_id, mode, event, body, created_at)
              VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-            &[&webhook_id(), &client, &mode, &event, &body, &now],
+            &[&crate::store::webhooks::new_webhook_id(), &client, &mode, &event, &body, &now],
         )
         .await
         .map_err(map_err)?;

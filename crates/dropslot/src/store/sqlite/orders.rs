@@ -273,24 +273,18 @@ fn deletion_snapshot(c: &Connection, scope: Scope, code: &CustomCode) -> rusqlit
     else {
         return Ok(None);
     };
-    let mut order_lines: Vec<ChargeLine> = Vec::new();
     let mut st = c.prepare_cached(
         "SELECT so.id, p.price FROM shipment_orders so
          LEFT JOIN drop_off_shipments d ON d.shipment_order_id = so.id
          LEFT JOIN parcels p ON p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL AND p.id <> ?2
          WHERE so.order_id = ?1 ORDER BY so.id, p.id",
     )?;
-    let rows =
-        st.query_map(params![order, parcel.0], |r| Ok((ShipmentOrderId(r.get(0)?), r.get::<_, Option<i64>>(1)?)))?;
-    for row in rows {
-        let (shipment_order, price) = row?;
-        if order_lines.last().is_none_or(|l| l.shipment_order != shipment_order) {
-            order_lines.push(ChargeLine { shipment_order, live_parcel_prices: Vec::new() });
-        }
-        if let (Some(price), Some(line)) = (price, order_lines.last_mut()) {
-            line.live_parcel_prices.push(Money(price));
-        }
-    }
+    let pairs = st
+        .query_map(params![order, parcel.0], |r| {
+            Ok((ShipmentOrderId(r.get(0)?), r.get::<_, Option<i64>>(1)?.map(Money)))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let order_lines = ChargeLine::group(pairs);
     Ok(Some(DeletionSnapshot {
         parcel,
         drop_off,

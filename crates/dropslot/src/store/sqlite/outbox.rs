@@ -6,6 +6,7 @@ use rusqlite::{Connection, params};
 
 use super::map_err;
 use super::reads::shipment_without_events;
+use crate::store::webhooks::Subscriber;
 use crate::store::{Outbox, StoreError, StoredEvent};
 
 /// The outbox a write job renders with, and how many deliveries it queued (reported after
@@ -13,21 +14,6 @@ use crate::store::{Outbox, StoreError, StoredEvent};
 pub(super) struct Sink<'a> {
     pub outbox: &'a dyn Outbox,
     pub queued: usize,
-}
-
-/// An endpoint that may receive a shipment's events: its id, the kinds it takes, and its
-/// tenant (the shipment's).
-struct Subscriber {
-    id: i64,
-    events: Vec<String>,
-    client: i64,
-    mode: String,
-}
-
-impl Subscriber {
-    fn wants(&self, event: &str) -> bool {
-        self.events.iter().any(|e| e == "*" || e == event)
-    }
 }
 
 /// The enabled endpoints of the drop-off shipment's client, in its mode.
@@ -46,15 +32,7 @@ fn subscribers(c: &Connection, drop_off: i64) -> Result<Vec<Subscriber>, StoreEr
     .map_err(map_err)
 }
 
-pub(super) fn now_ms() -> i64 {
-    Timestamp::now().as_millisecond()
-}
-
-/// `msg_` + 22 base64url characters (16 random bytes): the stable `webhook-id`.
-fn webhook_id() -> String {
-    use base64::Engine;
-    format!("msg_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(crate::ids::random_bytes::<16>()))
-}
+pub(super) use crate::store::webhooks::queue_now_ms as now_ms;
 
 /// Writes one message and its deliveries to `endpoints`; each delivery joins the back of its
 /// (endpoint, `ordering_key`) stream: `pending` when the stream is empty, else `waiting`.
@@ -84,7 +62,9 @@ fn insert_message(
         "INSERT INTO webhook_messages (webhook_id, client_id, mode, event, body, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )
-    .and_then(|mut s| s.execute(params![webhook_id(), client, mode, event, body, now.to_string()]))
+    .and_then(|mut s| {
+        s.execute(params![crate::store::webhooks::new_webhook_id(), client, mode, event, body, now.to_string()])
+    })
     .map_err(map_err)?;
     Ok(c.last_insert_rowid())
 }
