@@ -15,5 +15,6 @@ mod preview;
 mod reads;
 mod receiver;
 mod sandbox;
+mod scaleout;
 mod storage;
 mod webhooks;

@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, oneshot, watch};
 
 /// How the receiver answers one request.
 #[derive(Clone, Debug)]
@@ -32,7 +32,7 @@ impl Answer {
 pub struct Received {
     pub headers: HeaderMap,
     pub body: String,
-    /// The status this request was answered with.
+    /// The status this request was answered with (0: never answered).
     pub answered: u16,
 }
 
@@ -54,12 +54,33 @@ impl Received {
     }
 }
 
-#[derive(Default)]
 struct Inner {
     got: Mutex<Vec<Received>>,
     plan: Mutex<VecDeque<Answer>>,
     default: Mutex<Option<Answer>>,
     arrived: Notify,
+    gate: Mutex<Gate>,
+    opened: watch::Sender<bool>,
+}
+
+/// Holds arriving requests until `width` are held at once (see [`Receiver::gate`]).
+#[derive(Default)]
+struct Gate {
+    width: usize,
+    held: usize,
+}
+
+impl Default for Inner {
+    fn default() -> Self {
+        Inner {
+            got: Mutex::default(),
+            plan: Mutex::default(),
+            default: Mutex::default(),
+            arrived: Notify::new(),
+            gate: Mutex::default(),
+            opened: watch::Sender::new(true),
+        }
+    }
 }
 
 pub struct Receiver {
@@ -69,6 +90,23 @@ pub struct Receiver {
 }
 
 async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> impl IntoResponse {
+    // Behind a closed gate a request waits, unrecorded, until enough are waiting with it.
+    let hold = {
+        let mut gate = inner.gate.lock().unwrap();
+        if *inner.opened.borrow() {
+            false
+        } else {
+            gate.held += 1;
+            if gate.held >= gate.width {
+                inner.opened.send_replace(true);
+            }
+            true
+        }
+    };
+    if hold {
+        let mut opened = inner.opened.subscribe();
+        let _ = opened.wait_for(|open| *open).await;
+    }
     let answer = inner
         .plan
         .lock()
@@ -79,7 +117,8 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
     inner.got.lock().unwrap().push(Received {
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
-        answered: answer.status,
+        // A hung request is never answered.
+        answered: if answer.hang { 0 } else { answer.status },
     });
     inner.arrived.notify_waiters();
     if answer.hang {
@@ -108,6 +147,14 @@ impl Receiver {
     /// The next answers, in order; then the default.
     pub fn plan(&self, answers: impl IntoIterator<Item = Answer>) {
         self.inner.plan.lock().unwrap().extend(answers);
+    }
+
+    /// From now on, requests are held (unanswered) until `width` are held at once; then those
+    /// and every later one are answered. Seeing the gate open proves that `width` requests
+    /// were in flight together.
+    pub fn gate(&self, width: usize) {
+        *self.inner.gate.lock().unwrap() = Gate { width, held: 0 };
+        self.inner.opened.send_replace(false);
     }
 
     pub fn answer_by_default(&self, a: Answer) {

@@ -1,0 +1,255 @@
+//! Scale-out (issue 10): two real `dropslot serve` processes on one `PostgreSQL` database,
+//! hit at the same moment for the same entities. Each test skips on `SQLite`, whose deployment
+//! is one process per file (docs/operations.md).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Child;
+
+use serde_json::{Value, json};
+
+use crate::common::{API, TestDb, request, request_with_codes};
+use crate::receiver::{Answer, Received, Receiver};
+
+/// Two `serve` processes on one fresh `PostgreSQL` database, killed when dropped.
+struct Cluster {
+    procs: Vec<Option<Child>>,
+    bases: Vec<String>,
+    token: String,
+    http: reqwest::Client,
+    _config: tempfile::TempDir,
+    _db: TestDb,
+}
+
+impl Cluster {
+    /// `None` on `SQLite`. `config` is a TOML fragment every process reads (`DROPSLOT_CONFIG`).
+    fn start(config: &str) -> Option<Cluster> {
+        let db = TestDb::fresh();
+        if !matches!(db, TestDb::Postgres { .. }) {
+            eprintln!("skipped: scale-out needs DROPSLOT_TEST_DATABASE_URL=postgres://…");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dropslot.toml");
+        std::fs::write(&path, config).unwrap();
+        let path = path.display().to_string();
+        let env = [("DROPSLOT_CONFIG", path.as_str()), ("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE", "1")];
+        // One after the other: the first finds the database empty and prints the demo token.
+        let (first, base_a, token) = crate::cli::spawn_serve_with(&db.url(), &env);
+        let (second, base_b, again) = crate::cli::spawn_serve_with(&db.url(), &env);
+        assert!(again.is_none(), "the second process found the database already set up");
+        Some(Cluster {
+            procs: vec![Some(first), Some(second)],
+            bases: vec![base_a, base_b],
+            token: token.expect("a demo token"),
+            http: reqwest::Client::builder().timeout(std::time::Duration::from_secs(30)).build().unwrap(),
+            _config: dir,
+            _db: db,
+        })
+    }
+
+    fn api(&self, process: usize, path: &str) -> String {
+        format!("{}{API}{path}", self.bases[process % 2])
+    }
+
+    /// `POST` to one process: (status, body, whether it was a replay).
+    async fn post(&self, process: usize, path: &str, body: &Value, key: Option<&str>) -> (u16, Value, bool) {
+        let mut req = self.http.post(self.api(process, path)).bearer_auth(&self.token).json(body);
+        if let Some(key) = key {
+            req = req.header("Idempotency-Key", key);
+        }
+        let res = req.send().await.expect("the process answers");
+        let status = res.status().as_u16();
+        let replayed = res.headers().get("idempotent-replayed").is_some_and(|v| v == "true");
+        (status, res.json().await.expect("a JSON body"), replayed)
+    }
+
+    /// A counter from one process's `/metrics` (0 when it has not been counted yet).
+    async fn metric(&self, process: usize, line: &str) -> i64 {
+        let text =
+            self.http.get(format!("{}/metrics", self.bases[process])).send().await.unwrap().text().await.unwrap();
+        text.lines().find_map(|l| l.strip_prefix(line).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
+    }
+
+    fn kill(&mut self, process: usize) {
+        if let Some(mut child) = self.procs[process].take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    /// Subscribes a receiver to every event kind (test mode).
+    async fn subscribe(&self, url: &str) {
+        let (status, body, _) = self.post(0, "/webhooks", &json!({"url": url, "events": ["*"]}), None).await;
+        assert_eq!(status, 201, "{body}");
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for p in 0..self.procs.len() {
+            if let Some(mut child) = self.procs[p].take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+fn tracking(order: &Value) -> String {
+    order["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().expect("a tracking code").to_string()
+}
+
+/// The webhook-ids that arrived more than once among the 2xx answers.
+fn duplicates(got: &[Received]) -> Vec<String> {
+    let mut seen = BTreeMap::<&str, usize>::new();
+    for r in got.iter().filter(|r| r.ok()) {
+        *seen.entry(r.id()).or_default() += 1;
+    }
+    seen.into_iter().filter(|(_, n)| *n > 1).map(|(id, _)| id.to_string()).collect()
+}
+
+/// Each shipment's events arrived in sequence order (the 2xx answers, in arrival order).
+fn assert_in_order(got: &[Received]) {
+    let mut last = BTreeMap::<String, i64>::new();
+    for r in got.iter().filter(|r| r.ok()) {
+        let body = r.json();
+        let Some(seq) = body["data"]["sequence"].as_i64() else { continue };
+        let code = body["data"]["tracking_code"].as_str().unwrap_or_default().to_string();
+        let before = last.insert(code.clone(), seq).unwrap_or(0);
+        assert!(seq > before, "{code}: event {seq} arrived after event {before}");
+    }
+}
+
+/// Orders racing for one custom code from both processes at once: exactly one wins, the
+/// other gets the CONTRACT's 422 at the parcel's path, and one parcel holds the code.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_custom_code_raced_from_two_processes_has_one_winner() {
+    let Some(c) = Cluster::start("") else { return };
+    for round in 0..20 {
+        let code = format!("RACE{round:012}");
+        let body = request_with_codes(&[&code]);
+        let (a, b) = tokio::join!(c.post(0, "/requests/sync", &body, None), c.post(1, "/requests/sync", &body, None));
+        let mut statuses = [a.0, b.0];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [201, 422], "round {round}: {} / {}", a.1, b.1);
+        let loser = if a.0 == 422 { &a.1 } else { &b.1 };
+        assert!(loser["errors"]["drop_offs.0.parcels.0.custom_code"].is_array(), "{loser}");
+        let held = c._db.scalar(&format!("SELECT count(*) FROM parcels WHERE custom_code = '{code}'"));
+        assert_eq!(held, 1, "round {round}");
+    }
+    assert_eq!(c._db.scalar("SELECT count(*) FROM orders"), 20, "the losers left nothing behind");
+}
+
+/// The same request with one Idempotency-Key, retried 8 times at once across both
+/// processes: one order, and every answer carries its ids.
+#[tokio::test(flavor = "multi_thread")]
+async fn idempotent_retries_across_two_processes_create_one_order() {
+    let Some(c) = Cluster::start("") else { return };
+    for round in 0..10 {
+        let key = format!("retry-{round}");
+        let body = request(&[500.0, 1500.0]);
+        let answers =
+            futures_util::future::join_all((0..8).map(|i| c.post(i, "/requests/sync", &body, Some(&key)))).await;
+        let ids: BTreeSet<String> = answers
+            .iter()
+            .map(|(status, body, _)| {
+                assert_eq!(*status, 201, "round {round}: {body}");
+                body["object"]["unique_id"].as_str().expect("an order id").to_string()
+            })
+            .collect();
+        assert_eq!(ids.len(), 1, "round {round}: every answer names the same order: {ids:?}");
+        let fresh = answers.iter().filter(|(_, _, replayed)| !replayed).count();
+        assert_eq!(fresh, 1, "round {round}: one answer created it, the others are replays");
+    }
+    assert_eq!(c._db.scalar("SELECT count(*) FROM orders"), 10);
+    assert_eq!(c._db.scalar("SELECT count(*) FROM parcels"), 20);
+}
+
+/// Events from orders and sandbox moves made on both processes are delivered by both
+/// dispatchers together (the receiver holds requests until more are in flight than one
+/// process may send to one endpoint), each exactly once, each shipment's in order.
+#[tokio::test(flavor = "multi_thread")]
+async fn both_dispatchers_share_the_fan_out_without_duplicates() {
+    let config = "[webhooks]\nper_endpoint_concurrency = 2\nretry_schedule = \"100ms,100ms,100ms\"\n";
+    let Some(c) = Cluster::start(config) else { return };
+    let rx = Receiver::start().await;
+    // Two per process at most: a third request held at once can only come from the other.
+    rx.gate(3);
+    c.subscribe(&rx.url).await;
+    let mut codes = Vec::new();
+    for i in 0..12 {
+        let (status, body, _) = c.post(i, "/requests/sync", &request(&[500.0]), None).await;
+        assert_eq!(status, 201, "{body}");
+        codes.push(tracking(&body));
+    }
+    for (i, code) in codes.iter().enumerate() {
+        let (status, body, _) =
+            c.post(i, "/sandbox/scenarios/happy", &json!({"drop_off_shipment_unique_ids": [code]}), None).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    // Per shipment: scheduled, parcel.created, to_pick_up, picked_up, processing,
+    // in_transit, delivered.
+    let expected = codes.len() * 7;
+    let got = rx
+        .wait_until(&format!("{expected} distinct deliveries"), |g| {
+            g.iter().filter(|r| r.ok()).map(Received::id).collect::<BTreeSet<_>>().len() >= expected
+        })
+        .await;
+    assert_eq!(duplicates(&got), Vec::<String>::new(), "no event was sent twice");
+    assert_in_order(&got);
+    // Each process counts an attempt once its answer is recorded, just after the receiver's.
+    let delivered = "dropslot_webhook_attempts_total{outcome=\"delivered\"}";
+    let counted = async {
+        loop {
+            let (a, b) = (c.metric(0, delivered).await, c.metric(1, delivered).await);
+            if usize::try_from(a + b).unwrap() >= expected {
+                return (a, b);
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let (a, b) =
+        tokio::time::timeout(std::time::Duration::from_secs(30), counted).await.expect("every attempt counted");
+    assert!(a > 0 && b > 0, "both dispatchers delivered: {a} and {b}");
+    assert_eq!(usize::try_from(a + b).unwrap(), expected, "each delivery was attempted once");
+}
+
+/// A process killed with deliveries in flight (its receiver hanging): the other process
+/// takes them over once their lease runs out, and delivers every event.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_process_killed_mid_stream_leaves_its_deliveries_to_the_other() {
+    // A lease is the attempt's timeout plus 5 s.
+    let config = "[webhooks]\ntimeout = \"1s\"\nretry_schedule = \"100ms,100ms,100ms,100ms,100ms,100ms,100ms,100ms\"\n";
+    let Some(mut c) = Cluster::start(config) else { return };
+    let rx = Receiver::start().await;
+    rx.answer_by_default(Answer { status: 200, hang: true });
+    c.subscribe(&rx.url).await;
+    let mut codes = BTreeSet::new();
+    for i in 0..10 {
+        let (status, body, _) = c.post(i, "/requests/sync", &request(&[500.0]), None).await;
+        assert_eq!(status, 201, "{body}");
+        codes.insert(tracking(&body));
+    }
+    // Both processes are sending and every request hangs; kill the first mid-stream.
+    let held = rx.wait_until("hanging deliveries", |g| g.len() >= 4).await;
+    c.kill(0);
+    rx.answer_by_default(Answer::status(200));
+    let expected = codes.len() * 2;
+    let got = rx
+        .wait_until(&format!("{expected} events delivered after the kill"), |g| {
+            g.iter().filter(|r| r.ok()).map(Received::id).collect::<BTreeSet<_>>().len() >= expected
+        })
+        .await;
+    let delivered: BTreeSet<&str> = got.iter().filter(|r| r.ok()).map(Received::id).collect();
+    for r in &held {
+        assert!(delivered.contains(r.id()), "{} was in flight at the kill and is delivered", r.id());
+    }
+    let tracked: BTreeSet<String> = got
+        .iter()
+        .filter(|r| r.ok() && r.event() == "same.shipment.scheduled")
+        .map(|r| r.json()["data"]["tracking_code"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(tracked, codes);
+    assert_in_order(&got);
+    assert_eq!(duplicates(&got), Vec::<String>::new(), "nothing is sent twice once it succeeded");
+}
