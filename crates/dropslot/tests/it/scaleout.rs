@@ -17,7 +17,7 @@ struct Cluster {
     token: String,
     http: reqwest::Client,
     _config: tempfile::TempDir,
-    _db: TestDb,
+    db: TestDb,
 }
 
 impl Cluster {
@@ -43,7 +43,7 @@ impl Cluster {
             token: token.expect("a demo token"),
             http: reqwest::Client::builder().timeout(std::time::Duration::from_secs(30)).build().unwrap(),
             _config: dir,
-            _db: db,
+            db,
         })
     }
 
@@ -134,10 +134,10 @@ async fn a_custom_code_raced_from_two_processes_has_one_winner() {
         assert_eq!(statuses, [201, 422], "round {round}: {} / {}", a.1, b.1);
         let loser = if a.0 == 422 { &a.1 } else { &b.1 };
         assert!(loser["errors"]["drop_offs.0.parcels.0.custom_code"].is_array(), "{loser}");
-        let held = c._db.scalar(&format!("SELECT count(*) FROM parcels WHERE custom_code = '{code}'"));
+        let held = c.db.scalar(&format!("SELECT count(*) FROM parcels WHERE custom_code = '{code}'"));
         assert_eq!(held, 1, "round {round}");
     }
-    assert_eq!(c._db.scalar("SELECT count(*) FROM orders"), 20, "the losers left nothing behind");
+    assert_eq!(c.db.scalar("SELECT count(*) FROM orders"), 20, "the losers left nothing behind");
 }
 
 /// The same request with one Idempotency-Key, retried 8 times at once across both
@@ -161,8 +161,8 @@ async fn idempotent_retries_across_two_processes_create_one_order() {
         let fresh = answers.iter().filter(|(_, _, replayed)| !replayed).count();
         assert_eq!(fresh, 1, "round {round}: one answer created it, the others are replays");
     }
-    assert_eq!(c._db.scalar("SELECT count(*) FROM orders"), 10);
-    assert_eq!(c._db.scalar("SELECT count(*) FROM parcels"), 20);
+    assert_eq!(c.db.scalar("SELECT count(*) FROM orders"), 10);
+    assert_eq!(c.db.scalar("SELECT count(*) FROM parcels"), 20);
 }
 
 /// Events from orders and sandbox moves made on both processes are delivered by both
