@@ -29,7 +29,7 @@ pub(super) async fn handle(
         Some(id.0)
     } else {
         let text = prepared.request.pick_up.address.text.as_deref().unwrap_or("");
-        app.store.saved_address_by_text(caller.scope, &normalize_address(text)).await?.map(|s| s.id.0)
+        app.store.saved_address_id_by_text(caller.scope, &normalize_address(text)).await?.map(|id| id.0)
     };
     let object = build(&app, &caller.prices, &prepared.request, &prepared.quote, saved);
     Ok(envelope(200, "Preview calculated.", &object))

@@ -57,7 +57,8 @@ pub trait Store: Send + Sync + 'static {
     async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool>;
 
     // Saved pick-up addresses (CONTRACT §3.4).
-    async fn saved_address_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddress>>;
+    /// The id of the saved address with this normalised text (a preview's `saved_address_id`).
+    async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>>;
     async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>>;
     async fn list_saved_addresses(&self, scope: Scope) -> StoreResult<Vec<SavedAddress>>;
     async fn delete_saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<bool>;

@@ -7,8 +7,10 @@
 //! deadlocking. Statements are sent typed (`query_typed`): one round trip each, no prepare.
 
 use jiff::Timestamp;
+use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
-use tokio_postgres::{GenericClient, Row};
+
+use super::sql::Sql;
 
 use super::map_err;
 use super::outbox::{self, Sink};
@@ -34,7 +36,7 @@ pub(super) fn narrow<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, Store
 /// one else). Returns the events as stored (id, number, and the instant as the column keeps
 /// it, to the microsecond), in the order given, for the outbox.
 pub(super) async fn record_events(
-    c: &impl GenericClient,
+    c: &impl Sql,
     events: &[NewEvent],
     at: Timestamp,
 ) -> Result<Vec<StoredEvent>, StoreError> {
@@ -122,7 +124,7 @@ pub(super) async fn record_events(
 /// The one place a status column is written after creation. The caller has loaded the
 /// shipments with their rows locked (the plan is only valid while they are).
 pub(super) async fn apply(
-    c: &impl GenericClient,
+    c: &impl Sql,
     sink: &mut Sink<'_>,
     events: &[NewEvent],
     now: Timestamp,
@@ -207,12 +209,7 @@ fn tenant(visible: Visibility) -> (Option<i64>, &'static str) {
 /// before its drop-offs, so changes that share one wait for each other instead of deadlocking,
 /// and a batch that holds all its pick-up legs can take their drop-offs in any order. A
 /// drop-off's pick-up leg never changes, so finding it needs no lock.
-async fn lock_pick_ups(
-    c: &impl GenericClient,
-    visible: Visibility,
-    ids: &[i64],
-    unique_ids: &[&str],
-) -> Result<(), StoreError> {
+async fn lock_pick_ups(c: &impl Sql, visible: Visibility, ids: &[i64], unique_ids: &[&str]) -> Result<(), StoreError> {
     let (client, mode) = tenant(visible);
     c.query_typed(
         "SELECT p.id FROM pick_up_shipments p
@@ -232,7 +229,7 @@ async fn lock_pick_ups(
 /// be overtaken by another process. Callers lock the pick-up legs first ([`lock_pick_ups`]);
 /// taking that lock again here is free, and keeps the load sound on its own.
 async fn load(
-    c: &impl GenericClient,
+    c: &impl Sql,
     visible: Visibility,
     id: Option<i64>,
     unique_id: Option<&str>,
@@ -273,11 +270,7 @@ async fn load(
 
 /// The caller's test drop-off shipments matched by any selector, oldest first. Ids of other
 /// clients or of live data match nothing. A read: the scenario locks what it moves.
-pub(super) async fn sandbox_candidates(
-    c: &impl GenericClient,
-    scope: Scope,
-    s: &Selection,
-) -> Result<Vec<i64>, StoreError> {
+pub(super) async fn sandbox_candidates(c: &impl Sql, scope: Scope, s: &Selection) -> Result<Vec<i64>, StoreError> {
     let date = s.date.map(|d| d.to_string());
     c.query_typed(
         "SELECT id FROM drop_off_shipments
@@ -302,7 +295,7 @@ pub(super) async fn sandbox_candidates(
 /// or skipped, inside this transaction. The batch's pick-up legs are locked up front, and each
 /// drop-off as it is loaded: a racing scenario waits, then sees the `sandbox_moved` mark.
 pub(super) async fn run_scenario(
-    c: &impl GenericClient,
+    c: &impl Sql,
     sink: &mut Sink<'_>,
     scope: Scope,
     ids: &[i64],
@@ -343,7 +336,7 @@ pub(super) async fn run_scenario(
 /// An ops move of a live drop-off shipment, by tracking code; its pick-up leg and then the
 /// shipment are locked before the move is planned.
 pub(super) async fn ops_move(
-    c: &impl GenericClient,
+    c: &impl Sql,
     sink: &mut Sink<'_>,
     unique_id: &str,
     m: &Move,
@@ -367,7 +360,7 @@ pub(super) async fn ops_move(
 /// parcel is checked again: a deletion that committed meanwhile (it locks the pick-up leg
 /// too) leaves nothing to scan.
 pub(super) async fn pick_up_scan(
-    c: &impl GenericClient,
+    c: &impl Sql,
     sink: &mut Sink<'_>,
     pick_up_code: &str,
     now: Timestamp,

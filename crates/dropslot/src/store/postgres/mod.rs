@@ -4,10 +4,13 @@
 //! uniqueness is the database's (unique indexes), and migrations run under an advisory lock
 //! so processes may start at once.
 
+mod batch;
+mod insert;
 mod lifecycle;
 mod orders;
 mod outbox;
 mod reads;
+mod sql;
 mod webhooks;
 
 use std::sync::Arc;
@@ -18,6 +21,9 @@ use jiff::Timestamp;
 use jiff::tz::{Offset, TimeZone};
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
+
+use sql::Sql;
 
 use super::{
     AttemptRecord, Claimed, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind, LabelSource,
@@ -34,6 +40,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "health_probe", include_str!("../../../migrations/postgres/0002_health_probe.sql")),
     (3, "lifecycle", include_str!("../../../migrations/postgres/0003_lifecycle.sql")),
     (4, "webhooks", include_str!("../../../migrations/postgres/0004_webhooks.sql")),
+    (5, "saved_address_uses", include_str!("../../../migrations/postgres/0005_saved_address_uses.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -43,6 +50,8 @@ const MIGRATION_LOCK: i64 = 0x6472_6f70_736c_6f74;
 pub struct PgStore {
     pool: Pool,
     outbox: Arc<dyn Outbox>,
+    /// Started by the first order (it needs the runtime).
+    orders: std::sync::OnceLock<batch::Batcher>,
 }
 
 impl PgStore {
@@ -64,7 +73,7 @@ impl PgStore {
             .recycle_timeout(Some(settings.connect_timeout))
             .build()
             .map_err(|e| StoreError::Invalid(format!("the PostgreSQL pool: {e}")))?;
-        Ok(PgStore { pool, outbox })
+        Ok(PgStore { pool, outbox, orders: std::sync::OnceLock::new() })
     }
 
     /// Tells the outbox how many deliveries a committed unit of work queued.
@@ -81,13 +90,14 @@ impl PgStore {
 
 /// Maps a driver error: connection loss, overload, shutdown, lock and serialisation failures
 /// and timeouts → unavailable (503, retryable); the rest → backend (500).
+#[allow(clippy::needless_pass_by_value, reason = "used as `.map_err(map_err)`")]
 pub fn map_err(e: tokio_postgres::Error) -> StoreError {
     if e.is_closed() {
-        return StoreError::Unavailable(e.to_string());
+        return StoreError::Unavailable(describe(&e));
     }
     let Some(code) = e.code() else {
         // No SQLSTATE: an I/O or protocol error on the connection.
-        return StoreError::Unavailable(e.to_string());
+        return StoreError::Unavailable(describe(&e));
     };
     let retryable = [
         SqlState::T_R_SERIALIZATION_FAILURE,
@@ -104,9 +114,24 @@ pub fn map_err(e: tokio_postgres::Error) -> StoreError {
     ];
     let class = &code.code()[..2];
     if retryable.contains(code) || matches!(class, "08" | "53" | "57") {
-        StoreError::Unavailable(e.to_string())
+        StoreError::Unavailable(describe(&e))
     } else {
-        StoreError::Backend(Box::new(e))
+        StoreError::Backend(describe(&e).into())
+    }
+}
+
+/// The server's own words for a database error (`tokio_postgres` displays only "db error"):
+/// its SQLSTATE, message and detail, for the operator's log.
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let detail = db.detail().map(|d| format!(" ({d})")).unwrap_or_default();
+            format!("{} {}: {}{detail}", db.severity(), db.code().code(), db.message())
+        }
+        None => match std::error::Error::source(e) {
+            Some(source) => format!("{e}: {source}"),
+            None => e.to_string(),
+        },
     }
 }
 
@@ -205,8 +230,16 @@ fn saved_address_row(r: &tokio_postgres::Row) -> StoreResult<SavedAddress> {
     })
 }
 
-const SAVED_ADDRESS_COLUMNS: &str =
-    "id, text, use_count, created_at, created_offset, last_used_at, last_used_offset FROM saved_addresses";
+/// A saved address with its use count and last use, read from its pick-ups (the latest
+/// pick-up's order gives the time); the `FROM` clause aliases the table `s`.
+const SAVED_ADDRESS_COLUMNS: &str = "s.id, s.text,
+        (SELECT count(*) FROM pick_up_shipments p WHERE p.saved_address_id = s.id),
+        s.created_at, s.created_offset, coalesce(u.created_at, s.created_at), coalesce(u.created_offset, s.created_offset)
+    FROM saved_addresses s
+    LEFT JOIN LATERAL (
+        SELECT o.created_at, o.created_offset FROM pick_up_shipments p JOIN orders o ON o.id = p.order_id
+        WHERE p.saved_address_id = s.id ORDER BY p.id DESC LIMIT 1
+    ) u ON true";
 
 /// Runs `$body` (which uses `$tx`, a `&tokio_postgres::Transaction`) in one transaction on a
 /// pooled connection, and commits it; an error rolls it back (the transaction is dropped).
@@ -214,7 +247,7 @@ macro_rules! in_tx {
     ($self:ident, |$tx:ident| $body:expr) => {{
         let mut conn = $self.conn().await?;
         let owned = conn.transaction().await.map_err(map_err)?;
-        let $tx: &tokio_postgres::Transaction<'_> = &owned;
+        let $tx: &deadpool_postgres::Transaction<'_> = &owned;
         let out = $body;
         owned.commit().await.map_err(map_err)?;
         out
@@ -331,23 +364,22 @@ impl Store for PgStore {
         Ok(n == 1)
     }
 
-    async fn saved_address_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddress>> {
+    async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>> {
         let c = self.conn().await?;
-        c.query_opt(
-            &format!("SELECT {SAVED_ADDRESS_COLUMNS} WHERE client_id = $1 AND mode = $2 AND normalized = $3"),
-            &[&scope.client.0, &scope.mode.as_str(), &normalized],
-        )
-        .await
-        .map_err(map_err)?
-        .as_ref()
-        .map(saved_address_row)
-        .transpose()
+        let row = c
+            .query_typed(
+                "SELECT id FROM saved_addresses WHERE client_id = $1 AND mode = $2 AND normalized = $3",
+                &[(&scope.client.0, Type::INT8), (&scope.mode.as_str(), Type::TEXT), (&normalized, Type::TEXT)],
+            )
+            .await
+            .map_err(map_err)?;
+        row.first().map(|r| lifecycle::column(r, 0).map(SavedAddressId)).transpose()
     }
 
     async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>> {
         let c = self.conn().await?;
         c.query_opt(
-            &format!("SELECT {SAVED_ADDRESS_COLUMNS} WHERE client_id = $1 AND mode = $2 AND id = $3"),
+            &format!("SELECT {SAVED_ADDRESS_COLUMNS} WHERE s.client_id = $1 AND s.mode = $2 AND s.id = $3"),
             &[&scope.client.0, &scope.mode.as_str(), &id.0],
         )
         .await
@@ -361,7 +393,7 @@ impl Store for PgStore {
         let c = self.conn().await?;
         c.query(
             &format!(
-                "SELECT {SAVED_ADDRESS_COLUMNS} WHERE client_id = $1 AND mode = $2 ORDER BY last_used_at DESC, id DESC"
+                "SELECT {SAVED_ADDRESS_COLUMNS} WHERE s.client_id = $1 AND s.mode = $2 ORDER BY 6 DESC, s.id DESC"
             ),
             &[&scope.client.0, &scope.mode.as_str()],
         )
@@ -417,8 +449,13 @@ impl Store for PgStore {
         order: NewOrder,
         render: RenderFn,
     ) -> Result<CreatedOrder, CreateOrderError> {
+        if order.idempotency.is_none() {
+            let batcher = self.orders.get_or_init(|| batch::Batcher::start(&self.pool, &self.outbox));
+            let ids = batcher.create(scope, order).await?;
+            return Ok(CreatedOrder { ids, body: None });
+        }
         let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
-        let created = in_tx!(self, |tx| orders::insert_order(tx, &mut sink, scope, &order, &render).await?);
+        let created = in_tx!(self, |tx| insert::insert_order(tx, &mut sink, scope, &order, &render).await?);
         self.notify(sink.queued);
         Ok(created)
     }
@@ -436,7 +473,7 @@ impl Store for PgStore {
     }
 
     async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>> {
-        lifecycle::sandbox_candidates(&**self.conn().await?, scope, &selection).await
+        lifecycle::sandbox_candidates(&self.conn().await?, scope, &selection).await
     }
 
     async fn run_scenario(
@@ -467,15 +504,15 @@ impl Store for PgStore {
     }
 
     async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>> {
-        reads::shipment(&**self.conn().await?, visible, unique_id).await
+        reads::shipment(&self.conn().await?, visible, unique_id).await
     }
 
     async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>> {
-        reads::order(&**self.conn().await?, scope, unique_id).await
+        reads::order(&self.conn().await?, scope, unique_id).await
     }
 
     async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>> {
-        reads::orders(&**self.conn().await?, scope, before, limit).await
+        reads::orders(&self.conn().await?, scope, before, limit).await
     }
 
     async fn parcel_by_custom_code(
@@ -483,15 +520,15 @@ impl Store for PgStore {
         scope: Scope,
         code: &CustomCode,
     ) -> StoreResult<Option<(String, StoredShipment)>> {
-        reads::parcel_by_custom_code(&**self.conn().await?, scope, code.as_str()).await
+        reads::parcel_by_custom_code(&self.conn().await?, scope, code.as_str()).await
     }
 
     async fn tracking(&self, code: &str) -> StoreResult<Option<Tracking>> {
-        reads::tracking(&**self.conn().await?, code).await
+        reads::tracking(&self.conn().await?, code).await
     }
 
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
-        orders::label_source(&**self.conn().await?, kind, token).await
+        orders::label_source(&self.conn().await?, kind, token).await
     }
 
     async fn create_endpoint(&self, scope: Scope, e: NewEndpoint, now: Timestamp) -> StoreResult<StoredEndpoint> {
@@ -499,11 +536,11 @@ impl Store for PgStore {
     }
 
     async fn endpoints(&self, scope: Scope) -> StoreResult<Vec<StoredEndpoint>> {
-        webhooks::endpoints(&**self.conn().await?, scope).await
+        webhooks::endpoints(&self.conn().await?, scope).await
     }
 
     async fn endpoint(&self, scope: Scope, id: i64) -> StoreResult<Option<StoredEndpoint>> {
-        webhooks::endpoint(&**self.conn().await?, scope, id).await
+        webhooks::endpoint(&self.conn().await?, scope, id).await
     }
 
     async fn update_endpoint(
@@ -556,7 +593,7 @@ impl Store for PgStore {
         before: Option<i64>,
         limit: usize,
     ) -> StoreResult<Option<Vec<StoredDelivery>>> {
-        webhooks::deliveries(&**self.conn().await?, scope, endpoint, before, limit).await
+        webhooks::deliveries(&self.conn().await?, scope, endpoint, before, limit).await
     }
 
     async fn resend(&self, scope: Scope, delivery: i64) -> StoreResult<ResendOutcome> {
@@ -582,11 +619,11 @@ impl Store for PgStore {
     }
 
     async fn next_due_ms(&self) -> StoreResult<Option<i64>> {
-        webhooks::next_due_ms(&**self.conn().await?).await
+        webhooks::next_due_ms(&self.conn().await?).await
     }
 
     async fn queue_depth(&self) -> StoreResult<i64> {
-        webhooks::queue_depth(&**self.conn().await?).await
+        webhooks::queue_depth(&self.conn().await?).await
     }
 }
 

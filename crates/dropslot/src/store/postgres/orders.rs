@@ -1,337 +1,27 @@
-//! Order rows on `PostgreSQL`: the atomic order insert, deletion by custom code with re-pricing,
-//! and the reads behind labels. Each runs in the caller's transaction; an error means the
-//! caller rolls it back. Rows of one table are written in one statement (`unnest` arrays), so
-//! an order costs the same round trips whatever its size.
-
-use std::collections::HashMap;
+//! Order rows on `PostgreSQL` after their creation (`insert.rs`): deletion by custom code with
+//! re-pricing, and the reads behind labels. Each runs in the caller's transaction; an error
+//! means the caller rolls it back.
 
 use jiff::Timestamp;
 use tokio_postgres::types::Type;
-use tokio_postgres::{GenericClient, Row};
 
-use super::lifecycle::{apply, column, narrow, record_events, status_column};
+use super::sql::Sql;
+
+use super::lifecycle::{apply, column, narrow, status_column};
 use super::map_err;
-use super::outbox::{self, Sink};
-use crate::ids::{CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId};
+use super::outbox::Sink;
+use crate::ids::{CustomCode, DropOffShipmentId, ParcelId, PickUpShipmentId, ShipmentOrderId};
 use crate::money::{Money, TaxRate};
 use crate::quote::Totals;
-use crate::quote::schedule::iso;
-use crate::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot, ShipmentKind};
+use crate::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot};
 use crate::store::{
-    CreateOrderError, CreatedOrder, DeleteOutcome, LabelDropOff, LabelKind, LabelParcel, LabelSource, NewDropOff,
-    NewOrder, OrderIds, RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress,
+    DeleteOutcome, LabelDropOff, LabelKind, LabelParcel, LabelSource, Scope, StoreError, StoredPickUpAddress,
 };
-
-/// The ids a multi-row `INSERT … RETURNING id, unique_id` gave, in the order of `unique_ids`
-/// (`RETURNING` promises no order).
-fn ids_by_unique_id(rows: &[Row], unique_ids: &[&str], what: &str) -> Result<Vec<i64>, StoreError> {
-    let mut by_unique_id = HashMap::with_capacity(rows.len());
-    for r in rows {
-        by_unique_id.insert(column::<String>(r, 1)?, column::<i64>(r, 0)?);
-    }
-    unique_ids
-        .iter()
-        .map(|u| {
-            by_unique_id.get(*u).copied().ok_or_else(|| StoreError::Corrupt(format!("{what} {u} was not inserted")))
-        })
-        .collect()
-}
-
-pub(super) async fn insert_order(
-    c: &impl GenericClient,
-    sink: &mut Sink<'_>,
-    scope: Scope,
-    o: &NewOrder,
-    render: &RenderFn,
-) -> Result<CreatedOrder, CreateOrderError> {
-    let (client, mode) = (scope.client.0, scope.mode.as_str());
-    // Instants are stored as such with the local offset they are shown in beside them; slot
-    // times as ISO 8601 text with their offset, dates as YYYY-MM-DD.
-    let created = o.created_at.timestamp();
-    let offset = o.created_at.offset().seconds();
-    if let Some(claim) = &o.idempotency {
-        // The key is claimed first, by the primary key: a concurrent request holding it makes
-        // this insert wait for its commit, then find it taken (and replay its response),
-        // before this one writes anything that could conflict (a custom code). An expired
-        // record is replaced; the body is filled in below, before the commit.
-        let claimed = c
-            .execute_typed(
-                "INSERT INTO idempotency_keys (client_id, mode, key, request_hash, status, body, created_at)
-                 VALUES ($1, $2, $3, $4, 201, '', $5)
-                 ON CONFLICT (client_id, mode, key) DO UPDATE
-                 SET request_hash = excluded.request_hash, status = excluded.status, body = excluded.body,
-                     created_at = excluded.created_at
-                 WHERE idempotency_keys.created_at < $6",
-                &[
-                    (&client, Type::INT8),
-                    (&mode, Type::TEXT),
-                    (&claim.key, Type::TEXT),
-                    (&claim.request_hash, Type::TEXT),
-                    (&claim.now.as_second(), Type::INT8),
-                    (&claim.expired_before.as_second(), Type::INT8),
-                ],
-            )
-            .await
-            .map_err(map_err)?;
-        if claimed == 0 {
-            return Err(CreateOrderError::IdempotencyKeyTaken);
-        }
-    }
-    let saved_address = SavedAddressId(column(
-        &c.query_typed_one(
-            "INSERT INTO saved_addresses (client_id, mode, text, normalized, created_at, created_offset, last_used_at,
-                last_used_offset)
-             VALUES ($1, $2, $3, $4, $5, $6, $5, $6)
-             ON CONFLICT (client_id, mode, normalized)
-             DO UPDATE SET use_count = saved_addresses.use_count + 1, last_used_at = excluded.last_used_at,
-                last_used_offset = excluded.last_used_offset
-             RETURNING id",
-            &[
-                (&client, Type::INT8),
-                (&mode, Type::TEXT),
-                (&o.pick_up.saved_text, Type::TEXT),
-                (&o.pick_up.saved_normalized, Type::TEXT),
-                (&created, Type::TIMESTAMPTZ),
-                (&offset, Type::INT4),
-            ],
-        )
-        .await
-        .map_err(map_err)?,
-        0,
-    )?);
-    let order = OrderId(column(
-        &c.query_typed_one(
-            "INSERT INTO orders (unique_id, client_id, mode, created_at, created_offset) VALUES ($1, $2, $3, $4, $5)
-             RETURNING id",
-            &[
-                (&o.unique_id, Type::TEXT),
-                (&client, Type::INT8),
-                (&mode, Type::TEXT),
-                (&created, Type::TIMESTAMPTZ),
-                (&offset, Type::INT4),
-            ],
-        )
-        .await
-        .map_err(map_err)?,
-        0,
-    )?);
-    let p = &o.pick_up;
-    let pick_up_address = super::to_json(&p.address)?;
-    let pick_up = PickUpShipmentId(column(
-        &c.query_typed_one(
-            "INSERT INTO pick_up_shipments (unique_id, order_id, client_id, mode, saved_address_id, status,
-                scheduled_date, slot_code, slot_name, start_at, end_at, address_json, label_token)
-             VALUES ($1, $2, $3, $4, $5, 'scheduled', $6, $7, $8, $9, $10, $11, $12)
-             RETURNING id",
-            &[
-                (&p.unique_id, Type::TEXT),
-                (&order.0, Type::INT8),
-                (&client, Type::INT8),
-                (&mode, Type::TEXT),
-                (&saved_address.0, Type::INT8),
-                (&p.scheduled_date.to_string(), Type::TEXT),
-                (&p.slot_code, Type::TEXT),
-                (&p.slot_name, Type::TEXT),
-                (&iso(&p.start), Type::TEXT),
-                (&iso(&p.end), Type::TEXT),
-                (&pick_up_address, Type::TEXT),
-                (&p.label_token, Type::TEXT),
-            ],
-        )
-        .await
-        .map_err(map_err)?,
-        0,
-    )?);
-
-    // The shipment orders, one statement for all.
-    let unique_ids: Vec<&str> = o.shipments.iter().map(|s| s.unique_id.as_str()).collect();
-    let min_prices: Vec<i64> = o.shipments.iter().map(|s| s.min_price.0).collect();
-    let tax_bps: Vec<i64> = o.shipments.iter().map(|s| i64::from(s.tax_bp)).collect();
-    let amounts = |f: fn(&Totals) -> Money| -> Vec<i64> { o.shipments.iter().map(|s| f(&s.totals).0).collect() };
-    let rows = c
-        .query_typed(
-            "INSERT INTO shipment_orders (unique_id, order_id, client_id, mode, min_price, tax_bp, actual_total_price,
-                actual_total_tax, actual_price_with_tax, total_price, total_tax, price_with_tax)
-             SELECT n.unique_id, $2, $3, $4, n.min_price, n.tax_bp, n.actual_total_price, n.actual_total_tax,
-                n.actual_price_with_tax, n.total_price, n.total_tax, n.price_with_tax
-             FROM unnest($1::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[],
-                    $10::bigint[], $11::bigint[], $12::bigint[])
-                WITH ORDINALITY AS n (unique_id, min_price, tax_bp, actual_total_price, actual_total_tax,
-                    actual_price_with_tax, total_price, total_tax, price_with_tax, ord)
-             ORDER BY n.ord
-             RETURNING id, unique_id",
-            &[
-                (&unique_ids, Type::TEXT_ARRAY),
-                (&order.0, Type::INT8),
-                (&client, Type::INT8),
-                (&mode, Type::TEXT),
-                (&min_prices, Type::INT8_ARRAY),
-                (&tax_bps, Type::INT8_ARRAY),
-                (&amounts(|t| t.actual_total_price), Type::INT8_ARRAY),
-                (&amounts(|t| t.actual_total_tax), Type::INT8_ARRAY),
-                (&amounts(|t| t.actual_price_with_tax), Type::INT8_ARRAY),
-                (&amounts(|t| t.total_price), Type::INT8_ARRAY),
-                (&amounts(|t| t.total_tax), Type::INT8_ARRAY),
-                (&amounts(|t| t.price_with_tax), Type::INT8_ARRAY),
-            ],
-        )
-        .await
-        .map_err(map_err)?;
-    let shipment_orders = ids_by_unique_id(&rows, &unique_ids, "shipment order")?;
-
-    // Their drop-off shipments, one statement for all.
-    let mut addresses = Vec::with_capacity(o.shipments.len());
-    for s in &o.shipments {
-        addresses.push(super::to_json(&s.drop_off.address)?);
-    }
-    let drop_off_text =
-        |f: fn(&NewDropOff) -> String| -> Vec<String> { o.shipments.iter().map(|s| f(&s.drop_off)).collect() };
-    let drop_off_unique_ids: Vec<&str> = o.shipments.iter().map(|s| s.drop_off.unique_id.as_str()).collect();
-    let max_attempts: Vec<i64> = o.shipments.iter().map(|s| i64::from(s.drop_off.max_attempts)).collect();
-    let rows = c
-        .query_typed(
-            "INSERT INTO drop_off_shipments (unique_id, shipment_order_id, pick_up_shipment_id, client_id, mode, status,
-                scheduled_date, slot_code, slot_name, start_at, end_at, zone_code, warehouse, city, address_json,
-                label_token, max_attempts)
-             SELECT n.unique_id, n.shipment_order_id, $3, $4, $5, 'scheduled', n.scheduled_date, n.slot_code,
-                n.slot_name, n.start_at, n.end_at, n.zone_code, n.warehouse, n.city, n.address_json, n.label_token,
-                n.max_attempts
-             FROM unnest($1::text[], $2::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-                    $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[])
-                WITH ORDINALITY AS n (unique_id, shipment_order_id, scheduled_date, slot_code, slot_name, start_at,
-                    end_at, zone_code, warehouse, city, address_json, label_token, max_attempts, ord)
-             ORDER BY n.ord
-             RETURNING id, unique_id",
-            &[
-                (&drop_off_unique_ids, Type::TEXT_ARRAY),
-                (&shipment_orders, Type::INT8_ARRAY),
-                (&pick_up.0, Type::INT8),
-                (&client, Type::INT8),
-                (&mode, Type::TEXT),
-                (&drop_off_text(|d| d.scheduled_date.to_string()), Type::TEXT_ARRAY),
-                (&drop_off_text(|d| d.slot_code.clone()), Type::TEXT_ARRAY),
-                (&drop_off_text(|d| d.slot_name.clone()), Type::TEXT_ARRAY),
-                (&drop_off_text(|d| iso(&d.start)), Type::TEXT_ARRAY),
-                (&drop_off_text(|d| iso(&d.end)), Type::TEXT_ARRAY),
-                (&drop_off_text(|d| d.zone_code.clone()), Type::TEXT_ARRAY),
-                (&drop_off_text(|d| d.warehouse.clone()), Type::TEXT_ARRAY),
-                (&drop_off_text(|d| d.city.clone()), Type::TEXT_ARRAY),
-                (&addresses, Type::TEXT_ARRAY),
-                (&drop_off_text(|d| d.label_token.clone()), Type::TEXT_ARRAY),
-                (&max_attempts, Type::INT8_ARRAY),
-            ],
-        )
-        .await
-        .map_err(map_err)?;
-    let drop_offs = ids_by_unique_id(&rows, &drop_off_unique_ids, "drop-off shipment")?;
-
-    // Every parcel, one statement for all. A custom code held by a live parcel of this client
-    // and mode (the unique index `parcels_live_custom_code` decides; a concurrent order's
-    // uncommitted one is waited for) skips its row instead of aborting the transaction, so
-    // the missing rows name exactly the parcel to report; the caller then rolls back.
-    let mut parcel_drop_offs = Vec::new();
-    let mut positions = Vec::new();
-    let mut pick_up_codes = Vec::new();
-    let mut custom_codes = Vec::new();
-    let mut size_codes = Vec::new();
-    let mut weights = Vec::new();
-    let mut prices = Vec::new();
-    let mut label_tokens = Vec::new();
-    for (s, &drop_off) in o.shipments.iter().zip(&drop_offs) {
-        for (j, parcel) in s.parcels.iter().enumerate() {
-            parcel_drop_offs.push(drop_off);
-            positions.push(i64::try_from(j).map_err(|_| StoreError::Corrupt(format!("parcel position {j}")))?);
-            pick_up_codes.push(parcel.pick_up_code.as_str());
-            custom_codes.push(parcel.custom_code.as_ref().map(CustomCode::as_str));
-            size_codes.push(parcel.size_code.as_str());
-            weights.push(
-                i64::try_from(parcel.weight.0)
-                    .map_err(|_| StoreError::Corrupt(format!("parcel weight {} mg", parcel.weight.0)))?,
-            );
-            prices.push(parcel.price.0);
-            label_tokens.push(parcel.label_token.as_str());
-        }
-    }
-    let inserted: HashMap<(i64, i64), i64> = c
-        .query_typed(
-            "INSERT INTO parcels (drop_off_shipment_id, client_id, mode, position, pick_up_code, custom_code, size_code,
-                weight_mg, price, label_token)
-             SELECT n.drop_off, $2, $3, n.position, n.pick_up_code, n.custom_code, n.size_code, n.weight_mg, n.price,
-                n.label_token
-             FROM unnest($1::bigint[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[],
-                    $10::text[])
-                WITH ORDINALITY AS n (drop_off, position, pick_up_code, custom_code, size_code, weight_mg, price,
-                    label_token, ord)
-             ORDER BY n.ord
-             ON CONFLICT (client_id, mode, custom_code) WHERE custom_code IS NOT NULL AND deleted_at IS NULL
-             DO NOTHING
-             RETURNING id, drop_off_shipment_id, position",
-            &[
-                (&parcel_drop_offs, Type::INT8_ARRAY),
-                (&client, Type::INT8),
-                (&mode, Type::TEXT),
-                (&positions, Type::INT8_ARRAY),
-                (&pick_up_codes, Type::TEXT_ARRAY),
-                (&custom_codes, Type::TEXT_ARRAY),
-                (&size_codes, Type::TEXT_ARRAY),
-                (&weights, Type::INT8_ARRAY),
-                (&prices, Type::INT8_ARRAY),
-                (&label_tokens, Type::TEXT_ARRAY),
-            ],
-        )
-        .await
-        .map_err(map_err)?
-        .iter()
-        .map(|r| Ok(((column(r, 1)?, column(r, 2)?), column(r, 0)?)))
-        .collect::<Result<_, StoreError>>()?;
-    // The rows inserted, in order; the first one skipped is the parcel whose code is taken.
-    let mut keys = parcel_drop_offs.iter().zip(&positions);
-    let mut shipments = Vec::with_capacity(o.shipments.len());
-    for (i, ((s, &shipment_order), &drop_off)) in o.shipments.iter().zip(&shipment_orders).zip(&drop_offs).enumerate() {
-        let mut parcels = Vec::with_capacity(s.parcels.len());
-        for (j, key) in keys.by_ref().take(s.parcels.len()).enumerate() {
-            match inserted.get(&(*key.0, *key.1)) {
-                Some(&id) => parcels.push(ParcelId(id)),
-                None => return Err(CreateOrderError::CustomCodeTaken { drop_off: i, parcel: j }),
-            }
-        }
-        shipments.push(ShipmentIds {
-            shipment_order: ShipmentOrderId(shipment_order),
-            drop_off: DropOffShipmentId(drop_off),
-            parcels,
-        });
-    }
-
-    // Every shipment's first event, one statement for all; then the drop-offs' webhooks, in order.
-    let mut firsts = vec![shipments::created(ShipmentKind::PickUp, pick_up.0)];
-    firsts.extend(drop_offs.iter().map(|&d| shipments::created(ShipmentKind::DropOff, d)));
-    let recorded = record_events(c, &firsts, created).await?;
-    for (&drop_off, scheduled) in drop_offs.iter().zip(recorded.iter().skip(1)) {
-        outbox::shipment_events(c, sink, drop_off, std::slice::from_ref(scheduled), true, created).await?;
-    }
-    let ids = OrderIds { order, pick_up, saved_address, shipments };
-    let mut body = None;
-    if let Some(claim) = &o.idempotency {
-        let rendered = render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;
-        let n = c
-            .execute_typed(
-                "UPDATE idempotency_keys SET body = $4 WHERE client_id = $1 AND mode = $2 AND key = $3",
-                &[(&client, Type::INT8), (&mode, Type::TEXT), (&claim.key, Type::TEXT), (&rendered, Type::TEXT)],
-            )
-            .await
-            .map_err(map_err)?;
-        if n != 1 {
-            return Err(StoreError::Corrupt("the idempotency key claimed for this order vanished".into()).into());
-        }
-        body = Some(rendered);
-    }
-    Ok(CreatedOrder { ids, body })
-}
 
 /// Deletion by custom code as one unit of work: load and lock the snapshot, let the domain
 /// decide (`shipments::plan_deletion`), persist the plan; all in the caller's transaction.
 pub(super) async fn delete_parcel(
-    c: &impl GenericClient,
+    c: &impl Sql,
     sink: &mut Sink<'_>,
     scope: Scope,
     code: &CustomCode,
@@ -386,7 +76,7 @@ pub(super) async fn delete_parcel(
 /// drop-off shipments (their statuses and how many are left), then their parcels (which are
 /// live), each in id order. Concurrent deletions in one order then run one after the other,
 /// and an ops move or scan of these shipments waits at the pick-up leg.
-async fn lock_order(c: &impl GenericClient, order: i64) -> Result<(), StoreError> {
+async fn lock_order(c: &impl Sql, order: i64) -> Result<(), StoreError> {
     for sql in [
         "SELECT id FROM shipment_orders WHERE order_id = $1 ORDER BY id FOR UPDATE",
         "SELECT id FROM pick_up_shipments WHERE order_id = $1 ORDER BY id FOR UPDATE",
@@ -407,7 +97,7 @@ async fn lock_order(c: &impl GenericClient, order: i64) -> Result<(), StoreError
 /// parcel's order is found unlocked (a parcel never changes order); once its rows are locked
 /// the snapshot is read afresh, within that order: a parcel deleted meanwhile is not found.
 async fn deletion_snapshot(
-    c: &impl GenericClient,
+    c: &impl Sql,
     scope: Scope,
     code: &CustomCode,
 ) -> Result<Option<DeletionSnapshot>, StoreError> {
@@ -486,7 +176,7 @@ async fn deletion_snapshot(
 type LabelParcelRow = (i64, i64, String, Option<String>, String, bool);
 
 pub(super) async fn label_source(
-    c: &impl GenericClient,
+    c: &impl Sql,
     kind: LabelKind,
     token: &str,
 ) -> Result<Option<LabelSource>, StoreError> {

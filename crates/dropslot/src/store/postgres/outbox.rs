@@ -3,8 +3,8 @@
 //! The change has locked its drop-off shipment row, so two processes cannot interleave the
 //! deliveries of one shipment's stream.
 
+use super::sql::Sql;
 use jiff::Timestamp;
-use tokio_postgres::GenericClient;
 
 use super::map_err;
 use super::reads::shipment_without_events;
@@ -19,7 +19,7 @@ pub(super) struct Sink<'a> {
 }
 
 /// The enabled endpoints of the drop-off shipment's client, in its mode.
-async fn subscribers(c: &impl GenericClient, drop_off: i64) -> Result<Vec<Subscriber>, StoreError> {
+async fn subscribers(c: &impl Sql, drop_off: i64) -> Result<Vec<Subscriber>, StoreError> {
     let rows = c
         .query(
             "SELECT e.id, e.events_json, e.client_id, e.mode FROM webhook_endpoints e
@@ -46,7 +46,7 @@ pub(super) use crate::store::webhooks::queue_now_ms as now_ms;
 /// Writes one message and its deliveries to `endpoints`; each delivery joins the back of its
 /// (endpoint, `ordering_key`) stream: `pending` when the stream is empty, else `waiting`.
 pub(super) async fn enqueue(
-    c: &impl GenericClient,
+    c: &impl Sql,
     (client, mode): (i64, &str),
     event: &str,
     body: &str,
@@ -64,7 +64,7 @@ pub(super) async fn enqueue(
 
 /// One message row; its id.
 async fn insert_message(
-    c: &impl GenericClient,
+    c: &impl Sql,
     (client, mode): (i64, &str),
     event: &str,
     body: &str,
@@ -83,7 +83,7 @@ async fn insert_message(
 
 /// A delivery of `message` to `endpoint`, at the back of its stream.
 pub(super) async fn add_delivery(
-    c: &impl GenericClient,
+    c: &impl Sql,
     message: i64,
     endpoint: i64,
     ordering_key: Option<i64>,
@@ -100,7 +100,7 @@ pub(super) async fn add_delivery(
 /// append could see the head unfinished and queue `waiting` while the finisher, not seeing
 /// the uncommitted append, promotes nothing: a stream stuck forever. Two appends to an
 /// empty stream could also both queue `pending`. (Colliding keys only serialise more.)
-pub(super) async fn lock_stream(c: &impl GenericClient, endpoint: i64, key: i64) -> Result<(), StoreError> {
+pub(super) async fn lock_stream(c: &impl Sql, endpoint: i64, key: i64) -> Result<(), StoreError> {
     c.execute("SELECT pg_advisory_xact_lock(($1::bigint << 32) # $2::bigint)", &[&endpoint, &key])
         .await
         .map_err(map_err)?;
@@ -108,7 +108,7 @@ pub(super) async fn lock_stream(c: &impl GenericClient, endpoint: i64, key: i64)
 }
 
 /// Whether the (endpoint, key) stream has an unfinished delivery; takes the stream's lock.
-async fn stream_busy(c: &impl GenericClient, endpoint: i64, key: i64) -> Result<bool, StoreError> {
+async fn stream_busy(c: &impl Sql, endpoint: i64, key: i64) -> Result<bool, StoreError> {
     lock_stream(c, endpoint, key).await?;
     let row = c
         .query_one(
@@ -123,7 +123,7 @@ async fn stream_busy(c: &impl GenericClient, endpoint: i64, key: i64) -> Result<
 
 /// One delivery row: `waiting` when `behind` an unfinished one of its stream, else `pending`.
 async fn insert_delivery(
-    c: &impl GenericClient,
+    c: &impl Sql,
     message: i64,
     endpoint: i64,
     ordering_key: Option<i64>,
@@ -145,7 +145,7 @@ async fn insert_delivery(
 /// The events of one drop-off shipment, just recorded in this transaction: rendered and
 /// queued to every subscribed endpoint. With no endpoint, nothing is read or rendered.
 pub(super) async fn shipment_events(
-    c: &impl GenericClient,
+    c: &impl Sql,
     sink: &mut Sink<'_>,
     drop_off: i64,
     events: &[StoredEvent],
@@ -197,7 +197,7 @@ pub(super) async fn shipment_events(
 
 /// Every shipment's events in `events`, grouped by drop-off shipment in their order.
 pub(super) async fn changes(
-    c: &impl GenericClient,
+    c: &impl Sql,
     sink: &mut Sink<'_>,
     events: &[(i64, StoredEvent)],
     now: Timestamp,

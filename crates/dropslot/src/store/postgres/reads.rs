@@ -2,8 +2,8 @@
 //! answer, the tracking page). Every query is filtered by what the caller may see; the
 //! results are the same records, strings included, as the `SQLite` backend's.
 
+use super::sql::Sql;
 use jiff::Timestamp;
-use tokio_postgres::GenericClient;
 use tokio_postgres::Row;
 use tokio_postgres::types::FromSql;
 
@@ -38,17 +38,14 @@ fn status_column(r: &Row, i: usize) -> Result<Status, StoreError> {
 }
 
 /// A drop-off shipment with everything around it, by row id.
-async fn shipment_by_id(c: &impl GenericClient, id: i64) -> Result<StoredShipment, StoreError> {
+async fn shipment_by_id(c: &impl Sql, id: i64) -> Result<StoredShipment, StoreError> {
     let mut s = shipment_without_events(c, id).await?;
     s.events = events(c, id).await?;
     Ok(s)
 }
 
 /// A drop-off shipment without its events (what an event's webhook body shows of it).
-pub(super) async fn shipment_without_events(
-    c: &impl GenericClient,
-    drop_off: i64,
-) -> Result<StoredShipment, StoreError> {
+pub(super) async fn shipment_without_events(c: &impl Sql, drop_off: i64) -> Result<StoredShipment, StoreError> {
     let r = c
         .query_opt(
             "SELECT d.id, d.unique_id, d.label_token, d.scheduled_date, d.slot_code, d.slot_name, d.start_at, d.end_at,
@@ -149,7 +146,7 @@ pub(super) async fn shipment_without_events(
 }
 
 /// A drop-off shipment's events, oldest first.
-async fn events(c: &impl GenericClient, drop_off: i64) -> Result<Vec<StoredEvent>, StoreError> {
+async fn events(c: &impl Sql, drop_off: i64) -> Result<Vec<StoredEvent>, StoreError> {
     c.query(
         "SELECT id, seq, previous_status, status, at, actor, reason, attempt, proof_json FROM shipment_events
          WHERE shipment_kind = 'drop_off' AND shipment_id = $1 ORDER BY seq",
@@ -182,7 +179,7 @@ async fn events(c: &impl GenericClient, drop_off: i64) -> Result<Vec<StoredEvent
 
 /// A drop-off shipment by tracking code, where visible.
 pub(super) async fn shipment(
-    c: &impl GenericClient,
+    c: &impl Sql,
     visible: Visibility,
     unique_id: &str,
 ) -> Result<Option<StoredShipment>, StoreError> {
@@ -205,7 +202,7 @@ pub(super) async fn shipment(
 }
 
 /// An order with its shipments, by row id (already scoped by the caller).
-async fn order_by_id(c: &impl GenericClient, id: i64) -> Result<StoredOrder, StoreError> {
+async fn order_by_id(c: &impl Sql, id: i64) -> Result<StoredOrder, StoreError> {
     let r = c
         .query_opt("SELECT unique_id, created_at, created_offset FROM orders WHERE id = $1", &[&id])
         .await
@@ -232,11 +229,7 @@ async fn order_by_id(c: &impl GenericClient, id: i64) -> Result<StoredOrder, Sto
     Ok(StoredOrder { id: OrderId(id), unique_id, created_at, shipments })
 }
 
-pub(super) async fn order(
-    c: &impl GenericClient,
-    scope: Scope,
-    unique_id: &str,
-) -> Result<Option<StoredOrder>, StoreError> {
+pub(super) async fn order(c: &impl Sql, scope: Scope, unique_id: &str) -> Result<Option<StoredOrder>, StoreError> {
     let row = c
         .query_opt(
             "SELECT id FROM orders WHERE unique_id = $1 AND client_id = $2 AND mode = $3",
@@ -253,7 +246,7 @@ pub(super) async fn order(
 /// Newest first, strictly before the row id `before` (the cursor): orders created meanwhile
 /// have higher ids, so pages never shift under concurrent inserts.
 pub(super) async fn orders(
-    c: &impl GenericClient,
+    c: &impl Sql,
     scope: Scope,
     before: Option<i64>,
     limit: usize,
@@ -279,7 +272,7 @@ pub(super) async fn orders(
 
 /// The live parcel holding a custom code, with its shipment.
 pub(super) async fn parcel_by_custom_code(
-    c: &impl GenericClient,
+    c: &impl Sql,
     scope: Scope,
     code: &str,
 ) -> Result<Option<(String, StoredShipment)>, StoreError> {
@@ -298,7 +291,7 @@ pub(super) async fn parcel_by_custom_code(
 }
 
 /// What the public tracking page shows, by tracking code (test or live).
-pub(super) async fn tracking(c: &impl GenericClient, code: &str) -> Result<Option<Tracking>, StoreError> {
+pub(super) async fn tracking(c: &impl Sql, code: &str) -> Result<Option<Tracking>, StoreError> {
     let row = c
         .query_opt(
             "SELECT id, unique_id, status, scheduled_date, slot_name, city FROM drop_off_shipments WHERE unique_id = $1",

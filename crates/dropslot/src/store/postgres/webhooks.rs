@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 
+use super::sql::Sql;
 use jiff::Timestamp;
-use tokio_postgres::GenericClient;
 use tokio_postgres::Row;
 use tokio_postgres::types::FromSql;
 
@@ -68,17 +68,13 @@ fn last4(v: &str) -> String {
     chars[chars.len().saturating_sub(4)..].iter().collect()
 }
 
-pub(super) async fn endpoint(
-    c: &impl GenericClient,
-    scope: Scope,
-    id: i64,
-) -> Result<Option<StoredEndpoint>, StoreError> {
+pub(super) async fn endpoint(c: &impl Sql, scope: Scope, id: i64) -> Result<Option<StoredEndpoint>, StoreError> {
     endpoint_locked(c, scope, id, "").await
 }
 
 /// [`endpoint`] with a row lock clause (`""` for none).
 async fn endpoint_locked(
-    c: &impl GenericClient,
+    c: &impl Sql,
     scope: Scope,
     id: i64,
     lock: &str,
@@ -97,7 +93,7 @@ async fn endpoint_locked(
     .transpose()
 }
 
-pub(super) async fn endpoints(c: &impl GenericClient, scope: Scope) -> Result<Vec<StoredEndpoint>, StoreError> {
+pub(super) async fn endpoints(c: &impl Sql, scope: Scope) -> Result<Vec<StoredEndpoint>, StoreError> {
     c.query(
         &format!(
             "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints
@@ -113,7 +109,7 @@ pub(super) async fn endpoints(c: &impl GenericClient, scope: Scope) -> Result<Ve
 }
 
 pub(super) async fn create_endpoint(
-    c: &impl GenericClient,
+    c: &impl Sql,
     scope: Scope,
     e: &NewEndpoint,
     now: Timestamp,
@@ -149,7 +145,7 @@ pub(super) async fn create_endpoint(
 /// to it any more, and re-enabling replays nothing. Locks them in id order first (the
 /// order a finishing attempt locks its stream in), waiting for in-flight claims and
 /// attempts to commit, whose deliveries it then sees as they left them.
-async fn fail_unfinished(c: &impl GenericClient, endpoint: i64, why: &str) -> Result<(), StoreError> {
+async fn fail_unfinished(c: &impl Sql, endpoint: i64, why: &str) -> Result<(), StoreError> {
     c.execute(
         "WITH unfinished AS MATERIALIZED (
             SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND state IN ('waiting', 'pending')
@@ -164,7 +160,7 @@ async fn fail_unfinished(c: &impl GenericClient, endpoint: i64, why: &str) -> Re
 }
 
 pub(super) async fn update_endpoint(
-    c: &impl GenericClient,
+    c: &impl Sql,
     scope: Scope,
     id: i64,
     p: &EndpointPatch,
@@ -204,12 +200,7 @@ pub(super) async fn update_endpoint(
     endpoint_row(&row).map(Some)
 }
 
-pub(super) async fn delete_endpoint(
-    c: &impl GenericClient,
-    scope: Scope,
-    id: i64,
-    now: Timestamp,
-) -> Result<bool, StoreError> {
+pub(super) async fn delete_endpoint(c: &impl Sql, scope: Scope, id: i64, now: Timestamp) -> Result<bool, StoreError> {
     // The row stays for the delivery log's sake, without its credentials. The `UPDATE` locks
     // it, so of two concurrent deletes only one matches `deleted_at IS NULL`.
     let n = c
@@ -228,7 +219,7 @@ pub(super) async fn delete_endpoint(
 }
 
 pub(super) async fn rotate_secret(
-    c: &impl GenericClient,
+    c: &impl Sql,
     scope: Scope,
     id: i64,
     secret: &str,
@@ -251,7 +242,7 @@ pub(super) async fn rotate_secret(
 }
 
 pub(super) async fn queue_test(
-    c: &impl GenericClient,
+    c: &impl Sql,
     scope: Scope,
     id: i64,
     event: &str,
@@ -302,7 +293,7 @@ fn attempt_row(r: &Row) -> Result<StoredAttempt, StoreError> {
 
 /// The attempts of `deliveries`, oldest first, as (delivery id, attempt): one query for a
 /// whole page, not one per delivery.
-async fn attempts(c: &impl GenericClient, deliveries: &[i64]) -> Result<Vec<(i64, StoredAttempt)>, StoreError> {
+async fn attempts(c: &impl Sql, deliveries: &[i64]) -> Result<Vec<(i64, StoredAttempt)>, StoreError> {
     c.query(
         "SELECT delivery_id, attempt, at, status, latency_ms, response, error FROM webhook_attempts
          WHERE delivery_id = ANY($1) ORDER BY id",
@@ -316,7 +307,7 @@ async fn attempts(c: &impl GenericClient, deliveries: &[i64]) -> Result<Vec<(i64
 }
 
 /// Fills each delivery's log.
-async fn with_attempts(c: &impl GenericClient, list: &mut [StoredDelivery]) -> Result<(), StoreError> {
+async fn with_attempts(c: &impl Sql, list: &mut [StoredDelivery]) -> Result<(), StoreError> {
     if list.is_empty() {
         return Ok(());
     }
@@ -331,11 +322,7 @@ async fn with_attempts(c: &impl GenericClient, list: &mut [StoredDelivery]) -> R
 }
 
 /// One delivery of the caller's, with its attempts.
-pub(super) async fn delivery(
-    c: &impl GenericClient,
-    scope: Scope,
-    id: i64,
-) -> Result<Option<StoredDelivery>, StoreError> {
+pub(super) async fn delivery(c: &impl Sql, scope: Scope, id: i64) -> Result<Option<StoredDelivery>, StoreError> {
     let Some(row) = c
         .query_opt(
             &format!(
@@ -357,7 +344,7 @@ pub(super) async fn delivery(
 }
 
 pub(super) async fn deliveries(
-    c: &impl GenericClient,
+    c: &impl Sql,
     scope: Scope,
     endpoint_id: i64,
     before: Option<i64>,
@@ -385,7 +372,7 @@ pub(super) async fn deliveries(
     Ok(Some(list))
 }
 
-pub(super) async fn resend(c: &impl GenericClient, scope: Scope, id: i64) -> Result<ResendOutcome, StoreError> {
+pub(super) async fn resend(c: &impl Sql, scope: Scope, id: i64) -> Result<ResendOutcome, StoreError> {
     // The endpoint's row share-locked, as in `queue_test`: `enabled` stays true until the new
     // delivery is committed, and a disable or delete waiting on it then fails that one too.
     let found = c
@@ -423,7 +410,7 @@ pub(super) async fn resend(c: &impl GenericClient, scope: Scope, id: i64) -> Res
 /// claimers of one endpoint's deliveries do not skip each other. The chosen ones get their
 /// lease and claim tag while still locked; the others are released at the commit.
 pub(super) async fn claim(
-    c: &impl GenericClient,
+    c: &impl Sql,
     now_ms: i64,
     lease_until_ms: i64,
     limit: usize,
@@ -503,7 +490,7 @@ pub(super) async fn claim(
 /// transaction that committed meanwhile fails the lock's re-check and the next row is
 /// taken, and of two promoters of one stream the second waits, then finds the head
 /// `pending` and leaves it.
-async fn promote_next(c: &impl GenericClient, delivery: i64) -> Result<(), StoreError> {
+async fn promote_next(c: &impl Sql, delivery: i64) -> Result<(), StoreError> {
     // The stream's lock (see `outbox::lock_stream`): an append racing this finish either
     // committed before (and is promoted here) or sees the head finished (and is `pending`).
     let stream = c
@@ -534,7 +521,7 @@ async fn promote_next(c: &impl GenericClient, delivery: i64) -> Result<(), Store
 /// and `disable` lock them in, so a client disabling the endpoint meanwhile waits instead
 /// of deadlocking. The endpoint's health does not depend on whether the claim still holds,
 /// so writing it first changes nothing else.
-pub(super) async fn record_attempt(c: &impl GenericClient, a: &AttemptRecord) -> Result<(), StoreError> {
+pub(super) async fn record_attempt(c: &impl Sql, a: &AttemptRecord) -> Result<(), StoreError> {
     let at_ms = a.at.as_millisecond();
     let failing_since = match a.outcome {
         AttemptOutcome::Delivered => {
@@ -624,7 +611,7 @@ pub(super) async fn record_attempt(c: &impl GenericClient, a: &AttemptRecord) ->
 /// The service disables an endpoint: its status says why, its queue is failed. The
 /// `UPDATE` locks the row, so of two concurrent disables only one matches `enabled` and
 /// fails the queue.
-async fn disable(c: &impl GenericClient, endpoint: i64, why: &str, at_ms: i64) -> Result<(), StoreError> {
+async fn disable(c: &impl Sql, endpoint: i64, why: &str, at_ms: i64) -> Result<(), StoreError> {
     let n = c
         .execute(
             "UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, last_error = $2,
@@ -641,7 +628,7 @@ async fn disable(c: &impl GenericClient, endpoint: i64, why: &str, at_ms: i64) -
     Ok(())
 }
 
-pub(super) async fn next_due_ms(c: &impl GenericClient) -> Result<Option<i64>, StoreError> {
+pub(super) async fn next_due_ms(c: &impl Sql) -> Result<Option<i64>, StoreError> {
     let row = c
         .query_one("SELECT min(next_attempt_ms) FROM webhook_deliveries WHERE state = 'pending'", &[])
         .await
@@ -649,7 +636,7 @@ pub(super) async fn next_due_ms(c: &impl GenericClient) -> Result<Option<i64>, S
     col(&row, 0)
 }
 
-pub(super) async fn queue_depth(c: &impl GenericClient) -> Result<i64, StoreError> {
+pub(super) async fn queue_depth(c: &impl Sql) -> Result<i64, StoreError> {
     let row = c
         .query_one("SELECT count(*) FROM webhook_deliveries WHERE state IN ('waiting', 'pending')", &[])
         .await

@@ -32,6 +32,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "health_probe", include_str!("../../../migrations/sqlite/0002_health_probe.sql")),
     (3, "lifecycle", include_str!("../../../migrations/sqlite/0003_lifecycle.sql")),
     (4, "webhooks", include_str!("../../../migrations/sqlite/0004_webhooks.sql")),
+    (5, "saved_address_uses", include_str!("../../../migrations/sqlite/0005_saved_address_uses.sql")),
 ];
 const READERS: usize = 4;
 
@@ -315,14 +316,11 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn saved_address_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddress>> {
+    async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>> {
         self.read(|c| {
-            c.prepare_cached(
-                "SELECT id, text, use_count, created_at, last_used_at FROM saved_addresses
-                 WHERE client_id = ?1 AND mode = ?2 AND normalized = ?3",
-            )?
-            .query_row(params![scope.client.0, scope.mode.as_str(), normalized], saved_address_row)
-            .optional()
+            c.prepare_cached("SELECT id FROM saved_addresses WHERE client_id = ?1 AND mode = ?2 AND normalized = ?3")?
+                .query_row(params![scope.client.0, scope.mode.as_str(), normalized], |r| r.get(0).map(SavedAddressId))
+                .optional()
         })
     }
 
