@@ -1,5 +1,6 @@
 //! The operator interface of CONTRACT §9: `serve`, `migrate`, `client create`,
-//! `token create|list|revoke`. Exit codes: 0 success, 2 usage, 1 failure (reason on stderr).
+//! `token create|list|revoke`, and `copy` (`SQLite` to `PostgreSQL`). Exit codes: 0 success,
+//! 2 usage, 1 failure (reason on stderr).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +46,32 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Copy a `SQLite` database into a fresh `PostgreSQL` database, ids and all (stop the
+    /// server first); prints the rows copied per table.
+    Copy {
+        /// The database to copy: `sqlite://PATH` (only read).
+        #[arg(long, value_parser = sqlite_url)]
+        from: String,
+        /// The database to fill: `postgres://…`, migrated first; it must hold no data.
+        #[arg(long, value_parser = postgres_url)]
+        to: String,
+    },
+}
+
+/// `--from`: a `sqlite://` URL (anything else is a usage error).
+fn sqlite_url(s: &str) -> Result<String, String> {
+    match store::DatabaseUrl::parse(s)? {
+        store::DatabaseUrl::Sqlite(_) => Ok(s.to_string()),
+        store::DatabaseUrl::Postgres(_) => Err("the source must be a sqlite:// URL".into()),
+    }
+}
+
+/// `--to`: a `postgres://` URL (anything else is a usage error).
+fn postgres_url(s: &str) -> Result<String, String> {
+    match store::DatabaseUrl::parse(s)? {
+        store::DatabaseUrl::Postgres(_) => Ok(s.to_string()),
+        store::DatabaseUrl::Sqlite(_) => Err("the target must be a postgres:// URL".into()),
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -127,6 +154,13 @@ async fn execute(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Token { command } => token(&settings, command).await,
+        Command::Copy { from, to } => {
+            let copied = store::copy::run(&from, &to, &settings.postgres, outbox(&settings)).await?;
+            for c in copied {
+                println!("{:<20} {}", c.table, c.rows);
+            }
+            Ok(())
+        }
     }
 }
 
@@ -161,10 +195,13 @@ async fn token(settings: &Settings, command: TokenCommand) -> Result<(), String>
 }
 
 async fn open(settings: &Settings) -> Result<DynStore, String> {
-    // The CLI changes no shipment, but every store is opened with the outbox that renders
-    // the events its writes could cause.
-    let outbox = std::sync::Arc::new(crate::webhooks::Renderer::new(settings, std::sync::Arc::default()));
-    store::open(&settings.database, &settings.postgres, outbox).await.map_err(|e| e.to_string())
+    store::open(&settings.database, &settings.postgres, outbox(settings)).await.map_err(|e| e.to_string())
+}
+
+/// The CLI changes no shipment, but every store is opened with the outbox that renders the
+/// events its writes could cause.
+fn outbox(settings: &Settings) -> std::sync::Arc<dyn store::Outbox> {
+    std::sync::Arc::new(crate::webhooks::Renderer::new(settings, std::sync::Arc::default()))
 }
 
 async fn migrated(settings: &Settings) -> Result<DynStore, String> {

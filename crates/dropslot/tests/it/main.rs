@@ -5,6 +5,7 @@
 
 mod cli;
 mod common;
+mod copy;
 mod errors;
 mod hardening;
 mod labels;

@@ -1,0 +1,373 @@
+//! `dropslot copy` (`SQLite` to `PostgreSQL`) as an operator runs it: a real `serve` on a
+//! `SQLite` file, killed; the copy into a fresh `PostgreSQL` database; a real `serve` on that.
+//! Every read a client or the tracking page makes answers the same, tokens and idempotency
+//! keys keep working, and new rows get ids after the copied ones. Skips on `SQLite`
+//! (`DROPSLOT_TEST_DATABASE_URL` must name a `PostgreSQL` server).
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{API, TestDb, request, request_with_codes};
+
+/// Label and tracking links are built from this, so both servers print the same ones.
+const BASE_URL: &str = "https://copy.example.com";
+const CODE: &str = "COPYTEST00000001";
+const DELETED_CODE: &str = "COPYTEST00000002";
+const KEY: &str = "copy-key-0001";
+
+/// Every table the copy moves, in its order.
+const TABLES: &[&str] = &[
+    "clients",
+    "tokens",
+    "saved_addresses",
+    "orders",
+    "pick_up_shipments",
+    "shipment_orders",
+    "drop_off_shipments",
+    "parcels",
+    "shipment_events",
+    "idempotency_keys",
+    "webhook_endpoints",
+    "webhook_messages",
+    "webhook_deliveries",
+    "webhook_attempts",
+];
+
+fn dropslot(args: &[&str], db: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dropslot"))
+        .args(args)
+        .env("DATABASE_URL", db)
+        .env_remove("DROPSLOT_CONFIG")
+        .output()
+        .expect("run dropslot")
+}
+
+fn copy(from: &str, to: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dropslot"))
+        .args(["copy", "--from", from, "--to", to])
+        .env_remove("DATABASE_URL")
+        .env_remove("DROPSLOT_CONFIG")
+        .output()
+        .expect("run dropslot copy")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).trim().to_string()
+}
+
+/// A failure as the CLI reports it: this exit code and one line on stderr.
+fn assert_fails(o: &Output, code: i32) -> String {
+    assert_eq!(o.status.code(), Some(code), "{o:?}");
+    let err = stderr(o);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    err
+}
+
+/// A `serve` process, killed when dropped (also when an assertion fails).
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Client {
+    async fn call(&self, req: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderMap, Value) {
+        let res = req.send().await.expect("the server answers");
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        (status, headers, res.json().await.expect("a JSON body"))
+    }
+
+    async fn get(&self, path: &str, token: &str) -> Value {
+        let (status, _, body) = self.call(self.http.get(format!("{}{API}{path}", self.base)).bearer_auth(token)).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    async fn post(&self, path: &str, token: &str, body: &Value, key: Option<&str>) -> (u16, bool, Value) {
+        let mut req = self.http.post(format!("{}{API}{path}", self.base)).bearer_auth(token).json(body);
+        if let Some(key) = key {
+            req = req.header("Idempotency-Key", key);
+        }
+        let (status, headers, body) = self.call(req).await;
+        (status, headers.get("idempotent-replayed").is_some_and(|v| v == "true"), body)
+    }
+
+    /// The public tracking page, as JSON.
+    async fn track(&self, code: &str) -> Value {
+        let (status, _, body) =
+            self.call(self.http.get(format!("{}/track/{code}", self.base)).header("Accept", "application/json")).await;
+        assert_eq!(status, 200, "/track/{code}: {body}");
+        body
+    }
+
+    /// A label's bytes, by the link an order shows (its base replaced by this server's).
+    async fn label(&self, link: &str) -> Vec<u8> {
+        let url = link.replacen(BASE_URL, &self.base, 1);
+        let res = self.http.get(&url).send().await.expect("the server answers");
+        assert_eq!(res.status(), 200, "{url}");
+        res.bytes().await.expect("label bytes").to_vec()
+    }
+}
+
+fn tracking(order: &Value) -> String {
+    order["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().expect("a tracking code").to_string()
+}
+
+/// The first label link anywhere in `v`.
+fn label_link(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if s.starts_with(&format!("{BASE_URL}/labels/")) => Some(s.clone()),
+        Value::Array(a) => a.iter().find_map(label_link),
+        Value::Object(o) => o.values().find_map(label_link),
+        _ => None,
+    }
+}
+
+/// What the source's server showed, to be read again from the target's.
+struct Seen {
+    orders: Vec<String>,
+    trackings: Vec<String>,
+    saved_address: i64,
+    endpoint: i64,
+}
+
+/// Every read of the data made, by path: the client's and the demo client's orders, each
+/// order and shipment, the parcel by custom code, the saved addresses, the webhook endpoints
+/// and deliveries (with their attempt logs), and the public tracking pages.
+async fn reads(c: &Client, seen: &Seen, token: &str, demo: &str) -> BTreeMap<String, Value> {
+    let mut all = BTreeMap::new();
+    for (who, t) in [("client", token), ("demo", demo)] {
+        all.insert(format!("{who} /orders"), c.get("/orders?limit=100", t).await);
+        all.insert(format!("{who} /orders page 1"), c.get("/orders?limit=1", t).await);
+        all.insert(format!("{who} /saved-addresses"), c.get("/saved-addresses", t).await);
+    }
+    for id in &seen.orders {
+        all.insert(format!("/orders/{id}"), c.get(&format!("/orders/{id}"), token).await);
+    }
+    for code in &seen.trackings {
+        all.insert(format!("/shipments/{code}"), c.get(&format!("/shipments/{code}"), token).await);
+        all.insert(format!("/track/{code}"), c.track(code).await);
+    }
+    let path = format!("/parcels/find/by-custom-code/{CODE}");
+    all.insert(path.clone(), c.get(&path, token).await);
+    for path in [
+        format!("/saved-addresses/{}", seen.saved_address),
+        "/webhooks".to_string(),
+        format!("/webhooks/{}", seen.endpoint),
+        format!("/webhooks/{}/deliveries?limit=100", seen.endpoint),
+    ] {
+        all.insert(path.clone(), c.get(&path, token).await);
+    }
+    all
+}
+
+/// `PostgreSQL` keeps instants to the microsecond: an attempt's `at` (the system clock's, to
+/// the nanosecond on `SQLite`) as the copy keeps it.
+fn to_microseconds(reads: &mut BTreeMap<String, Value>, endpoint: i64) {
+    let key = format!("/webhooks/{endpoint}/deliveries?limit=100");
+    let Some(Value::Array(deliveries)) = reads.get_mut(&key).and_then(|r| r["object"].get_mut("deliveries")) else {
+        panic!("no deliveries in {key}");
+    };
+    for d in deliveries {
+        for a in d["log"].as_array_mut().into_iter().flatten() {
+            let at: jiff::Timestamp = a["at"].as_str().expect("an attempt time").parse().expect("RFC 3339");
+            let kept = at
+                .round(jiff::TimestampRound::new().smallest(jiff::Unit::Microsecond).mode(jiff::RoundMode::Trunc))
+                .expect("rounds");
+            a["at"] = json!(kept.to_string());
+        }
+    }
+}
+
+/// Every delivery has made its one attempt (the schedule allows no retry) and failed: the
+/// outbox is settled, so the copy's reads cannot move under the comparison.
+async fn settled(c: &Client, token: &str, endpoint: i64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let page = c.get(&format!("/webhooks/{endpoint}/deliveries?limit=100"), token).await;
+        let deliveries = page["object"]["deliveries"].as_array().cloned().unwrap_or_default();
+        if !deliveries.is_empty() && deliveries.iter().all(|d| d["state"] == "failed" && d["attempts"] == 1) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the deliveries did not settle: {page}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[test]
+fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
+    let target = TestDb::fresh();
+    if !matches!(target, TestDb::Postgres { .. }) {
+        eprintln!("skipped: the copy needs DROPSLOT_TEST_DATABASE_URL=postgres://…");
+        return;
+    }
+    let pg = target.url();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("source.db");
+    let sqlite = format!("sqlite://{}", path.display());
+    // One attempt per delivery: the receiver (port 9, closed) refuses it, and it is failed.
+    let config = dir.path().join("dropslot.toml");
+    std::fs::write(&config, "[webhooks]\nretry_schedule = \"\"\n").unwrap();
+    let config = config.display().to_string();
+    let env = [
+        ("DROPSLOT_CONFIG", config.as_str()),
+        ("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE", "1"),
+        ("DROPSLOT_BASE_URL", BASE_URL),
+    ];
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+
+    // The source: a server on SQLite, with a client and tokens made by the CLI.
+    let (server, base, demo) = crate::cli::spawn_serve_with(&sqlite, &env);
+    let server = Serve(server);
+    let demo = demo.expect("a demo token on the empty file");
+    let client = stdout(&dropslot(&["client", "create", "--name", "Copy Parcels"], &sqlite));
+    let token = stdout(&dropslot(&["token", "create", "--client", &client, "--kind", "test"], &sqlite));
+    let revoked = stdout(&dropslot(&["token", "create", "--client", &client, "--kind", "live"], &sqlite));
+    assert!(dropslot(&["token", "revoke", &revoked[..16]], &sqlite).status.success());
+    let source = Client { http: http.clone(), base };
+    let replayed_body = request(&[2500.0]);
+    let (seen, idempotent, before) = rt.block_on(async {
+        let c = &source;
+        let hook = json!({"url": "http://127.0.0.1:9/hook", "events": ["*"],
+            "auth_header": {"name": "X-Api-Key", "value": "copy-secret-1234"}});
+        let (status, _, e) = c.post("/webhooks", &token, &hook, None).await;
+        assert_eq!(status, 201, "{e}");
+        let endpoint = e["object"]["id"].as_i64().unwrap();
+        let mut orders = Vec::new();
+        for body in [request_with_codes(&[CODE, DELETED_CODE]), request(&[500.0, 1500.0])] {
+            let (status, _, o) = c.post("/requests/sync", &token, &body, None).await;
+            assert_eq!(status, 201, "{o}");
+            orders.push(o["object"].clone());
+        }
+        let (status, _, idempotent) = c.post("/requests/sync", &token, &replayed_body, Some(KEY)).await;
+        assert_eq!(status, 201, "{idempotent}");
+        orders.push(idempotent["object"].clone());
+        let (status, _, o) = c.post("/requests/sync", &demo, &request(&[700.0]), None).await;
+        assert_eq!(status, 201, "{o}");
+        // Deleted by custom code: its shipment is re-priced, the parcel leaves the reads.
+        let (status, _, d) = c
+            .call(
+                c.http
+                    .delete(format!("{}{API}/parcels/find/by-custom-code/{DELETED_CODE}", c.base))
+                    .bearer_auth(&token)
+                    .header("X-Requested-With", "XMLHttpRequest"),
+            )
+            .await;
+        assert_eq!(status, 200, "{d}");
+        let happy = tracking(&orders[1]);
+        let (status, _, r) =
+            c.post("/sandbox/scenarios/happy", &token, &json!({"drop_off_shipment_unique_ids": [happy]}), None).await;
+        assert_eq!(status, 200, "{r}");
+        assert_eq!(r["object"]["affected"].as_array().map(Vec::len), Some(1), "{r}");
+        settled(c, &token, endpoint).await;
+        let saved = c.get("/saved-addresses", &token).await;
+        let seen = Seen {
+            orders: orders.iter().map(|o| o["unique_id"].as_str().unwrap().to_string()).collect(),
+            trackings: orders.iter().map(tracking).collect(),
+            saved_address: saved["object"]["saved_addresses"][0]["id"].as_i64().expect("a saved address"),
+            endpoint,
+        };
+        let before = reads(c, &seen, &token, &demo).await;
+        (seen, idempotent, before)
+    });
+    let label = label_link(&before[&format!("/orders/{}", seen.orders[0])]).expect("a label link");
+    let label_bytes = rt.block_on(source.label(&label));
+    drop(server);
+
+    // The copy.
+    let out = copy(&sqlite, &pg);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: Vec<(String, i64)> = stdout(&out)
+        .lines()
+        .map(|l| {
+            let (table, rows) = l.split_once(' ').expect("table and rows");
+            (table.to_string(), rows.trim().parse().expect("a row count"))
+        })
+        .collect();
+    assert_eq!(summary.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(), TABLES, "one line per table, in order");
+    let file = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let in_sqlite = |sql: &str| -> i64 { file.query_row(sql, [], |r| r.get(0)).unwrap() };
+    for (table, rows) in &summary {
+        assert_eq!(*rows, in_sqlite(&format!("SELECT count(*) FROM {table}")), "{table}: every row");
+        assert_eq!(*rows, target.scalar(&format!("SELECT count(*) FROM {table}")), "{table}: in PostgreSQL");
+        assert!(*rows > 0, "{table}: the scenario leaves rows in every table");
+        if *table != "idempotency_keys" {
+            // The sequence continues right after the copied ids.
+            let max = in_sqlite(&format!("SELECT max(id) FROM {table}"));
+            let last =
+                target.scalar(&format!("SELECT pg_sequence_last_value(pg_get_serial_sequence('{table}', 'id'))"));
+            assert_eq!(last, max, "{table}: the sequence");
+        }
+    }
+    let rows = |table: &str| summary.iter().find(|(t, _)| t == table).map(|(_, n)| *n);
+    assert_eq!(
+        (rows("clients"), rows("tokens"), rows("orders"), rows("parcels")),
+        (Some(2), Some(3), Some(4), Some(6))
+    );
+    let max_event = in_sqlite("SELECT max(id) FROM shipment_events");
+    let max_shipment_order = in_sqlite("SELECT max(id) FROM shipment_orders");
+    let max_order = in_sqlite("SELECT max(id) FROM orders");
+
+    // Refusals: a target that holds data (exit 1, one line), a missing source, wrong URLs (usage).
+    let err = assert_fails(&copy(&sqlite, &pg), 1);
+    assert!(err.contains("fresh"), "{err}");
+    let missing = format!("sqlite://{}", dir.path().join("missing.db").display());
+    assert_fails(&copy(&missing, &pg), 1);
+    assert_eq!(copy(&pg, &pg).status.code(), Some(2));
+    assert_eq!(copy(&sqlite, &sqlite).status.code(), Some(2));
+    assert_eq!(target.scalar("SELECT count(*) FROM orders"), 4, "a refused copy leaves the target as it was");
+
+    // The target: a server on PostgreSQL, finding the copied clients (no demo client made).
+    let (server, base, again) = crate::cli::spawn_serve_with(&pg, &env);
+    let server = Serve(server);
+    assert!(again.is_none(), "the copied database is not empty");
+    let target_http = Client { http, base };
+    rt.block_on(async {
+        let c = &target_http;
+        let mut after = reads(c, &seen, &token, &demo).await;
+        let mut before = before;
+        to_microseconds(&mut before, seen.endpoint);
+        to_microseconds(&mut after, seen.endpoint);
+        assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>());
+        for (path, was) in &before {
+            assert_eq!(&after[path], was, "{path} reads the same after the copy");
+        }
+        assert_eq!(c.label(&label).await, label_bytes, "a label link serves the same document");
+        // The revoked token stays revoked.
+        let (status, _, _) = c.call(c.http.get(format!("{}{API}/orders", c.base)).bearer_auth(&revoked)).await;
+        assert_eq!(status, 401);
+        // The same key and body: a replay of the copied order.
+        let (status, replay, body) = c.post("/requests/sync", &token, &replayed_body, Some(KEY)).await;
+        assert_eq!((status, replay), (201, true), "{body}");
+        assert_eq!(body, idempotent);
+        // New rows get ids after the copied ones.
+        let (status, _, e) = c.post("/webhooks", &token, &json!({"url": "http://127.0.0.1:9/other"}), None).await;
+        assert_eq!(status, 201, "{e}");
+        assert_eq!(e["object"]["id"].as_i64(), Some(seen.endpoint + 1), "{e}");
+        let (status, _, o) = c.post("/requests/sync", &token, &request(&[900.0]), None).await;
+        assert_eq!(status, 201, "{o}");
+        assert!(o["object"]["shipments"][0]["shipment_order_id"].as_i64().unwrap() > max_shipment_order, "{o}");
+        let id = o["object"]["unique_id"].as_str().unwrap();
+        let read = c.get(&format!("/orders/{id}"), &token).await;
+        assert!(read["object"]["shipments"][0]["events"][0]["id"].as_i64().unwrap() > max_event, "{read}");
+    });
+    assert_eq!(target.scalar("SELECT max(id) FROM orders"), max_order + 1);
+    drop(server);
+}
