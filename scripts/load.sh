@@ -5,17 +5,24 @@
 # over 1,000 selected shipments (three times), and sustained ops transitions; then webhooks:
 # order creation with 2 subscribed endpoints, and 20,000 events fanned out to 4 receivers.
 #
-#   scripts/load.sh                     # 10 s per endpoint
+#   scripts/load.sh                     # 10 s per endpoint, on SQLite
 #   DURATION=30s scripts/load.sh
+#   DATABASE=postgres://postgres@127.0.0.1:5432/postgres scripts/load.sh              # PostgreSQL
+#   DATABASE=postgres://postgres@127.0.0.1:5432/postgres PROCESSES=2 scripts/load.sh  # 2 processes
 #
 # Env: DURATION (wrk -d, default 10s), WARMUP (default 2s, 0 to skip), THREADS (2),
 #      CONNECTIONS (64), CARGO_TARGET_DIR (default ./target), NOW (the pinned clock,
 #      default 2026-11-23T12:00:00Z, a Monday morning so slots exist), KEEP=1 keeps the
 #      temporary directory (logs, database, wrk output), OPS_SEED (wrk -d of live orders
 #      created for the ops run, default 6s), FANOUT_SHIPMENTS (shipments moved through the
-#      happy path for the fan-out, 5 events each; default 4000 = 20,000 events).
+#      happy path for the fan-out, 5 events each; default 4000 = 20,000 events),
+#      DATABASE (unset: a temporary SQLite file; postgres://…/DB: a fresh database
+#      dropslot_load_<pid> is created on that server and dropped on exit), PROCESSES (serve
+#      processes on the one database, default 1; more only on PostgreSQL: wrk's connections
+#      are split evenly between them, one wrk per process, and the figures are summed (rates)
+#      or the worst taken (latencies); scenario calls and the ops run go to the first).
 #
-# Idempotent: every run uses a fresh temporary SQLite file and ephemeral 127.0.0.1 ports;
+# Idempotent: every run uses a fresh database and ephemeral 127.0.0.1 ports;
 # every server it starts is stopped on exit. Exit status is non-zero when a check fails
 # (a non-2xx response, or orders rows not matching the 201 responses).
 set -euo pipefail
@@ -47,7 +54,14 @@ seconds() {
 # ---------------------------------------------------------------- tools
 need_apt=()
 command -v wrk >/dev/null || need_apt+=(wrk)
-command -v sqlite3 >/dev/null || need_apt+=(sqlite3)
+PROCESSES=${PROCESSES:-1}
+case ${DATABASE:-} in
+  "" | sqlite:*) BACKEND=sqlite; command -v sqlite3 >/dev/null || need_apt+=(sqlite3) ;;
+  postgres://* | postgresql://*) BACKEND=postgres; command -v psql >/dev/null || need_apt+=(postgresql-client) ;;
+  *) die "DATABASE=$DATABASE: neither sqlite: nor postgres://" ;;
+esac
+[[ $BACKEND == postgres || $PROCESSES == 1 ]] || die "PROCESSES=$PROCESSES needs DATABASE=postgres://..."
+
 command -v curl >/dev/null || need_apt+=(curl)
 if ((${#need_apt[@]})); then
   SUDO=
@@ -79,6 +93,9 @@ cleanup() {
     wait "$pid" 2>/dev/null || true
   done
   if [[ ${KEEP:-0} == 1 ]]; then log "kept $TMP"; else rm -rf "$TMP"; fi
+  if [[ -n ${LOAD_DB:-} && ${KEEP:-0} != 1 ]]; then
+    psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS $LOAD_DB WITH (FORCE)" >/dev/null 2>&1 || true
+  fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -98,21 +115,42 @@ await_line() {
   die "timed out waiting for '$pattern' in $file"
 }
 
-DB=$TMP/dropslot.db
-log "starting dropslot serve on a fresh database ($DB), clock pinned to $NOW"
-# Starts `dropslot serve` on $DB with its log in $1; sets APP_PID and APP (its base URL).
+if [[ $BACKEND == sqlite ]]; then
+  DB=$TMP/dropslot.db
+  DB_URL=sqlite://$DB
+  # sql QUERY: one query on the database, read-only; rows on lines, columns space-separated.
+  sql() { sqlite3 -separator ' ' "file:$DB?mode=ro" "$1"; }
+else
+  LOAD_DB=dropslot_load_$$
+  psql "$DATABASE" -qtAXc "CREATE DATABASE $LOAD_DB" >/dev/null || die "cannot create database $LOAD_DB on $DATABASE"
+  DB_URL=$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$DATABASE" "$LOAD_DB")
+  sql() { psql "$DB_URL" -qtAX -F ' ' -c "$1"; }
+fi
+log "starting $PROCESSES dropslot serve process(es) on a fresh $BACKEND database, clock pinned to $NOW"
+# start_app LOG: one `dropslot serve` on the database; appends to APP_PIDS and APPS (its base
+# URL); APP is the first process's.
 start_app() {
   # Webhook receivers are local floors: private targets allowed (no endpoint exists before
   # the webhook phase).
   DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_BASE_URL=${DROPSLOT_BASE_URL:-http://127.0.0.1:8080} \
-    DROPSLOT_WEBHOOKS_ALLOW_PRIVATE=1 "$DROPSLOT" serve --database "sqlite://$DB" --listen 127.0.0.1:0 >"$1" 2>&1 &
+    DROPSLOT_WEBHOOKS_ALLOW_PRIVATE=1 "$DROPSLOT" serve --database "$DB_URL" --listen 127.0.0.1:0 >"$1" 2>&1 &
   PIDS+=($!)
-  APP_PID=$!
-  APP=$(await_line "$1" 'listening on http://127\.0\.0\.1:[0-9]+' "$APP_PID")
-  APP=${APP#listening on }
+  APP_PIDS+=($!)
+  local url
+  url=$(await_line "$1" 'listening on http://127\.0\.0\.1:[0-9]+' "$!")
+  APPS+=("${url#listening on }")
+  APP=${APPS[0]}
 }
-start_app "$TMP/dropslot.log"
-TOKEN=$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$TMP/dropslot.log") || die "no demo token printed (database not empty?)"
+# start_apps PREFIX: PROCESSES servers, one after the other (the first, on an empty database,
+# prints the demo token), logs PREFIX-1.log, PREFIX-2.log …
+start_apps() {
+  APP_PIDS=()
+  APPS=()
+  local i
+  for ((i = 1; i <= PROCESSES; i++)); do start_app "$1-$i.log"; done
+}
+start_apps "$TMP/dropslot"
+TOKEN=$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$TMP/dropslot-1.log") || die "no demo token printed (database not empty?)"
 
 # The request body (263 bytes): one drop-off, two parcels, no custom code (so every sync
 # request creates a new order).
@@ -137,55 +175,78 @@ fsize=$(curl -sS --max-time 10 -o /dev/null -w '%{size_download}' -H 'Content-Ty
 SECS=$(seconds "$DURATION")
 declare -A RPS P50 P99 RESULT
 
-# run NAME URL [extra env...]: warm-up, then the timed run; keeps the LOAD line in RESULT[NAME].
+# run NAME PATH [extra env...]: warm-up, then the timed run, with wrk's connections split
+# evenly over the serve processes (one wrk each, at once); keeps a LOAD line in RESULT[NAME]:
+# requests, rates and counts summed, latencies the worst of the processes'. With FLOOR_ONLY=1,
+# PATH is a whole URL (the floor), run with one wrk.
 run() {
-  local name=$1 url=$2
+  local name=$1 path=$2 i
   shift 2
+  local urls=()
+  if [[ ${FLOOR_ONLY:-0} == 1 ]]; then urls=("$path"); else for app in "${APPS[@]}"; do urls+=("$app$path"); done; fi
+  local conns=$((CONNECTIONS / ${#urls[@]}))
+  local wrks=()
   if [[ $WARMUP != 0 ]]; then
-    env BODY_FILE="$BODY" TOKEN="$TOKEN" "$@" timeout $(($(seconds "$WARMUP") + 30)) \
-      wrk -t"$THREADS" -c"$CONNECTIONS" -d"$WARMUP" -s scripts/load.lua "$url" >/dev/null
+    for url in "${urls[@]}"; do
+      env BODY_FILE="$BODY" TOKEN="$TOKEN" "$@" timeout $(($(seconds "$WARMUP") + 30)) \
+        wrk -t"$THREADS" -c"$conns" -d"$WARMUP" -s scripts/load.lua "$url" >/dev/null &
+      wrks+=($!)
+    done
+    wait "${wrks[@]}"
     sleep 1
   fi
   "${BEFORE_TIMED:-true}"
-  log "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency $name: $url"
-  env BODY_FILE="$BODY" TOKEN="$TOKEN" "$@" timeout $((SECS + 60)) \
-    wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s scripts/load.lua "$url" | tee "$TMP/wrk-$name.txt" |
-    sed 's/^/   /' >&2
-  RESULT[$name]=$(grep '^LOAD ' "$TMP/wrk-$name.txt") || die "no LOAD line from wrk for $name"
+  log "wrk -t$THREADS -c$conns -d$DURATION --latency $name: ${urls[*]}"
+  for i in "${!urls[@]}"; do
+    env BODY_FILE="$BODY" TOKEN="$TOKEN" "$@" timeout $((SECS + 60)) \
+      wrk -t"$THREADS" -c"$conns" -d"$DURATION" --latency -s scripts/load.lua "${urls[$i]}" >"$TMP/wrk-$name-$i.txt" &
+    wrks+=($!)
+  done
+  wait "${wrks[@]}"
+  for i in "${!urls[@]}"; do sed 's/^/   /' "$TMP/wrk-$name-$i.txt" >&2; done
+  RESULT[$name]=$(cat "$TMP"/wrk-"$name"-*.txt | grep '^LOAD ' | awk '
+    { for (f = 2; f <= NF; f++) { split($f, kv, "="); k = kv[1]; v = kv[2] + 0
+        if (k ~ /_ms$/) { if (v > m[k]) m[k] = v } else if (k == "duration_s") { if (v > m[k]) m[k] = v } else m[k] += v
+        if (!(k in seen)) { seen[k] = 1; order[++n] = k } } }
+    END { if (!n) exit 1; line = "LOAD"; for (i = 1; i <= n; i++) line = line " " order[i] "=" m[order[i]]; print line }') ||
+    die "no LOAD line from wrk for $name"
   RPS[$name]=$(field "$name" rps)
   P50[$name]=$(field "$name" p50_ms)
   P99[$name]=$(field "$name" p99_ms)
 }
 field() { sed -nE "s/.* $2=([^ ]+).*/\1/p" <<<"${RESULT[$1]}"; }
 
-count_rows() { sqlite3 "file:$DB?mode=ro" "SELECT (SELECT count(*) FROM orders) || ' ' || (SELECT count(*) FROM parcels);"; }
+count_rows() { sql "SELECT (SELECT count(*) FROM orders) || ' ' || (SELECT count(*) FROM parcels)"; }
 
-run floor "$FLOOR_URL/"
-run preview "$APP$API/requests/preview"
+FLOOR_ONLY=1 run floor "$FLOOR_URL/"
+run preview "$API/requests/preview"
 [[ $(field preview non2xx) == 0 ]] || die "preview: $(field preview non2xx) non-2xx responses"
 
 # Counted after the warm-up (whose orders are not part of the check), just before the timed run.
 count_before() { read -r orders_before parcels_before < <(count_rows); }
-BEFORE_TIMED=count_before run sync "$APP$API/requests/sync" WRK_COUNT=1
+BEFORE_TIMED=count_before run sync "$API/requests/sync" WRK_COUNT=1
 # Requests wrk abandoned when its clock ran out may still be committing: let them finish,
 # then kill the server hard (no graceful shutdown) before counting what is on disk.
 sleep 1
-kill -9 "$APP_PID"
-wait "$APP_PID" 2>/dev/null || true
+for pid in "${APP_PIDS[@]}"; do kill -9 "$pid"; wait "$pid" 2>/dev/null || true; done
 read -r orders_after parcels_after < <(count_rows)
 
 # ---------------------------------------------------------------- lifecycle
 log "restarting dropslot on the same database"
-start_app "$TMP/dropslot-2.log"
-LIVE=$("$DROPSLOT" token create --database "sqlite://$DB" --client 1 --kind live)
-OPS=$("$DROPSLOT" token create --database "sqlite://$DB" --client 1 --kind ops)
+start_apps "$TMP/dropslot-restarted"
+LIVE=$("$DROPSLOT" token create --database "$DB_URL" --client 1 --kind live)
+OPS=$("$DROPSLOT" token create --database "$DB_URL" --client 1 --kind ops)
 
 # One scenario call over 1,000 of the sync run's test shipments, three times (each call
 # selects 1,000 not yet moved).
+# unmoved N: a JSON array of the ids of N test shipments no scenario has moved yet.
+unmoved() {
+  sql "SELECT id FROM drop_off_shipments WHERE mode = 'test' AND NOT sandbox_moved AND status = 'scheduled'
+    ORDER BY id LIMIT $1" | paste -sd, | sed 's/^/[/; s/$/]/'
+}
 SCENARIO_MS=()
 for i in 1 2 3; do
-  ids=$(sqlite3 "file:$DB?mode=ro" "SELECT json_group_array(id) FROM (SELECT id FROM drop_off_shipments
-    WHERE mode = 'test' AND sandbox_moved = 0 AND status = 'scheduled' ORDER BY id LIMIT 1000)")
+  ids=$(unmoved 1000)
   n=$(tr -cd ',' <<<"$ids" | wc -c)
   ((n + 1 == 1000)) || die "only $((n + 1)) test shipments to select: run longer (DURATION)"
   printf '{"drop_off_shipment_ids":%s}' "$ids" >"$TMP/scenario.json"
@@ -201,10 +262,15 @@ done
 
 # Ops transitions: live orders to move, then each moved along the table by an ops token.
 log "seeding live orders for the ops run (wrk -d${OPS_SEED:-6s})"
-BODY_FILE="$BODY" TOKEN="$LIVE" timeout $(($(seconds "${OPS_SEED:-6s}") + 60)) \
-  wrk -t"$THREADS" -c"$CONNECTIONS" -d"${OPS_SEED:-6s}" -s scripts/load.lua "$APP$API/requests/sync" >/dev/null
+seeders=()
+for app in "${APPS[@]}"; do
+  BODY_FILE="$BODY" TOKEN="$LIVE" timeout $(($(seconds "${OPS_SEED:-6s}") + 60)) \
+    wrk -t"$THREADS" -c$((CONNECTIONS / PROCESSES)) -d"${OPS_SEED:-6s}" -s scripts/load.lua "$app$API/requests/sync" >/dev/null &
+  seeders+=($!)
+done
+wait "${seeders[@]}"
 CODES=$TMP/codes.txt
-sqlite3 "file:$DB?mode=ro" "SELECT unique_id FROM drop_off_shipments WHERE mode = 'live' ORDER BY id" >"$CODES"
+sql "SELECT unique_id FROM drop_off_shipments WHERE mode = 'live' ORDER BY id" >"$CODES"
 log "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency ops transitions over $(wc -l <"$CODES") live shipments"
 CODES_FILE=$CODES TOKEN=$OPS THREADS=$THREADS timeout $((SECS + 60)) \
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s scripts/ops.lua "$APP/" | tee "$TMP/wrk-ops.txt" |
@@ -227,7 +293,7 @@ subscribe() {
   curl -sS --max-time 10 -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
     --data-binary "{\"url\":\"$1\",\"events\":$2}" "$APP$API/webhooks" | grep -oE '"id":[0-9]+' | head -1 | cut -d: -f2
 }
-unfinished() { sqlite3 "file:$DB?mode=ro" "SELECT count(*) FROM webhook_deliveries WHERE state IN ('waiting', 'pending')"; }
+unfinished() { sql "SELECT count(*) FROM webhook_deliveries WHERE state IN ('waiting', 'pending')"; }
 # Waits (at most 300 s) until every delivery is delivered or failed.
 drain_deliveries() {
   for _ in $(seq 3000); do
@@ -242,7 +308,7 @@ drain_deliveries() {
 log "order creation with 2 subscribed endpoints"
 HOOKS=("$(subscribe "${RECEIVERS[0]}" '["*"]')" "$(subscribe "${RECEIVERS[1]}" '["*"]')")
 [[ -n ${HOOKS[0]} && -n ${HOOKS[1]} ]] || die "could not create the webhook endpoints"
-run sync_hooks "$APP$API/requests/sync" WRK_COUNT=1
+run sync_hooks "$API/requests/sync" WRK_COUNT=1
 [[ $(field sync_hooks non2xx) == 0 ]] || die "sync with webhooks: $(field sync_hooks non2xx) non-2xx responses"
 drain_deliveries
 for id in "${HOOKS[@]}"; do
@@ -254,8 +320,7 @@ done
 # events each).
 scenario_over() {
   local ids code
-  ids=$(sqlite3 "file:$DB?mode=ro" "SELECT json_group_array(id) FROM (SELECT id FROM drop_off_shipments
-    WHERE mode = 'test' AND sandbox_moved = 0 AND status = 'scheduled' ORDER BY id LIMIT $1)")
+  ids=$(unmoved "$1")
   printf '{"drop_off_shipment_ids":%s}' "$ids" >"$TMP/fanout.json"
   code=$(curl -sS --max-time 60 -o "$TMP/fanout-out.json" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
     -H 'Content-Type: application/json' --data-binary @"$TMP/fanout.json" "$APP$API/sandbox/scenarios/happy")
@@ -266,15 +331,15 @@ scenario_over() {
 # once the receiver's answer is in, so finished - queued bounds commit-to-receipt from above.
 # disorder: deliveries that finished before an earlier one of their (endpoint, shipment) stream.
 fanout_stats() {
-  sqlite3 -separator ' ' "file:$DB?mode=ro" "
+  sql "
     WITH d AS (SELECT endpoint_id, ordering_key, id, state, queued_ms, finished_ms, finished_ms - queued_ms AS ms
                FROM webhook_deliveries WHERE id > $1),
          r AS (SELECT ms, row_number() OVER (ORDER BY ms) AS k, count(*) OVER () AS n FROM d WHERE state = 'delivered'),
          o AS (SELECT finished_ms, lag(finished_ms) OVER (PARTITION BY endpoint_id, ordering_key ORDER BY id) AS prev FROM d)
     SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM d WHERE state = 'delivered'),
            (SELECT max(finished_ms) - min(queued_ms) FROM d),
-           (SELECT ms FROM r WHERE k = max(1, CAST(n * 0.50 AS INTEGER))),
-           (SELECT ms FROM r WHERE k = max(1, CAST(n * 0.99 AS INTEGER))),
+           (SELECT ms FROM r WHERE k = CASE WHEN n < 2 THEN 1 ELSE CAST(n * 0.50 AS INTEGER) END),
+           (SELECT ms FROM r WHERE k = CASE WHEN n < 2 THEN 1 ELSE CAST(n * 0.99 AS INTEGER) END),
            (SELECT count(*) FROM o WHERE prev > finished_ms)"
 }
 EVENTS='["same.shipment.to_pick_up","same.shipment.picked_up","same.shipment.processing","same.shipment.in_transit","same.shipment.delivered"]'
@@ -282,7 +347,7 @@ for r in "${RECEIVERS[@]}"; do [[ -n $(subscribe "$r" "$EVENTS") ]] || die "coul
 FANOUT=${FANOUT_SHIPMENTS:-4000}
 # 1. Capacity: FANOUT shipments moved at once (scenario calls of 1,000 back to back), then
 #    drained; deliveries/s over the whole span. Latency here is mostly time in the queue.
-first=$(sqlite3 "file:$DB?mode=ro" "SELECT coalesce(max(id), 0) FROM webhook_deliveries")
+first=$(sql "SELECT coalesce(max(id), 0) FROM webhook_deliveries")
 log "fan-out burst: $FANOUT shipments × 5 events × 4 endpoints"
 for ((moved = 0; moved < FANOUT; moved += 1000)); do scenario_over 1000; done
 drain_deliveries
@@ -292,7 +357,7 @@ FAN_RATE=$(awk -v n="$FAN_OK" -v ms="$FAN_SPAN" 'BEGIN { printf "%.0f", n * 1000
 #    as ten scenario calls a second over RATE/200 shipments each (RATE/10 deliveries), so
 #    the offered load is smooth at a tenth of a second.
 RATE=${FANOUT_RATE:-5000}
-first=$(sqlite3 "file:$DB?mode=ro" "SELECT coalesce(max(id), 0) FROM webhook_deliveries")
+first=$(sql "SELECT coalesce(max(id), 0) FROM webhook_deliveries")
 log "fan-out at $RATE deliveries/s for 8 s"
 start_ns=$(date +%s%N)
 for ((call = 1; call <= 80; call++)); do
@@ -314,6 +379,7 @@ parcels=$((parcels_after - parcels_before))
 inflight=$((orders - s201))
 
 echo
+echo "backend: $BACKEND, serve processes: $PROCESSES"
 printf '%-8s %10s %9s %9s %9s\n' endpoint 'req/s' 'p50 ms' 'p99 ms' 'vs floor'
 for name in floor preview sync sync_hooks ops; do
   ratio=$(awk -v a="${RPS[$name]}" -v b="${RPS[floor]}" 'BEGIN { printf "%.3f", a / b }')

@@ -525,15 +525,29 @@ pub(super) async fn record_attempt(c: &impl Sql, a: &AttemptRecord) -> Result<()
     let at_ms = a.at.as_millisecond();
     let failing_since = match a.outcome {
         AttemptOutcome::Delivered => {
-            // A healthy endpoint's row is rewritten at most once a second, not per delivery.
-            c.execute(
-                "UPDATE webhook_endpoints SET failing_since_ms = NULL, last_success_ms = $2, last_error = NULL
-                 WHERE id = $1 AND (failing_since_ms IS NOT NULL OR last_error IS NOT NULL
-                    OR last_success_ms IS NULL OR last_success_ms < $2::bigint - 1000)",
-                &[&a.endpoint_id, &at_ms],
-            )
-            .await
-            .map_err(map_err)?;
+            // A healthy endpoint's row is rewritten at most once a second, not per delivery;
+            // and whether it is due is read first, without a lock: an `UPDATE` whose
+            // condition turns out false still waits for a concurrent writer of the row, so
+            // every delivery to the endpoint would queue behind the one rewriting it.
+            let due = c
+                .query_one(
+                    "SELECT failing_since_ms IS NOT NULL OR last_error IS NOT NULL OR last_success_ms IS NULL
+                        OR last_success_ms < $2::bigint - 1000
+                     FROM webhook_endpoints WHERE id = $1",
+                    &[&a.endpoint_id, &at_ms],
+                )
+                .await
+                .map_err(map_err)?;
+            if col::<bool>(&due, 0)? {
+                c.execute(
+                    "UPDATE webhook_endpoints SET failing_since_ms = NULL, last_success_ms = $2, last_error = NULL
+                     WHERE id = $1 AND (failing_since_ms IS NOT NULL OR last_error IS NOT NULL
+                        OR last_success_ms IS NULL OR last_success_ms < $2::bigint - 1000)",
+                    &[&a.endpoint_id, &at_ms],
+                )
+                .await
+                .map_err(map_err)?;
+            }
             None
         }
         AttemptOutcome::DisableEndpoint => {
