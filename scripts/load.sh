@@ -20,7 +20,8 @@
 #      dropslot_load_<pid> is created on that server and dropped on exit), PROCESSES (serve
 #      processes on the one database, default 1; more only on PostgreSQL: wrk's connections
 #      are split evenly between them, one wrk per process, and the figures are summed (rates)
-#      or the worst taken (latencies); scenario calls and the ops run go to the first).
+#      or the worst taken (latencies); scenario calls and the ops run go to the first),
+#      ONLY (all, default; api: floor, preview and sync only, with the durability check).
 #
 # Idempotent: every run uses a fresh database and ephemeral 127.0.0.1 ports;
 # every server it starts is stopped on exit. Exit status is non-zero when a check fails
@@ -232,6 +233,7 @@ for pid in "${APP_PIDS[@]}"; do kill -9 "$pid"; wait "$pid" 2>/dev/null || true;
 read -r orders_after parcels_after < <(count_rows)
 
 # ---------------------------------------------------------------- lifecycle
+if [[ ${ONLY:-all} == all ]]; then
 log "restarting dropslot on the same database"
 start_apps "$TMP/dropslot-restarted"
 LIVE=$("$DROPSLOT" token create --database "$DB_URL" --client 1 --kind live)
@@ -368,6 +370,8 @@ done
 drain_deliveries
 read -r PACE_N PACE_OK PACE_SPAN PACE_P50 PACE_P99 PACE_DISORDER < <(fanout_stats "$first")
 
+fi # ONLY=all
+
 # ---------------------------------------------------------------- report
 ok=1
 non2xx=$(field sync non2xx)
@@ -381,23 +385,27 @@ inflight=$((orders - s201))
 echo
 echo "backend: $BACKEND, serve processes: $PROCESSES"
 printf '%-8s %10s %9s %9s %9s\n' endpoint 'req/s' 'p50 ms' 'p99 ms' 'vs floor'
-for name in floor preview sync sync_hooks ops; do
+NAMES=(floor preview sync)
+[[ ${ONLY:-all} == all ]] && NAMES+=(sync_hooks ops)
+for name in "${NAMES[@]}"; do
   ratio=$(awk -v a="${RPS[$name]}" -v b="${RPS[floor]}" 'BEGIN { printf "%.3f", a / b }')
   printf '%-8s %10.0f %9.2f %9.2f %9s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio"
 done
 echo
-echo "scenario happy, one call over 1000 shipments: ${SCENARIO_MS[*]} ms"
-echo "sync with 2 webhook endpoints: $(awk -v a="${RPS[sync_hooks]}" -v b="${RPS[sync]}" 'BEGIN { printf "%.3f", a / b }') of sync without"
-echo "webhook fan-out, burst: $FAN_OK of $FAN_N deliveries in $FAN_SPAN ms = $FAN_RATE deliveries/s (queued-to-answered p50 $FAN_P50 ms, p99 $FAN_P99 ms)"
-echo "webhook fan-out at $RATE/s offered: $PACE_OK of $PACE_N deliveries; queued-to-answered p50 $PACE_P50 ms, p99 $PACE_P99 ms"
-if ((FAN_OK != FAN_N || FAN_N != FANOUT * 20 || PACE_OK != PACE_N || PACE_N != RATE * 8)); then
-  echo "FAIL: not every fan-out delivery was delivered ($FAN_OK of $FAN_N, $PACE_OK of $PACE_N)"; ok=0
-fi
-if ((FAN_DISORDER + PACE_DISORDER != 0)); then
-  echo "FAIL: $((FAN_DISORDER + PACE_DISORDER)) deliveries finished before an earlier one of their stream"; ok=0
-fi
-if [[ $(field ops non2xx) != 0 || $(field ops errors) != 0 ]]; then
-  echo "FAIL: ops transitions: $(field ops non2xx) non-2xx, $(field ops errors) socket errors"; ok=0
+if [[ ${ONLY:-all} == all ]]; then
+  echo "scenario happy, one call over 1000 shipments: ${SCENARIO_MS[*]} ms"
+  echo "sync with 2 webhook endpoints: $(awk -v a="${RPS[sync_hooks]}" -v b="${RPS[sync]}" 'BEGIN { printf "%.3f", a / b }') of sync without"
+  echo "webhook fan-out, burst: $FAN_OK of $FAN_N deliveries in $FAN_SPAN ms = $FAN_RATE deliveries/s (queued-to-answered p50 $FAN_P50 ms, p99 $FAN_P99 ms)"
+  echo "webhook fan-out at $RATE/s offered: $PACE_OK of $PACE_N deliveries; queued-to-answered p50 $PACE_P50 ms, p99 $PACE_P99 ms"
+  if ((FAN_OK != FAN_N || FAN_N != FANOUT * 20 || PACE_OK != PACE_N || PACE_N != RATE * 8)); then
+    echo "FAIL: not every fan-out delivery was delivered ($FAN_OK of $FAN_N, $PACE_OK of $PACE_N)"; ok=0
+  fi
+  if ((FAN_DISORDER + PACE_DISORDER != 0)); then
+    echo "FAIL: $((FAN_DISORDER + PACE_DISORDER)) deliveries finished before an earlier one of their stream"; ok=0
+  fi
+  if [[ $(field ops non2xx) != 0 || $(field ops errors) != 0 ]]; then
+    echo "FAIL: ops transitions: $(field ops non2xx) non-2xx, $(field ops errors) socket errors"; ok=0
+  fi
 fi
 echo "sync durability: wrk saw $requests responses, $s201 of them 201, $non2xx non-2xx; $sent requests sent"
 echo "                 orders rows committed during the run: $orders (parcels $parcels), counted after kill -9"

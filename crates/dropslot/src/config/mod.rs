@@ -61,6 +61,7 @@ struct RawWebhooks {
 #[serde(deny_unknown_fields)]
 struct RawPostgres {
     pool_size: usize,
+    order_writers: usize,
     connect_timeout: String,
     statement_timeout: String,
 }
@@ -70,6 +71,8 @@ struct RawPostgres {
 pub struct PostgresSettings {
     /// Connections per process at most.
     pub pool_size: usize,
+    /// Order batches written at once per process (each on a pooled connection).
+    pub order_writers: usize,
     /// Connecting, and waiting for a free pooled connection, at most this long.
     pub connect_timeout: Duration,
     /// The server cancels a statement that runs longer.
@@ -81,6 +84,9 @@ fn postgres_settings(raw: &RawPostgres) -> Result<PostgresSettings, ConfigError>
     if !(1..=1000).contains(&raw.pool_size) {
         return Err(invalid("pool_size", "from 1 to 1000".into()));
     }
+    if raw.order_writers < 1 || raw.order_writers >= raw.pool_size.max(2) {
+        return Err(invalid("order_writers", "from 1 to pool_size - 1 (requests need connections too)".into()));
+    }
     let connect_timeout = parse_duration(&raw.connect_timeout).map_err(|e| invalid("connect_timeout", e))?;
     let statement_timeout = parse_duration(&raw.statement_timeout).map_err(|e| invalid("statement_timeout", e))?;
     for (key, d) in [("connect_timeout", connect_timeout), ("statement_timeout", statement_timeout)] {
@@ -88,7 +94,12 @@ fn postgres_settings(raw: &RawPostgres) -> Result<PostgresSettings, ConfigError>
             return Err(invalid(key, "from 100ms to 1h".into()));
         }
     }
-    Ok(PostgresSettings { pool_size: raw.pool_size, connect_timeout, statement_timeout })
+    Ok(PostgresSettings {
+        pool_size: raw.pool_size,
+        order_writers: raw.order_writers,
+        connect_timeout,
+        statement_timeout,
+    })
 }
 
 /// Webhook delivery (`[webhooks]`, docs/webhooks.md).

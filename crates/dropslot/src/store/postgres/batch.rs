@@ -1,6 +1,6 @@
-//! Concurrent orders share a transaction: a process's order requests queue here, and a few
-//! writer tasks each take every order waiting (up to a bound) and write them with one
-//! statement and one COMMIT (`insert::insert_orders`). Under load, the cost of a round
+//! Concurrent orders share a transaction: a process's order requests queue here, and
+//! `[postgres] order_writers` writer tasks each take every order waiting (up to a bound) and
+//! write them with one statement and one COMMIT (`insert::insert_orders`). Under load, the cost of a round
 //! trip, a plan's start-up and a WAL flush is shared by the whole batch; with one order
 //! waiting, a batch is that order. Each order is answered only after its COMMIT.
 //!
@@ -20,9 +20,6 @@ use super::map_err;
 use super::outbox::Sink;
 use crate::store::{CreateOrderError, NewOrder, OrderIds, Outbox, Scope, StoreError};
 
-/// Writer tasks per process: batches in flight at once (each holds a pooled connection
-/// while it writes).
-const WRITERS: usize = 4;
 /// Orders in one batch at most, and drop-offs (a batch stops growing at either).
 const MAX_ORDERS: usize = 64;
 const MAX_DROP_OFFS: usize = 1_000;
@@ -42,10 +39,10 @@ pub(super) struct Batcher {
 impl Batcher {
     /// Starts the writers (on the current Tokio runtime); they stop when the batcher is
     /// dropped and the queue is empty.
-    pub(super) fn start(pool: &Pool, outbox: &Arc<dyn Outbox>) -> Batcher {
+    pub(super) fn start(pool: &Pool, outbox: &Arc<dyn Outbox>, writers: usize) -> Batcher {
         let (queue, jobs) = mpsc::channel(QUEUE);
         let jobs = Arc::new(Mutex::new(jobs));
-        for _ in 0..WRITERS {
+        for _ in 0..writers {
             tokio::spawn(writer(jobs.clone(), pool.clone(), outbox.clone()));
         }
         Batcher { queue }

@@ -52,6 +52,7 @@ pub struct PgStore {
     outbox: Arc<dyn Outbox>,
     /// Started by the first order (it needs the runtime).
     orders: std::sync::OnceLock<batch::Batcher>,
+    order_writers: usize,
 }
 
 impl PgStore {
@@ -73,7 +74,7 @@ impl PgStore {
             .recycle_timeout(Some(settings.connect_timeout))
             .build()
             .map_err(|e| StoreError::Invalid(format!("the PostgreSQL pool: {e}")))?;
-        Ok(PgStore { pool, outbox, orders: std::sync::OnceLock::new() })
+        Ok(PgStore { pool, outbox, orders: std::sync::OnceLock::new(), order_writers: settings.order_writers })
     }
 
     /// Tells the outbox how many deliveries a committed unit of work queued.
@@ -450,7 +451,8 @@ impl Store for PgStore {
         render: RenderFn,
     ) -> Result<CreatedOrder, CreateOrderError> {
         if order.idempotency.is_none() {
-            let batcher = self.orders.get_or_init(|| batch::Batcher::start(&self.pool, &self.outbox));
+            let batcher =
+                self.orders.get_or_init(|| batch::Batcher::start(&self.pool, &self.outbox, self.order_writers));
             let ids = batcher.create(scope, order).await?;
             return Ok(CreatedOrder { ids, body: None });
         }
