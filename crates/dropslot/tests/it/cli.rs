@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn dropslot(db: &str, args: &[&str]) -> std::process::Output {
+pub fn dropslot(db: &str, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_dropslot"))
         .args(args)
         .env("DATABASE_URL", db)

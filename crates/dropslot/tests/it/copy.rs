@@ -36,15 +36,6 @@ const TABLES: &[&str] = &[
     "webhook_attempts",
 ];
 
-fn dropslot(args: &[&str], db: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dropslot"))
-        .args(args)
-        .env("DATABASE_URL", db)
-        .env_remove("DROPSLOT_CONFIG")
-        .output()
-        .expect("run dropslot")
-}
-
 fn copy(from: &str, to: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dropslot"))
         .args(["copy", "--from", from, "--to", to])
@@ -237,10 +228,10 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     let (server, base, demo) = crate::cli::spawn_serve_with(&sqlite, &env);
     let server = Serve(server);
     let demo = demo.expect("a demo token on the empty file");
-    let client = stdout(&dropslot(&["client", "create", "--name", "Copy Parcels"], &sqlite));
-    let token = stdout(&dropslot(&["token", "create", "--client", &client, "--kind", "test"], &sqlite));
-    let revoked = stdout(&dropslot(&["token", "create", "--client", &client, "--kind", "live"], &sqlite));
-    assert!(dropslot(&["token", "revoke", &revoked[..16]], &sqlite).status.success());
+    let client = stdout(&crate::cli::dropslot(&sqlite, &["client", "create", "--name", "Copy Parcels"]));
+    let token = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "test"]));
+    let revoked = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "live"]));
+    assert!(crate::cli::dropslot(&sqlite, &["token", "revoke", &revoked[..16]]).status.success());
     let source = Client { http: http.clone(), base };
     let replayed_body = request(&[2500.0]);
     let (seen, idempotent, before) = rt.block_on(async {
