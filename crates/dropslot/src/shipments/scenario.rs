@@ -1,7 +1,7 @@
 //! The six prepared outcomes (CONTRACT §6) as data: the statuses each walks, and the moves
 //! that take a shipment from where it is to the end of that walk. Pure.
 
-use super::{Actor, Move, Proof, ProofKind, Status};
+use super::{Actor, Leg, Move, NewEvent, Proof, ProofKind, Status};
 
 /// One of the interface's endpoints 4–9.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +64,16 @@ impl Scenario {
             Scenario::DeliveringDropOffShipments => {}
         }
         path
+    }
+
+    /// What this scenario does to a loaded shipment (`moved`: a scenario already moved it):
+    /// its events, or why it is skipped. Both backends call this under their locks.
+    pub fn events_for(self, leg: &Leg, moved: bool) -> Result<Vec<NewEvent>, String> {
+        if moved {
+            return Err(ALREADY_MOVED.to_string());
+        }
+        let moves = self.moves(leg.drop_off.status)?;
+        super::plan_moves(leg, &moves).map_err(|r| r.to_string())
     }
 
     /// The moves from `from` to the end of the path, or why there are none.

@@ -6,6 +6,19 @@ use jiff::Timestamp;
 
 use super::{StoredEvent, StoredParcel, StoredShipment};
 
+/// A change's recorded events `(drop-off shipment, event)` grouped by shipment, shipments
+/// in the order they first appear and each one's events in order: one outbox call each.
+pub fn by_shipment(events: &[(i64, StoredEvent)]) -> Vec<(i64, Vec<StoredEvent>)> {
+    let mut groups: Vec<(i64, Vec<StoredEvent>)> = Vec::new();
+    for (shipment, e) in events {
+        match groups.iter_mut().find(|(s, _)| s == shipment) {
+            Some((_, mine)) => mine.push(e.clone()),
+            None => groups.push((*shipment, vec![e.clone()])),
+        }
+    }
+    groups
+}
+
 /// An endpoint that may receive a shipment's events, as a backend's outbox reads it: its id,
 /// the kinds it takes, and its tenant (the shipment's).
 pub(crate) struct Subscriber {

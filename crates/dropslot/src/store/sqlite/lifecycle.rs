@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::map_err;
 use super::outbox::{self, Sink};
 use crate::ids::DropOffShipmentId;
-use crate::shipments::{self, ALREADY_MOVED, Actor, Current, Leg, Move, NewEvent, Scenario, ShipmentKind, Status};
+use crate::shipments::{self, Actor, Current, Leg, Move, NewEvent, Scenario, ShipmentKind, Status};
 use crate::store::{MoveOutcome, ScenarioResult, Scope, Selection, StoreError, StoredEvent, Visibility};
 
 /// Records a status change with the shipment's next sequence number; runs in the transaction
@@ -193,12 +193,7 @@ pub(super) fn run_scenario(
         let (drop_off, status) = (DropOffShipmentId(s.leg.drop_off.id), s.leg.drop_off.status);
         let skip =
             |reason: String| ScenarioResult::Skipped { id: drop_off, unique_id: s.unique_id.clone(), status, reason };
-        if s.sandbox_moved {
-            results.push(skip(ALREADY_MOVED.to_string()));
-            continue;
-        }
-        let planned = scenario.moves(status).and_then(|m| shipments::plan_moves(&s.leg, &m).map_err(|r| r.to_string()));
-        match planned {
+        match scenario.events_for(&s.leg, s.sandbox_moved) {
             Err(reason) => results.push(skip(reason)),
             Ok(events) => {
                 apply(c, sink, &events, now)?;

@@ -178,14 +178,8 @@ pub(super) fn changes(
     events: &[(i64, StoredEvent)],
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    let mut seen: Vec<i64> = Vec::new();
-    for (shipment, _) in events {
-        if seen.contains(shipment) {
-            continue;
-        }
-        seen.push(*shipment);
-        let mine: Vec<StoredEvent> = events.iter().filter(|(s, _)| s == shipment).map(|(_, e)| e.clone()).collect();
-        shipment_events(c, sink, *shipment, &mine, false, now)?;
+    for (shipment, mine) in crate::store::webhooks::by_shipment(events) {
+        shipment_events(c, sink, shipment, &mine, false, now)?;
     }
     Ok(())
 }
