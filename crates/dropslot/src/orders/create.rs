@@ -14,12 +14,11 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
 use crate::http::{Envelope, JsonBody, json_response};
-use crate::ids::{self, DropOffShipmentId, PickUpShipmentId, ShipmentOrderId};
+use crate::ids;
 use crate::quote::schedule::iso;
-use crate::shipments::Status;
 use crate::store::{
     CreateOrderError, IdempotencyClaim, NewDropOff, NewOrder, NewParcel, NewPickUp, NewShipment, OrderIds, Scope,
-    StoredDropOff, StoredDropOffAddress, StoredParcel, StoredPickUp, StoredPickUpAddress, StoredShipment,
+    StoredDropOffAddress, StoredPickUpAddress, StoredShipment,
 };
 
 const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
@@ -235,61 +234,12 @@ struct Draft {
 
 impl Draft {
     fn new(base: &str, o: &NewOrder) -> Draft {
-        let p = &o.pick_up;
-        let pick_up = StoredPickUp {
-            id: PickUpShipmentId(0),
-            unique_id: p.unique_id.clone(),
-            label_token: p.label_token.clone(),
-            scheduled_date: p.scheduled_date.to_string(),
-            start_at: iso(&p.start),
-            end_at: iso(&p.end),
-            status: Status::Scheduled,
-            slot_name: p.slot_name.clone(),
-            address_text: p.address.text.clone(),
-        };
-        let shipments = o
-            .shipments
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let d = &s.drop_off;
-                StoredShipment {
-                    order_unique_id: o.unique_id.clone(),
-                    drop_off_index: i,
-                    shipment_order: ShipmentOrderId(0),
-                    shipment_order_unique_id: s.unique_id.clone(),
-                    totals: s.totals,
-                    pick_up: pick_up.clone(),
-                    drop_off: StoredDropOff {
-                        id: DropOffShipmentId(0),
-                        unique_id: d.unique_id.clone(),
-                        label_token: d.label_token.clone(),
-                        scheduled_date: d.scheduled_date.to_string(),
-                        slot_code: d.slot_code.clone(),
-                        slot_name: d.slot_name.clone(),
-                        start_at: iso(&d.start),
-                        end_at: iso(&d.end),
-                        city: d.city.clone(),
-                        address: d.address.clone(),
-                        status: Status::Scheduled,
-                        attempts: 0,
-                        max_attempts: d.max_attempts,
-                    },
-                    parcels: s
-                        .parcels
-                        .iter()
-                        .map(|p| StoredParcel {
-                            pick_up_code: p.pick_up_code.clone(),
-                            custom_code: p.custom_code.as_ref().map(|c| c.as_str().to_string()),
-                            size_code: p.size_code.clone(),
-                            label_token: p.label_token.clone(),
-                        })
-                        .collect(),
-                    events: Vec::new(),
-                }
-            })
-            .collect();
-        Draft { base: base.to_string(), unique_id: o.unique_id.clone(), created_at: iso(&o.created_at), shipments }
+        Draft {
+            base: base.to_string(),
+            unique_id: o.unique_id.clone(),
+            created_at: iso(&o.created_at),
+            shipments: o.stored_shipments(None),
+        }
     }
 
     fn render(&self, ids: &OrderIds) -> serde_json::Result<String> {

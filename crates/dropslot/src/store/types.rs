@@ -6,6 +6,7 @@ use crate::ids::CustomCode;
 use crate::ids::{ClientId, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId};
 use crate::money::Money;
 use crate::quote::{Milligrams, Totals};
+use crate::store::{StoredDropOff, StoredParcel, StoredPickUp, StoredShipment};
 
 /// Test and live data never mix: every tenant row carries its mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -180,6 +181,70 @@ pub struct NewOrder {
     pub pick_up: NewPickUp,
     pub shipments: Vec<NewShipment>,
     pub idempotency: Option<IdempotencyClaim>,
+}
+
+impl NewOrder {
+    /// Its drop-off shipments as a read would load them once written (no events), with the
+    /// row ids the store assigned, or 0 before. The created response and the creation's
+    /// webhooks render from these, so neither can differ from a later read.
+    pub fn stored_shipments(&self, ids: Option<&OrderIds>) -> Vec<StoredShipment> {
+        use crate::quote::schedule::iso;
+        use crate::shipments::Status;
+        let p = &self.pick_up;
+        let pick_up = StoredPickUp {
+            id: ids.map_or(PickUpShipmentId(0), |i| i.pick_up),
+            unique_id: p.unique_id.clone(),
+            label_token: p.label_token.clone(),
+            scheduled_date: p.scheduled_date.to_string(),
+            start_at: iso(&p.start),
+            end_at: iso(&p.end),
+            status: Status::Scheduled,
+            slot_name: p.slot_name.clone(),
+            address_text: p.address.text.clone(),
+        };
+        self.shipments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let d = &s.drop_off;
+                let assigned = ids.and_then(|ids| ids.shipments.get(i));
+                StoredShipment {
+                    order_unique_id: self.unique_id.clone(),
+                    drop_off_index: i,
+                    shipment_order: assigned.map_or(ShipmentOrderId(0), |a| a.shipment_order),
+                    shipment_order_unique_id: s.unique_id.clone(),
+                    totals: s.totals,
+                    pick_up: pick_up.clone(),
+                    drop_off: StoredDropOff {
+                        id: assigned.map_or(DropOffShipmentId(0), |a| a.drop_off),
+                        unique_id: d.unique_id.clone(),
+                        label_token: d.label_token.clone(),
+                        scheduled_date: d.scheduled_date.to_string(),
+                        slot_code: d.slot_code.clone(),
+                        slot_name: d.slot_name.clone(),
+                        start_at: iso(&d.start),
+                        end_at: iso(&d.end),
+                        city: d.city.clone(),
+                        address: d.address.clone(),
+                        status: Status::Scheduled,
+                        attempts: 0,
+                        max_attempts: d.max_attempts,
+                    },
+                    parcels: s
+                        .parcels
+                        .iter()
+                        .map(|p| StoredParcel {
+                            pick_up_code: p.pick_up_code.clone(),
+                            custom_code: p.custom_code.as_ref().map(|c| c.as_str().to_string()),
+                            size_code: p.size_code.clone(),
+                            label_token: p.label_token.clone(),
+                        })
+                        .collect(),
+                    events: Vec::new(),
+                }
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@
 
 use jiff::Timestamp;
 
-use super::{StoredEvent, StoredParcel, StoredShipment};
+use super::{StoreError, StoredEvent, StoredParcel, StoredShipment};
 
 /// A change's recorded events `(drop-off shipment, event)` grouped by shipment, shipments
 /// in the order they first appear and each one's events in order: one outbox call each.
@@ -32,6 +32,62 @@ impl Subscriber {
     pub fn wants(&self, event: &str) -> bool {
         self.events.iter().any(|e| e == "*" || e == event)
     }
+}
+
+/// A message a change queues, rendered, with the endpoints it goes to. Each delivery joins
+/// the back of its (endpoint, shipment) stream: `behind` when the stream already has an
+/// unfinished delivery (it is queued `waiting`), else `pending`.
+pub(crate) struct Queued {
+    pub event: String,
+    pub body: String,
+    /// The drop-off shipment: the stream's ordering key.
+    pub shipment: i64,
+    /// `(endpoint, behind)`, in the subscribers' order.
+    pub deliveries: Vec<(i64, bool)>,
+}
+
+/// The messages one drop-off shipment's new `events` queue to its `subscribers` (the
+/// client's enabled endpoints in its mode): each event a subscriber takes, and for a
+/// `created` shipment each parcel's `same.parcel.created`, rendered by `outbox`. `busy[i]`
+/// says whether subscriber i's stream for this shipment has an unfinished delivery (none,
+/// for a created one); a queued delivery makes it busy. Both backends write what this plans.
+pub(crate) fn plan(
+    outbox: &dyn Outbox,
+    subscribers: &[Subscriber],
+    busy: &mut [bool],
+    shipment: &StoredShipment,
+    events: &[StoredEvent],
+    created: bool,
+    now: Timestamp,
+) -> Result<Vec<Queued>, StoreError> {
+    let mut queued = Vec::new();
+    let mut queue = |event: String, body: String| {
+        let deliveries = subscribers
+            .iter()
+            .zip(busy.iter_mut())
+            .filter(|(s, _)| s.wants(&event))
+            .map(|(s, busy)| (s.id, std::mem::replace(busy, true)))
+            .collect();
+        queued.push(Queued { event, body, shipment: shipment.drop_off.id.0, deliveries });
+    };
+    for e in events {
+        let kind = format!("same.shipment.{}", e.to.as_str());
+        if subscribers.iter().any(|s| s.wants(&kind)) {
+            let body = outbox.shipment_event(shipment, e).map_err(StoreError::Corrupt)?;
+            queue(kind, body);
+        }
+    }
+    if created {
+        let kind = "same.parcel.created";
+        if subscribers.iter().any(|s| s.wants(kind)) {
+            let at = events.first().map_or(now, |e| e.at);
+            for p in &shipment.parcels {
+                let body = outbox.parcel_created(shipment, p, at).map_err(StoreError::Corrupt)?;
+                queue(kind.to_string(), body);
+            }
+        }
+    }
+    Ok(queued)
 }
 
 /// `msg_` + 22 base64url characters (16 random bytes): a message's stable `webhook-id`.

@@ -16,6 +16,7 @@ use crate::ids::{CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmen
 use crate::money::Money;
 use crate::quote::schedule::iso;
 use crate::shipments::{self, ShipmentKind};
+use crate::store::webhooks::plan;
 use crate::store::{
     CreateOrderError, CreatedOrder, NewDropOff, NewOrder, OrderIds, RenderFn, Scope, ShipmentIds, StoreError,
     StoredEvent,
@@ -419,29 +420,62 @@ pub(super) async fn insert_orders(
                 parcels,
             });
         }
-        // The drop-offs' webhooks, in order, when the client has endpoints in this mode.
-        if got.subscribers.get(&key).is_some_and(|&n| n > 0) {
-            let created = o.created_at.timestamp();
-            for s in &shipments {
-                let id = *got.events.get(&s.drop_off.0).ok_or_else(|| missing("first event"))?;
-                let e = shipments::created(ShipmentKind::DropOff, s.drop_off.0);
-                let scheduled = StoredEvent {
-                    id,
-                    seq: 1,
-                    from: e.from,
-                    to: e.to,
-                    at: created,
-                    actor: e.actor,
-                    reason: e.reason,
-                    attempt: e.attempt,
-                    proof: e.proof,
-                };
-                outbox::shipment_events(c, sink, s.drop_off.0, std::slice::from_ref(&scheduled), true, created).await?;
-            }
-        }
         all.push(OrderIds { order, pick_up, saved_address, shipments });
     }
+    queue_webhooks(c, sink, orders, &all, &got).await?;
     Ok(all)
+}
+
+/// The new drop-offs' `scheduled` and `same.parcel.created` webhooks, for the orders whose
+/// client has endpoints in their mode: rendered from the orders as written (the same
+/// shipments a read would load) and queued in one write. A new shipment's streams are empty.
+async fn queue_webhooks(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    orders: &[(Scope, &NewOrder)],
+    ids: &[OrderIds],
+    got: &Inserted,
+) -> Result<(), StoreError> {
+    let subscribed = |n: usize| ordinal(n).is_ok_and(|key| got.subscribers.get(&key).is_some_and(|&k| k > 0));
+    let mut tenants: Vec<(i64, &str)> = Vec::new();
+    for (n, (scope, _)) in orders.iter().enumerate() {
+        let tenant = (scope.client.0, scope.mode.as_str());
+        if subscribed(n) && !tenants.contains(&tenant) {
+            tenants.push(tenant);
+        }
+    }
+    if tenants.is_empty() {
+        return Ok(());
+    }
+    let by_tenant = outbox::subscribers_of(c, &tenants).await?;
+    let mut planned = outbox::Planned::default();
+    for (n, ((scope, o), ids)) in orders.iter().zip(ids).enumerate() {
+        let tenant = (scope.client.0, scope.mode.as_str().to_string());
+        let Some(subscribers) = by_tenant.get(&tenant).filter(|_| subscribed(n)) else { continue };
+        let created = o.created_at.timestamp();
+        for shipment in o.stored_shipments(Some(ids)) {
+            let drop_off = shipment.drop_off.id.0;
+            let id = *got.events.get(&drop_off).ok_or_else(|| {
+                StoreError::Corrupt(format!("drop-off shipment {drop_off} was inserted without its first event"))
+            })?;
+            let e = shipments::created(ShipmentKind::DropOff, drop_off);
+            let scheduled = StoredEvent {
+                id,
+                seq: 1,
+                from: e.from,
+                to: e.to,
+                at: created,
+                actor: e.actor,
+                reason: e.reason,
+                attempt: e.attempt,
+                proof: e.proof,
+            };
+            let mut busy = vec![false; subscribers.len()];
+            let queued = plan(sink.outbox, subscribers, &mut busy, &shipment, &[scheduled], true, created)?;
+            planned.add((tenant.0, &tenant.1), created, queued);
+        }
+    }
+    planned.write(c, sink).await
 }
 
 /// One order in the caller's transaction, its idempotency key claimed first when it has one,

@@ -6,9 +6,14 @@
 use super::sql::Sql;
 use jiff::Timestamp;
 
+use std::collections::HashMap;
+
+use tokio_postgres::types::Type;
+
+use super::lifecycle::column;
 use super::map_err;
 use super::reads::shipment_without_events;
-use crate::store::webhooks::Subscriber;
+use crate::store::webhooks::{Queued, Subscriber, plan};
 use crate::store::{Outbox, StoreError, StoredEvent};
 
 /// The outbox a unit of work renders with, and how many deliveries it queued (reported
@@ -142,68 +147,167 @@ async fn insert_delivery(
     Ok(row.get(0))
 }
 
-/// The events of one drop-off shipment, just recorded in this transaction: rendered and
-/// queued to every subscribed endpoint. With no endpoint, nothing is read or rendered.
-pub(super) async fn shipment_events(
-    c: &impl Sql,
-    sink: &mut Sink<'_>,
-    drop_off: i64,
-    events: &[StoredEvent],
-    created: bool,
-    now: Timestamp,
-) -> Result<(), StoreError> {
-    let subscribers = subscribers(c, drop_off).await?;
-    let Some(first) = subscribers.first() else { return Ok(()) };
-    let tenant = (first.client, first.mode.as_str());
-    let shipment = shipment_without_events(c, drop_off).await?;
-    // Whether each subscriber's stream for this shipment has an unfinished delivery: a new
-    // shipment's streams are empty; otherwise looked up once, before the first delivery.
-    let mut busy: Vec<Option<bool>> = vec![created.then_some(false); subscribers.len()];
-    let mut bodies: Vec<(String, String)> = Vec::new();
-    for e in events {
-        let kind = format!("same.shipment.{}", e.to.as_str());
-        if subscribers.iter().any(|s| s.wants(&kind)) {
-            let body = sink.outbox.shipment_event(&shipment, e).map_err(StoreError::Corrupt)?;
-            bodies.push((kind, body));
-        }
-    }
-    if created {
-        let kind = "same.parcel.created";
-        if subscribers.iter().any(|s| s.wants(kind)) {
-            let at = events.first().map_or(now, |e| e.at);
-            for p in &shipment.parcels {
-                let body = sink.outbox.parcel_created(&shipment, p, at).map_err(StoreError::Corrupt)?;
-                bodies.push((kind.to_string(), body));
-            }
-        }
-    }
-    for (kind, body) in &bodies {
-        let message = insert_message(c, tenant, kind, body, now).await?;
-        for (i, s) in subscribers.iter().enumerate() {
-            if !s.wants(kind) {
-                continue;
-            }
-            let behind = match busy[i] {
-                Some(b) => b,
-                None => stream_busy(c, s.id, drop_off).await?,
-            };
-            insert_delivery(c, message, s.id, Some(drop_off), behind).await?;
-            busy[i] = Some(true);
-            sink.queued += 1;
-        }
-    }
-    Ok(())
+/// Messages and deliveries to write in one statement ([`Planned::write`]): a change's
+/// every shipment, or a batch's every order, costs one round trip for its webhooks.
+#[derive(Default)]
+pub(super) struct Planned {
+    webhook_ids: Vec<String>,
+    clients: Vec<i64>,
+    modes: Vec<String>,
+    events: Vec<String>,
+    bodies: Vec<String>,
+    created: Vec<Timestamp>,
+    /// Per delivery: its message's 1-based ordinal, endpoint, ordering key and state.
+    messages: Vec<i64>,
+    endpoints: Vec<i64>,
+    keys: Vec<i64>,
+    states: Vec<&'static str>,
 }
 
-/// Every shipment's events in `events`, grouped by drop-off shipment in their order.
+impl Planned {
+    /// Adds the messages of one shipment's tenant, created at `at`.
+    pub(super) fn add(&mut self, (client, mode): (i64, &str), at: Timestamp, queued: Vec<Queued>) {
+        for q in queued {
+            self.webhook_ids.push(crate::store::webhooks::new_webhook_id());
+            self.clients.push(client);
+            self.modes.push(mode.to_string());
+            self.events.push(q.event);
+            self.bodies.push(q.body);
+            self.created.push(at);
+            let message = i64::try_from(self.webhook_ids.len()).unwrap_or(i64::MAX);
+            for (endpoint, behind) in q.deliveries {
+                self.messages.push(message);
+                self.endpoints.push(endpoint);
+                self.keys.push(q.shipment);
+                self.states.push(if behind { "waiting" } else { "pending" });
+            }
+        }
+    }
+
+    /// Writes every message and delivery added, deliveries in the order added (their ids
+    /// order each stream), and counts the deliveries into `sink`.
+    pub(super) async fn write(self, c: &impl Sql, sink: &mut Sink<'_>) -> Result<(), StoreError> {
+        if self.webhook_ids.is_empty() {
+            return Ok(());
+        }
+        let n = c
+            .execute_typed(
+                "WITH m AS (
+                    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
+                            $6::timestamptz[])
+                        WITH ORDINALITY AS m (webhook_id, client_id, mode, event, body, created_at, ord)
+                ),
+                message AS (
+                    INSERT INTO webhook_messages (webhook_id, client_id, mode, event, body, created_at)
+                    SELECT webhook_id, client_id, mode, event, body, created_at FROM m ORDER BY ord
+                    RETURNING id, webhook_id
+                )
+                INSERT INTO webhook_deliveries (message_id, endpoint_id, ordering_key, state, next_attempt_ms,
+                    queued_ms)
+                SELECT message.id, d.endpoint, d.key, d.state, $11, $11
+                FROM unnest($7::bigint[], $8::bigint[], $9::bigint[], $10::text[])
+                        WITH ORDINALITY AS d (message, endpoint, key, state, ord)
+                    JOIN m ON m.ord = d.message
+                    JOIN message ON message.webhook_id = m.webhook_id
+                ORDER BY d.ord",
+                &[
+                    (&self.webhook_ids, Type::TEXT_ARRAY),
+                    (&self.clients, Type::INT8_ARRAY),
+                    (&self.modes, Type::TEXT_ARRAY),
+                    (&self.events, Type::TEXT_ARRAY),
+                    (&self.bodies, Type::TEXT_ARRAY),
+                    (&self.created, Type::TIMESTAMPTZ_ARRAY),
+                    (&self.messages, Type::INT8_ARRAY),
+                    (&self.endpoints, Type::INT8_ARRAY),
+                    (&self.keys, Type::INT8_ARRAY),
+                    (&self.states, Type::TEXT_ARRAY),
+                    (&now_ms(), Type::INT8),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        if usize::try_from(n).ok() != Some(self.endpoints.len()) {
+            return Err(StoreError::Corrupt(format!("{n} of {} webhook deliveries written", self.endpoints.len())));
+        }
+        sink.queued += self.endpoints.len();
+        Ok(())
+    }
+}
+
+/// The enabled endpoints of each of `tenants` (client, mode), by tenant, each tenant's in id
+/// order: one statement for a batch of orders.
+pub(super) async fn subscribers_of(
+    c: &impl Sql,
+    tenants: &[(i64, &str)],
+) -> Result<HashMap<(i64, String), Vec<Subscriber>>, StoreError> {
+    let (clients, modes): (Vec<i64>, Vec<&str>) = tenants.iter().copied().unzip();
+    let rows = c
+        .query_typed(
+            "SELECT e.id, e.events_json, e.client_id, e.mode FROM webhook_endpoints e
+             JOIN unnest($1::bigint[], $2::text[]) AS t (client_id, mode)
+                ON e.client_id = t.client_id AND e.mode = t.mode
+             WHERE e.enabled AND e.deleted_at IS NULL ORDER BY e.id",
+            &[(&clients, Type::INT8_ARRAY), (&modes, Type::TEXT_ARRAY)],
+        )
+        .await
+        .map_err(map_err)?;
+    let mut by_tenant: HashMap<(i64, String), Vec<Subscriber>> = HashMap::new();
+    for r in &rows {
+        let s = Subscriber {
+            id: column(r, 0)?,
+            events: super::json_column(column(r, 1)?, "webhook events")?,
+            client: column(r, 2)?,
+            mode: column(r, 3)?,
+        };
+        by_tenant.entry((s.client, s.mode.clone())).or_default().push(s);
+    }
+    Ok(by_tenant)
+}
+
+/// Takes the locks of the (endpoint, `key`) streams of `subscribers` (in endpoint order, as
+/// every writer takes them), then reads whether each has an unfinished delivery.
+async fn streams_busy(c: &impl Sql, subscribers: &[Subscriber], key: i64) -> Result<Vec<bool>, StoreError> {
+    let mut endpoints: Vec<i64> = subscribers.iter().map(|s| s.id).collect();
+    endpoints.sort_unstable();
+    c.execute_typed(
+        "SELECT pg_advisory_xact_lock((e << 32) # $2::bigint) FROM unnest($1::bigint[]) AS e",
+        &[(&endpoints, Type::INT8_ARRAY), (&key, Type::INT8)],
+    )
+    .await
+    .map_err(map_err)?;
+    // A new statement: its snapshot sees what the streams' previous holders committed.
+    let busy: Vec<i64> = c
+        .query_typed(
+            "SELECT DISTINCT endpoint_id FROM webhook_deliveries
+             WHERE endpoint_id = ANY($1) AND ordering_key = $2 AND state IN ('waiting', 'pending')",
+            &[(&endpoints, Type::INT8_ARRAY), (&key, Type::INT8)],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| column(r, 0))
+        .collect::<Result<_, _>>()?;
+    Ok(subscribers.iter().map(|s| busy.contains(&s.id)).collect())
+}
+
+/// Every shipment's events in `events` (recorded in this transaction), grouped by drop-off
+/// shipment in their order: rendered and queued to every subscribed endpoint, in one write.
+/// A shipment whose client has no endpoint in its mode costs one read.
 pub(super) async fn changes(
     c: &impl Sql,
     sink: &mut Sink<'_>,
     events: &[(i64, StoredEvent)],
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    for (shipment, mine) in crate::store::webhooks::by_shipment(events) {
-        shipment_events(c, sink, shipment, &mine, false, now).await?;
+    let mut planned = Planned::default();
+    for (drop_off, mine) in crate::store::webhooks::by_shipment(events) {
+        let subscribers = subscribers(c, drop_off).await?;
+        let Some(first) = subscribers.first() else { continue };
+        let tenant = (first.client, first.mode.clone());
+        let shipment = shipment_without_events(c, drop_off).await?;
+        let mut busy = streams_busy(c, &subscribers, drop_off).await?;
+        let queued = plan(sink.outbox, &subscribers, &mut busy, &shipment, &mine, false, now)?;
+        planned.add((tenant.0, &tenant.1), now, queued);
     }
-    Ok(())
+    planned.write(c, sink).await
 }

@@ -6,7 +6,7 @@ use rusqlite::{Connection, params};
 
 use super::map_err;
 use super::reads::shipment_without_events;
-use crate::store::webhooks::Subscriber;
+use crate::store::webhooks::{Subscriber, plan};
 use crate::store::{Outbox, StoreError, StoredEvent};
 
 /// The outbox a write job renders with, and how many deliveries it queued (reported after
@@ -127,45 +127,16 @@ pub(super) fn shipment_events(
     let Some(first) = subscribers.first() else { return Ok(()) };
     let tenant = (first.client, first.mode.as_str());
     let shipment = shipment_without_events(c, drop_off).map_err(map_err)?;
-    // Whether each subscriber's stream for this shipment has an unfinished delivery: a new
-    // shipment's streams are empty; otherwise looked up once, before the first delivery.
-    let mut busy: Vec<Option<bool>> = vec![created.then_some(false); subscribers.len()];
-    let mut queue = |kind: &str, body: &str, sink: &mut Sink<'_>| -> Result<(), StoreError> {
-        let mut message = None;
-        for (i, s) in subscribers.iter().enumerate() {
-            if !s.wants(kind) {
-                continue;
-            }
-            let m = match message {
-                Some(m) => m,
-                None => *message.insert(insert_message(c, tenant, kind, body, now)?),
-            };
-            let behind = match busy[i] {
-                Some(b) => b,
-                None => stream_busy(c, s.id, drop_off)?,
-            };
-            insert_delivery(c, m, s.id, Some(drop_off), behind)?;
-            busy[i] = Some(true);
-            sink.queued += 1;
-        }
-        Ok(())
+    let mut busy = if created {
+        vec![false; subscribers.len()]
+    } else {
+        subscribers.iter().map(|s| stream_busy(c, s.id, drop_off)).collect::<Result<_, _>>()?
     };
-    for e in events {
-        let kind = format!("same.shipment.{}", e.to.as_str());
-        if !subscribers.iter().any(|s| s.wants(&kind)) {
-            continue;
-        }
-        let body = sink.outbox.shipment_event(&shipment, e).map_err(StoreError::Corrupt)?;
-        queue(&kind, &body, sink)?;
-    }
-    if created {
-        let kind = "same.parcel.created";
-        if subscribers.iter().any(|s| s.wants(kind)) {
-            let at = events.first().map_or(now, |e| e.at);
-            for p in &shipment.parcels {
-                let body = sink.outbox.parcel_created(&shipment, p, at).map_err(StoreError::Corrupt)?;
-                queue(kind, &body, sink)?;
-            }
+    for q in plan(sink.outbox, &subscribers, &mut busy, &shipment, events, created, now)? {
+        let message = insert_message(c, tenant, &q.event, &q.body, now)?;
+        for (endpoint, behind) in q.deliveries {
+            insert_delivery(c, message, endpoint, Some(q.shipment), behind)?;
+            sink.queued += 1;
         }
     }
     Ok(())
