@@ -19,9 +19,12 @@
 #      DATABASE (unset: a temporary SQLite file; postgres://…/DB: a fresh database
 #      dropslot_load_<pid> is created on that server and dropped on exit), PROCESSES (serve
 #      processes on the one database, default 1; more only on PostgreSQL: wrk's connections
-#      are split evenly between them, one wrk per process, and the figures are summed (rates)
-#      or the worst taken (latencies); scenario calls and the ops run go to the first),
-#      ONLY (all, default; api: floor, preview and sync only, with the durability check).
+#      are split evenly between WRKS wrks, and the figures are summed (rates) or the worst
+#      taken (latencies); scenario calls and the ops run go to the first),
+#      ONLY (all, default; api: floor, preview and sync only, with the durability check),
+#      WRKS (wrk processes per measurement, default PROCESSES; wrk i drives process i mod
+#      PROCESSES, the floor included, so PROCESSES=1 WRKS=2 loads one process exactly as
+#      PROCESSES=2 loads two: the fair comparison of 1 and 2 processes on one machine).
 #
 # Idempotent: every run uses a fresh database and ephemeral 127.0.0.1 ports;
 # every server it starts is stopped on exit. Exit status is non-zero when a check fails
@@ -56,6 +59,8 @@ seconds() {
 need_apt=()
 command -v wrk >/dev/null || need_apt+=(wrk)
 PROCESSES=${PROCESSES:-1}
+WRKS=${WRKS:-$PROCESSES}
+((WRKS >= 1 && CONNECTIONS % WRKS == 0)) || die "WRKS=$WRKS must divide CONNECTIONS=$CONNECTIONS"
 case ${DATABASE:-} in
   "" | sqlite:*) BACKEND=sqlite; command -v sqlite3 >/dev/null || need_apt+=(sqlite3) ;;
   postgres://* | postgresql://*) BACKEND=postgres; command -v psql >/dev/null || need_apt+=(postgresql-client) ;;
@@ -177,15 +182,17 @@ SECS=$(seconds "$DURATION")
 declare -A RPS P50 P99 RESULT
 
 # run NAME PATH [extra env...]: warm-up, then the timed run, with wrk's connections split
-# evenly over the serve processes (one wrk each, at once); keeps a LOAD line in RESULT[NAME]:
-# requests, rates and counts summed, latencies the worst of the processes'. With FLOOR_ONLY=1,
-# PATH is a whole URL (the floor), run with one wrk.
+# evenly over WRKS wrk processes run at once, wrk i against serve process i mod PROCESSES;
+# keeps a LOAD line in RESULT[NAME]: requests, rates and counts summed, latencies the worst of
+# the wrks'. With FLOOR_ONLY=1, PATH is a whole URL (the floor), which every wrk drives.
 run() {
   local name=$1 path=$2 i
   shift 2
   local urls=()
-  if [[ ${FLOOR_ONLY:-0} == 1 ]]; then urls=("$path"); else for app in "${APPS[@]}"; do urls+=("$app$path"); done; fi
-  local conns=$((CONNECTIONS / ${#urls[@]}))
+  for ((i = 0; i < WRKS; i++)); do
+    if [[ ${FLOOR_ONLY:-0} == 1 ]]; then urls+=("$path"); else urls+=("${APPS[$((i % ${#APPS[@]}))]}$path"); fi
+  done
+  local conns=$((CONNECTIONS / WRKS))
   local wrks=()
   if [[ $WARMUP != 0 ]]; then
     for url in "${urls[@]}"; do
@@ -383,7 +390,7 @@ parcels=$((parcels_after - parcels_before))
 inflight=$((orders - s201))
 
 echo
-echo "backend: $BACKEND, serve processes: $PROCESSES"
+echo "backend: $BACKEND, serve processes: $PROCESSES, wrk processes: $WRKS"
 printf '%-8s %10s %9s %9s %9s\n' endpoint 'req/s' 'p50 ms' 'p99 ms' 'vs floor'
 NAMES=(floor preview sync)
 [[ ${ONLY:-all} == all ]] && NAMES+=(sync_hooks ops)

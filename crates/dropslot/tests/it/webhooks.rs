@@ -548,3 +548,41 @@ async fn a_target_that_resolves_inward_is_refused_at_delivery() {
     child.kill().unwrap();
     let _ = child.wait();
 }
+
+/// A delivery queued for an endpoint deleted meanwhile is failed when claimed, never sent.
+/// On `PostgreSQL` an order that read the endpoint as enabled can commit its deliveries just
+/// after the deletion failed the endpoint's queue; this test writes that outcome directly
+/// (one due delivery and one behind it in its stream), as the race would leave it.
+#[tokio::test]
+async fn deliveries_to_a_deleted_endpoint_are_failed_not_sent() {
+    let s = TestServer::start_with(FAST).await;
+    if s.sqlite_file().is_some() {
+        return; // One writer orders the deletion and the order: the race cannot happen.
+    }
+    let rx = Receiver::start().await;
+    let id = subscribe(&s, &s.token, json!({"url": rx.url, "events": ["*"]})).await["id"].as_i64().unwrap();
+    order(&s, &s.token, &request(&[500.0])).await;
+    rx.delivered(2).await;
+    let r = s.send(s.http.delete(s.url(&format!("/webhooks/{id}"))).bearer_auth(&s.token)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let due = s.scalar(&format!(
+        "INSERT INTO webhook_deliveries (message_id, endpoint_id, ordering_key, state, next_attempt_ms, queued_ms)
+         SELECT message_id, endpoint_id, ordering_key, 'pending', 0, 0 FROM webhook_deliveries
+         WHERE endpoint_id = {id} ORDER BY id LIMIT 1 RETURNING id"
+    ));
+    let behind = s.scalar(&format!(
+        "INSERT INTO webhook_deliveries (message_id, endpoint_id, ordering_key, state, next_attempt_ms, queued_ms)
+         SELECT message_id, endpoint_id, ordering_key, 'waiting', 0, 0 FROM webhook_deliveries
+         WHERE id = {due} RETURNING id"
+    ));
+    let failed = format!("SELECT count(*) FROM webhook_deliveries WHERE id IN ({due}, {behind}) AND state = 'failed'");
+    let poll = async {
+        while s.scalar(&failed) != 2 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), poll).await.expect("the dispatcher fails both deliveries");
+    assert_eq!(rx.received().len(), 2, "nothing is sent to a deleted endpoint");
+    let tried = format!("SELECT count(*) FROM webhook_attempts WHERE delivery_id IN ({due}, {behind})");
+    assert_eq!(s.scalar(&tried), 0, "not even attempted (a deleted endpoint has no secret to sign with)");
+}

@@ -6,6 +6,8 @@
 //! the order's shipment orders first). Two changes of one pick-up then queue instead of
 //! deadlocking. Statements are sent typed (`query_typed`): one round trip each, no prepare.
 
+use std::collections::HashMap;
+
 use jiff::Timestamp;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
@@ -134,10 +136,13 @@ pub(super) async fn apply(
     }
     // Within the transaction only the end state of each shipment is ever seen: one row each.
     let mut last: Vec<&NewEvent> = Vec::new();
+    let mut at: HashMap<(&str, i64), usize> = HashMap::new();
     for e in events {
-        match last.iter_mut().find(|l| l.kind == e.kind && l.shipment == e.shipment) {
-            Some(l) => *l = e,
-            None => last.push(e),
+        if let Some(l) = at.get(&(e.kind.as_str(), e.shipment)).and_then(|&i| last.get_mut(i)) {
+            *l = e;
+        } else {
+            at.insert((e.kind.as_str(), e.shipment), last.len());
+            last.push(e);
         }
     }
     let kinds: Vec<&str> = last.iter().map(|e| e.kind.as_str()).collect();
@@ -245,27 +250,31 @@ async fn load(
         )
         .await
         .map_err(map_err)?;
-    let Some(r) = row else { return Ok(None) };
-    Ok(Some(Loaded {
+    row.map(|r| loaded_row(&r)).transpose()
+}
+
+/// A row of [`load`]'s columns.
+fn loaded_row(r: &Row) -> Result<Loaded, StoreError> {
+    Ok(Loaded {
         leg: Leg {
             drop_off: Current {
                 kind: ShipmentKind::DropOff,
-                id: column(&r, 0)?,
-                status: status_column(&r, 2)?,
-                attempts: narrow(column(&r, 3)?, "attempts")?,
-                max_attempts: narrow(column(&r, 4)?, "max_attempts")?,
+                id: column(r, 0)?,
+                status: status_column(r, 2)?,
+                attempts: narrow(column(r, 3)?, "attempts")?,
+                max_attempts: narrow(column(r, 4)?, "max_attempts")?,
             },
             pick_up: Current {
                 kind: ShipmentKind::PickUp,
-                id: column(&r, 6)?,
-                status: status_column(&r, 7)?,
+                id: column(r, 6)?,
+                status: status_column(r, 7)?,
                 attempts: 0,
                 max_attempts: 0,
             },
         },
-        unique_id: column(&r, 1)?,
-        sandbox_moved: column(&r, 5)?,
-    }))
+        unique_id: column(r, 1)?,
+        sandbox_moved: column(r, 5)?,
+    })
 }
 
 /// The caller's test drop-off shipments matched by any selector, oldest first. Ids of other
@@ -291,9 +300,10 @@ pub(super) async fn sandbox_candidates(c: &impl Sql, scope: Scope, s: &Selection
     .collect()
 }
 
-/// One bounded batch of a scenario: each shipment is re-read, planned and moved all the way
-/// or skipped, inside this transaction. The batch's pick-up legs are locked up front, and each
-/// drop-off as it is loaded: a racing scenario waits, then sees the `sandbox_moved` mark.
+/// One bounded batch of a scenario, in this transaction: the batch's pick-up legs are locked,
+/// then its drop-offs, each in id order, and loaded in one statement; each shipment is
+/// planned and moved all the way or skipped; every move is applied at once. A racing scenario
+/// waits on the locks, then sees the `sandbox_moved` mark.
 pub(super) async fn run_scenario(
     c: &impl Sql,
     sink: &mut Sink<'_>,
@@ -304,28 +314,59 @@ pub(super) async fn run_scenario(
 ) -> Result<Vec<ScenarioResult>, StoreError> {
     let visible = Visibility::Tenant(scope);
     lock_pick_ups(c, visible, ids, &[]).await?;
+    let loaded = load_many(c, scope, ids).await?;
     let mut results = Vec::with_capacity(ids.len());
+    let mut events = Vec::new();
+    let mut moved = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for &id in ids {
-        let Some(s) = load(c, visible, Some(id), None).await? else { continue };
+        // An id given twice is one shipment, moved (or skipped) once.
+        let Some(s) = loaded.get(&id).filter(|_| seen.insert(id)) else { continue };
         let (drop_off, status) = (DropOffShipmentId(s.leg.drop_off.id), s.leg.drop_off.status);
-        let skip =
-            |reason: String| ScenarioResult::Skipped { id: drop_off, unique_id: s.unique_id.clone(), status, reason };
         match scenario.events_for(&s.leg, s.sandbox_moved) {
-            Err(reason) => results.push(skip(reason)),
-            Ok(events) => {
-                apply(c, sink, &events, now).await?;
-                c.execute_typed(
-                    "UPDATE drop_off_shipments SET sandbox_moved = TRUE WHERE id = $1",
-                    &[(&id, Type::INT8)],
-                )
-                .await
-                .map_err(map_err)?;
-                let to = events.iter().rev().find(|e| e.kind == ShipmentKind::DropOff).map_or(status, |e| e.to);
-                results.push(ScenarioResult::Affected { id: drop_off, unique_id: s.unique_id, from: status, to });
+            Err(reason) => {
+                results.push(ScenarioResult::Skipped { id: drop_off, unique_id: s.unique_id.clone(), status, reason });
+            }
+            Ok(mine) => {
+                let to = mine.iter().rev().find(|e| e.kind == ShipmentKind::DropOff).map_or(status, |e| e.to);
+                results.push(ScenarioResult::Affected {
+                    id: drop_off,
+                    unique_id: s.unique_id.clone(),
+                    from: status,
+                    to,
+                });
+                events.extend(mine);
+                moved.push(id);
             }
         }
     }
+    apply(c, sink, &events, now).await?;
+    if !moved.is_empty() {
+        c.execute_typed(
+            "UPDATE drop_off_shipments SET sandbox_moved = TRUE WHERE id = ANY($1)",
+            &[(&moved, Type::INT8_ARRAY)],
+        )
+        .await
+        .map_err(map_err)?;
+    }
     Ok(results)
+}
+
+/// [`load`] for many drop-off shipments of `scope` by row id, in one statement that locks the
+/// drop-offs in id order (their pick-up legs are already locked); by id.
+async fn load_many(c: &impl Sql, scope: Scope, ids: &[i64]) -> Result<HashMap<i64, Loaded>, StoreError> {
+    let rows = c
+        .query_typed(
+            "SELECT d.id, d.unique_id, d.status, d.attempts, d.max_attempts, d.sandbox_moved, p.id, p.status
+             FROM drop_off_shipments d JOIN pick_up_shipments p ON p.id = d.pick_up_shipment_id
+             WHERE d.id = ANY($1) AND d.mode = $2 AND d.client_id = $3
+             ORDER BY d.id
+             FOR UPDATE OF p, d",
+            &[(&ids, Type::INT8_ARRAY), (&scope.mode.as_str(), Type::TEXT), (&scope.client.0, Type::INT8)],
+        )
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(|r| Ok((column(r, 0)?, loaded_row(r)?))).collect()
 }
 
 /// An ops move of a live drop-off shipment, by tracking code; its pick-up leg and then the

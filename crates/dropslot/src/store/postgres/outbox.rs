@@ -6,13 +6,13 @@
 use super::sql::Sql;
 use jiff::Timestamp;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tokio_postgres::types::Type;
 
 use super::lifecycle::column;
 use super::map_err;
-use super::reads::shipment_without_events;
+use super::reads::shipments_without_events;
 use crate::store::webhooks::{Queued, Subscriber, plan};
 use crate::store::{Outbox, StoreError, StoredEvent};
 
@@ -21,29 +21,6 @@ use crate::store::{Outbox, StoreError, StoredEvent};
 pub(super) struct Sink<'a> {
     pub outbox: &'a dyn Outbox,
     pub queued: usize,
-}
-
-/// The enabled endpoints of the drop-off shipment's client, in its mode.
-async fn subscribers(c: &impl Sql, drop_off: i64) -> Result<Vec<Subscriber>, StoreError> {
-    let rows = c
-        .query(
-            "SELECT e.id, e.events_json, e.client_id, e.mode FROM webhook_endpoints e
-             JOIN drop_off_shipments d ON d.client_id = e.client_id AND d.mode = e.mode
-             WHERE d.id = $1 AND e.enabled AND e.deleted_at IS NULL ORDER BY e.id",
-            &[&drop_off],
-        )
-        .await
-        .map_err(map_err)?;
-    rows.iter()
-        .map(|r| {
-            Ok(Subscriber {
-                id: r.get(0),
-                events: super::json_column(r.get(1), "webhook events")?,
-                client: r.get(2),
-                mode: r.get(3),
-            })
-        })
-        .collect()
 }
 
 pub(super) use crate::store::webhooks::queue_now_ms as now_ms;
@@ -264,50 +241,85 @@ pub(super) async fn subscribers_of(
     Ok(by_tenant)
 }
 
-/// Takes the locks of the (endpoint, `key`) streams of `subscribers` (in endpoint order, as
-/// every writer takes them), then reads whether each has an unfinished delivery.
-async fn streams_busy(c: &impl Sql, subscribers: &[Subscriber], key: i64) -> Result<Vec<bool>, StoreError> {
-    let mut endpoints: Vec<i64> = subscribers.iter().map(|s| s.id).collect();
-    endpoints.sort_unstable();
+/// The enabled endpoints of each drop-off shipment's client in its mode, by shipment, each
+/// shipment's in id order.
+async fn subscribers_by_shipment(c: &impl Sql, drop_offs: &[i64]) -> Result<HashMap<i64, Vec<Subscriber>>, StoreError> {
+    let rows = c
+        .query_typed(
+            "SELECT d.id, e.id, e.events_json, e.client_id, e.mode FROM drop_off_shipments d
+             JOIN webhook_endpoints e ON e.client_id = d.client_id AND e.mode = d.mode
+             WHERE d.id = ANY($1) AND e.enabled AND e.deleted_at IS NULL ORDER BY d.id, e.id",
+            &[(&drop_offs, Type::INT8_ARRAY)],
+        )
+        .await
+        .map_err(map_err)?;
+    let mut by_shipment: HashMap<i64, Vec<Subscriber>> = HashMap::new();
+    for r in &rows {
+        by_shipment.entry(column(r, 0)?).or_default().push(Subscriber {
+            id: column(r, 1)?,
+            events: super::json_column(column(r, 2)?, "webhook events")?,
+            client: column(r, 3)?,
+            mode: column(r, 4)?,
+        });
+    }
+    Ok(by_shipment)
+}
+
+/// Takes the locks of the `(endpoint, key)` streams (see [`lock_stream`]), in that order, then
+/// reads which of them have an unfinished delivery. Two changes only ever share a stream when
+/// they change the same shipment, which its row lock already serialises, so taking several
+/// stream locks at once cannot deadlock.
+async fn streams_busy(c: &impl Sql, streams: &[(i64, i64)]) -> Result<HashSet<(i64, i64)>, StoreError> {
+    let (endpoints, keys): (Vec<i64>, Vec<i64>) = streams.iter().copied().unzip();
     c.execute_typed(
-        "SELECT pg_advisory_xact_lock((e << 32) # $2::bigint) FROM unnest($1::bigint[]) AS e",
-        &[(&endpoints, Type::INT8_ARRAY), (&key, Type::INT8)],
+        "SELECT pg_advisory_xact_lock((e << 32) # k) FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)",
+        &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)],
     )
     .await
     .map_err(map_err)?;
     // A new statement: its snapshot sees what the streams' previous holders committed.
-    let busy: Vec<i64> = c
-        .query_typed(
-            "SELECT DISTINCT endpoint_id FROM webhook_deliveries
-             WHERE endpoint_id = ANY($1) AND ordering_key = $2 AND state IN ('waiting', 'pending')",
-            &[(&endpoints, Type::INT8_ARRAY), (&key, Type::INT8)],
-        )
-        .await
-        .map_err(map_err)?
-        .iter()
-        .map(|r| column(r, 0))
-        .collect::<Result<_, _>>()?;
-    Ok(subscribers.iter().map(|s| busy.contains(&s.id)).collect())
+    c.query_typed(
+        "SELECT DISTINCT d.endpoint_id, d.ordering_key FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)
+         JOIN webhook_deliveries d ON d.endpoint_id = s.e AND d.ordering_key = s.k
+         WHERE d.state IN ('waiting', 'pending')",
+        &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)],
+    )
+    .await
+    .map_err(map_err)?
+    .iter()
+    .map(|r| Ok((column(r, 0)?, column(r, 1)?)))
+    .collect()
 }
 
 /// Every shipment's events in `events` (recorded in this transaction), grouped by drop-off
-/// shipment in their order: rendered and queued to every subscribed endpoint, in one write.
-/// A shipment whose client has no endpoint in its mode costs one read.
+/// shipment in their order: rendered and queued to every subscribed endpoint. However many
+/// shipments, one read finds their subscribers; when there are any, four more statements read
+/// the shipments, lock and check their streams, and write every message and delivery.
 pub(super) async fn changes(
     c: &impl Sql,
     sink: &mut Sink<'_>,
     events: &[(i64, StoredEvent)],
     now: Timestamp,
 ) -> Result<(), StoreError> {
+    let groups = crate::store::webhooks::by_shipment(events);
+    let drop_offs: Vec<i64> = groups.iter().map(|(d, _)| *d).collect();
+    let subscribers = subscribers_by_shipment(c, &drop_offs).await?;
+    let subscribed: Vec<i64> = drop_offs.iter().copied().filter(|d| subscribers.contains_key(d)).collect();
+    if subscribed.is_empty() {
+        return Ok(());
+    }
+    let shipments = shipments_without_events(c, &subscribed).await?;
+    let mut streams: Vec<(i64, i64)> =
+        subscribers.iter().flat_map(|(d, all)| all.iter().map(move |s| (s.id, *d))).collect();
+    streams.sort_unstable();
+    let busy = streams_busy(c, &streams).await?;
     let mut planned = Planned::default();
-    for (drop_off, mine) in crate::store::webhooks::by_shipment(events) {
-        let subscribers = subscribers(c, drop_off).await?;
-        let Some(first) = subscribers.first() else { continue };
-        let tenant = (first.client, first.mode.clone());
-        let shipment = shipment_without_events(c, drop_off).await?;
-        let mut busy = streams_busy(c, &subscribers, drop_off).await?;
-        let queued = plan(sink.outbox, &subscribers, &mut busy, &shipment, &mine, false, now)?;
-        planned.add((tenant.0, &tenant.1), now, queued);
+    let subscribed_groups = groups.iter().filter_map(|(d, mine)| Some((*d, mine, subscribers.get(d)?)));
+    for ((drop_off, mine, endpoints), shipment) in subscribed_groups.zip(&shipments) {
+        let Some(first) = endpoints.first() else { continue };
+        let mut stream_busy: Vec<bool> = endpoints.iter().map(|s| busy.contains(&(s.id, drop_off))).collect();
+        let queued = plan(sink.outbox, endpoints, &mut stream_busy, shipment, mine, false, now)?;
+        planned.add((first.client, &first.mode), now, queued);
     }
     planned.write(c, sink).await
 }

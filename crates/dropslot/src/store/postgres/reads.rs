@@ -46,100 +46,110 @@ async fn shipment_by_id(c: &impl Sql, id: i64) -> Result<StoredShipment, StoreEr
 
 /// A drop-off shipment without its events (what an event's webhook body shows of it).
 pub(super) async fn shipment_without_events(c: &impl Sql, drop_off: i64) -> Result<StoredShipment, StoreError> {
-    let r = c
-        .query_opt(
+    shipments_without_events(c, &[drop_off]).await?.pop().ok_or_else(|| missing("drop-off shipment", drop_off))
+}
+
+/// Drop-off shipments without their events, in the order of `ids`, in one statement: each
+/// with its shipment order, order, pick-up leg and live parcels (in request order).
+pub(super) async fn shipments_without_events(c: &impl Sql, ids: &[i64]) -> Result<Vec<StoredShipment>, StoreError> {
+    let rows = c
+        .query_typed(
             "SELECT d.id, d.unique_id, d.label_token, d.scheduled_date, d.slot_code, d.slot_name, d.start_at, d.end_at,
                 d.city, d.address_json, d.status, d.attempts, d.max_attempts,
                 so.id, so.unique_id, so.actual_total_price, so.actual_total_tax, so.actual_price_with_tax,
-                so.total_price, so.total_tax, so.price_with_tax, o.unique_id, d.pick_up_shipment_id, so.min_price,
+                so.total_price, so.total_tax, so.price_with_tax, o.unique_id, so.min_price,
                 (SELECT count(*) FROM shipment_orders so2 JOIN drop_off_shipments d2 ON d2.shipment_order_id = so2.id
-                 WHERE so2.order_id = so.order_id AND d2.id < d.id)
-             FROM drop_off_shipments d
+                 WHERE so2.order_id = so.order_id AND d2.id < d.id),
+                p.id, p.unique_id, p.label_token, p.scheduled_date, p.start_at, p.end_at, p.status, p.slot_name,
+                p.address_json,
+                x.pick_up_codes, x.custom_codes, x.size_codes, x.label_tokens
+             FROM unnest($1::bigint[]) WITH ORDINALITY AS w (id, ord)
+             JOIN drop_off_shipments d ON d.id = w.id
              JOIN shipment_orders so ON so.id = d.shipment_order_id
              JOIN orders o ON o.id = so.order_id
-             WHERE d.id = $1",
-            &[&drop_off],
+             JOIN pick_up_shipments p ON p.id = d.pick_up_shipment_id
+             CROSS JOIN LATERAL (
+                SELECT coalesce(array_agg(pick_up_code ORDER BY position), '{}') AS pick_up_codes,
+                    coalesce(array_agg(custom_code ORDER BY position), '{}') AS custom_codes,
+                    coalesce(array_agg(size_code ORDER BY position), '{}') AS size_codes,
+                    coalesce(array_agg(label_token ORDER BY position), '{}') AS label_tokens
+                FROM parcels WHERE drop_off_shipment_id = d.id AND deleted_at IS NULL) x
+             ORDER BY w.ord",
+            &[(&ids, tokio_postgres::types::Type::INT8_ARRAY)],
         )
         .await
-        .map_err(map_err)?
-        .ok_or_else(|| missing("drop-off shipment", drop_off))?;
-    let drop_off_row = StoredDropOff {
-        id: DropOffShipmentId(col(&r, 0)?),
-        unique_id: col(&r, 1)?,
-        label_token: col(&r, 2)?,
-        scheduled_date: col(&r, 3)?,
-        slot_code: col(&r, 4)?,
-        slot_name: col(&r, 5)?,
-        start_at: col(&r, 6)?,
-        end_at: col(&r, 7)?,
-        city: col(&r, 8)?,
-        address: super::json_column(col(&r, 9)?, "drop-off address")?,
-        status: status_column(&r, 10)?,
-        attempts: narrow(col(&r, 11)?, "attempts")?,
-        max_attempts: narrow(col(&r, 12)?, "max_attempts")?,
+        .map_err(map_err)?;
+    if rows.len() != ids.len() {
+        let found: Vec<i64> = rows.iter().map(|r| col(r, 0)).collect::<Result<_, _>>()?;
+        let gone = ids.iter().find(|id| !found.contains(id)).copied().unwrap_or_default();
+        return Err(missing("drop-off shipment", gone));
+    }
+    rows.iter().map(shipment_row).collect()
+}
+
+/// One row of [`shipments_without_events`].
+fn shipment_row(r: &Row) -> Result<StoredShipment, StoreError> {
+    let drop_off = StoredDropOff {
+        id: DropOffShipmentId(col(r, 0)?),
+        unique_id: col(r, 1)?,
+        label_token: col(r, 2)?,
+        scheduled_date: col(r, 3)?,
+        slot_code: col(r, 4)?,
+        slot_name: col(r, 5)?,
+        start_at: col(r, 6)?,
+        end_at: col(r, 7)?,
+        city: col(r, 8)?,
+        address: super::json_column(col(r, 9)?, "drop-off address")?,
+        status: status_column(r, 10)?,
+        attempts: narrow(col(r, 11)?, "attempts")?,
+        max_attempts: narrow(col(r, 12)?, "max_attempts")?,
     };
     let totals = Totals {
-        min_price: Money(col(&r, 23)?),
-        actual_total_price: Money(col(&r, 15)?),
-        actual_total_tax: Money(col(&r, 16)?),
-        actual_price_with_tax: Money(col(&r, 17)?),
-        total_price: Money(col(&r, 18)?),
-        total_tax: Money(col(&r, 19)?),
-        price_with_tax: Money(col(&r, 20)?),
+        min_price: Money(col(r, 22)?),
+        actual_total_price: Money(col(r, 15)?),
+        actual_total_tax: Money(col(r, 16)?),
+        actual_price_with_tax: Money(col(r, 17)?),
+        total_price: Money(col(r, 18)?),
+        total_tax: Money(col(r, 19)?),
+        price_with_tax: Money(col(r, 20)?),
     };
-    let shipment_order = ShipmentOrderId(col(&r, 13)?);
-    let shipment_order_unique_id: String = col(&r, 14)?;
-    let order_unique_id: String = col(&r, 21)?;
-    let pick_up_id: i64 = col(&r, 22)?;
-    let drop_off_index: usize = narrow(col(&r, 24)?, "drop-off index")?;
-
-    let r = c
-        .query_opt(
-            "SELECT id, unique_id, label_token, scheduled_date, start_at, end_at, status, slot_name, address_json
-             FROM pick_up_shipments WHERE id = $1",
-            &[&pick_up_id],
-        )
-        .await
-        .map_err(map_err)?
-        .ok_or_else(|| missing("pick-up shipment", pick_up_id))?;
     let pick_up = StoredPickUp {
-        id: PickUpShipmentId(col(&r, 0)?),
-        unique_id: col(&r, 1)?,
-        label_token: col(&r, 2)?,
-        scheduled_date: col(&r, 3)?,
-        start_at: col(&r, 4)?,
-        end_at: col(&r, 5)?,
-        status: status_column(&r, 6)?,
-        slot_name: col(&r, 7)?,
-        address_text: super::json_column::<crate::store::StoredPickUpAddress>(col(&r, 8)?, "pick-up address")?.text,
+        id: PickUpShipmentId(col(r, 24)?),
+        unique_id: col(r, 25)?,
+        label_token: col(r, 26)?,
+        scheduled_date: col(r, 27)?,
+        start_at: col(r, 28)?,
+        end_at: col(r, 29)?,
+        status: status_column(r, 30)?,
+        slot_name: col(r, 31)?,
+        address_text: super::json_column::<crate::store::StoredPickUpAddress>(col(r, 32)?, "pick-up address")?.text,
     };
-
-    let parcels = c
-        .query(
-            "SELECT pick_up_code, custom_code, size_code, label_token FROM parcels
-             WHERE drop_off_shipment_id = $1 AND deleted_at IS NULL ORDER BY position",
-            &[&drop_off],
-        )
-        .await
-        .map_err(map_err)?
-        .iter()
-        .map(|r| {
-            Ok(StoredParcel {
-                pick_up_code: col(r, 0)?,
-                custom_code: col(r, 1)?,
-                size_code: col(r, 2)?,
-                label_token: col(r, 3)?,
-            })
+    let codes: Vec<String> = col(r, 33)?;
+    let custom: Vec<Option<String>> = col(r, 34)?;
+    let sizes: Vec<String> = col(r, 35)?;
+    let labels: Vec<String> = col(r, 36)?;
+    if custom.len() != codes.len() || sizes.len() != codes.len() || labels.len() != codes.len() {
+        return Err(StoreError::Corrupt(format!("drop-off shipment {}'s parcels do not line up", drop_off.id.0)));
+    }
+    let parcels = codes
+        .into_iter()
+        .zip(custom)
+        .zip(sizes.into_iter().zip(labels))
+        .map(|((pick_up_code, custom_code), (size_code, label_token))| StoredParcel {
+            pick_up_code,
+            custom_code,
+            size_code,
+            label_token,
         })
-        .collect::<Result<_, StoreError>>()?;
+        .collect();
     Ok(StoredShipment {
-        order_unique_id,
-        drop_off_index,
-        shipment_order,
-        shipment_order_unique_id,
+        order_unique_id: col(r, 21)?,
+        drop_off_index: narrow(col(r, 23)?, "drop-off index")?,
+        shipment_order: ShipmentOrderId(col(r, 13)?),
+        shipment_order_unique_id: col(r, 14)?,
         totals,
         pick_up,
-        drop_off: drop_off_row,
+        drop_off,
         parcels,
         events: Vec::new(),
     })

@@ -409,6 +409,24 @@ pub(super) async fn resend(c: &impl Sql, scope: Scope, id: i64) -> Result<Resend
 /// delivery rows are locked (`OF d`): the joined endpoint and message are just read, so
 /// claimers of one endpoint's deliveries do not skip each other. The chosen ones get their
 /// lease and claim tag while still locked; the others are released at the commit.
+/// Fails due deliveries (locked by this claim) whose endpoint was disabled or deleted, with
+/// the rest of their streams. Disabling fails an endpoint's queue in its own transaction, but a
+/// change that read the endpoint as enabled just before can commit its deliveries just after;
+/// those are caught here, never sent. (On `SQLite` the single writer orders the two.)
+async fn fail_orphans(c: &impl Sql, ids: &[i64]) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE webhook_deliveries d SET state = 'failed', finished_ms = $2,
+            last_error = 'the endpoint was disabled or deleted'
+         WHERE d.id = ANY($1)
+            OR (d.state = 'waiting' AND (d.endpoint_id, d.ordering_key) IN
+                (SELECT o.endpoint_id, o.ordering_key FROM webhook_deliveries o WHERE o.id = ANY($1)))",
+        &[&ids, &now_ms()],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
 pub(super) async fn claim(
     c: &impl Sql,
     now_ms: i64,
@@ -423,7 +441,7 @@ pub(super) async fn claim(
     let rows = c
         .query(
             "SELECT d.id, d.endpoint_id, d.attempts, m.webhook_id, m.body, e.url, e.secret, e.previous_secret,
-                e.previous_expires_ms, e.auth_header_name, e.auth_header_value
+                e.previous_expires_ms, e.auth_header_name, e.auth_header_value, e.enabled
              FROM webhook_deliveries d
              JOIN webhook_messages m ON m.id = d.message_id
              JOIN webhook_endpoints e ON e.id = d.endpoint_id
@@ -435,11 +453,16 @@ pub(super) async fn claim(
         .await
         .map_err(map_err)?;
     let mut claimed = Vec::with_capacity(rows.len().min(limit));
+    let mut orphans: Vec<i64> = Vec::new();
     for r in &rows {
         if claimed.len() == limit {
             break;
         }
         let endpoint_id: i64 = col(r, 1)?;
+        if !col::<bool>(r, 11)? {
+            orphans.push(col(r, 0)?);
+            continue;
+        }
         let n = counts.entry(endpoint_id).or_default();
         if *n >= per_endpoint {
             continue;
@@ -464,6 +487,9 @@ pub(super) async fn claim(
             previous_secret: previous.zip(until),
             auth_header: name.zip(value).map(|(name, value)| AuthHeader { name, value }),
         });
+    }
+    if !orphans.is_empty() {
+        fail_orphans(c, &orphans).await?;
     }
     if claimed.is_empty() {
         return Ok(claimed);
