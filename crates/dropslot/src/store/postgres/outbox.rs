@@ -211,6 +211,16 @@ impl Planned {
     }
 }
 
+/// An endpoint from the columns `e.id, e.events_json, e.client_id, e.mode`, from `at` on.
+fn subscriber(r: &tokio_postgres::Row, at: usize) -> Result<Subscriber, StoreError> {
+    Ok(Subscriber {
+        id: column(r, at)?,
+        events: super::json_column(column(r, at + 1)?, "webhook events")?,
+        client: column(r, at + 2)?,
+        mode: column(r, at + 3)?,
+    })
+}
+
 /// The enabled endpoints of each of `tenants` (client, mode), by tenant, each tenant's in id
 /// order: one statement for a batch of orders.
 pub(super) async fn subscribers_of(
@@ -230,12 +240,7 @@ pub(super) async fn subscribers_of(
         .map_err(map_err)?;
     let mut by_tenant: HashMap<(i64, String), Vec<Subscriber>> = HashMap::new();
     for r in &rows {
-        let s = Subscriber {
-            id: column(r, 0)?,
-            events: super::json_column(column(r, 1)?, "webhook events")?,
-            client: column(r, 2)?,
-            mode: column(r, 3)?,
-        };
+        let s = subscriber(r, 0)?;
         by_tenant.entry((s.client, s.mode.clone())).or_default().push(s);
     }
     Ok(by_tenant)
@@ -255,12 +260,7 @@ async fn subscribers_by_shipment(c: &impl Sql, drop_offs: &[i64]) -> Result<Hash
         .map_err(map_err)?;
     let mut by_shipment: HashMap<i64, Vec<Subscriber>> = HashMap::new();
     for r in &rows {
-        by_shipment.entry(column(r, 0)?).or_default().push(Subscriber {
-            id: column(r, 1)?,
-            events: super::json_column(column(r, 2)?, "webhook events")?,
-            client: column(r, 3)?,
-            mode: column(r, 4)?,
-        });
+        by_shipment.entry(column(r, 0)?).or_default().push(subscriber(r, 1)?);
     }
     Ok(by_shipment)
 }

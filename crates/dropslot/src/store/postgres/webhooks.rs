@@ -397,18 +397,6 @@ pub(super) async fn resend(c: &impl Sql, scope: Scope, id: i64) -> Result<Resend
     Ok(ResendOutcome::Queued(d))
 }
 
-/// Claims due deliveries, the longest due first, within each endpoint's share of the
-/// claimer's pool (endpoints already at their share are not even read). Only stream heads
-/// are `pending`, and a claimed one is not due again before its lease ends, so a stream
-/// never has two deliveries in flight.
-///
-/// Across processes: the candidates are locked `FOR UPDATE OF d SKIP LOCKED`, so a row
-/// another dispatcher is claiming (or an attempt is finishing) is passed over, never waited
-/// for nor taken twice; one whose claim committed after this statement began is re-checked
-/// by the lock against `next_attempt_ms <= $1` (now its lease's end) and dropped. Only the
-/// delivery rows are locked (`OF d`): the joined endpoint and message are just read, so
-/// claimers of one endpoint's deliveries do not skip each other. The chosen ones get their
-/// lease and claim tag while still locked; the others are released at the commit.
 /// Fails due deliveries (locked by this claim) whose endpoint was disabled or deleted, with
 /// the rest of their streams. Disabling fails an endpoint's queue in its own transaction, but a
 /// change that read the endpoint as enabled just before can commit its deliveries just after;
@@ -427,6 +415,18 @@ async fn fail_orphans(c: &impl Sql, ids: &[i64]) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Claims due deliveries, the longest due first, within each endpoint's share of the
+/// claimer's pool (endpoints already at their share are not even read). Only stream heads
+/// are `pending`, and a claimed one is not due again before its lease ends, so a stream
+/// never has two deliveries in flight.
+///
+/// Across processes: the candidates are locked `FOR UPDATE OF d SKIP LOCKED`, so a row
+/// another dispatcher is claiming (or an attempt is finishing) is passed over, never waited
+/// for nor taken twice; one whose claim committed after this statement began is re-checked
+/// by the lock against `next_attempt_ms <= $1` (now its lease's end) and dropped. Only the
+/// delivery rows are locked (`OF d`): the joined endpoint and message are just read, so
+/// claimers of one endpoint's deliveries do not skip each other. The chosen ones get their
+/// lease and claim tag while still locked; the others are released at the commit.
 pub(super) async fn claim(
     c: &impl Sql,
     now_ms: i64,
