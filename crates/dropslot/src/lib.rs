@@ -7,6 +7,7 @@ pub mod auth;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod dashboard;
 pub mod error;
 pub mod geo;
 pub mod health;
@@ -119,7 +120,12 @@ fn api_routes() -> axum::Router<App> {
         .merge(auth::admin::routes())
 }
 
-/// Every domain's routes at the root: labels and icons, the tracking page, health.
+/// Every domain's routes at the root: labels and icons, the tracking page, health, the
+/// dashboard.
 fn root_routes() -> axum::Router<App> {
-    axum::Router::new().merge(labels::routes()).merge(tracking::routes()).merge(health::routes())
+    axum::Router::new()
+        .merge(labels::routes())
+        .merge(tracking::routes())
+        .merge(health::routes())
+        .merge(dashboard::routes())
 }

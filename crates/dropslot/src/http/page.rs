@@ -14,7 +14,7 @@ pub fn cursor(tag: &str, id: i64) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{tag}:{id}"))
 }
 
-fn parse_cursor(text: &str, tag: &str) -> Option<i64> {
+pub(crate) fn parse_cursor(text: &str, tag: &str) -> Option<i64> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(text).ok()?;
     let id: i64 = std::str::from_utf8(&bytes).ok()?.strip_prefix(tag)?.strip_prefix(':')?.parse().ok()?;
     (id > 0).then_some(id)

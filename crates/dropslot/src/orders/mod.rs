@@ -4,7 +4,7 @@
 //! `crate::quote`.
 
 mod create;
-mod delete;
+pub mod delete;
 mod preview;
 mod read;
 pub mod request;

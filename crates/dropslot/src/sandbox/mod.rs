@@ -83,26 +83,51 @@ fn calendar_date(text: &str) -> Option<jiff::civil::Date> {
     (b.len() == 10 && b[4] == b'-' && b[7] == b'-').then(|| text.parse().ok()).flatten()
 }
 
+/// What a scenario did: the shipments it moved, and those it could not move with why.
 #[derive(Serialize, Default)]
-struct Outcome {
-    affected: Vec<Affected>,
-    skipped: Vec<Skipped>,
+pub struct Outcome {
+    pub affected: Vec<Affected>,
+    pub skipped: Vec<Skipped>,
 }
 
 #[derive(Serialize)]
-struct Affected {
-    id: i64,
-    unique_id: String,
-    from: Status,
-    to: Status,
+pub struct Affected {
+    pub id: i64,
+    pub unique_id: String,
+    pub from: Status,
+    pub to: Status,
 }
 
 #[derive(Serialize)]
-struct Skipped {
-    id: i64,
-    unique_id: String,
-    status: Status,
-    reason: String,
+pub struct Skipped {
+    pub id: i64,
+    pub unique_id: String,
+    pub status: Status,
+    pub reason: String,
+}
+
+/// Runs `scenario` over the caller's test shipments that `selection` matches, in bounded
+/// batches (the API's endpoints and the dashboard's buttons both come here).
+pub async fn run(app: &App, scope: crate::store::Scope, scenario: Scenario, selection: Selection) -> Result<Outcome> {
+    if scope.mode != Mode::Test {
+        return Err(Error::Forbidden("Sandbox scenarios take test tokens only; a live token cannot run them."));
+    }
+    let now = app.clock.now();
+    let candidates = app.store.sandbox_candidates(scope, selection).await?;
+    let mut outcome = Outcome::default();
+    for batch in candidates.chunks(BATCH) {
+        for result in app.store.run_scenario(scope, batch.to_vec(), scenario, now).await? {
+            match result {
+                ScenarioResult::Affected { id, unique_id, from, to } => {
+                    outcome.affected.push(Affected { id: id.0, unique_id, from, to });
+                }
+                ScenarioResult::Skipped { id, unique_id, status, reason } => {
+                    outcome.skipped.push(Skipped { id: id.0, unique_id, status, reason });
+                }
+            }
+        }
+    }
+    Ok(outcome)
 }
 
 #[tracing::instrument(skip_all, fields(scenario = %slug), err(level = "debug"))]
@@ -114,21 +139,7 @@ async fn handle(
 ) -> Result<Response> {
     let scenario = Scenario::from_slug(&slug).ok_or(Error::NotFound)?;
     let selection = request.selection()?;
-    let now = app.clock.now();
-    let candidates = app.store.sandbox_candidates(caller.scope, selection).await?;
-    let mut outcome = Outcome::default();
-    for batch in candidates.chunks(BATCH) {
-        for result in app.store.run_scenario(caller.scope, batch.to_vec(), scenario, now).await? {
-            match result {
-                ScenarioResult::Affected { id, unique_id, from, to } => {
-                    outcome.affected.push(Affected { id: id.0, unique_id, from, to });
-                }
-                ScenarioResult::Skipped { id, unique_id, status, reason } => {
-                    outcome.skipped.push(Skipped { id: id.0, unique_id, status, reason });
-                }
-            }
-        }
-    }
+    let outcome = run(&app, caller.scope, scenario, selection).await?;
     if outcome.affected.is_empty() {
         // Nothing could move: a conflict, with the reasons in `object` for the integrator.
         let message = if outcome.skipped.is_empty() {

@@ -57,6 +57,17 @@ pub trait Store: Send + Sync + 'static {
     /// Revokes the one live token with this display prefix; false if none matched.
     async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool>;
 
+    // Dashboard sessions (issue 11): server-side records keyed by the cookie's SHA-256.
+    /// Starts a session for the unrevoked token whose hash is `token`; `None` (and nothing
+    /// written) when the token is unknown or revoked.
+    async fn create_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<Option<Principal>>;
+    /// The session, if its token is still unrevoked and it was last seen at or after
+    /// `idle_since_ms`; a session seen more than a minute before `now_ms` is marked seen now.
+    async fn session(&self, session: &TokenHash, idle_since_ms: i64, now_ms: i64)
+    -> StoreResult<Option<SessionRecord>>;
+    /// Ends a session (sign-out); ending one that does not exist is not an error.
+    async fn end_session(&self, session: &TokenHash) -> StoreResult<()>;
+
     // Saved pick-up addresses (CONTRACT §3.4).
     /// The id of the saved address with this normalised text (a preview's `saved_address_id`).
     async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>>;
@@ -108,6 +119,14 @@ pub trait Store: Send + Sync + 'static {
     async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>>;
     /// Newest first, before the row id `before` (the cursor).
     async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>>;
+    /// Like [`Store::orders`], only the orders `filter` matches (the dashboard's search).
+    async fn find_orders(
+        &self,
+        scope: Scope,
+        filter: &OrderFilter,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredOrder>>;
     /// The live parcel with this custom code (its pick-up code) and its shipment.
     async fn parcel_by_custom_code(
         &self,
@@ -184,6 +203,18 @@ pub trait Store: Send + Sync + 'static {
 }
 
 pub type DynStore = Arc<dyn Store>;
+
+/// `text` for a `LIKE … ESCAPE '\'` pattern: its `%`, `_` and `\` match themselves.
+pub(crate) fn like_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if matches!(ch, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
 
 /// A parsed database URL: the one place the scheme and form are checked.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -421,3 +421,34 @@ pub struct LabelParcel {
     pub index: u32,
     pub count: u32,
 }
+
+/// A new dashboard session (issue 11): the SHA-256 of its cookie value (the value itself is
+/// never stored), its CSRF token, and when it starts (Unix ms on the request clock).
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    pub hash: TokenHash,
+    pub csrf: String,
+    pub now_ms: i64,
+}
+
+/// A live dashboard session: who it speaks for (its token's principal; a revoked token ends
+/// it), the CSRF token its forms carry, and its token's display prefix.
+#[derive(Debug, Clone)]
+pub struct SessionRecord {
+    pub principal: Principal,
+    pub csrf: String,
+    pub token_prefix: String,
+}
+
+/// The dashboard's order search: every given condition holds for some drop-off shipment of
+/// the order (`None` = any).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrderFilter {
+    /// A drop-off shipment's current status.
+    pub status: Option<crate::shipments::Status>,
+    /// A drop-off shipment's scheduled date, `YYYY-MM-DD`.
+    pub date: Option<String>,
+    /// The order's id, a drop-off's tracking code or a live parcel's custom code (exact,
+    /// case-insensitive), or part of a receiver's name (case-insensitive).
+    pub text: Option<String>,
+}

@@ -78,7 +78,7 @@ struct Missing<'a> {
 }
 
 /// What a receiver reads for each status (the interface's event descriptions, in their words).
-fn label(s: Status) -> (&'static str, &'static str) {
+pub(crate) fn label(s: Status) -> (&'static str, &'static str) {
     match s {
         Status::Scheduled => ("Scheduled", "Your delivery is scheduled"),
         Status::ToPickUp => ("Ready for pick-up", "Your parcel is ready for pick-up"),

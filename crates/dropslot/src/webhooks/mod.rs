@@ -6,7 +6,7 @@
 pub mod dispatcher;
 pub mod payload;
 pub mod retry;
-mod routes;
+pub(crate) mod routes;
 pub mod signing;
 pub mod target;
 

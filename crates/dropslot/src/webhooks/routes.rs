@@ -16,7 +16,8 @@ use crate::error::{Error, FieldErrors, Result};
 use crate::http::page::{cursor, page_query};
 use crate::http::{JsonBody, PathParam, envelope};
 use crate::store::{
-    AuthHeader, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome, StoredAttempt, StoredDelivery, StoredEndpoint,
+    AuthHeader, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome, Scope, StoredAttempt, StoredDelivery,
+    StoredEndpoint,
 };
 
 /// How long the previous secret keeps signing after a rotation.
@@ -52,9 +53,9 @@ pub fn routes() -> axum::Router<App> {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct AuthHeaderBody {
-    name: String,
-    value: String,
+pub(crate) struct AuthHeaderBody {
+    pub name: String,
+    pub value: String,
 }
 
 /// Present-and-null (`Some(None)`) apart from absent (`None`).
@@ -63,20 +64,21 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> std::result:
     Option::<T>::deserialize(d).map(Some)
 }
 
-#[derive(Debug, Deserialize)]
+/// A create or update of an endpoint, as the API's JSON or the dashboard's form gives it.
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct EndpointBody {
+pub(crate) struct EndpointBody {
     #[serde(default)]
-    url: Option<String>,
+    pub url: Option<String>,
     #[serde(default)]
-    events: Option<Vec<String>>,
+    pub events: Option<Vec<String>>,
     #[serde(default, deserialize_with = "present")]
     #[allow(clippy::option_option)] // absent, null (remove), or a header
-    auth_header: Option<Option<AuthHeaderBody>>,
+    pub auth_header: Option<Option<AuthHeaderBody>>,
     #[serde(default)]
-    enabled: Option<bool>,
+    pub enabled: Option<bool>,
     #[serde(default)]
-    description: Option<String>,
+    pub description: Option<String>,
 }
 
 /// The checked parts of a create or update body.
@@ -194,7 +196,7 @@ struct EndpointView<'a> {
     updated_at: &'a str,
 }
 
-fn at_ms(ms: Option<i64>) -> Option<String> {
+pub(crate) fn at_ms(ms: Option<i64>) -> Option<String> {
     ms.and_then(|ms| Timestamp::from_millisecond(ms).ok()).map(|t| t.to_string())
 }
 
@@ -206,11 +208,7 @@ impl<'a> EndpointView<'a> {
             events: &e.events,
             description: &e.description,
             enabled: e.enabled,
-            status: match (e.enabled, &e.disabled_reason) {
-                (true, _) => "enabled",
-                (false, None) => "disabled",
-                (false, Some(_)) => "disabled_by_service",
-            },
+            status: endpoint_status(e),
             disabled_reason: e.disabled_reason.as_deref(),
             auth_header: e
                 .auth_header_name
@@ -232,7 +230,16 @@ impl<'a> EndpointView<'a> {
 /// `POST /webhooks`: 201 with the endpoint and its signing secret (shown this once).
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn create(State(app): State<App>, caller: Caller, JsonBody(body, _): JsonBody<EndpointBody>) -> Result<Response> {
-    let (checked, enabled) = body.check(&app, true).await?;
+    let e = create_endpoint(&app, caller.scope, body).await?;
+    Ok(envelope(201, "Webhook endpoint created.", &EndpointView::new(&app, &e, true)).into_response())
+}
+
+// ---- what the API and the dashboard both do -------------------------------------------
+
+/// Creates an endpoint from a checked body (every rule at its field path), with a new
+/// signing secret.
+pub(crate) async fn create_endpoint(app: &App, scope: Scope, body: EndpointBody) -> Result<StoredEndpoint> {
+    let (checked, enabled) = body.check(app, true).await?;
     let new = NewEndpoint {
         url: checked.url.unwrap_or_default(),
         events: checked.events.unwrap_or_default(),
@@ -241,9 +248,65 @@ async fn create(State(app): State<App>, caller: Caller, JsonBody(body, _): JsonB
         auth_header: checked.auth_header.flatten(),
         secret: signing::new_secret(),
     };
-    let e = app.store.create_endpoint(caller.scope, new, app.clock.now()).await?;
+    let e = app.store.create_endpoint(scope, new, app.clock.now()).await?;
     tracing::info!(endpoint_id = e.id, "webhook endpoint created");
-    Ok(envelope(201, "Webhook endpoint created.", &EndpointView::new(&app, &e, true)).into_response())
+    Ok(e)
+}
+
+/// Changes the fields given; disabling fails the endpoint's queued deliveries, enabling
+/// replays nothing (resend does).
+pub(crate) async fn update_endpoint(app: &App, scope: Scope, id: i64, body: EndpointBody) -> Result<StoredEndpoint> {
+    app.store.endpoint(scope, id).await?.ok_or(Error::NotFound)?;
+    let (checked, enabled) = body.check(app, false).await?;
+    let patch = EndpointPatch {
+        url: checked.url,
+        events: checked.events,
+        description: checked.description,
+        enabled,
+        auth_header: checked.auth_header,
+    };
+    app.store.update_endpoint(scope, id, patch, app.clock.now()).await?.ok_or(Error::NotFound)
+}
+
+/// Deletes an endpoint: its queued deliveries fail and its credentials are erased.
+pub(crate) async fn delete_endpoint(app: &App, scope: Scope, id: i64) -> Result<()> {
+    if app.store.delete_endpoint(scope, id, app.clock.now()).await? { Ok(()) } else { Err(Error::NotFound) }
+}
+
+/// A new secret; the previous one keeps signing for [`ROTATION_OVERLAP`].
+pub(crate) async fn rotate_secret(app: &App, scope: Scope, id: i64) -> Result<StoredEndpoint> {
+    let until = app.clock.now().as_millisecond() + ROTATION_OVERLAP.as_millis() as i64;
+    app.store.rotate_secret(scope, id, signing::new_secret(), until, app.clock.now()).await?.ok_or(Error::NotFound)
+}
+
+/// Queues a `same.webhook.test` event to an enabled endpoint.
+pub(crate) async fn send_test(app: &App, scope: Scope, id: i64) -> Result<StoredDelivery> {
+    let e = app.store.endpoint(scope, id).await?.ok_or(Error::NotFound)?;
+    if !e.enabled {
+        return Err(Error::Conflict("The endpoint is disabled; enable it to send it events.".into()));
+    }
+    let body = payload::test_event(id, app.clock.now());
+    app.store.queue_test(scope, id, payload::TEST_EVENT, body, app.clock.now()).await?.ok_or(Error::NotFound)
+}
+
+/// Queues a delivery's message (same `webhook-id`) again, as a new delivery.
+pub(crate) async fn resend_delivery(app: &App, scope: Scope, id: i64) -> Result<StoredDelivery> {
+    match app.store.resend(scope, id).await? {
+        ResendOutcome::NotFound => Err(Error::NotFound),
+        ResendOutcome::EndpointDisabled => {
+            Err(Error::Conflict("The endpoint is disabled; enable it before resending.".into()))
+        }
+        ResendOutcome::Queued(d) => Ok(d),
+    }
+}
+
+/// `enabled`, `disabled` (by the client) or `disabled_by_service` (410, or failing).
+pub(crate) fn endpoint_status(e: &StoredEndpoint) -> &'static str {
+    match (e.enabled, &e.disabled_reason) {
+        (true, _) => "enabled",
+        (false, None) => "disabled",
+        (false, Some(_)) => "disabled_by_service",
+    }
 }
 
 #[derive(Serialize)]
@@ -267,7 +330,6 @@ async fn show(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i
 }
 
 /// `PATCH /webhooks/{id}`: the fields given change; `auth_header: null` removes the header.
-/// Disabling fails the endpoint's queued deliveries; enabling replays nothing (resend does).
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn update(
     State(app): State<App>,
@@ -275,16 +337,7 @@ async fn update(
     PathParam(id): PathParam<i64>,
     JsonBody(body, _): JsonBody<EndpointBody>,
 ) -> Result<Response> {
-    app.store.endpoint(caller.scope, id).await?.ok_or(Error::NotFound)?;
-    let (checked, enabled) = body.check(&app, false).await?;
-    let patch = EndpointPatch {
-        url: checked.url,
-        events: checked.events,
-        description: checked.description,
-        enabled,
-        auth_header: checked.auth_header,
-    };
-    let e = app.store.update_endpoint(caller.scope, id, patch, app.clock.now()).await?.ok_or(Error::NotFound)?;
+    let e = update_endpoint(&app, caller.scope, id, body).await?;
     Ok(envelope(200, "Webhook endpoint updated.", &EndpointView::new(&app, &e, false)).into_response())
 }
 
@@ -292,9 +345,7 @@ async fn update(
 /// delivery log stays in the database for the operator.
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn remove(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
-    if !app.store.delete_endpoint(caller.scope, id, app.clock.now()).await? {
-        return Err(Error::NotFound);
-    }
+    delete_endpoint(&app, caller.scope, id).await?;
     Ok(envelope(200, "Webhook endpoint deleted.", &serde_json::json!({})).into_response())
 }
 
@@ -302,28 +353,14 @@ async fn remove(State(app): State<App>, caller: Caller, PathParam(id): PathParam
 /// 24 hours, so receivers can switch without losing an event.
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn rotate(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
-    let until = app.clock.now().as_millisecond() + ROTATION_OVERLAP.as_millis() as i64;
-    let e = app
-        .store
-        .rotate_secret(caller.scope, id, signing::new_secret(), until, app.clock.now())
-        .await?
-        .ok_or(Error::NotFound)?;
+    let e = rotate_secret(&app, caller.scope, id).await?;
     Ok(envelope(200, "Secret rotated.", &EndpointView::new(&app, &e, true)).into_response())
 }
 
 /// `POST /webhooks/{id}/test`: queues a `same.webhook.test` event to this endpoint.
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn test(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
-    let e = app.store.endpoint(caller.scope, id).await?.ok_or(Error::NotFound)?;
-    if !e.enabled {
-        return Err(Error::Conflict("The endpoint is disabled; enable it to send it events.".into()));
-    }
-    let body = payload::test_event(id, app.clock.now());
-    let d = app
-        .store
-        .queue_test(caller.scope, id, payload::TEST_EVENT, body, app.clock.now())
-        .await?
-        .ok_or(Error::NotFound)?;
+    let d = send_test(&app, caller.scope, id).await?;
     Ok(envelope(202, "Test event queued.", &DeliveryView::new(&d)).into_response())
 }
 
@@ -416,11 +453,6 @@ async fn deliveries(
 /// new delivery at the back of its shipment's stream.
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn resend(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
-    match app.store.resend(caller.scope, id).await? {
-        ResendOutcome::NotFound => Err(Error::NotFound),
-        ResendOutcome::EndpointDisabled => {
-            Err(Error::Conflict("The endpoint is disabled; enable it before resending.".into()))
-        }
-        ResendOutcome::Queued(d) => Ok(envelope(202, "Delivery queued again.", &DeliveryView::new(&d)).into_response()),
-    }
+    let d = resend_delivery(&app, caller.scope, id).await?;
+    Ok(envelope(202, "Delivery queued again.", &DeliveryView::new(&d)).into_response())
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 const DOMAINS: &[&str] = &[
     "addresses",
     "auth",
+    "dashboard",
     "geo",
     "health",
     "labels",

@@ -6,6 +6,7 @@
 mod cli;
 mod common;
 mod copy;
+mod dashboard_http;
 mod errors;
 mod hardening;
 mod labels;

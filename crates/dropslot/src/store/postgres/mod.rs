@@ -27,9 +27,9 @@ use sql::Sql;
 
 use super::{
     AttemptRecord, Claimed, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind, LabelSource,
-    MoveOutcome, NewEndpoint, NewOrder, NewToken, Outbox, Principal, RenderFn, ResendOutcome, SavedAddress,
-    ScenarioResult, Scope, Selection, Store, StoreError, StoreResult, StoredDelivery, StoredEndpoint, StoredOrder,
-    StoredResponse, StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
+    MoveOutcome, NewEndpoint, NewOrder, NewSession, NewToken, OrderFilter, Outbox, Principal, RenderFn, ResendOutcome,
+    SavedAddress, ScenarioResult, Scope, Selection, SessionRecord, Store, StoreError, StoreResult, StoredDelivery,
+    StoredEndpoint, StoredOrder, StoredResponse, StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::config::PostgresSettings;
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
@@ -41,6 +41,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, "lifecycle", include_str!("../../../migrations/postgres/0003_lifecycle.sql")),
     (4, "webhooks", include_str!("../../../migrations/postgres/0004_webhooks.sql")),
     (5, "saved_address_uses", include_str!("../../../migrations/postgres/0005_saved_address_uses.sql")),
+    (6, "dashboard_sessions", include_str!("../../../migrations/postgres/0006_dashboard_sessions.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -365,6 +366,77 @@ impl Store for PgStore {
         Ok(n == 1)
     }
 
+    async fn create_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<Option<Principal>> {
+        let c = self.conn().await?;
+        // One statement: the session is written only for an unrevoked token, and the answer
+        // is that token's principal.
+        let row = c
+            .query_opt(
+                "WITH t AS (
+                   SELECT t.id, t.client_id, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
+                   WHERE t.hash = $1 AND t.revoked_at IS NULL),
+                 ins AS (
+                   INSERT INTO dashboard_sessions (hash, token_id, csrf, created_ms, last_seen_ms)
+                   SELECT $2, id, $3, $4, $4 FROM t RETURNING token_id)
+                 SELECT t.client_id, t.kind, t.settings_json FROM t JOIN ins ON ins.token_id = t.id",
+                &[&&token.0[..], &&session.hash.0[..], &session.csrf, &session.now_ms],
+            )
+            .await
+            .map_err(map_err)?;
+        row.map(|r| {
+            Ok(Principal {
+                client: ClientId(r.get(0)),
+                kind: parsed(r.get(1), "token kind", TokenKind::parse)?,
+                settings_json: r.get(2),
+            })
+        })
+        .transpose()
+    }
+
+    async fn session(
+        &self,
+        session: &TokenHash,
+        idle_since_ms: i64,
+        now_ms: i64,
+    ) -> StoreResult<Option<SessionRecord>> {
+        let c = self.conn().await?;
+        let row = c
+            .query_opt(
+                "SELECT t.client_id, t.kind, c.settings_json, s.csrf, t.prefix, s.last_seen_ms
+                 FROM dashboard_sessions s JOIN tokens t ON t.id = s.token_id JOIN clients c ON c.id = t.client_id
+                 WHERE s.hash = $1 AND t.revoked_at IS NULL AND s.last_seen_ms >= $2",
+                &[&&session.0[..], &idle_since_ms],
+            )
+            .await
+            .map_err(map_err)?;
+        let Some(r) = row else { return Ok(None) };
+        let record = SessionRecord {
+            principal: Principal {
+                client: ClientId(r.get(0)),
+                kind: parsed(r.get(1), "token kind", TokenKind::parse)?,
+                settings_json: r.get(2),
+            },
+            csrf: r.get(3),
+            token_prefix: r.get(4),
+        };
+        let last_seen: i64 = r.get(5);
+        if last_seen < now_ms - 60_000 {
+            c.execute(
+                "UPDATE dashboard_sessions SET last_seen_ms = $2 WHERE hash = $1 AND last_seen_ms < $2",
+                &[&&session.0[..], &now_ms],
+            )
+            .await
+            .map_err(map_err)?;
+        }
+        Ok(Some(record))
+    }
+
+    async fn end_session(&self, session: &TokenHash) -> StoreResult<()> {
+        let c = self.conn().await?;
+        c.execute("DELETE FROM dashboard_sessions WHERE hash = $1", &[&&session.0[..]]).await.map_err(map_err)?;
+        Ok(())
+    }
+
     async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>> {
         let c = self.conn().await?;
         let row = c
@@ -515,6 +587,16 @@ impl Store for PgStore {
 
     async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>> {
         reads::orders(&self.conn().await?, scope, before, limit).await
+    }
+
+    async fn find_orders(
+        &self,
+        scope: Scope,
+        filter: &OrderFilter,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredOrder>> {
+        reads::find_orders(&self.conn().await?, scope, filter, before, limit).await
     }
 
     async fn parcel_by_custom_code(

@@ -13,8 +13,8 @@ use crate::money::Money;
 use crate::quote::Totals;
 use crate::shipments::{Actor, Status};
 use crate::store::{
-    Scope, StoreError, StoredDropOff, StoredEvent, StoredOrder, StoredParcel, StoredPickUp, StoredShipment, Tracking,
-    Visibility,
+    OrderFilter, Scope, StoreError, StoredDropOff, StoredEvent, StoredOrder, StoredParcel, StoredPickUp,
+    StoredShipment, Tracking, Visibility,
 };
 
 /// A column of a row; a type that does not match the schema is an error, never a panic.
@@ -267,6 +267,60 @@ pub(super) async fn orders(
         .query(
             "SELECT id FROM orders WHERE client_id = $1 AND mode = $2 AND id < $3 ORDER BY id DESC LIMIT $4",
             &[&scope.client.0, &scope.mode.as_str(), &before.unwrap_or(i64::MAX), &limit],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| col(r, 0))
+        .collect::<Result<_, StoreError>>()?;
+    let mut orders = Vec::with_capacity(ids.len());
+    for id in ids {
+        orders.push(order_by_id(c, id).await?);
+    }
+    Ok(orders)
+}
+
+/// The orders `filter` matches, newest first, before the row id `before`: one query for the
+/// ids (an `EXISTS` over the order's drop-offs), then the same loader as [`orders`].
+pub(super) async fn find_orders(
+    c: &impl Sql,
+    scope: Scope,
+    filter: &OrderFilter,
+    before: Option<i64>,
+    limit: usize,
+) -> Result<Vec<StoredOrder>, StoreError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let text = filter.text.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    let like = text.map(|t| format!("%{}%", crate::store::like_escape(&t.to_lowercase())));
+    let status = filter.status.map(crate::shipments::Status::as_str);
+    let ids: Vec<i64> = c
+        .query(
+            "SELECT o.id FROM orders o
+             WHERE o.client_id = $1 AND o.mode = $2 AND o.id < $3
+               AND EXISTS (
+                 SELECT 1 FROM drop_off_shipments d
+                 JOIN shipment_orders so ON so.id = d.shipment_order_id
+                 WHERE so.order_id = o.id
+                   AND ($4::text IS NULL OR d.status = $4::text)
+                   AND ($5::text IS NULL OR d.scheduled_date = $5::text)
+                   AND ($6::text IS NULL
+                        OR upper(o.unique_id) = upper($6::text)
+                        OR upper(d.unique_id) = upper($6::text)
+                        OR lower(d.address_json::jsonb ->> 'person_name') LIKE $7::text ESCAPE '\\'
+                        OR EXISTS (SELECT 1 FROM parcels p
+                                   WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL
+                                     AND upper(p.custom_code) = upper($6::text))))
+             ORDER BY o.id DESC LIMIT $8",
+            &[
+                &scope.client.0,
+                &scope.mode.as_str(),
+                &before.unwrap_or(i64::MAX),
+                &status,
+                &filter.date,
+                &text,
+                &like,
+                &limit,
+            ],
         )
         .await
         .map_err(map_err)?

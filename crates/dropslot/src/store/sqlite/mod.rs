@@ -18,9 +18,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
     AttemptRecord, Claimed, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind, LabelSource,
-    MoveOutcome, NewEndpoint, NewOrder, NewToken, Outbox, Principal, RenderFn, ResendOutcome, SavedAddress,
-    ScenarioResult, Scope, Selection, Store, StoreError, StoreResult, StoredDelivery, StoredEndpoint, StoredOrder,
-    StoredResponse, StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
+    MoveOutcome, NewEndpoint, NewOrder, NewSession, NewToken, OrderFilter, Outbox, Principal, RenderFn, ResendOutcome,
+    SavedAddress, ScenarioResult, Scope, Selection, SessionRecord, Store, StoreError, StoreResult, StoredDelivery,
+    StoredEndpoint, StoredOrder, StoredResponse, StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
 use outbox::Sink;
@@ -33,6 +33,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, "lifecycle", include_str!("../../../migrations/sqlite/0003_lifecycle.sql")),
     (4, "webhooks", include_str!("../../../migrations/sqlite/0004_webhooks.sql")),
     (5, "saved_address_uses", include_str!("../../../migrations/sqlite/0005_saved_address_uses.sql")),
+    (6, "dashboard_sessions", include_str!("../../../migrations/sqlite/0006_dashboard_sessions.sql")),
 ];
 const READERS: usize = 4;
 
@@ -316,6 +317,98 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn create_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<Option<Principal>> {
+        let token = *token;
+        self.writer
+            .write(move |c| {
+                let found = c
+                    .prepare_cached(
+                        "SELECT t.id, t.client_id, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
+                         WHERE t.hash = ?1 AND t.revoked_at IS NULL",
+                    )
+                    .and_then(|mut st| {
+                        st.query_row([&token.0[..]], |r| {
+                            Ok((
+                                r.get::<_, i64>(0)?,
+                                Principal {
+                                    client: ClientId(r.get(1)?),
+                                    kind: parsed(r, 2, "token kind", TokenKind::parse)?,
+                                    settings_json: r.get(3)?,
+                                },
+                            ))
+                        })
+                        .optional()
+                    })
+                    .map_err(map_err)?;
+                let Some((token_id, principal)) = found else { return Ok(None) };
+                c.prepare_cached(
+                    "INSERT INTO dashboard_sessions (hash, token_id, csrf, created_ms, last_seen_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?4)",
+                )
+                .and_then(|mut st| {
+                    st.execute(params![&session.hash.0[..], token_id, session.csrf, session.now_ms])
+                })
+                .map_err(map_err)?;
+                Ok(Some(principal))
+            })
+            .await
+    }
+
+    async fn session(
+        &self,
+        session: &TokenHash,
+        idle_since_ms: i64,
+        now_ms: i64,
+    ) -> StoreResult<Option<SessionRecord>> {
+        let found = self.read(|c| {
+            c.prepare_cached(
+                "SELECT t.client_id, t.kind, c.settings_json, s.csrf, t.prefix, s.last_seen_ms
+                 FROM dashboard_sessions s JOIN tokens t ON t.id = s.token_id JOIN clients c ON c.id = t.client_id
+                 WHERE s.hash = ?1 AND t.revoked_at IS NULL AND s.last_seen_ms >= ?2",
+            )?
+            .query_row(params![&session.0[..], idle_since_ms], |r| {
+                Ok((
+                    SessionRecord {
+                        principal: Principal {
+                            client: ClientId(r.get(0)?),
+                            kind: parsed(r, 1, "token kind", TokenKind::parse)?,
+                            settings_json: r.get(2)?,
+                        },
+                        csrf: r.get(3)?,
+                        token_prefix: r.get(4)?,
+                    },
+                    r.get::<_, i64>(5)?,
+                ))
+            })
+            .optional()
+        })?;
+        let Some((record, last_seen)) = found else { return Ok(None) };
+        if last_seen < now_ms - 60_000 {
+            let hash = *session;
+            self.writer
+                .write(move |c| {
+                    c.execute(
+                        "UPDATE dashboard_sessions SET last_seen_ms = ?2 WHERE hash = ?1 AND last_seen_ms < ?2",
+                        params![&hash.0[..], now_ms],
+                    )
+                    .map_err(map_err)?;
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok(Some(record))
+    }
+
+    async fn end_session(&self, session: &TokenHash) -> StoreResult<()> {
+        let hash = *session;
+        self.writer
+            .write(move |c| {
+                c.execute("DELETE FROM dashboard_sessions WHERE hash = ?1", [&hash.0[..]]).map_err(map_err)?;
+                Ok(())
+            })
+            .await
+    }
+
     async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>> {
         self.read(|c| {
             c.prepare_cached("SELECT id FROM saved_addresses WHERE client_id = ?1 AND mode = ?2 AND normalized = ?3")?
@@ -432,6 +525,17 @@ impl Store for SqliteStore {
 
     async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>> {
         self.read_blocking(move |c| reads::orders(c, scope, before, limit)).await
+    }
+
+    async fn find_orders(
+        &self,
+        scope: Scope,
+        filter: &OrderFilter,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredOrder>> {
+        let filter = filter.clone();
+        self.read_blocking(move |c| reads::find_orders(c, scope, &filter, before, limit)).await
     }
 
     async fn parcel_by_custom_code(

@@ -12,7 +12,8 @@ use crate::money::Money;
 use crate::quote::Totals;
 use crate::shipments::{Actor, Status};
 use crate::store::{
-    Scope, StoredDropOff, StoredEvent, StoredOrder, StoredParcel, StoredPickUp, StoredShipment, Tracking, Visibility,
+    OrderFilter, Scope, StoredDropOff, StoredEvent, StoredOrder, StoredParcel, StoredPickUp, StoredShipment, Tracking,
+    Visibility,
 };
 
 fn conversion(i: usize, e: impl std::fmt::Display) -> rusqlite::Error {
@@ -212,6 +213,53 @@ pub(super) fn orders(
         .query_map(params![scope.client.0, scope.mode.as_str(), before.unwrap_or(i64::MAX), limit as i64], |r| {
             r.get(0)
         })?
+        .collect::<rusqlite::Result<_>>()?;
+    ids.into_iter().map(|id| order_by_id(c, id)).collect()
+}
+
+/// The orders `filter` matches, newest first, before the row id `before`: one query for the
+/// ids (an `EXISTS` over the order's drop-offs), then the same loader as [`orders`].
+pub(super) fn find_orders(
+    c: &Connection,
+    scope: Scope,
+    filter: &OrderFilter,
+    before: Option<i64>,
+    limit: usize,
+) -> rusqlite::Result<Vec<StoredOrder>> {
+    let text = filter.text.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    let like = text.map(|t| format!("%{}%", crate::store::like_escape(&t.to_lowercase())));
+    let ids: Vec<i64> = c
+        .prepare_cached(
+            "SELECT o.id FROM orders o
+             WHERE o.client_id = ?1 AND o.mode = ?2 AND o.id < ?3
+               AND EXISTS (
+                 SELECT 1 FROM drop_off_shipments d
+                 JOIN shipment_orders so ON so.id = d.shipment_order_id
+                 WHERE so.order_id = o.id
+                   AND (?4 IS NULL OR d.status = ?4)
+                   AND (?5 IS NULL OR d.scheduled_date = ?5)
+                   AND (?6 IS NULL
+                        OR upper(o.unique_id) = upper(?6)
+                        OR upper(d.unique_id) = upper(?6)
+                        OR lower(json_extract(d.address_json, '$.person_name')) LIKE ?7 ESCAPE '\\'
+                        OR EXISTS (SELECT 1 FROM parcels p
+                                   WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL
+                                     AND upper(p.custom_code) = upper(?6))))
+             ORDER BY o.id DESC LIMIT ?8",
+        )?
+        .query_map(
+            params![
+                scope.client.0,
+                scope.mode.as_str(),
+                before.unwrap_or(i64::MAX),
+                filter.status.map(Status::as_str),
+                filter.date,
+                text,
+                like,
+                limit as i64
+            ],
+            |r| r.get(0),
+        )?
         .collect::<rusqlite::Result<_>>()?;
     ids.into_iter().map(|id| order_by_id(c, id)).collect()
 }
