@@ -2,9 +2,12 @@
 # Installs the external tools the tests use to check the service independently of
 # the code under test: poppler-utils (pdftoppm, pdftotext, pdfinfo) and the
 # zxing-cpp barcode decoder (+ Pillow) for the labels, and the Standard Webhooks
-# reference library (PyPI standardwebhooks) for webhook signatures.
+# reference library (PyPI standardwebhooks) for webhook signatures; Debian's chromium and
+# chromium-driver, and axe-core from npm (into target/browser-deps), for the dashboard's
+# browser tests.
 # Idempotent: each step runs only when its tool is missing.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then
@@ -12,9 +15,21 @@ if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then
 fi
 
 if ! command -v pdftoppm >/dev/null 2>&1 || ! command -v pdftotext >/dev/null 2>&1 \
-    || [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then
+    || [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] \
+    || [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     $SUDO apt-get update
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y poppler-utils fonts-dejavu-core
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y poppler-utils fonts-dejavu-core chromium chromium-driver
+fi
+
+# axe-core, pinned, into a git-ignored folder the browser tests read (tests/it/browser.rs).
+AXE_DIR=target/browser-deps
+if [ ! -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]; then
+    if ! command -v npm >/dev/null 2>&1; then
+        $SUDO apt-get update
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y npm
+    fi
+    mkdir -p "$AXE_DIR"
+    npm install --silent --no-audit --no-fund --prefix "$AXE_DIR" axe-core@4.11.0
 fi
 
 if ! python3 -c 'import zxingcpp, PIL, standardwebhooks' >/dev/null 2>&1; then
@@ -24,5 +39,7 @@ if ! python3 -c 'import zxingcpp, PIL, standardwebhooks' >/dev/null 2>&1; then
 fi
 
 command -v pdftoppm >/dev/null
+[ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]
+[ -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]
 python3 -c 'import zxingcpp, PIL, standardwebhooks'
 echo "test-deps: ok"

@@ -128,7 +128,7 @@ pub(super) async fn list(State(app): State<App>, session: Session, RawQuery(quer
                     status_label,
                     scheduled_date: s.drop_off.scheduled_date.clone(),
                     slot: s.drop_off.slot_name.clone(),
-                    price: price(s.totals.actual_price_with_tax),
+                    price: price(s.totals.price_with_tax),
                 });
             }
         }
@@ -270,12 +270,12 @@ pub(super) async fn shipment(
     }
     let t = &s.totals;
     let prices = vec![
-        ("Price (before tax)", price(t.actual_total_price)),
-        ("Tax", price(t.actual_total_tax)),
-        ("Total", price(t.actual_price_with_tax)),
-        ("Price at order time (before tax)", price(t.total_price)),
-        ("Tax at order time", price(t.total_tax)),
-        ("Total at order time", price(t.price_with_tax)),
+        ("Parcels", price(t.actual_total_price)),
+        ("Tax on the parcels", price(t.actual_total_tax)),
+        ("Parcels with tax", price(t.actual_price_with_tax)),
+        ("Price charged (the order's minimum applied)", price(t.total_price)),
+        ("Tax charged", price(t.total_tax)),
+        ("Total charged", price(t.price_with_tax)),
     ];
     let notice = query.as_deref().and_then(|q| {
         url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "done").map(|(_, v)| match v.as_ref() {

@@ -3,9 +3,11 @@
 //! `SQLite` file), and the real binary for the CLI. Tests that only make sense on `SQLite` (the
 //! kill -9 of the group-commit writer, file locks) say so in their name and skip elsewhere.
 
+mod browser;
 mod cli;
 mod common;
 mod copy;
+mod dashboard;
 mod dashboard_http;
 mod errors;
 mod hardening;

@@ -1,0 +1,240 @@
+//! A real browser for the tests: Debian's `chromium`, driven through `chromedriver` with
+//! `fantoccini`, headless, one private instance per test. `scripts/test-deps.sh` installs
+//! both and `axe-core` (npm), which [`Browser::assert_accessible`] injects into the page.
+//!
+//! Every wait is bounded: chromedriver must say it started within 20 s, and an element must
+//! appear within 10 s. Dropping a `Browser` ends its chromium and chromedriver.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+/// A desktop window and a phone-sized one (an iPhone 12's CSS pixels).
+pub const DESKTOP: (u32, u32) = (1280, 900);
+pub const PHONE: (u32, u32) = (390, 844);
+
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const CHROMIUM: &str = "/usr/bin/chromium";
+const ELEMENT_WAIT: Duration = Duration::from_secs(10);
+
+pub struct Browser {
+    client: Client,
+    driver: Child,
+    size: (u32, u32),
+    /// chromedriver's endpoint for Chrome `DevTools` commands in this session.
+    cdp: String,
+}
+
+/// Where `scripts/test-deps.sh` puts axe-core (`DROPSLOT_AXE_JS` overrides it).
+fn axe_path() -> PathBuf {
+    std::env::var_os("DROPSLOT_AXE_JS").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/browser-deps/node_modules/axe-core/axe.min.js"),
+        PathBuf::from,
+    )
+}
+
+/// Starts chromedriver on a free port and waits for its "started" line.
+fn start_driver() -> (Child, u16) {
+    assert!(
+        std::path::Path::new(CHROMEDRIVER).exists() && std::path::Path::new(CHROMIUM).exists(),
+        "{CHROMEDRIVER} and {CHROMIUM} are missing: run scripts/test-deps.sh"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let mut driver = Command::new(CHROMEDRIVER)
+        .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver starts");
+    let stdout = driver.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("started successfully") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+        let _ = driver.kill();
+        panic!("chromedriver did not start within 20 s");
+    }
+    (driver, port)
+}
+
+impl Browser {
+    /// A fresh headless chromium with a window of `(width, height)` CSS pixels.
+    pub async fn start((width, height): (u32, u32)) -> Browser {
+        let (driver, port) = start_driver();
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": CHROMIUM,
+                "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                         "--no-first-run", "--disable-extensions", "--hide-scrollbars",
+                         format!("--window-size={width},{height}")],
+            }),
+        );
+        let mut builder = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
+        builder.capabilities(caps);
+        let url = format!("http://127.0.0.1:{port}");
+        let client = tokio::time::timeout(Duration::from_secs(30), builder.connect(&url))
+            .await
+            .expect("chromium starts within 30 s")
+            .expect("a WebDriver session");
+        let session = client.session_id().await.expect("session id").expect("a session");
+        let cdp = format!("{url}/session/{session}/goog/cdp/execute");
+        let browser = Browser { client, driver, size: (width, height), cdp };
+        browser.viewport(height).await;
+        browser
+    }
+
+    /// Emulates a viewport of this browser's width and `height` CSS pixels (a headless
+    /// window cannot be narrower than 500 px, so a phone is emulated, as a phone: touch
+    /// and the mobile viewport rules).
+    async fn viewport(&self, height: u32) {
+        let (width, _) = self.size;
+        let params = json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600});
+        let res = reqwest::Client::new()
+            .post(&self.cdp)
+            .json(&json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": params}))
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .expect("chromedriver answers");
+        assert!(res.status().is_success(), "set the viewport: {}", res.text().await.unwrap_or_default());
+    }
+
+    pub async fn goto(&self, url: &str) {
+        self.client.goto(url).await.unwrap_or_else(|e| panic!("open {url}: {e}"));
+    }
+
+    pub async fn current_url(&self) -> String {
+        self.client.current_url().await.expect("current URL").to_string()
+    }
+
+    async fn find(&self, css: &str) -> fantoccini::elements::Element {
+        match self.client.wait().at_most(ELEMENT_WAIT).for_element(Locator::Css(css)).await {
+            Ok(e) => e,
+            Err(e) => panic!("no element {css} on {}: {e}", self.current_url().await),
+        }
+    }
+
+    /// Types `text` into the input `css` (cleared first).
+    pub async fn fill(&self, css: &str, text: &str) {
+        let e = self.find(css).await;
+        e.clear().await.expect("clear");
+        e.send_keys(text).await.unwrap_or_else(|err| panic!("type into {css}: {err}"));
+    }
+
+    /// Chooses the option with `value` in the select `css`.
+    pub async fn select(&self, css: &str, value: &str) {
+        self.find(css).await.select_by_value(value).await.unwrap_or_else(|e| panic!("select {value} in {css}: {e}"));
+    }
+
+    /// Clicks the link or submit button `css`, and returns once the page it leads to has
+    /// loaded (a new document, fully parsed), within a bound.
+    pub async fn click(&self, css: &str) {
+        let target = self.find(css).await;
+        self.eval("window.__dropslot_old_page = true; return true").await;
+        target.click().await.unwrap_or_else(|e| panic!("click {css}: {e}"));
+        let deadline = std::time::Instant::now() + ELEMENT_WAIT;
+        loop {
+            // The old document's marker is gone once the new one is there (a script error
+            // while the page is being replaced counts as "not yet").
+            let ready = self
+                .client
+                .execute(
+                    "return window.__dropslot_old_page === undefined && document.readyState === 'complete'",
+                    vec![],
+                )
+                .await;
+            if matches!(ready, Ok(Value::Bool(true))) {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "clicking {css} led to no new page");
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// The visible text of `css`.
+    pub async fn text(&self, css: &str) -> String {
+        self.find(css).await.text().await.expect("text")
+    }
+
+    pub async fn attr(&self, css: &str, name: &str) -> String {
+        self.find(css).await.attr(name).await.expect("attribute").unwrap_or_default()
+    }
+
+    /// How many elements `css` matches now (no waiting).
+    pub async fn count(&self, css: &str) -> usize {
+        self.client.find_all(Locator::Css(css)).await.expect("find_all").len()
+    }
+
+    /// Runs `script` (a function body; `return` gives the value) in the page.
+    pub async fn eval(&self, script: &str) -> Value {
+        self.client.execute(script, vec![]).await.unwrap_or_else(|e| panic!("script {script}: {e}"))
+    }
+
+    /// The axe-core violations of serious or critical impact on the current page.
+    pub async fn violations(&self) -> Vec<Value> {
+        let path = axe_path();
+        let source = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (scripts/test-deps.sh installs axe-core)", path.display()));
+        self.client.execute(&source, vec![]).await.expect("axe-core loads");
+        let run = "const done = arguments[arguments.length - 1];
+                   axe.run(document, {resultTypes: ['violations']})
+                      .then(r => done(r.violations))
+                      .catch(e => done([{id: 'axe-error', impact: 'critical', help: String(e), nodes: []}]));";
+        let found = self.client.execute_async(run, vec![]).await.expect("axe.run answers");
+        found
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|v| matches!(v["impact"].as_str(), Some("serious" | "critical")))
+            .collect()
+    }
+
+    /// Fails with a readable list when the page has a serious or critical axe violation.
+    pub async fn assert_accessible(&self, page: &str) {
+        let bad = self.violations().await;
+        let lines: Vec<String> = bad
+            .iter()
+            .map(|v| {
+                let targets: Vec<String> =
+                    v["nodes"].as_array().into_iter().flatten().map(|n| n["target"].to_string()).collect();
+                format!("{} ({}): {} at {}", v["id"], v["impact"], v["help"], targets.join(", "))
+            })
+            .collect();
+        assert!(lines.is_empty(), "{page}: accessibility violations:\n{}", lines.join("\n"));
+    }
+
+    /// With `DROPSLOT_SCREENSHOTS=<folder>`, saves the whole page as `<folder>/<name>.png`
+    /// (the window grows to the page's height for the shot); otherwise does nothing.
+    pub async fn screenshot(&self, name: &str) {
+        let Some(dir) = std::env::var_os("DROPSLOT_SCREENSHOTS") else { return };
+        let height = self.eval("return document.documentElement.scrollHeight").await.as_u64().unwrap_or(900) as u32;
+        let (_, h) = self.size;
+        self.viewport(height.clamp(h, 6000)).await;
+        let png = self.client.screenshot().await.expect("screenshot");
+        self.viewport(h).await;
+        let path = PathBuf::from(dir).join(format!("{name}.png"));
+        std::fs::write(&path, png).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+impl Drop for Browser {
+    /// Ends chromium (chromedriver's children) and chromedriver itself.
+    fn drop(&mut self) {
+        let pid = self.driver.id().to_string();
+        let _ = Command::new("pkill").args(["-KILL", "-P", &pid]).status();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
