@@ -13,7 +13,7 @@ use crate::app::App;
 use crate::error::Error;
 use crate::http::PathParam;
 use crate::ids::SavedAddressId;
-use crate::store::{NewSession, SavedAddress, TokenInfo, TokenKind};
+use crate::store::{Mode, NewSession, SavedAddress, TokenInfo, TokenKind};
 
 #[derive(Template)]
 #[template(path = "dashboard/sign_in.html")]
@@ -94,12 +94,16 @@ pub(super) async fn sign_out(State(app): State<App>, req: Request) -> PageResult
 #[template(path = "dashboard/tokens.html")]
 struct TokensPage<'a> {
     frame: Option<Frame>,
+    /// Whether live tokens can be created here (a live session).
+    live: bool,
     tokens: Vec<TokenRow<'a>>,
     /// A token just created: shown this once.
     created: Option<(&'a str, &'a str)>,
 }
 
 struct TokenRow<'a> {
+    /// Whether this session may revoke it.
+    revocable: bool,
     prefix: &'a str,
     last4: &'a str,
     kind: &'static str,
@@ -114,6 +118,7 @@ async fn tokens_page(app: &App, session: &Session, created: Option<(&str, &str)>
     let tokens = list
         .iter()
         .map(|t| TokenRow {
+            revocable: t.revoked_at.is_none() && may_manage(session, t.kind),
             prefix: &t.prefix,
             last4: &t.last4,
             kind: t.kind.as_str(),
@@ -122,12 +127,27 @@ async fn tokens_page(app: &App, session: &Session, created: Option<(&str, &str)>
             current: t.prefix == session.token_prefix,
         })
         .collect();
-    Ok(page(status, TokensPage { frame: Some(session.frame("tokens")), tokens, created }.render()))
+    Ok(page(
+        status,
+        TokensPage { frame: Some(session.frame("tokens")), live: session.scope.mode == Mode::Live, tokens, created }
+            .render(),
+    ))
 }
 
 /// The client's tokens, by prefix and last 4 characters (never the secret).
 pub(super) async fn tokens(State(app): State<App>, session: Session) -> PageResult {
     tokens_page(&app, &session, None, StatusCode::OK).await
+}
+
+/// Whether this session may create or revoke a token of `kind`: a live session manages
+/// test and live tokens; a test session only test tokens (a test token, often shared with
+/// developers and CI, must not lead to live access); nobody manages ops tokens here.
+fn may_manage(session: &Session, kind: TokenKind) -> bool {
+    match kind {
+        TokenKind::Test => true,
+        TokenKind::Live => session.scope.mode == Mode::Live,
+        TokenKind::Ops => false,
+    }
 }
 
 /// Creates a test or live token and shows it once.
@@ -137,6 +157,9 @@ pub(super) async fn create_token(State(app): State<App>, Posted { session, field
         Some("live") => TokenKind::Live,
         _ => return Err(fail(&session)(Error::invalid("kind", "Choose a test or a live token."))),
     };
+    if !may_manage(&session, kind) {
+        return Err(fail(&session)(Error::Forbidden("Sign in with a live token to create live tokens.")));
+    }
     let minted = crate::auth::mint(session.scope.client, kind);
     let prefix = minted.stored.prefix.clone();
     app.store.insert_token(minted.stored, app.clock.now()).await.map_err(|e| fail(&session)(e.into()))?;
@@ -152,8 +175,13 @@ pub(super) async fn revoke_token(
     Posted { session, .. }: Posted,
 ) -> PageResult {
     let own = app.store.list_tokens(session.scope.client).await.map_err(|e| fail(&session)(e.into()))?;
-    if !own.iter().any(|t| t.prefix == prefix && t.revoked_at.is_none()) {
+    let Some(token) = own.iter().find(|t| t.prefix == prefix && t.revoked_at.is_none()) else {
         return Err(fail(&session)(Error::NotFound));
+    };
+    if !may_manage(&session, token.kind) {
+        return Err(fail(&session)(Error::Forbidden(
+            "This session cannot revoke that token: sign in with a live token to manage live tokens.",
+        )));
     }
     app.store.revoke_token(&prefix, app.clock.now()).await.map_err(|e| fail(&session)(e.into()))?;
     tracing::info!(token_prefix = %prefix, "token revoked in the dashboard");

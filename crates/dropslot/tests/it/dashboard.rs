@@ -197,6 +197,7 @@ async fn browser_a_revoked_token_ends_its_session_and_a_form_without_csrf_is_ref
     b.eval("document.querySelector('#new-token-form input[name=csrf]').remove(); return true").await;
     b.click("#new-token-form button[type=submit]").await;
     assert!(b.text("main").await.contains("did not come from the dashboard"), "{}", b.text("main").await);
+    b.assert_accessible("csrf-refused").await;
     assert_eq!(s.scalar("SELECT count(*) FROM tokens"), tokens);
 
     // A second browser signs in with the new token; revoking it (out of band, through the

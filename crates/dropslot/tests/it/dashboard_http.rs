@@ -5,6 +5,8 @@
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_SECURITY_POLICY, COOKIE, LOCATION, SET_COOKIE};
 
+use serde_json::json;
+
 use crate::common::{TestServer, request, request_with_codes};
 
 /// A browser's worth of state over reqwest: the cookies the server set, redirects not
@@ -151,13 +153,31 @@ async fn a_form_without_its_csrf_token_is_refused_and_changes_nothing() {
         assert!(r.body.contains("did not come from the dashboard"), "{}", r.body);
     }
     assert_eq!(s.scalar("SELECT count(*) FROM tokens"), tokens, "no token was created");
-    // With it, the same form works and shows the token once.
+    // With it, the form works and shows the token once, but a test session makes test
+    // tokens only: a test token must not lead to live access.
     let csrf = v.get("/dashboard/tokens").await.csrf();
     let r = v.post("/dashboard/tokens", &[("kind", "live"), ("csrf", &csrf)]).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(s.scalar("SELECT count(*) FROM tokens"), tokens);
+    let r = v.post("/dashboard/tokens", &[("kind", "test"), ("csrf", &csrf)]).await;
     assert_eq!(r.status, 201, "{}", r.body);
-    assert!(r.body.contains("ds_live_"), "the new token is shown");
+    assert!(r.body.contains("ds_test_"), "the new token is shown");
     assert_eq!(s.scalar("SELECT count(*) FROM tokens"), tokens + 1);
     assert!(!v.get("/dashboard/tokens").await.body.contains("id=\"new-token\""), "and only once");
+
+    // A live session makes live tokens, and a test session cannot revoke them.
+    let (_, test, live, _) = s.new_client("Other").await;
+    let mut l = Visitor::new(&s);
+    l.sign_in(&live).await;
+    let csrf = l.get("/dashboard/tokens").await.csrf();
+    let r = l.post("/dashboard/tokens", &[("kind", "live"), ("csrf", &csrf)]).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let mut t = Visitor::new(&s);
+    t.sign_in(&test).await;
+    let csrf = t.get("/dashboard/tokens").await.csrf();
+    let r = t.post(&format!("/dashboard/tokens/{}/revoke", &live[..16]), &[("csrf", &csrf)]).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(s.get("/orders", &live).await.status, 200, "still valid");
 }
 
 #[tokio::test]
@@ -228,4 +248,91 @@ async fn the_order_search_filters_by_code_name_status_and_date() {
     let bad = v.get("/dashboard/orders?status=lost&date=tomorrow").await;
     assert_eq!(bad.status, 422);
     assert!(bad.body.contains("<code>status</code>") && bad.body.contains("<code>date</code>"), "{}", bad.body);
+}
+
+#[tokio::test]
+async fn the_forms_act_through_the_apis_own_rules() {
+    let s = TestServer::start_with("[webhooks]\nallow_private = true\n").await;
+    let o = s.order(&request_with_codes(&["KEEP000000000001", "DROP000000000002"])).await;
+    assert_eq!(o.status, 201);
+    let code = o.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string();
+    let mut v = Visitor::new(&s);
+    v.sign_in(&s.token).await;
+    let page = v.get(&format!("/dashboard/shipments/{code}")).await;
+    let csrf = page.csrf();
+    assert!(page.body.contains("/parcels/DROP000000000002/delete"), "a deletable parcel has its button");
+
+    // Delete a parcel: gone from the shipment, the shipment re-priced, as through the API.
+    let r = v.post(&format!("/dashboard/shipments/{code}/parcels/DROP000000000002/delete"), &[("csrf", &csrf)]).await;
+    assert_eq!(
+        (r.status, r.location()),
+        (StatusCode::SEE_OTHER, format!("/dashboard/shipments/{code}?done=deleted").as_str())
+    );
+    assert_eq!(s.scalar("SELECT count(*) FROM parcels WHERE deleted_at IS NULL"), 1);
+    let api = s.get(&format!("/shipments/{code}"), &s.token).await;
+    assert_eq!(api.body["object"]["parcels"].as_array().map(Vec::len), Some(1));
+    assert!(v.get(&format!("/dashboard/shipments/{code}?done=deleted")).await.body.contains("Parcel deleted."));
+
+    // An endpoint with an invalid URL and an unknown kind: the API's paths, on the page.
+    let bad = v.post("/dashboard/webhooks", &[("csrf", &csrf), ("url", "ftp://x"), ("events", "same.nothing")]).await;
+    assert_eq!(bad.status, 422);
+    assert!(bad.body.contains("<code>url</code>") && bad.body.contains("<code>events.0</code>"), "{}", bad.body);
+    assert_eq!(s.scalar("SELECT count(*) FROM webhook_endpoints"), 0);
+    // A good one: the secret is in this answer only.
+    let made = v
+        .post(
+            "/dashboard/webhooks",
+            &[("csrf", &csrf), ("url", "http://127.0.0.1:9/in"), ("events", "same.shipment.delivered")],
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    assert!(made.body.contains("whsec_"));
+    let id = s.scalar("SELECT max(id) FROM webhook_endpoints");
+    let show = v.get(&format!("/dashboard/webhooks/{id}")).await;
+    assert!(!show.body.contains("whsec_"), "the secret is never shown again");
+    // Edit, disable, enable, rotate, test, delete.
+    let r = v
+        .post(
+            &format!("/dashboard/webhooks/{id}"),
+            &[("csrf", &csrf), ("url", "http://127.0.0.1:9/new"), ("events", "*"), ("description", "Shop")],
+        )
+        .await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    let api = s.get(&format!("/webhooks/{id}"), &s.token).await;
+    assert_eq!(
+        (api.body["object"]["url"].as_str(), api.body["object"]["events"].clone()),
+        (Some("http://127.0.0.1:9/new"), json!(["*"]))
+    );
+    assert_eq!(v.post(&format!("/dashboard/webhooks/{id}/disable"), &[("csrf", &csrf)]).await.status, 303);
+    assert_eq!(s.get(&format!("/webhooks/{id}"), &s.token).await.body["object"]["status"], "disabled");
+    let refused = v.post(&format!("/dashboard/webhooks/{id}/test"), &[("csrf", &csrf)]).await;
+    assert_eq!(refused.status, 409, "a disabled endpoint gets no test event");
+    assert_eq!(v.post(&format!("/dashboard/webhooks/{id}/enable"), &[("csrf", &csrf)]).await.status, 303);
+    let rotated = v.post(&format!("/dashboard/webhooks/{id}/rotate-secret"), &[("csrf", &csrf)]).await;
+    assert!(rotated.body.contains("whsec_") && rotated.body.contains("also signs for 24 hours"));
+    assert_eq!(v.post(&format!("/dashboard/webhooks/{id}/test"), &[("csrf", &csrf)]).await.status, 303);
+    assert_eq!(s.scalar("SELECT count(*) FROM webhook_deliveries"), 1, "the test event is queued");
+    assert_eq!(v.post(&format!("/dashboard/webhooks/{id}/delete"), &[("csrf", &csrf)]).await.status, 303);
+    assert_eq!(s.get(&format!("/webhooks/{id}"), &s.token).await.status, 404);
+
+    // Saved addresses: listed, then deleted.
+    let addr = s.scalar("SELECT max(id) FROM saved_addresses");
+    assert!(v.get("/dashboard/addresses").await.body.contains("100 King St W"));
+    let r = v.post(&format!("/dashboard/addresses/{addr}/delete"), &[("csrf", &csrf)]).await;
+    assert_eq!(r.status, 303);
+    assert_eq!(s.get(&format!("/saved-addresses/{addr}"), &s.token).await.status, 404);
+
+    // Sign-out ends the session on the server, not only in this browser.
+    let cookie = v.cookie("ds_session").unwrap().to_string();
+    assert_eq!(v.post("/dashboard/sign-out", &[("csrf", &csrf)]).await.location(), "/dashboard/sign-in");
+    assert_eq!(s.scalar("SELECT count(*) FROM dashboard_sessions"), 0);
+    let replay = s.http.get(format!("{}/dashboard/orders", s.base)).header(COOKIE, format!("ds_session={cookie}"));
+    let replay = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .execute(replay.build().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(replay.status(), StatusCode::SEE_OTHER, "an old cookie signs nobody in");
 }
