@@ -243,6 +243,16 @@ const SAVED_ADDRESS_COLUMNS: &str = "s.id, s.text,
         WHERE p.saved_address_id = s.id ORDER BY p.id DESC LIMIT 1
     ) u ON true";
 
+/// A principal from a row whose first three columns are a token's client, its kind and the
+/// client's settings.
+fn principal_row(r: &tokio_postgres::Row) -> StoreResult<Principal> {
+    Ok(Principal {
+        client: ClientId(r.get(0)),
+        kind: parsed(r.get(1), "token kind", TokenKind::parse)?,
+        settings_json: r.get(2),
+    })
+}
+
 /// Runs `$body` (which uses `$tx`, a `&tokio_postgres::Transaction`) in one transaction on a
 /// pooled connection, and commits it; an error rolls it back (the transaction is dropped).
 macro_rules! in_tx {
@@ -326,14 +336,7 @@ impl Store for PgStore {
             )
             .await
             .map_err(map_err)?;
-        row.map(|r| {
-            Ok(Principal {
-                client: ClientId(r.get(0)),
-                kind: parsed(r.get(1), "token kind", TokenKind::parse)?,
-                settings_json: r.get(2),
-            })
-        })
-        .transpose()
+        row.as_ref().map(principal_row).transpose()
     }
 
     async fn list_tokens(&self, client: ClientId) -> StoreResult<Vec<TokenInfo>> {
@@ -383,14 +386,7 @@ impl Store for PgStore {
             )
             .await
             .map_err(map_err)?;
-        row.map(|r| {
-            Ok(Principal {
-                client: ClientId(r.get(0)),
-                kind: parsed(r.get(1), "token kind", TokenKind::parse)?,
-                settings_json: r.get(2),
-            })
-        })
-        .transpose()
+        row.as_ref().map(principal_row).transpose()
     }
 
     async fn session(
@@ -410,15 +406,7 @@ impl Store for PgStore {
             .await
             .map_err(map_err)?;
         let Some(r) = row else { return Ok(None) };
-        let record = SessionRecord {
-            principal: Principal {
-                client: ClientId(r.get(0)),
-                kind: parsed(r.get(1), "token kind", TokenKind::parse)?,
-                settings_json: r.get(2),
-            },
-            csrf: r.get(3),
-            token_prefix: r.get(4),
-        };
+        let record = SessionRecord { principal: principal_row(&r)?, csrf: r.get(3), token_prefix: r.get(4) };
         let last_seen: i64 = r.get(5);
         if last_seen < now_ms - 60_000 {
             c.execute(

@@ -273,6 +273,11 @@ pub(super) async fn orders(
         .iter()
         .map(|r| col(r, 0))
         .collect::<Result<_, StoreError>>()?;
+    orders_by_id(c, ids).await
+}
+
+/// Each order of `ids`, in that order.
+async fn orders_by_id(c: &impl Sql, ids: Vec<i64>) -> Result<Vec<StoredOrder>, StoreError> {
     let mut orders = Vec::with_capacity(ids.len());
     for id in ids {
         orders.push(order_by_id(c, id).await?);
@@ -327,11 +332,7 @@ pub(super) async fn find_orders(
         .iter()
         .map(|r| col(r, 0))
         .collect::<Result<_, StoreError>>()?;
-    let mut orders = Vec::with_capacity(ids.len());
-    for id in ids {
-        orders.push(order_by_id(c, id).await?);
-    }
-    Ok(orders)
+    orders_by_id(c, ids).await
 }
 
 /// The live parcel holding a custom code, with its shipment.

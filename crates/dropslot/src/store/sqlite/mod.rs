@@ -273,13 +273,7 @@ impl Store for SqliteStore {
                 "SELECT t.client_id, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
                  WHERE t.hash = ?1 AND t.revoked_at IS NULL",
             )?
-            .query_row([&hash.0[..]], |r| {
-                Ok(Principal {
-                    client: ClientId(r.get(0)?),
-                    kind: parsed(r, 1, "token kind", TokenKind::parse)?,
-                    settings_json: r.get(2)?,
-                })
-            })
+            .query_row([&hash.0[..]], principal_row)
             .optional()
         })
     }
@@ -323,21 +317,11 @@ impl Store for SqliteStore {
             .write(move |c| {
                 let found = c
                     .prepare_cached(
-                        "SELECT t.id, t.client_id, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
+                        "SELECT t.client_id, t.kind, c.settings_json, t.id FROM tokens t JOIN clients c ON c.id = t.client_id
                          WHERE t.hash = ?1 AND t.revoked_at IS NULL",
                     )
                     .and_then(|mut st| {
-                        st.query_row([&token.0[..]], |r| {
-                            Ok((
-                                r.get::<_, i64>(0)?,
-                                Principal {
-                                    client: ClientId(r.get(1)?),
-                                    kind: parsed(r, 2, "token kind", TokenKind::parse)?,
-                                    settings_json: r.get(3)?,
-                                },
-                            ))
-                        })
-                        .optional()
+                        st.query_row([&token.0[..]], |r| Ok((r.get::<_, i64>(3)?, principal_row(r)?))).optional()
                     })
                     .map_err(map_err)?;
                 let Some((token_id, principal)) = found else { return Ok(None) };
@@ -368,15 +352,7 @@ impl Store for SqliteStore {
             )?
             .query_row(params![&session.0[..], idle_since_ms], |r| {
                 Ok((
-                    SessionRecord {
-                        principal: Principal {
-                            client: ClientId(r.get(0)?),
-                            kind: parsed(r, 1, "token kind", TokenKind::parse)?,
-                            settings_json: r.get(2)?,
-                        },
-                        csrf: r.get(3)?,
-                        token_prefix: r.get(4)?,
-                    },
+                    SessionRecord { principal: principal_row(r)?, csrf: r.get(3)?, token_prefix: r.get(4)? },
                     r.get::<_, i64>(5)?,
                 ))
             })
@@ -669,6 +645,16 @@ pub(crate) fn violated_constraint(e: &rusqlite::Error) -> Option<&'static str> {
     }
     let columns = msg.strip_prefix("UNIQUE constraint failed: ")?;
     UNIQUE_INDEXES.iter().find(|(_, cols)| *cols == columns).map(|(name, _)| *name)
+}
+
+/// A principal from a row whose first three columns are a token's client, its kind and the
+/// client's settings.
+fn principal_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Principal> {
+    Ok(Principal {
+        client: ClientId(r.get(0)?),
+        kind: parsed(r, 1, "token kind", TokenKind::parse)?,
+        settings_json: r.get(2)?,
+    })
 }
 
 /// A text column parsed into its type (a token kind, a status): a value this binary does not
