@@ -245,6 +245,17 @@ async fn the_order_search_filters_by_code_name_status_and_date() {
     assert_eq!(shows(&v.get(&format!("/dashboard/orders?date={date}")).await.body), (true, true));
     assert_eq!(shows(&v.get("/dashboard/orders?date=2031-01-01").await.body), (false, false));
     assert_eq!(shows(&v.get("/dashboard/orders?q=%25").await.body), (false, false), "% is a character, not a wildcard");
+    // What a client typed is shown as text, never as markup.
+    let mut c = request(&[500.0]);
+    c["drop_offs"][0]["address"]["person_name"] = serde_json::json!("<b onmouseover=x>Bold</b>");
+    assert_eq!(s.order(&c).await.status, 201);
+    let list = v.get("/dashboard/orders?q=bold").await;
+    assert!(
+        list.body.contains("&lt;b onmouseover=x&gt;Bold&lt;/b&gt;") || list.body.contains("&#60;b"),
+        "{}",
+        list.body
+    );
+    assert!(!list.body.contains("<b onmouseover"), "escaped");
     let bad = v.get("/dashboard/orders?status=lost&date=tomorrow").await;
     assert_eq!(bad.status, 422);
     assert!(bad.body.contains("<code>status</code>") && bad.body.contains("<code>date</code>"), "{}", bad.body);
