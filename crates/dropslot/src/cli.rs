@@ -33,6 +33,10 @@ enum Command {
         /// `ADDR:PORT` to listen on (env `DROPSLOT_LISTEN`; default 127.0.0.1:8080).
         #[arg(long)]
         listen: Option<String>,
+        /// Serve `/metrics` on this `ADDR:PORT` only, not beside the API (env
+        /// `DROPSLOT_METRICS_LISTEN`).
+        #[arg(long)]
+        metrics_listen: Option<String>,
     },
     /// Bring the database schema up to date.
     Migrate,
@@ -131,8 +135,9 @@ async fn execute(cli: Cli) -> Result<(), String> {
     let mut overrides = Overrides::from_env();
     overrides.database = cli.database.or(overrides.database);
     overrides.config_file = cli.config.or(overrides.config_file);
-    if let Command::Serve { listen } = &cli.command {
+    if let Command::Serve { listen, metrics_listen } = &cli.command {
         overrides.listen = listen.clone().or(overrides.listen);
+        overrides.metrics_listen = metrics_listen.clone().or(overrides.metrics_listen);
     }
     let settings = Settings::load(&overrides).map_err(|e| e.to_string())?;
     match cli.command {

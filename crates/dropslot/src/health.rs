@@ -12,8 +12,16 @@ use crate::app::App;
 use crate::error::Error;
 use crate::http::envelope;
 
-pub fn routes() -> Router<App> {
-    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz)).route("/metrics", get(metrics))
+/// `/healthz`, `/readyz`, and `/metrics` unless it has a listener of its own
+/// (`server.metrics_listen`).
+pub fn routes(with_metrics: bool) -> Router<App> {
+    let health = Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz));
+    if with_metrics { health.merge(metrics_routes()) } else { health }
+}
+
+/// `/metrics` alone: for the separate metrics listener.
+pub fn metrics_routes() -> Router<App> {
+    Router::new().route("/metrics", get(metrics))
 }
 
 /// The Prometheus text exposition (unauthenticated, like `/healthz`).

@@ -45,6 +45,9 @@ pub struct Running {
     pub demo: Option<(ClientId, String)>,
     server: tokio::task::JoinHandle<()>,
     dispatcher: tokio::task::JoinHandle<()>,
+    /// The `/metrics` listener's server and address, when it has its own (`metrics_listen`).
+    metrics: Option<tokio::task::JoinHandle<()>>,
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 impl Running {
@@ -52,6 +55,9 @@ impl Running {
     pub async fn finished(self) {
         let _ = self.server.await;
         let _ = self.dispatcher.await;
+        if let Some(metrics) = self.metrics {
+            let _ = metrics.await;
+        }
     }
 }
 
@@ -81,6 +87,16 @@ pub async fn start(
         tracing::info!("shutting down: draining in-flight requests");
         let _ = stop.send(true);
     });
+    // The metrics listener is bound before anything else starts: a taken port stops the start.
+    let metrics_listener = match settings.metrics_listen {
+        None => None,
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .map_err(|e| StoreError::Invalid(format!("cannot listen for /metrics on {addr}: {e}")))?,
+        ),
+    };
+    let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
     let built = async {
         let app = App::build(settings, stopping.clone()).await?;
         let demo = app.bootstrap_demo().await?;
@@ -96,9 +112,21 @@ pub async fn start(
     };
     match built.await {
         Ok((app, demo, dispatcher)) => {
-            let _ = slot.set(http::router(app.clone(), api_routes(), root_routes()));
+            let own_metrics = metrics_listener.is_some();
+            let _ = slot.set(http::router(app.clone(), api_routes(), root_routes(!own_metrics)));
+            let metrics = metrics_listener.map(|listener| {
+                let metrics_slot: http::server::RouterSlot = Arc::default();
+                let _ = metrics_slot.set(http::router(app.clone(), axum::Router::new(), health::metrics_routes()));
+                tokio::spawn(http::server::serve(
+                    listener,
+                    app.settings.net,
+                    metrics_slot,
+                    stopping.clone(),
+                    app.settings.shutdown_grace,
+                ))
+            });
             let dispatcher = tokio::spawn(dispatcher.run(stopping));
-            Ok(Running { app, demo, server, dispatcher })
+            Ok(Running { app, demo, server, dispatcher, metrics, metrics_addr })
         }
         Err(e) => {
             signal.abort();
@@ -120,12 +148,12 @@ fn api_routes() -> axum::Router<App> {
         .merge(auth::admin::routes())
 }
 
-/// Every domain's routes at the root: labels and icons, the tracking page, health, the
-/// dashboard.
-fn root_routes() -> axum::Router<App> {
+/// Every domain's routes at the root: labels and icons, the tracking page, health (with
+/// `/metrics` unless it has its own listener), the dashboard.
+fn root_routes(with_metrics: bool) -> axum::Router<App> {
     axum::Router::new()
         .merge(labels::routes())
         .merge(tracking::routes())
-        .merge(health::routes())
+        .merge(health::routes(with_metrics))
         .merge(dashboard::routes())
 }

@@ -1,5 +1,6 @@
-//! Prometheus metrics (`GET /metrics`, text exposition format). One registry per process;
-//! the webhook dispatcher's counters now, the HTTP and order metrics with issue 12.
+//! Prometheus metrics (`GET /metrics`, text exposition format). One registry per process:
+//! HTTP requests by route template and status with their latency, orders created, and the
+//! webhook dispatcher's counters.
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -35,8 +36,36 @@ pub struct OutcomeLabels {
     pub outcome: Outcome,
 }
 
+/// A request by its method and route template (`/scheduled-service/api/v1/shipments/{unique_id}`,
+/// never the id itself, so the series stay few), and its status.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub method: String,
+    pub route: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub method: String,
+    pub route: String,
+}
+
+/// How an order was created: `sync` (and `async` with issue 12's asynchronous requests).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OrderLabels {
+    pub kind: &'static str,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0])
+}
+
 pub struct Metrics {
     registry: Registry,
+    pub http_requests: Family<RequestLabels, Counter>,
+    pub http_duration: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    pub orders_created: Family<OrderLabels, Counter>,
     pub webhook_queued: Counter,
     pub webhook_attempts: Family<OutcomeLabels, Counter>,
     pub webhook_latency: Histogram,
@@ -46,6 +75,21 @@ pub struct Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("dropslot");
+        let http_requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by method, route template and status",
+            http_requests.clone(),
+        );
+        let http_duration: Family<RouteLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(latency_histogram);
+        registry.register(
+            "http_request_duration_seconds",
+            "Time from a request's head to its response head, by method and route template",
+            http_duration.clone(),
+        );
+        let orders_created = Family::<OrderLabels, Counter>::default();
+        registry.register("orders_created", "Orders committed, by how they were created", orders_created.clone());
         let webhook_queued = Counter::default();
         registry.register(
             "webhook_deliveries_queued",
@@ -66,13 +110,31 @@ impl Default for Metrics {
             "Webhook deliveries not yet delivered or failed (sampled by the dispatcher)",
             webhook_queue_depth.clone(),
         );
-        Metrics { registry, webhook_queued, webhook_attempts, webhook_latency, webhook_queue_depth }
+        Metrics {
+            registry,
+            http_requests,
+            http_duration,
+            orders_created,
+            webhook_queued,
+            webhook_attempts,
+            webhook_latency,
+            webhook_queue_depth,
+        }
     }
 }
 
 impl Metrics {
     pub fn attempt(&self, outcome: Outcome) {
         self.webhook_attempts.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+
+    /// One answered request: its count and its latency, under its route template.
+    pub fn request(&self, method: &str, route: &str, status: u16, seconds: f64) {
+        let (method, route) = (method.to_string(), route.to_string());
+        self.http_duration
+            .get_or_create(&RouteLabels { method: method.clone(), route: route.clone() })
+            .observe(seconds);
+        self.http_requests.get_or_create(&RequestLabels { method, route, status }).inc();
     }
 
     /// The text exposition.

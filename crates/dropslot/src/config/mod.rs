@@ -43,6 +43,9 @@ struct RawServer {
     max_connections: usize,
     #[serde(default)]
     admin_token: Option<String>,
+    /// Serve `/metrics` on this address only (empty: on the main listener).
+    #[serde(default)]
+    metrics_listen: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -251,6 +254,8 @@ pub struct Settings {
     pub shutdown_grace: std::time::Duration,
     pub net: NetLimits,
     pub admin_token: Option<String>,
+    /// When set, `/metrics` is served on this address only, not on `listen`.
+    pub metrics_listen: Option<SocketAddr>,
     /// Pins the clock (scheduling, timestamps): tests and demos.
     pub now: Option<Timestamp>,
     pub pricing: PriceList,
@@ -292,6 +297,7 @@ pub struct Overrides {
     pub base_url: Option<String>,
     pub now: Option<String>,
     pub admin_token: Option<String>,
+    pub metrics_listen: Option<String>,
     pub webhook_retry_schedule: Option<String>,
     pub webhooks_allow_private: Option<String>,
 }
@@ -307,6 +313,7 @@ impl Overrides {
             base_url: var("DROPSLOT_BASE_URL"),
             now: var("DROPSLOT_NOW"),
             admin_token: var("DROPSLOT_ADMIN_TOKEN"),
+            metrics_listen: var("DROPSLOT_METRICS_LISTEN"),
             webhook_retry_schedule: var("DROPSLOT_WEBHOOK_RETRY_SCHEDULE"),
             webhooks_allow_private: var("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE"),
         }
@@ -407,6 +414,14 @@ impl Settings {
                 return Err(ConfigError::Invalid("DROPSLOT_ADMIN_TOKEN: use at least 16 characters".into()));
             }
         }
+        let metrics_text = o.metrics_listen.clone().unwrap_or(raw.server.metrics_listen);
+        let metrics_listen = if metrics_text.is_empty() {
+            None
+        } else {
+            Some(metrics_text.parse::<SocketAddr>().map_err(|_| {
+                ConfigError::Invalid(format!("server.metrics_listen: {metrics_text:?} is not an ADDR:PORT"))
+            })?)
+        };
         let webhooks = webhook_settings(&raw.webhooks, o)?;
         let postgres = postgres_settings(&raw.postgres)?;
         Ok(Settings {
@@ -419,6 +434,7 @@ impl Settings {
             shutdown_grace: std::time::Duration::from_secs(raw.server.shutdown_grace_seconds),
             net,
             admin_token,
+            metrics_listen,
             now,
             pricing: raw.pricing,
             limits: raw.limits,

@@ -98,6 +98,22 @@ impl MakeRequestId for MakeId {
     }
 }
 
+/// Counts every answered request and its latency under its route template (`unmatched`
+/// for a path no route has: a scanner's paths must not each become a series).
+async fn count_request(
+    axum::extract::State(app): axum::extract::State<App>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let start = std::time::Instant::now();
+    let method = req.method().clone();
+    let route = req.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_string());
+    let res = next.run(req).await;
+    let route = route.as_deref().unwrap_or("unmatched");
+    app.metrics.request(method.as_str(), route, res.status().as_u16(), start.elapsed().as_secs_f64());
+    res
+}
+
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     Error::Internal("handler panicked".into()).into_response()
 }
@@ -112,6 +128,7 @@ pub fn router(app: App, api: Router<App>, root: Router<App>) -> Router {
         .merge(root)
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
+        .layer(axum::middleware::from_fn_with_state(app.clone(), count_request))
         .with_state(app)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(CatchPanicLayer::custom(panic_response))

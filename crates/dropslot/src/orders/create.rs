@@ -53,6 +53,7 @@ pub(super) async fn handle(
         // Rendered here, on a request worker, unless the store needed the body in its
         // transaction: the single writer is the throughput bottleneck.
         Ok(created) => {
+            app.metrics.orders_created.get_or_create(&crate::metrics::OrderLabels { kind: "sync" }).inc();
             let body = match created.body {
                 Some(body) => body,
                 None => draft.render(&created.ids).map_err(|e| Error::Internal(format!("the order response: {e}")))?,

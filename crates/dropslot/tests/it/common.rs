@@ -118,6 +118,8 @@ pub struct TestServer {
     pub db: TestDb,
     /// The demo client's test token.
     pub token: String,
+    /// The `/metrics` listener's address, when `server.metrics_listen` gave it its own.
+    pub metrics_addr: Option<std::net::SocketAddr>,
     shutdown: Option<oneshot::Sender<()>>,
 }
 
@@ -174,7 +176,9 @@ impl TestServer {
         let running = dropslot::start(settings, listener, stop).await.expect("start");
         let (_, token) = running.demo.clone().expect("empty database");
         let app = running.app.clone();
+        let metrics_addr = running.metrics_addr;
         TestServer {
+            metrics_addr,
             base: format!("http://{addr}"),
             app,
             http: reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client"),

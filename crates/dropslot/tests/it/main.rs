@@ -13,6 +13,7 @@ mod errors;
 mod hardening;
 mod labels;
 mod layout;
+mod metrics;
 mod ops;
 mod orders;
 mod preview;

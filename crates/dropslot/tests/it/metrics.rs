@@ -1,0 +1,87 @@
+//! `/metrics` (issue 12): the exposition parses with the Prometheus project's own `OpenMetrics`
+//! parser (`scripts/parse-metrics.py`), its HTTP and order counters move, routes are labelled
+//! by template, and `server.metrics_listen` moves the endpoint off the API's listener.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{TestServer, request};
+
+/// The samples of a `/metrics` body, parsed independently; panics if it does not parse.
+fn parse(body: &str) -> Vec<Value> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/parse-metrics.py");
+    let mut child = Command::new("python3")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (scripts/test-deps.sh installs prometheus_client)");
+    child.stdin.take().expect("stdin").write_all(body.as_bytes()).expect("write");
+    let out = child.wait_with_output().expect("parser ends");
+    assert!(out.status.success(), "not valid OpenMetrics: {}\n{body}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON from the parser")
+}
+
+/// The count in the samples `name` whose labels include `labels` (0 when none).
+fn value(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> u64 {
+    let sum: f64 = samples
+        .iter()
+        .filter(|s| s["name"] == name && labels.iter().all(|(k, v)| s["labels"][*k] == *v))
+        .map(|s| s["value"].as_f64().unwrap_or(0.0))
+        .sum();
+    sum.round() as u64
+}
+
+async fn scrape(s: &TestServer, base: &str) -> (u16, String) {
+    let res = s.http.get(format!("{base}/metrics")).send().await.expect("scrape");
+    (res.status().as_u16(), res.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn metrics_parse_and_count_requests_by_route_template_and_orders() {
+    let s = TestServer::start().await;
+    let (_, before) = scrape(&s, &s.base).await;
+    let before = parse(&before);
+    let preview = "/scheduled-service/api/v1/requests/preview";
+    assert_eq!(value(&before, "dropslot_http_requests_total", &[("route", preview)]), 0);
+
+    assert_eq!(s.preview(&request(&[500.0])).await.status, 200);
+    assert_eq!(s.preview(&request(&[500.0])).await.status, 200);
+    let o = s.order(&request(&[500.0])).await;
+    assert_eq!(o.status, 201);
+    let code = o.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string();
+    assert_eq!(s.get(&format!("/shipments/{code}"), &s.token).await.status, 200);
+    assert_eq!(s.get("/shipments/DSNOTHING", &s.token).await.status, 404);
+    assert_eq!(s.get("/no/such/path/at/all", &s.token).await.status, 404);
+
+    let (status, body) = scrape(&s, &s.base).await;
+    assert_eq!(status, 200);
+    let after = parse(&body);
+    let requests = "dropslot_http_requests_total";
+    assert_eq!(value(&after, requests, &[("method", "POST"), ("route", preview), ("status", "200")]), 2);
+    let shipment = "/scheduled-service/api/v1/shipments/{unique_id}";
+    assert_eq!(value(&after, requests, &[("route", shipment), ("status", "200")]), 1);
+    assert_eq!(value(&after, requests, &[("route", shipment), ("status", "404")]), 1);
+    assert_eq!(value(&after, requests, &[("route", "unmatched"), ("status", "404")]), 1);
+    assert!(!body.contains(&code) && !body.contains("/no/such/path"), "no id or raw path becomes a label");
+    assert_eq!(value(&after, "dropslot_http_request_duration_seconds_count", &[("route", preview)]), 2);
+    assert_eq!(value(&after, "dropslot_orders_created_total", &[("kind", "sync")]), 1);
+}
+
+#[tokio::test]
+async fn metrics_listen_serves_metrics_apart_from_the_api() {
+    let s = TestServer::start_with("[server]\nmetrics_listen = \"127.0.0.1:0\"\n").await;
+    let addr = s.metrics_addr.expect("a metrics listener");
+    assert_eq!(scrape(&s, &s.base).await.0, 404, "not beside the API");
+    assert_eq!(s.preview(&request(&[500.0])).await.status, 200);
+    let (status, body) = scrape(&s, &format!("http://{addr}")).await;
+    assert_eq!(status, 200);
+    let samples = parse(&body);
+    let preview = "/scheduled-service/api/v1/requests/preview";
+    assert_eq!(value(&samples, "dropslot_http_requests_total", &[("route", preview)]), 1);
+    let api = s.http.get(format!("http://{addr}/scheduled-service/api/v1/orders")).send().await.expect("get");
+    assert_eq!(api.status(), 404, "the metrics listener serves nothing else");
+}
