@@ -24,6 +24,8 @@ pub struct AppInner {
     pub geocoder: Geocoder,
     pub default_prices: Arc<PriceList>,
     pub metrics: Arc<Metrics>,
+    /// Rate limits' buckets (this process's own).
+    pub limiters: crate::ratelimit::Limiters,
     /// Renders webhook events into the store's transactions; wakes the dispatcher.
     pub outbox: Arc<Renderer>,
     /// Turns true when the service is shutting down (`/readyz` answers 503 from then on).
@@ -49,6 +51,7 @@ impl App {
         store.ping().await.map_err(|e| StoreError::Invalid(format!("cannot write to the database: {e}")))?;
         let clock = settings.now.map_or_else(Clock::system, Clock::pinned);
         let default_prices = Arc::new(settings.pricing.clone());
+        let limiters = crate::ratelimit::Limiters::new(clock.clone(), settings.public_rate_limit);
         Ok(App(Arc::new(AppInner {
             settings,
             store,
@@ -56,9 +59,20 @@ impl App {
             geocoder: Geocoder::embedded(),
             default_prices,
             metrics,
+            limiters,
             outbox,
             stopping,
         })))
+    }
+
+    /// A rate-limit refusal as the 429 error, counted in `/metrics`.
+    pub fn refuse(&self, r: crate::ratelimit::Refused) -> crate::error::Error {
+        self.metrics.rate_limited.get_or_create(&crate::metrics::ClassLabels { class: r.class.name() }).inc();
+        crate::error::Error::RateLimited {
+            retry_after: r.retry_after_seconds(),
+            policy: r.policy_header(),
+            limit: r.limit_header(),
+        }
     }
 
     pub fn is_stopping(&self) -> bool {

@@ -22,6 +22,11 @@ impl Clock {
         Self { pinned: Some(Arc::new(AtomicI64::new(at.as_microsecond()))) }
     }
 
+    /// Whether the clock is pinned (tests and demos with `DROPSLOT_NOW`).
+    pub fn is_pinned(&self) -> bool {
+        self.pinned.is_some()
+    }
+
     pub fn now(&self) -> Timestamp {
         match &self.pinned {
             None => Timestamp::now(),

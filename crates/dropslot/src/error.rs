@@ -68,6 +68,10 @@ pub enum Error {
     BodyTimeout,
     #[error("the given data was invalid")]
     Validation(FieldErrors),
+    /// Over a rate limit: when to retry (seconds) and the draft `RateLimit-Policy` and
+    /// `RateLimit` header values.
+    #[error("rate limited")]
+    RateLimited { retry_after: u64, policy: String, limit: String },
     #[error("service unavailable: {0}")]
     Unavailable(&'static str),
     #[error("storage error")]
@@ -94,6 +98,7 @@ impl Error {
             Self::UnsupportedMediaType | Self::UnsupportedEncoding => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) | Self::Store(crate::store::StoreError::Unavailable(_)) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -117,6 +122,9 @@ impl Error {
             }
             Self::BodyTimeout => "The request body was not received in time.".into(),
             Self::Validation(_) => "The given data was invalid.".into(),
+            Self::RateLimited { retry_after, .. } => {
+                format!("Too many requests: this token's rate limit is reached. Retry in {retry_after} s.")
+            }
             Self::Unavailable(_) | Self::Store(crate::store::StoreError::Unavailable(_)) => {
                 "The service is temporarily unavailable; retry shortly.".into()
             }
@@ -156,6 +164,14 @@ impl IntoResponse for Error {
             }
             Self::Unavailable(_) | Self::Store(crate::store::StoreError::Unavailable(_)) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            Self::RateLimited { retry_after, policy, limit } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+                for (name, value) in [("ratelimit-policy", policy), ("ratelimit", limit)] {
+                    if let Ok(v) = HeaderValue::from_str(&value) {
+                        headers.insert(name, v);
+                    }
+                }
             }
             _ => {}
         }

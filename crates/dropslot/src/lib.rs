@@ -19,6 +19,7 @@ pub mod money;
 pub mod ops;
 pub mod orders;
 pub mod quote;
+pub mod ratelimit;
 pub mod sandbox;
 pub mod shipments;
 pub mod store;

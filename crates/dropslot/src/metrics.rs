@@ -57,6 +57,12 @@ pub struct OrderLabels {
     pub kind: &'static str,
 }
 
+/// A rate limit's class: `preview`, `orders`, `other`, `public`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ClassLabels {
+    pub class: &'static str,
+}
+
 fn latency_histogram() -> Histogram {
     Histogram::new([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0])
 }
@@ -66,6 +72,7 @@ pub struct Metrics {
     pub http_requests: Family<RequestLabels, Counter>,
     pub http_duration: Family<RouteLabels, Histogram, fn() -> Histogram>,
     pub orders_created: Family<OrderLabels, Counter>,
+    pub rate_limited: Family<ClassLabels, Counter>,
     pub webhook_queued: Counter,
     pub webhook_attempts: Family<OutcomeLabels, Counter>,
     pub webhook_latency: Histogram,
@@ -90,6 +97,8 @@ impl Default for Metrics {
         );
         let orders_created = Family::<OrderLabels, Counter>::default();
         registry.register("orders_created", "Orders committed, by how they were created", orders_created.clone());
+        let rate_limited = Family::<ClassLabels, Counter>::default();
+        registry.register("rate_limited", "Requests refused with 429, by rate-limit class", rate_limited.clone());
         let webhook_queued = Counter::default();
         registry.register(
             "webhook_deliveries_queued",
@@ -115,6 +124,7 @@ impl Default for Metrics {
             http_requests,
             http_duration,
             orders_created,
+            rate_limited,
             webhook_queued,
             webhook_attempts,
             webhook_latency,

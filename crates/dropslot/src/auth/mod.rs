@@ -45,6 +45,8 @@ pub struct ClientSettings {
     pub pricing: Option<PriceList>,
     #[serde(default)]
     pub limits: Option<Limits>,
+    #[serde(default)]
+    pub rate_limits: Option<crate::config::RateLimits>,
 }
 
 impl ClientSettings {
@@ -57,12 +59,15 @@ impl ClientSettings {
         if let Some(l) = &self.limits {
             crate::config::validate_limits(l).map_err(|m| Error::invalid("limits", m))?;
         }
+        if let Some(r) = &self.rate_limits {
+            crate::config::validate_rate_limits(r).map_err(|m| Error::invalid("rate_limits", m))?;
+        }
         Ok(())
     }
 
     /// The stored form (`None` when nothing is negotiated).
     pub fn stored(&self) -> Result<Option<String>> {
-        (self.pricing.is_some() || self.limits.is_some())
+        (self.pricing.is_some() || self.limits.is_some() || self.rate_limits.is_some())
             .then(|| serde_json::to_string(self))
             .transpose()
             .map_err(|e| Error::Internal(format!("client settings: {e}")))
@@ -105,6 +110,20 @@ pub(crate) fn bearer(parts: &Parts) -> Result<&str> {
     }
 }
 
+/// Takes one request from the token's bucket for this route's class (before the body is
+/// read): a 429 over it.
+pub(crate) fn limit(parts: &Parts, app: &App, rates: &crate::config::RateLimits, token: &TokenHash) -> Result<()> {
+    use crate::ratelimit::Class;
+    let route = parts.extensions.get::<axum::extract::MatchedPath>().map_or("", axum::extract::MatchedPath::as_str);
+    let class = Class::of_route(route);
+    let bucket = match class {
+        Class::Preview => rates.preview,
+        Class::Orders => rates.orders,
+        Class::Other | Class::Public => rates.other,
+    };
+    app.limiters.check_token(class, bucket, token).map_err(|r| app.refuse(r))
+}
+
 impl FromRequestParts<App> for Caller {
     type Rejection = Error;
 
@@ -114,17 +133,19 @@ impl FromRequestParts<App> for Caller {
         if principal.kind == TokenKind::Ops {
             return Err(Error::Forbidden("Operations tokens cannot call the client API."));
         }
-        let (prices, limits) = match &principal.settings_json {
-            None => (app.default_prices.clone(), app.settings.limits),
+        let (prices, limits, rates) = match &principal.settings_json {
+            None => (app.default_prices.clone(), app.settings.limits, app.settings.rate_limits),
             Some(json) => {
                 let s = ClientSettings::load(json)
                     .map_err(|e| Error::Internal(format!("client {} settings: {e}", principal.client)))?;
                 (
                     s.pricing.map_or_else(|| app.default_prices.clone(), Arc::new),
                     s.limits.unwrap_or(app.settings.limits),
+                    s.rate_limits.unwrap_or(app.settings.rate_limits),
                 )
             }
         };
+        limit(parts, app, &rates, &hash(token))?;
         let scope = Scope { client: principal.client, mode: principal.kind.mode() };
         Ok(Caller { principal, scope, prices, limits })
     }

@@ -23,6 +23,8 @@ struct RawConfig {
     postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
+    rate_limits: RateLimits,
+    public_rate_limit: Bucket,
     regions: Vec<area::RawRegion>,
     cities: Vec<area::RawCity>,
     zones: Vec<area::RawZone>,
@@ -239,6 +241,43 @@ pub struct Limits {
     pub max_delivery_attempts: u32,
 }
 
+/// One token bucket: `per_second` requests a second on average, up to `burst` at once.
+/// `per_second = 0` means no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bucket {
+    pub per_second: u32,
+    pub burst: u32,
+}
+
+/// Requests per token, separately for preview, order creation and everything else
+/// (`[rate_limits]`; per client in its negotiated terms). Each process keeps its own buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimits {
+    pub preview: Bucket,
+    pub orders: Bucket,
+    pub other: Bucket,
+}
+
+/// A bucket's rules: a limit has a burst of at least 1 (and at most a million a second).
+pub fn validate_rate_limits(r: &RateLimits) -> Result<(), String> {
+    for (name, b) in [("preview", r.preview), ("orders", r.orders), ("other", r.other)] {
+        validate_bucket(b).map_err(|m| format!("rate_limits.{name}: {m}"))?;
+    }
+    Ok(())
+}
+
+fn validate_bucket(b: Bucket) -> Result<(), String> {
+    if b.per_second > 1_000_000 {
+        return Err("per_second must be at most 1000000 (0 = no limit)".into());
+    }
+    if b.per_second > 0 && !(1..=1_000_000).contains(&b.burst) {
+        return Err("burst must be 1 to 1000000".into());
+    }
+    Ok(())
+}
+
 fn default_max_attempts() -> u32 {
     3
 }
@@ -260,6 +299,10 @@ pub struct Settings {
     pub now: Option<Timestamp>,
     pub pricing: PriceList,
     pub limits: Limits,
+    /// Per token, unless a client's terms set its own.
+    pub rate_limits: RateLimits,
+    /// Label and tracking URLs, per client IP address.
+    pub public_rate_limit: Bucket,
     pub area: ServiceArea,
     pub webhooks: WebhookSettings,
     pub postgres: PostgresSettings,
@@ -407,6 +450,8 @@ impl Settings {
         }
         validate_pricing(&raw.pricing).map_err(ConfigError::Invalid)?;
         validate_limits(&raw.limits).map_err(ConfigError::Invalid)?;
+        validate_rate_limits(&raw.rate_limits).map_err(ConfigError::Invalid)?;
+        validate_bucket(raw.public_rate_limit).map_err(|m| ConfigError::Invalid(format!("public_rate_limit: {m}")))?;
         let area = ServiceArea::build(raw.regions, raw.cities, raw.zones).map_err(ConfigError::Invalid)?;
         let admin_token = o.admin_token.clone().or(raw.server.admin_token).filter(|t| !t.is_empty());
         if let Some(t) = &admin_token {
@@ -438,6 +483,8 @@ impl Settings {
             now,
             pricing: raw.pricing,
             limits: raw.limits,
+            rate_limits: raw.rate_limits,
+            public_rate_limit: raw.public_rate_limit,
             area,
         })
     }

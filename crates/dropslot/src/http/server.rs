@@ -63,7 +63,7 @@ pub async fn serve(
             // Reap finished connection tasks so the set does not grow.
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
-        let (stream, _) = match accepted {
+        let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 // Out of file descriptors and the like: back off briefly instead of spinning.
@@ -79,7 +79,7 @@ pub async fn serve(
         };
         let (router, stop) = (router.clone(), stop.clone());
         connections.spawn(async move {
-            connection(stream, router, net, stop).await;
+            connection(stream, peer, router, net, stop).await;
             drop(permit);
         });
     }
@@ -178,10 +178,16 @@ impl Watch {
     }
 }
 
-async fn connection(stream: TcpStream, router: RouterSlot, net: NetLimits, mut stop: watch::Receiver<bool>) {
+async fn connection(
+    stream: TcpStream,
+    peer: std::net::SocketAddr,
+    router: RouterSlot,
+    net: NetLimits,
+    mut stop: watch::Receiver<bool>,
+) {
     let watch = Arc::new(Watch::new(net));
     let io = TokioIo::new(Watched { inner: stream, watch: watch.clone(), rewrite: None });
-    let service = Service { router, watch: watch.clone(), net };
+    let service = Service { router, watch: watch.clone(), net, peer };
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The watchdog does the header timeout: hyper's would also cut kept-alive idle time.
     builder.header_read_timeout(None).keep_alive(true);
@@ -215,6 +221,7 @@ struct Service {
     router: RouterSlot,
     watch: Arc<Watch>,
     net: NetLimits,
+    peer: std::net::SocketAddr,
 }
 
 impl hyper::service::Service<Request<Incoming>> for Service {
@@ -222,8 +229,10 @@ impl hyper::service::Service<Request<Incoming>> for Service {
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
-    fn call(&self, req: Request<Incoming>) -> Self::Future {
+    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         self.watch.begin();
+        // The peer's address, for what is limited per client address (label and tracking URLs).
+        req.extensions_mut().insert(axum::extract::ConnectInfo(self.peer));
         let (router, watch, timeout) = (self.router.get().cloned(), self.watch.clone(), self.net.request_timeout);
         Box::pin(async move {
             let id = request_id(&req);

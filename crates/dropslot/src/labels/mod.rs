@@ -65,6 +65,7 @@ pub fn icon_url(base: &str, size_code: &str) -> String {
 /// `ETag` is a digest of what is printed and a printer's re-fetch can be a 304).
 async fn serve(
     State(app): State<App>,
+    _: crate::ratelimit::PublicLimit,
     headers: HeaderMap,
     PathParam((kind, token, file)): PathParam<(String, String, String)>,
 ) -> Result<Response> {

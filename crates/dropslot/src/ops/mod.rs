@@ -32,8 +32,10 @@ impl FromRequestParts<App> for OpsCaller {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
-        let principal = app.store.principal(&hash(bearer(parts)?)).await?.ok_or(Error::Unauthorized)?;
+        let token = hash(bearer(parts)?);
+        let principal = app.store.principal(&token).await?.ok_or(Error::Unauthorized)?;
         if principal.kind == TokenKind::Ops {
+            crate::auth::limit(parts, app, &app.settings.rate_limits, &token)?;
             Ok(OpsCaller)
         } else {
             Err(Error::Forbidden("The operations API takes ops tokens only."))

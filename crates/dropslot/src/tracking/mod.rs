@@ -127,7 +127,12 @@ fn html(status: StatusCode, body: Result<String, askama::Error>) -> Response {
 }
 
 #[tracing::instrument(skip_all, err(level = "debug"))]
-async fn page(State(app): State<App>, headers: HeaderMap, PathParam(code): PathParam<String>) -> Result<Response> {
+async fn page(
+    State(app): State<App>,
+    _: crate::ratelimit::PublicLimit,
+    headers: HeaderMap,
+    PathParam(code): PathParam<String>,
+) -> Result<Response> {
     let json = wants_json(&headers);
     // Tracking codes are short ASCII: anything else cannot exist, so no lookup is made.
     let found = if code.len() <= 64 && code.bytes().all(|b| b.is_ascii_alphanumeric()) {

@@ -104,7 +104,7 @@ pub fn spawn_serve_with(db: &str, env: &[(&str, &str)]) -> (std::process::Child,
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .env("DATABASE_URL", db)
         .env("DROPSLOT_NOW", crate::common::NOW)
-        .env_remove("DROPSLOT_CONFIG")
+        .env("DROPSLOT_CONFIG", crate::common::generous_limits_file())
         .env_remove("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE")
         .env_remove("DROPSLOT_WEBHOOK_RETRY_SCHEDULE")
         .envs(env.iter().copied())

@@ -111,6 +111,23 @@ fn rand_u64() -> u64 {
     h.finish()
 }
 
+/// Rate limits no test reaches unless it means to (see `ratelimit.rs` for one that does).
+pub const GENEROUS_LIMITS: &str = "[rate_limits]\npreview = { per_second = 1000000, burst = 1000000 }\n\
+orders = { per_second = 1000000, burst = 1000000 }\nother = { per_second = 1000000, burst = 1000000 }\n\
+[public_rate_limit]\nper_second = 1000000\nburst = 1000000\n";
+
+/// A configuration file holding [`GENEROUS_LIMITS`], for the tests that run the binary.
+pub fn generous_limits_file() -> std::path::PathBuf {
+    let path = std::env::temp_dir().join("dropslot-test-generous-limits.toml");
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(GENEROUS_LIMITS) {
+        // Written aside and renamed: a test process never reads a half-written file.
+        let aside = path.with_extension(format!("{}.tmp", std::process::id()));
+        std::fs::write(&aside, GENEROUS_LIMITS).expect("write the limits file");
+        std::fs::rename(&aside, &path).expect("rename the limits file");
+    }
+    path
+}
+
 pub struct TestServer {
     pub base: String,
     pub app: App,
@@ -167,7 +184,14 @@ impl TestServer {
             admin_token: Some(ADMIN_TOKEN.into()),
             ..Overrides::default()
         };
-        let settings = Settings::from_toml_fragment(fragment, &overrides).expect("settings");
+        // Generous rate limits unless the test sets its own: a pinned clock refills little,
+        // and many tests send hundreds of requests with one token.
+        let fragment = if fragment.contains("rate_limit") {
+            fragment.to_string()
+        } else {
+            format!("{fragment}\n{GENEROUS_LIMITS}")
+        };
+        let settings = Settings::from_toml_fragment(&fragment, &overrides).expect("settings");
         let (tx, rx) = oneshot::channel::<()>();
         // Bounded: a test never outlives two minutes of serving.
         let stop = async move {

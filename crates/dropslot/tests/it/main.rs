@@ -17,6 +17,7 @@ mod metrics;
 mod ops;
 mod orders;
 mod preview;
+mod ratelimit;
 mod reads;
 mod receiver;
 mod sandbox;

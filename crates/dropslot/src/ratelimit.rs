@@ -1,0 +1,220 @@
+//! Rate limits (issue 12): token buckets (GCRA, the `governor` crate) per API token, one for
+//! preview, one for order creation and one for the rest, and per client IP address for the
+//! public label and tracking URLs. A client's negotiated terms may set its own buckets.
+//!
+//! The buckets run on the service's injectable clock, so tests refill them by moving the
+//! clock, never by sleeping. Each process keeps its own buckets (docs/operations.md, "Rate
+//! limits"): nothing is shared through the database, so a limit costs no I/O.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::HashMapStateStore;
+use governor::{Quota, RateLimiter};
+
+use crate::app::App;
+use crate::config::Bucket;
+use crate::error::Error;
+use crate::store::TokenHash;
+
+/// What a request is counted as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    Preview,
+    Orders,
+    Other,
+    /// A label or tracking URL, per client address.
+    Public,
+}
+
+impl Class {
+    /// The policy's name in the `RateLimit-Policy` and `RateLimit` headers.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Preview => "preview",
+            Class::Orders => "orders",
+            Class::Other => "other",
+            Class::Public => "public",
+        }
+    }
+
+    /// The class of an API route by its template.
+    pub fn of_route(route: &str) -> Class {
+        if route.ends_with("/requests/preview") {
+            Class::Preview
+        } else if route.ends_with("/requests/sync") || route.ends_with("/requests/async") {
+            Class::Orders
+        } else {
+            Class::Other
+        }
+    }
+}
+
+/// The time buckets refill by: real time since start, plus how far a pinned clock was moved
+/// (tests refill a bucket by moving the clock; a demo pinned with `DROPSLOT_NOW` still
+/// refills with real time, so it never locks a token out for good).
+#[derive(Clone)]
+struct ServiceClock {
+    clock: crate::clock::Clock,
+    started: std::time::Instant,
+    pinned_at: Option<jiff::Timestamp>,
+}
+
+impl ServiceClock {
+    fn new(clock: crate::clock::Clock) -> ServiceClock {
+        let pinned_at = clock.is_pinned().then(|| clock.now());
+        ServiceClock { clock, started: std::time::Instant::now(), pinned_at }
+    }
+}
+
+impl governor::clock::Clock for ServiceClock {
+    type Instant = Duration;
+
+    fn now(&self) -> Duration {
+        let moved = self.pinned_at.map_or(Duration::ZERO, |at| {
+            let us = self.clock.now().as_microsecond() - at.as_microsecond();
+            Duration::from_micros(u64::try_from(us).unwrap_or(0))
+        });
+        self.started.elapsed() + moved
+    }
+}
+
+type Keyed<K> = RateLimiter<K, HashMapStateStore<K>, ServiceClock, NoOpMiddleware<Duration>>;
+/// A token's key: the SHA-256 of the token.
+type TokenLimiters = HashMap<(Class, Bucket), Arc<Keyed<[u8; 32]>>>;
+
+/// A refusal: which bucket, and when a request would be let through again.
+#[derive(Debug, Clone, Copy)]
+pub struct Refused {
+    pub class: Class,
+    pub bucket: Bucket,
+    pub retry_after: Duration,
+}
+
+/// The per-address limiter forgets idle addresses once it holds this many.
+const MAX_ADDRESSES: usize = 100_000;
+
+pub struct Limiters {
+    clock: ServiceClock,
+    /// One keyed limiter per (class, bucket): clients on the same terms share it, each
+    /// token with its own cell.
+    tokens: Mutex<TokenLimiters>,
+    public: Option<(Bucket, Keyed<IpAddr>)>,
+    public_checks: AtomicU64,
+}
+
+fn quota(b: Bucket) -> Option<Quota> {
+    let rate = NonZeroU32::new(b.per_second)?;
+    let burst = NonZeroU32::new(b.burst).unwrap_or(NonZeroU32::MIN);
+    Some(Quota::per_second(rate).allow_burst(burst))
+}
+
+impl Limiters {
+    pub fn new(clock: crate::clock::Clock, public: Bucket) -> Limiters {
+        let clock = ServiceClock::new(clock);
+        let public = quota(public).map(|q| (public, RateLimiter::hashmap_with_clock(q, clock.clone())));
+        Limiters { clock, tokens: Mutex::default(), public, public_checks: AtomicU64::new(0) }
+    }
+
+    fn refused(&self, class: Class, bucket: Bucket, until: &governor::NotUntil<Duration>) -> Refused {
+        use governor::clock::Clock as _;
+        Refused { class, bucket, retry_after: until.wait_time_from(self.clock.now()) }
+    }
+
+    /// Takes one request of `class` from the token's bucket.
+    pub fn check_token(&self, class: Class, bucket: Bucket, token: &TokenHash) -> Result<(), Refused> {
+        let Some(q) = quota(bucket) else { return Ok(()) };
+        let limiter = {
+            // A poisoned map only means another request panicked while inserting: its
+            // contents are still whole.
+            let mut map = self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            map.entry((class, bucket))
+                .or_insert_with(|| Arc::new(RateLimiter::hashmap_with_clock(q, self.clock.clone())))
+                .clone()
+        };
+        limiter.check_key(&token.0).map_err(|until| self.refused(class, bucket, &until))
+    }
+
+    /// Takes one request from the client address's bucket for public URLs.
+    pub fn check_address(&self, ip: IpAddr) -> Result<(), Refused> {
+        let Some((bucket, limiter)) = &self.public else { return Ok(()) };
+        if self.public_checks.fetch_add(1, Ordering::Relaxed) % 1024 == 0 && limiter.len() > MAX_ADDRESSES {
+            limiter.retain_recent();
+        }
+        limiter.check_key(&ip).map_err(|until| self.refused(Class::Public, *bucket, &until))
+    }
+}
+
+impl Refused {
+    /// Whole seconds to wait, at least 1 (`Retry-After`).
+    pub fn retry_after_seconds(&self) -> u64 {
+        let whole = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
+        whole.max(1)
+    }
+
+    /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers): the bucket as a quota of
+    /// `burst` requests over the seconds it takes to refill.
+    pub fn policy_header(&self) -> String {
+        let window = u64::from(self.bucket.burst.max(1)).div_ceil(u64::from(self.bucket.per_second.max(1)));
+        format!("\"{}\";q={};w={}", self.class.name(), self.bucket.burst, window.max(1))
+    }
+
+    /// `RateLimit`: nothing remains until the reset.
+    pub fn limit_header(&self) -> String {
+        format!("\"{}\";r=0;t={}", self.class.name(), self.retry_after_seconds())
+    }
+}
+
+/// A label or tracking URL's caller, counted against its address's bucket (a 429 over it).
+pub struct PublicLimit;
+
+impl FromRequestParts<App> for PublicLimit {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Error> {
+        let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>().copied() else {
+            return Ok(PublicLimit);
+        };
+        app.limiters.check_address(peer.ip()).map_err(|r| app.refuse(r))?;
+        Ok(PublicLimit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_empties_and_refills_on_the_clock() {
+        let clock = crate::clock::Clock::pinned("2026-11-23T12:00:00Z".parse().unwrap());
+        let limiters = Limiters::new(clock.clone(), Bucket { per_second: 0, burst: 0 });
+        let b = Bucket { per_second: 2, burst: 3 };
+        let t = TokenHash([7; 32]);
+        for _ in 0..3 {
+            assert!(limiters.check_token(Class::Preview, b, &t).is_ok());
+        }
+        let refused = limiters.check_token(Class::Preview, b, &t).unwrap_err();
+        assert_eq!(refused.retry_after_seconds(), 1);
+        assert_eq!(refused.policy_header(), "\"preview\";q=3;w=2");
+        assert!(limiters.check_token(Class::Orders, b, &t).is_ok(), "another class has its own bucket");
+        assert!(limiters.check_token(Class::Preview, b, &TokenHash([8; 32])).is_ok(), "another token too");
+        clock.advance(jiff::SignedDuration::from_millis(500));
+        assert!(limiters.check_token(Class::Preview, b, &t).is_ok(), "half a second refills one");
+        assert!(limiters.check_token(Class::Preview, b, &t).is_err());
+        assert!(limiters.check_address("127.0.0.1".parse().unwrap()).is_ok(), "0 = no limit");
+    }
+
+    #[test]
+    fn routes_map_to_their_class() {
+        assert_eq!(Class::of_route("/scheduled-service/api/v1/requests/preview"), Class::Preview);
+        assert_eq!(Class::of_route("/scheduled-service/api/v1/requests/sync"), Class::Orders);
+        assert_eq!(Class::of_route("/scheduled-service/api/v1/orders"), Class::Other);
+    }
+}
