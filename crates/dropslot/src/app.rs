@@ -47,6 +47,7 @@ impl App {
         let metrics = Arc::new(Metrics::default());
         let outbox = Arc::new(Renderer::new(&settings, metrics.clone()));
         let store = crate::store::open(&settings.database, &settings.postgres, outbox.clone()).await?;
+        metrics.attach_store(store.stats());
         store.migrate().await?;
         store.ping().await.map_err(|e| StoreError::Invalid(format!("cannot write to the database: {e}")))?;
         let clock = settings.now.map_or_else(Clock::system, Clock::pinned);

@@ -67,8 +67,47 @@ fn latency_histogram() -> Histogram {
     Histogram::new([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0])
 }
 
+/// The store's statistics, read at each scrape (attached once the store is open).
+#[derive(Debug, Default)]
+struct StoreCollector(std::sync::OnceLock<std::sync::Arc<crate::store::StoreStats>>);
+
+impl prometheus_client::collector::Collector for StoreCollector {
+    fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        use std::sync::atomic::Ordering::Relaxed;
+        let Some(s) = self.0.get() else { return Ok(()) };
+        let counters = [
+            ("store_write_batches", "Write transactions committing a batch of jobs (group commit)", &s.batches),
+            (
+                "store_batched_jobs",
+                "Jobs written in those batches: their mean size is this over the batches",
+                &s.batched_jobs,
+            ),
+            (
+                "store_connection_waits",
+                "Database requests that waited because every pooled connection was busy",
+                &s.read_waits,
+            ),
+        ];
+        for (name, help, value) in counters {
+            let c = ConstCounter::new(value.load(Relaxed));
+            c.encode(encoder.encode_descriptor(name, help, None, c.metric_type())?)?;
+        }
+        let g = ConstGauge::new(s.queued.load(Relaxed).max(0));
+        g.encode(encoder.encode_descriptor(
+            "store_write_queue_depth",
+            "Jobs waiting for the writer now",
+            None,
+            g.metric_type(),
+        )?)
+    }
+}
+
 pub struct Metrics {
     registry: Registry,
+    store: std::sync::Arc<StoreCollector>,
     pub http_requests: Family<RequestLabels, Counter>,
     pub http_duration: Family<RouteLabels, Histogram, fn() -> Histogram>,
     pub orders_created: Family<OrderLabels, Counter>,
@@ -82,6 +121,8 @@ pub struct Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("dropslot");
+        let store = std::sync::Arc::new(StoreCollector::default());
+        registry.register_collector(Box::new(store.clone()));
         let http_requests = Family::<RequestLabels, Counter>::default();
         registry.register(
             "http_requests",
@@ -121,6 +162,7 @@ impl Default for Metrics {
         );
         Metrics {
             registry,
+            store,
             http_requests,
             http_duration,
             orders_created,
@@ -136,6 +178,11 @@ impl Default for Metrics {
 impl Metrics {
     pub fn attempt(&self, outcome: Outcome) {
         self.webhook_attempts.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+
+    /// Reports the store's statistics from now on (once; later calls are ignored).
+    pub fn attach_store(&self, stats: std::sync::Arc<crate::store::StoreStats>) {
+        let _ = self.store.0.set(stats);
     }
 
     /// One answered request: its count and its latency, under its route template.

@@ -37,8 +37,35 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// How the backend's writing and reading went, for `/metrics`: kept by the backend in
+/// atomics, read at each scrape.
+#[derive(Debug, Default)]
+pub struct StoreStats {
+    /// Write transactions that committed a batch of jobs (`SQLite`: the group-commit writer;
+    /// `PostgreSQL`: the order batcher).
+    pub batches: std::sync::atomic::AtomicU64,
+    /// Jobs in those batches (their mean size is `batched_jobs / batches`).
+    pub batched_jobs: std::sync::atomic::AtomicU64,
+    /// Jobs waiting for the writer (or the order batcher) now.
+    pub queued: std::sync::atomic::AtomicI64,
+    /// Reads that had to wait for a connection (every pooled one was busy).
+    pub read_waits: std::sync::atomic::AtomicU64,
+}
+
+impl StoreStats {
+    /// One batch of `jobs` taken from the queue and written.
+    pub fn batch(&self, jobs: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.batches.fetch_add(1, Relaxed);
+        self.batched_jobs.fetch_add(jobs as u64, Relaxed);
+        self.queued.fetch_sub(jobs as i64, Relaxed);
+    }
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    /// The backend's write and read statistics (shared; updated as it works).
+    fn stats(&self) -> Arc<StoreStats>;
     /// Brings the schema up to date; returns the versions applied now.
     async fn migrate(&self) -> StoreResult<Vec<i64>>;
     /// Proves the database takes writes: a small committed write (`/readyz`, and the check

@@ -45,6 +45,7 @@ async fn metrics_parse_and_count_requests_by_route_template_and_orders() {
     let s = TestServer::start().await;
     let (_, before) = scrape(&s, &s.base).await;
     let before = parse(&before);
+    let jobs_before = value(&before, "dropslot_store_batched_jobs_total", &[]);
     let preview = "/scheduled-service/api/v1/requests/preview";
     assert_eq!(value(&before, "dropslot_http_requests_total", &[("route", preview)]), 0);
 
@@ -69,6 +70,12 @@ async fn metrics_parse_and_count_requests_by_route_template_and_orders() {
     assert!(!body.contains(&code) && !body.contains("/no/such/path"), "no id or raw path becomes a label");
     assert_eq!(value(&after, "dropslot_http_request_duration_seconds_count", &[("route", preview)]), 2);
     assert_eq!(value(&after, "dropslot_orders_created_total", &[("kind", "sync")]), 1);
+    // The order went through the backend's batched writer (group commit on SQLite, the order
+    // batcher on PostgreSQL), which counts its batches and their jobs.
+    assert!(value(&after, "dropslot_store_batched_jobs_total", &[]) > jobs_before, "{body}");
+    assert!(value(&after, "dropslot_store_write_batches_total", &[]) >= 1);
+    assert!(body.contains("dropslot_store_write_queue_depth 0"), "nothing waits now: {body}");
+    assert!(body.contains("dropslot_store_connection_waits_total"), "{body}");
 }
 
 #[tokio::test]

@@ -34,30 +34,45 @@ struct Job {
 
 pub(super) struct Batcher {
     queue: mpsc::Sender<Job>,
+    stats: Arc<crate::store::StoreStats>,
 }
 
 impl Batcher {
     /// Starts the writers (on the current Tokio runtime); they stop when the batcher is
     /// dropped and the queue is empty.
-    pub(super) fn start(pool: &Pool, outbox: &Arc<dyn Outbox>, writers: usize) -> Batcher {
+    pub(super) fn start(
+        pool: &Pool,
+        outbox: &Arc<dyn Outbox>,
+        writers: usize,
+        stats: &Arc<crate::store::StoreStats>,
+    ) -> Batcher {
         let (queue, jobs) = mpsc::channel(QUEUE);
         let jobs = Arc::new(Mutex::new(jobs));
         for _ in 0..writers {
-            tokio::spawn(writer(jobs.clone(), pool.clone(), outbox.clone()));
+            tokio::spawn(writer(jobs.clone(), pool.clone(), outbox.clone(), stats.clone()));
         }
-        Batcher { queue }
+        Batcher { queue, stats: stats.clone() }
     }
 
     /// Writes one order in the next batch; its ids once committed.
     pub(super) async fn create(&self, scope: Scope, order: NewOrder) -> Result<OrderIds, CreateOrderError> {
         let stopped = || StoreError::Unavailable("the order writer has stopped".into());
         let (reply, answer) = oneshot::channel();
-        self.queue.send(Job { scope, order, reply }).await.map_err(|_| stopped())?;
+        self.stats.queued.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.queue.send(Job { scope, order, reply }).await.is_err() {
+            self.stats.queued.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            return Err(stopped().into());
+        }
         answer.await.map_err(|_| stopped())?
     }
 }
 
-async fn writer(jobs: Arc<Mutex<mpsc::Receiver<Job>>>, pool: Pool, outbox: Arc<dyn Outbox>) {
+async fn writer(
+    jobs: Arc<Mutex<mpsc::Receiver<Job>>>,
+    pool: Pool,
+    outbox: Arc<dyn Outbox>,
+    stats: Arc<crate::store::StoreStats>,
+) {
     loop {
         // One writer at a time waits for work and takes what is queued; the others write.
         let batch = {
@@ -72,6 +87,7 @@ async fn writer(jobs: Arc<Mutex<mpsc::Receiver<Job>>>, pool: Pool, outbox: Arc<d
             }
             batch
         };
+        stats.batch(batch.len());
         write(&pool, &*outbox, batch).await;
     }
 }

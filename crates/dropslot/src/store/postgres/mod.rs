@@ -54,6 +54,7 @@ pub struct PgStore {
     /// Started by the first order (it needs the runtime).
     orders: std::sync::OnceLock<batch::Batcher>,
     order_writers: usize,
+    stats: Arc<super::StoreStats>,
 }
 
 impl PgStore {
@@ -75,7 +76,13 @@ impl PgStore {
             .recycle_timeout(Some(settings.connect_timeout))
             .build()
             .map_err(|e| StoreError::Invalid(format!("the PostgreSQL pool: {e}")))?;
-        Ok(PgStore { pool, outbox, orders: std::sync::OnceLock::new(), order_writers: settings.order_writers })
+        Ok(PgStore {
+            pool,
+            outbox,
+            orders: std::sync::OnceLock::new(),
+            order_writers: settings.order_writers,
+            stats: Arc::default(),
+        })
     }
 
     /// Tells the outbox how many deliveries a committed unit of work queued.
@@ -86,6 +93,10 @@ impl PgStore {
     }
 
     async fn conn(&self) -> StoreResult<deadpool_postgres::Object> {
+        if self.pool.status().available == 0 {
+            // Every pooled connection is in use (or none is open yet): this one waits.
+            self.stats.read_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         self.pool.get().await.map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))
     }
 }
@@ -268,6 +279,10 @@ macro_rules! in_tx {
 
 #[async_trait]
 impl Store for PgStore {
+    fn stats(&self) -> Arc<super::StoreStats> {
+        self.stats.clone()
+    }
+
     async fn migrate(&self) -> StoreResult<Vec<i64>> {
         let mut c = self.conn().await?;
         migrate(&mut c).await
@@ -511,8 +526,9 @@ impl Store for PgStore {
         render: RenderFn,
     ) -> Result<CreatedOrder, CreateOrderError> {
         if order.idempotency.is_none() {
-            let batcher =
-                self.orders.get_or_init(|| batch::Batcher::start(&self.pool, &self.outbox, self.order_writers));
+            let batcher = self
+                .orders
+                .get_or_init(|| batch::Batcher::start(&self.pool, &self.outbox, self.order_writers, &self.stats));
             let ids = batcher.create(scope, order).await?;
             return Ok(CreatedOrder { ids, body: None });
         }

@@ -41,12 +41,14 @@ pub struct SqliteStore {
     writer: Writer,
     readers: Arc<Readers>,
     outbox: Arc<dyn Outbox>,
+    stats: Arc<super::StoreStats>,
 }
 
 /// The pooled read connections.
 struct Readers {
     conns: Vec<Mutex<Connection>>,
     next: AtomicUsize,
+    stats: Arc<super::StoreStats>,
 }
 
 impl Readers {
@@ -58,6 +60,7 @@ impl Readers {
                 return f(&conn).map_err(map_err);
             }
         }
+        self.stats.read_waits.fetch_add(1, Ordering::Relaxed);
         let conn =
             self.conns[start % self.conns.len()].lock().map_err(|_| StoreError::Corrupt("reader poisoned".into()))?;
         f(&conn).map_err(map_err)
@@ -86,9 +89,11 @@ impl SqliteStore {
                 return Err(StoreError::Invalid(format!("{path}: not a regular file; sqlite needs a database file")));
             }
         }
-        let writer = Writer::start(connect(path)?);
+        let stats = Arc::new(super::StoreStats::default());
+        let writer = Writer::start(connect(path)?, stats.clone());
         let conns = (0..READERS).map(|_| connect(path).map(Mutex::new)).collect::<StoreResult<_>>()?;
-        Ok(SqliteStore { writer, readers: Arc::new(Readers { conns, next: AtomicUsize::new(0) }), outbox })
+        let readers = Arc::new(Readers { conns, next: AtomicUsize::new(0), stats: stats.clone() });
+        Ok(SqliteStore { writer, readers, outbox, stats })
     }
 
     /// A write that may cause webhook events: `work` renders them through the outbox into
@@ -204,6 +209,10 @@ fn now_text(now: Timestamp) -> String {
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn stats(&self) -> Arc<super::StoreStats> {
+        self.stats.clone()
+    }
+
     async fn migrate(&self) -> StoreResult<Vec<i64>> {
         self.writer.write(|c| migrate(c).map_err(StoreError::Invalid)).await
     }

@@ -59,17 +59,19 @@ where
 #[derive(Clone)]
 pub struct Writer {
     tx: mpsc::Sender<Box<dyn Job>>,
+    stats: std::sync::Arc<crate::store::StoreStats>,
 }
 
 impl Writer {
     /// Starts the writer thread over `conn`; it stops when every `Writer` handle is dropped.
-    pub fn start(conn: Connection) -> Writer {
+    pub fn start(conn: Connection, stats: std::sync::Arc<crate::store::StoreStats>) -> Writer {
         let (tx, rx) = mpsc::channel(QUEUE);
+        let counted = stats.clone();
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || run(conn, rx))
+            .spawn(move || run(conn, rx, &counted))
             .expect("spawn the SQLite writer thread");
-        Writer { tx }
+        Writer { tx, stats }
     }
 
     /// Runs `work` in the next batch transaction; resolves after it is committed.
@@ -81,16 +83,17 @@ impl Writer {
     {
         let (reply, rx) = oneshot::channel();
         let job: Box<dyn Job> = Box::new(TypedJob { work: Some(work), outcome: None, reply });
-        self.tx
-            .send(job)
-            .await
-            .map_err(|_| E::from(StoreError::Unavailable("the database writer has stopped".into())))?;
+        self.stats.queued.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.tx.send(job).await.is_err() {
+            self.stats.queued.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            return Err(E::from(StoreError::Unavailable("the database writer has stopped".into())));
+        }
         rx.await.map_err(|_| E::from(StoreError::Unavailable("the database writer has stopped".into())))?
     }
 }
 
 #[allow(clippy::needless_pass_by_value)] // the thread owns the connection
-fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>) {
+fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>, stats: &crate::store::StoreStats) {
     let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.blocking_recv() {
         batch.push(first);
@@ -100,6 +103,7 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>) {
                 Err(_) => break,
             }
         }
+        stats.batch(batch.len());
         commit_batch(&conn, &mut batch);
     }
 }
