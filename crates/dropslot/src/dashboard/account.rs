@@ -6,8 +6,8 @@ use axum::http::{StatusCode, header};
 use axum::response::Response;
 
 use super::{
-    Frame, PageResult, Posted, SESSION_COOKIE, SIGN_IN_COOKIE, Session, cookie, error_page, fail, page, random_value,
-    read_form, same_secret, see_other, set_cookie,
+    Frame, Ids, PageResult, Posted, SESSION_COOKIE, SIGN_IN_COOKIE, Session, cookie, error_page, fail, page,
+    random_value, read_form, same_secret, see_other, set_cookie,
 };
 use crate::app::App;
 use crate::error::Error;
@@ -203,7 +203,7 @@ pub(super) async fn addresses(State(app): State<App>, session: Session) -> PageR
 
 pub(super) async fn delete_address(
     State(app): State<App>,
-    PathParam(id): PathParam<i64>,
+    Ids([id]): Ids<1>,
     Posted { session, .. }: Posted,
 ) -> PageResult {
     if app.store.delete_saved_address(session.scope, SavedAddressId(id)).await.map_err(|e| fail(&session)(e.into()))? {

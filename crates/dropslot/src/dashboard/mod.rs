@@ -175,6 +175,27 @@ impl FromRequestParts<App> for Session {
     }
 }
 
+/// The numeric ids in a dashboard URL (`/dashboard/webhooks/{id}`), in order. A path whose
+/// ids are not numbers is the 404 page, like an id that does not exist.
+pub(crate) struct Ids<const N: usize>(pub [i64; N]);
+
+impl<const N: usize> FromRequestParts<App> for Ids<N> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Response> {
+        let not_found = || error_page(None, &Error::NotFound);
+        let params = axum::extract::RawPathParams::from_request_parts(parts, app).await.map_err(|_| not_found())?;
+        let mut ids = [0; N];
+        let mut count = 0;
+        for (_, value) in &params {
+            let slot = ids.get_mut(count).ok_or_else(not_found)?;
+            *slot = value.parse().ok().filter(|&id: &i64| id > 0).ok_or_else(not_found)?;
+            count += 1;
+        }
+        if count == N { Ok(Ids(ids)) } else { Err(not_found()) }
+    }
+}
+
 /// A submitted form's fields, in order (a name may repeat: the event checkboxes).
 pub(crate) struct Fields(Vec<(String, String)>);
 

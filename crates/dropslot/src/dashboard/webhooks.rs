@@ -6,10 +6,9 @@ use askama::Template;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 
-use super::{Fields, Frame, PageResult, Posted, Session, fail, field_list, ms_text, page, see_other};
+use super::{Fields, Frame, Ids, PageResult, Posted, Session, fail, field_list, ms_text, page, see_other};
 use crate::app::App;
 use crate::error::Error;
-use crate::http::PathParam;
 use crate::http::page::{cursor, parse_cursor};
 use crate::store::{DeliveryState, StoredDelivery, StoredEndpoint};
 use crate::webhooks::routes::{self as api, AuthHeaderBody, EndpointBody};
@@ -275,7 +274,7 @@ async fn endpoint_of(app: &App, session: &Session, id: i64) -> Result<StoredEndp
 pub(super) async fn show(
     State(app): State<App>,
     session: Session,
-    PathParam(id): PathParam<i64>,
+    Ids([id]): Ids<1>,
     RawQuery(query): RawQuery,
 ) -> PageResult {
     let e = endpoint_of(&app, &session, id).await?;
@@ -309,7 +308,7 @@ pub(super) async fn show(
 /// Saves the edit form (URL, description, event kinds, auth header).
 pub(super) async fn update(
     State(app): State<App>,
-    PathParam(id): PathParam<i64>,
+    Ids([id]): Ids<1>,
     Posted { session, fields }: Posted,
 ) -> PageResult {
     api::update_endpoint(&app, session.scope, id, body_of(&fields, false)).await.map_err(fail(&session))?;
@@ -322,47 +321,27 @@ async fn set_enabled(app: &App, session: &Session, id: i64, enabled: bool) -> Pa
     Ok(see_other(&format!("/dashboard/webhooks/{id}?done={}", if enabled { "enabled" } else { "disabled" })))
 }
 
-pub(super) async fn enable(
-    State(app): State<App>,
-    PathParam(id): PathParam<i64>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
+pub(super) async fn enable(State(app): State<App>, Ids([id]): Ids<1>, Posted { session, .. }: Posted) -> PageResult {
     set_enabled(&app, &session, id, true).await
 }
 
-pub(super) async fn disable(
-    State(app): State<App>,
-    PathParam(id): PathParam<i64>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
+pub(super) async fn disable(State(app): State<App>, Ids([id]): Ids<1>, Posted { session, .. }: Posted) -> PageResult {
     set_enabled(&app, &session, id, false).await
 }
 
-pub(super) async fn delete(
-    State(app): State<App>,
-    PathParam(id): PathParam<i64>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
+pub(super) async fn delete(State(app): State<App>, Ids([id]): Ids<1>, Posted { session, .. }: Posted) -> PageResult {
     api::delete_endpoint(&app, session.scope, id).await.map_err(fail(&session))?;
     Ok(see_other("/dashboard/webhooks"))
 }
 
 /// A new secret, shown this once; the old one keeps signing for 24 hours.
-pub(super) async fn rotate(
-    State(app): State<App>,
-    PathParam(id): PathParam<i64>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
+pub(super) async fn rotate(State(app): State<App>, Ids([id]): Ids<1>, Posted { session, .. }: Posted) -> PageResult {
     let e = api::rotate_secret(&app, session.scope, id).await.map_err(fail(&session))?;
     endpoint_page(&app, &session, e, Shown { secret: Some("rotated"), notice: String::new() }, None, StatusCode::OK)
         .await
 }
 
-pub(super) async fn test(
-    State(app): State<App>,
-    PathParam(id): PathParam<i64>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
+pub(super) async fn test(State(app): State<App>, Ids([id]): Ids<1>, Posted { session, .. }: Posted) -> PageResult {
     api::send_test(&app, session.scope, id).await.map_err(fail(&session))?;
     Ok(see_other(&format!("/dashboard/webhooks/{id}?done=test")))
 }
@@ -371,7 +350,7 @@ pub(super) async fn test(
 /// of the endpoint it went to.
 pub(super) async fn resend(
     State(app): State<App>,
-    PathParam((_, delivery)): PathParam<(i64, i64)>,
+    Ids([_, delivery]): Ids<2>,
     Posted { session, .. }: Posted,
 ) -> PageResult {
     let d = api::resend_delivery(&app, session.scope, delivery).await.map_err(fail(&session))?;

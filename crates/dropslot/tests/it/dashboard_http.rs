@@ -203,6 +203,15 @@ async fn another_clients_entities_are_404_pages() {
     assert_eq!(r.status, 404);
     let r = v.post(&format!("/dashboard/webhooks/{hook_id}/delete"), &[("csrf", &csrf)]).await;
     assert_eq!(r.status, 404);
+    // Ids that are not ids are the same 404 page, not an API error.
+    for path in ["/dashboard/webhooks/abc", "/dashboard/webhooks/0", "/dashboard/webhooks/99999999999999999999"] {
+        let r = v.get(path).await;
+        assert_eq!(r.status, 404, "{path}");
+        assert!(r.body.contains("<h1>Not found</h1>"), "{path}: {}", r.body);
+    }
+    let r = v.post("/dashboard/addresses/x/delete", &[("csrf", &csrf)]).await;
+    assert_eq!(r.status, 404);
+    assert!(r.body.contains("<h1>Not found</h1>"));
     assert_eq!(
         s.scalar("SELECT count(*) FROM parcels WHERE deleted_at IS NULL AND custom_code = 'THEIRS0000000001'"),
         1
