@@ -39,6 +39,20 @@ async fn assert_fits(b: &Browser, name: &str) {
     assert_eq!(fits, json!(true), "{name} overflows the phone's width: {wide}");
 }
 
+/// Reloads `url` until `css` matches `n` elements, within 30 s: for what the dispatcher
+/// records after a receiver has answered.
+async fn reload_until(b: &Browser, url: &str, css: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        b.goto(url).await;
+        if b.count(css).await == n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{url}: {css} never matched {n}: {}", b.text("main").await);
+        tokio::task::yield_now().await;
+    }
+}
+
 fn tracking(order: &serde_json::Value) -> String {
     order["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().expect("tracking code").to_string()
 }
@@ -134,15 +148,7 @@ async fn browser_webhook_endpoint_scenario_delivery_log_and_resend() {
 
     // The log shows them delivered, with their attempts (the dispatcher records each answer
     // after the receiver has it: reload until it has, within a bound).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        b.goto(&format!("{}/dashboard/webhooks/{id}", s.base)).await;
-        if b.count("#deliveries .d-delivered").await == 5 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the log shows 5 delivered: {}", b.text("#deliveries").await);
-        tokio::task::yield_now().await;
-    }
+    reload_until(&b, &format!("{}/dashboard/webhooks/{id}", s.base), "#deliveries .d-delivered", 5).await;
     let log = b.text("#deliveries").await;
     assert!(log.contains("same.shipment.delivered") && log.contains("200"), "{log}");
     check_page(&b, "endpoint-desktop").await;
@@ -162,15 +168,7 @@ async fn browser_webhook_endpoint_scenario_delivery_log_and_resend() {
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(s.order(&request_with_codes(&["GONE000000000001"])).await.status, 201);
     gone.wait_until("the 410", |got| !got.is_empty()).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        b.goto(&format!("{}/dashboard/webhooks", s.base)).await;
-        if b.count("#endpoints tr.failing").await == 1 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the 410 endpoint stands out: {}", b.text("#endpoints").await);
-        tokio::task::yield_now().await;
-    }
+    reload_until(&b, &format!("{}/dashboard/webhooks", s.base), "#endpoints tr.failing", 1).await;
     let failing = b.text("#endpoints tr.failing").await;
     assert!(failing.contains("Old shop") && failing.contains("Disabled by the service"), "{failing}");
     assert!(failing.contains("410"), "its last error: {failing}");
