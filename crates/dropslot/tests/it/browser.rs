@@ -2,8 +2,10 @@
 //! `fantoccini`, headless, one private instance per test. `scripts/test-deps.sh` installs
 //! both and `axe-core` (npm), which [`Browser::assert_accessible`] injects into the page.
 //!
-//! Every wait is bounded: chromedriver must say it started within 20 s, and an element must
-//! appear within 10 s. Dropping a `Browser` ends its chromium and chromedriver.
+//! Every wait is bounded: chromedriver must say it started within 20 s, chromium within 30 s,
+//! a page must load and a script (axe's run) finish within 20 s, and an element must appear
+//! within 10 s. Dropping a `Browser` ends its chromium and chromedriver. Browser tests are
+//! named `browser_*`: `.config/nextest.toml` runs at most two at once and ends one after 60 s.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -37,33 +39,47 @@ fn axe_path() -> PathBuf {
     )
 }
 
-/// Starts chromedriver on a free port and waits for its "started" line.
+/// Starts chromedriver on a free port and waits for its "started" line. The port is free
+/// when picked but another process may take it before chromedriver binds it: a chromedriver
+/// that exits at once is started again on another port, three times at most.
 fn start_driver() -> (Child, u16) {
     assert!(
         std::path::Path::new(CHROMEDRIVER).exists() && std::path::Path::new(CHROMIUM).exists(),
         "{CHROMEDRIVER} and {CHROMIUM} are missing: run scripts/test-deps.sh"
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-    let mut driver = Command::new(CHROMEDRIVER)
-        .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("chromedriver starts");
-    let stdout = driver.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line.contains("started successfully") {
-                let _ = tx.send(());
+    for _ in 0..3 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let mut driver = Command::new(CHROMEDRIVER)
+            .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let stdout = driver.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Reads chromedriver's output to its end (so it never blocks on a full pipe); the
+        // channel closes when chromedriver exits.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.contains("started successfully") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(()) => return (driver, port),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                let _ = driver.kill();
+                let _ = driver.wait();
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let _ = driver.kill();
+                let _ = driver.wait();
+                panic!("chromedriver did not start within 20 s");
             }
         }
-    });
-    if rx.recv_timeout(Duration::from_secs(20)).is_err() {
-        let _ = driver.kill();
-        panic!("chromedriver did not start within 20 s");
     }
-    (driver, port)
+    panic!("chromedriver exited at start three times (port taken?)");
 }
 
 impl Browser {
@@ -80,6 +96,9 @@ impl Browser {
                          format!("--window-size={width},{height}")],
             }),
         );
+        // W3C timeouts: a page load or a script (axe's run) that takes longer fails the test
+        // instead of hanging it.
+        caps.insert("timeouts".into(), json!({"pageLoad": 20_000, "script": 20_000, "implicit": 0}));
         let mut builder = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
         builder.capabilities(caps);
         let url = format!("http://127.0.0.1:{port}");
