@@ -33,6 +33,10 @@ impl FieldErrors {
     pub fn len_total(&self) -> usize {
         self.0.values().map(Vec::len).sum()
     }
+    /// Every (path, message), paths in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().flat_map(|(path, msgs)| msgs.iter().map(move |m| (path.as_str(), m.as_str())))
+    }
     pub fn contains(&self, path: &str) -> bool {
         self.0.contains_key(path)
     }

@@ -316,22 +316,7 @@ pub(crate) fn error_page(session: Option<&Session>, e: &Error) -> Response {
 
 /// Field errors as (path, message) lines.
 pub(crate) fn field_list(f: &FieldErrors) -> Vec<(String, String)> {
-    serde_json::to_value(f)
-        .ok()
-        .and_then(|v| v.as_object().cloned())
-        .map(|m| {
-            m.into_iter()
-                .flat_map(|(path, msgs)| {
-                    msgs.as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|x| x.as_str().map(str::to_string))
-                        .map(move |msg| (path.clone(), msg))
-                        .collect::<Vec<_>>()
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    f.iter().map(|(p, m)| (p.to_string(), m.to_string())).collect()
 }
 
 /// The outcome of a dashboard handler: a page either way.
