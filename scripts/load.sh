@@ -4,6 +4,7 @@
 # database after a kill -9 and a restart, the shipment lifecycle: one sandbox scenario call
 # over 1,000 selected shipments (three times), and sustained ops transitions; then webhooks:
 # order creation with 2 subscribed endpoints, and 20,000 events fanned out to 4 receivers.
+# After the restart (both modes): asynchronous orders of 100 drop-offs, in shipments/s.
 #
 #   scripts/load.sh                     # 10 s per endpoint, on SQLite
 #   DURATION=30s scripts/load.sh
@@ -21,7 +22,9 @@
 #      processes on the one database, default 1; more only on PostgreSQL: wrk's connections
 #      are split evenly between WRKS wrks, and the figures are summed (rates) or the worst
 #      taken (latencies); scenario calls and the ops run go to the first),
-#      ONLY (all, default; api: floor, preview and sync only, with the durability check),
+#      ONLY (all, default; api: floor, preview, sync with the durability check, and async),
+#      ASYNC_REQUESTS (asynchronous requests of 100 drop-offs, default 200), ASYNC_CLIENTS
+#      (posted at once, default 8),
 #      WRKS (wrk processes per measurement, default PROCESSES; wrk i drives process i mod
 #      PROCESSES, the floor included, so PROCESSES=1 WRKS=2 loads one process exactly as
 #      PROCESSES=2 loads two: the fair comparison of 1 and 2 processes on one machine).
@@ -242,6 +245,36 @@ FLOOR_ONLY=1 run floor "$FLOOR_URL/"
 run preview "$API/requests/preview"
 [[ $(field preview non2xx) == 0 ]] || die "preview: $(field preview non2xx) non-2xx responses"
 
+# What rate limiting and the HTTP metrics cost on preview: the same binary, on the same
+# database, with every bucket off and server.http_metrics = false, measured between two runs
+# of the normal server (one process only; the ratio uses the mean of the two).
+if ((PROCESSES == 1)); then
+  cat >"$TMP/bare.toml" <<'TOML'
+[server]
+http_metrics = false
+[rate_limits]
+preview = { per_second = 0, burst = 0 }
+orders = { per_second = 0, burst = 0 }
+other = { per_second = 0, burst = 0 }
+[public_rate_limit]
+per_second = 0
+burst = 0
+TOML
+  DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_CONFIG=$TMP/bare.toml \
+    "$DROPSLOT" serve --database "$DB_URL" --listen 127.0.0.1:0 >"$TMP/bare.log" 2>&1 &
+  PIDS+=($!)
+  BARE_PID=$!
+  BARE=$(await_line "$TMP/bare.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$BARE_PID")
+  NORMAL_APPS=("${APPS[@]}")
+  APPS=("${BARE#listening on }")
+  run preview_bare "$API/requests/preview"
+  APPS=("${NORMAL_APPS[@]}")
+  kill "$BARE_PID"
+  wait "$BARE_PID" 2>/dev/null || true
+  run preview_again "$API/requests/preview"
+  PREVIEW_MEAN=$(awk -v a="${RPS[preview]}" -v b="${RPS[preview_again]}" 'BEGIN { printf "%.1f", (a + b) / 2 }')
+fi
+
 # Counted after the warm-up (whose orders are not part of the check), just before the timed run.
 count_before() { read -r orders_before parcels_before < <(count_rows); }
 BEFORE_TIMED=count_before run sync "$API/requests/sync" WRK_COUNT=1
@@ -251,10 +284,48 @@ sleep 1
 for pid in "${APP_PIDS[@]}"; do kill -9 "$pid"; wait "$pid" 2>/dev/null || true; done
 read -r orders_after parcels_after < <(count_rows)
 
-# ---------------------------------------------------------------- lifecycle
-if [[ ${ONLY:-all} == all ]]; then
 log "restarting dropslot on the same database"
 start_apps "$TMP/dropslot-restarted"
+
+# ---------------------------------------------------------------- asynchronous orders
+# ASYNC_REQUESTS requests of 100 drop-offs each (1 to 5 parcels), posted ASYNC_CLIENTS at a
+# time; the rate is drop-off shipments written per second from the first POST to the moment
+# no request is left queued or processing (so the door's validation counts too).
+ASYNC_N=${ASYNC_REQUESTS:-200}
+ASYNC_BODY=$TMP/async.json
+python3 - "$ASYNC_BODY" <<'PY'
+import json, sys
+units = [("g", 500), ("kg", 3), ("lb", 15), ("oz", 100), ("g", 1500)]
+drop_offs = [{"address": {"text": "290 Bremner Blvd, Toronto, ON M5V 3L9", "person_name": f"Receiver {i}",
+                          "person_phone": "+1 416 555 0100"},
+              "parcels": [{"unit": units[(i + j) % 5][0], "values": units[(i + j) % 5][1]} for j in range(i % 5 + 1)]}
+             for i in range(100)]
+json.dump({"pick_up_address": {"text": "100 King St W, Toronto, ON M5X 1A9"}, "drop_offs": drop_offs},
+          open(sys.argv[1], "w"))
+PY
+unfinished_requests() { sql "SELECT count(*) FROM order_requests WHERE status IN ('queued', 'processing')"; }
+async_before=$(sql "SELECT count(*) FROM drop_off_shipments")
+log "asynchronous orders: $ASYNC_N requests of 100 drop-offs, ${ASYNC_CLIENTS:-8} at a time"
+async_start=$(date +%s%N)
+seq "$ASYNC_N" | xargs -P "${ASYNC_CLIENTS:-8}" -I{} curl -sS --max-time 60 -o /dev/null -w '%{http_code}\n' \
+  -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' --data-binary @"$ASYNC_BODY" \
+  "$APP$API/requests/async" >"$TMP/async-codes.txt"
+ASYNC_ACCEPTED=$(grep -c '^202$' "$TMP/async-codes.txt" || true)
+async_posted=$(date +%s%N)
+for _ in $(seq 3000); do
+  [[ $(unfinished_requests) == 0 ]] && break
+  sleep 0.1
+done
+[[ $(unfinished_requests) == 0 ]] || die "asynchronous requests still unfinished after 300 s"
+async_end=$(date +%s%N)
+ASYNC_FAILED=$(sql "SELECT count(*) FROM order_requests WHERE status = 'failed'")
+ASYNC_SHIPMENTS=$(($(sql "SELECT count(*) FROM drop_off_shipments") - async_before))
+ASYNC_MS=$(((async_end - async_start) / 1000000))
+ASYNC_POST_MS=$(((async_posted - async_start) / 1000000))
+ASYNC_RATE=$(awk -v n="$ASYNC_SHIPMENTS" -v ms="$ASYNC_MS" 'BEGIN { printf "%.0f", n * 1000 / (ms > 0 ? ms : 1) }')
+
+# ---------------------------------------------------------------- lifecycle
+if [[ ${ONLY:-all} == all ]]; then
 LIVE=$("$DROPSLOT" token create --database "$DB_URL" --client 1 --kind live)
 OPS=$("$DROPSLOT" token create --database "$DB_URL" --client 1 --kind ops)
 
@@ -411,6 +482,13 @@ for name in "${NAMES[@]}"; do
   printf '%-8s %10.0f %9.2f %9.2f %9s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio"
 done
 echo
+if ((PROCESSES == 1)); then
+  echo "preview with rate limits and HTTP metrics: ${RPS[preview]} and ${RPS[preview_again]} req/s (mean $PREVIEW_MEAN); with both off: ${RPS[preview_bare]} req/s; on/off = $(awk -v a="$PREVIEW_MEAN" -v b="${RPS[preview_bare]}" 'BEGIN { printf "%.3f", a / b }')"
+fi
+echo "async: $ASYNC_ACCEPTED of $ASYNC_N requests accepted (posted in $ASYNC_POST_MS ms), $ASYNC_SHIPMENTS drop-off shipments written in $ASYNC_MS ms = $ASYNC_RATE shipments/s; sync: $(printf '%.0f' "${RPS[sync]}") shipments/s ($(awk -v a="$ASYNC_RATE" -v b="${RPS[sync]}" 'BEGIN { printf "%.2f", a / b }')x)"
+if ((ASYNC_ACCEPTED != ASYNC_N || ASYNC_FAILED != 0 || ASYNC_SHIPMENTS != ASYNC_N * 100)); then
+  echo "FAIL: async: $ASYNC_ACCEPTED accepted, $ASYNC_FAILED failed, $ASYNC_SHIPMENTS shipments for $ASYNC_N requests"; ok=0
+fi
 if [[ ${ONLY:-all} == all ]]; then
   echo "scenario happy, one call over 1000 shipments: ${SCENARIO_MS[*]} ms"
   echo "sync with 2 webhook endpoints: $(awk -v a="${RPS[sync_hooks]}" -v b="${RPS[sync]}" 'BEGIN { printf "%.3f", a / b }') of sync without"

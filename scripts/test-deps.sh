@@ -3,7 +3,8 @@
 # the code under test: poppler-utils (pdftoppm, pdftotext, pdfinfo) and the
 # zxing-cpp barcode decoder (+ Pillow) for the labels, and the Standard Webhooks
 # reference library (PyPI standardwebhooks) for webhook signatures, the Prometheus client
-# library's OpenMetrics parser (PyPI prometheus_client) for /metrics; Debian's chromium and
+# library's OpenMetrics parser (PyPI prometheus_client) for /metrics, Schemathesis (PyPI,
+# pinned: its configuration format moves) for the OpenAPI fuzzing; Debian's chromium and
 # chromium-driver, and axe-core from npm (into target/browser-deps), for the dashboard's
 # browser tests.
 # Idempotent: each step runs only when its tool is missing.
@@ -33,14 +34,16 @@ if [ ! -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]; then
     npm install --silent --no-audit --no-fund --prefix "$AXE_DIR" axe-core@4.11.0
 fi
 
-if ! python3 -c 'import zxingcpp, PIL, standardwebhooks, prometheus_client' >/dev/null 2>&1; then
+if ! python3 -c 'import zxingcpp, PIL, standardwebhooks, prometheus_client, schemathesis' >/dev/null 2>&1; then
     # A distribution Python may refuse plain pip installs (PEP 668).
-    python3 -m pip install --quiet zxing-cpp pillow standardwebhooks prometheus_client \
-        || python3 -m pip install --quiet --break-system-packages zxing-cpp pillow standardwebhooks prometheus_client
+    python3 -m pip install --quiet zxing-cpp pillow standardwebhooks prometheus_client schemathesis==4.32.5 \
+        || python3 -m pip install --quiet --break-system-packages zxing-cpp pillow standardwebhooks prometheus_client \
+            schemathesis==4.32.5
 fi
 
 command -v pdftoppm >/dev/null
 [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]
 [ -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]
-python3 -c 'import zxingcpp, PIL, standardwebhooks, prometheus_client'
+python3 -c 'import zxingcpp, PIL, standardwebhooks, prometheus_client, schemathesis'
+command -v schemathesis >/dev/null
 echo "test-deps: ok"

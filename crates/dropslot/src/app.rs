@@ -28,6 +28,8 @@ pub struct AppInner {
     pub limiters: crate::ratelimit::Limiters,
     /// Renders webhook events into the store's transactions; wakes the dispatcher.
     pub outbox: Arc<Renderer>,
+    /// Rung when an asynchronous order request is queued (wakes this process's worker).
+    pub requests_queued: Arc<tokio::sync::Notify>,
     /// Turns true when the service is shutting down (`/readyz` answers 503 from then on).
     stopping: watch::Receiver<bool>,
 }
@@ -62,6 +64,7 @@ impl App {
             metrics,
             limiters,
             outbox,
+            requests_queued: Arc::new(tokio::sync::Notify::new()),
             stopping,
         })))
     }

@@ -10,8 +10,9 @@ use serde::Serialize;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Field path (dotted, into the request body, or `header.X`/`path.x`) → human messages.
-#[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(transparent)]
+#[schema(example = json!({"drop_offs.0.parcels.1.custom_code": ["The custom code must be 16 to 20 letters or digits."]}))]
 pub struct FieldErrors(BTreeMap<String, Vec<String>>);
 
 impl FieldErrors {
@@ -138,7 +139,8 @@ impl Error {
 }
 
 /// Serialises as `{}`.
-#[derive(Serialize, Default, Clone, Copy, Debug)]
+#[derive(Serialize, Default, Clone, Copy, Debug, utoipa::ToSchema)]
+#[schema(max_properties = 0)]
 pub struct EmptyObject {}
 
 impl IntoResponse for Error {

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::app::App;
-use crate::error::Error;
-use crate::http::envelope;
+use crate::error::{EmptyObject, Error};
+use crate::http::{Envelope, ErrorEnvelope, envelope};
 
 /// `/healthz`, `/readyz`, and `/metrics` unless it has a listener of its own
 /// (`server.metrics_listen`).
@@ -25,24 +25,37 @@ pub fn metrics_routes() -> Router<App> {
 }
 
 /// The Prometheus text exposition (unauthenticated, like `/healthz`).
+#[utoipa::path(get, path = "/metrics", tag = "Service", operation_id = "metrics",
+    summary = "Prometheus metrics",
+    description = "The OpenMetrics text format. Absent here when `--metrics-listen` gives it a listener of its own.",
+    responses((status = 200, description = "The metrics.", content_type = "application/openmetrics-text", body = String)))]
 async fn metrics(State(app): State<App>) -> Response {
     let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
     ([(axum::http::header::CONTENT_TYPE, content_type)], app.metrics.render()).into_response()
 }
 
+#[utoipa::path(get, path = "/healthz", tag = "Service", operation_id = "healthz",
+    summary = "Liveness", description = "200 while the process serves, also while it is starting.",
+    responses((status = 200, description = "Alive; `message` is `ok`.", body = Envelope<EmptyObject>)))]
 async fn healthz() -> Response {
-    envelope(200, "ok", &serde_json::json!({}))
+    envelope(200, "ok", &EmptyObject {})
 }
 
 /// Ready when the database takes a write within 2 s and the server is not draining. The
 /// probe is a real committed write (`Store::ping`), so a read-only or full database, or one
 /// locked by another process, is not ready; it is ready again as soon as writes succeed.
+#[utoipa::path(get, path = "/readyz", tag = "Service", operation_id = "readyz",
+    summary = "Readiness", description = "Ready when the database takes a write within 2 s and the server is not draining.",
+    responses(
+        (status = 200, description = "Ready; `message` is `ready`.", body = Envelope<EmptyObject>),
+        (status = 503, description = "Starting, draining, or the database does not take a write.", body = ErrorEnvelope),
+    ))]
 async fn readyz(State(app): State<App>) -> Response {
     if app.is_stopping() {
         return Error::Unavailable("draining").into_response();
     }
     match tokio::time::timeout(Duration::from_secs(2), app.store.ping()).await {
-        Ok(Ok(())) => envelope(200, "ready", &serde_json::json!({})),
+        Ok(Ok(())) => envelope(200, "ready", &EmptyObject {}),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "not ready: the database does not take writes");
             Error::Unavailable("database not writable").into_response()

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 macro_rules! int_id {
     ($($name:ident),* $(,)?) => {$(
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
         #[serde(transparent)]
         pub struct $name(pub i64);
         impl std::fmt::Display for $name {
@@ -99,6 +99,10 @@ pub fn order_unique_id() -> String {
 /// Shipment order ids: `SO` + 10 time + 10 random characters.
 pub fn shipment_order_unique_id() -> String {
     sortable_id("SO", 10)
+}
+/// Asynchronous order requests: `RQ` + 10 time + 12 random characters (60 random bits).
+pub fn request_id() -> String {
+    sortable_id("RQ", 12)
 }
 pub fn pick_up_unique_id() -> String {
     unique_id("PU", 12)

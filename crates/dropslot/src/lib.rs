@@ -16,6 +16,7 @@ pub mod ids;
 pub mod labels;
 pub mod metrics;
 pub mod money;
+pub mod openapi;
 pub mod ops;
 pub mod orders;
 pub mod quote;
@@ -46,6 +47,8 @@ pub struct Running {
     pub demo: Option<(ClientId, String)>,
     server: tokio::task::JoinHandle<()>,
     dispatcher: tokio::task::JoinHandle<()>,
+    /// The asynchronous order worker.
+    requests: tokio::task::JoinHandle<()>,
     /// The `/metrics` listener's server and address, when it has its own (`metrics_listen`).
     metrics: Option<tokio::task::JoinHandle<()>>,
     pub metrics_addr: Option<std::net::SocketAddr>,
@@ -56,6 +59,7 @@ impl Running {
     pub async fn finished(self) {
         let _ = self.server.await;
         let _ = self.dispatcher.await;
+        let _ = self.requests.await;
         if let Some(metrics) = self.metrics {
             let _ = metrics.await;
         }
@@ -63,7 +67,7 @@ impl Running {
 }
 
 /// The composition root: the only place that starts the HTTP server and the background
-/// workers (the webhook dispatcher), under one stop signal.
+/// workers (the webhook dispatcher, the asynchronous order worker), under one stop signal.
 ///
 /// The port answers at once: 503 "starting" (with `Retry-After`) while the store is opened,
 /// migrated and checked for writes; then the routes and the dispatcher. When `shutdown`
@@ -126,8 +130,9 @@ pub async fn start(
                     app.settings.shutdown_grace,
                 ))
             });
+            let requests = tokio::spawn(orders::worker::run(app.clone(), stopping.clone()));
             let dispatcher = tokio::spawn(dispatcher.run(stopping));
-            Ok(Running { app, demo, server, dispatcher, metrics, metrics_addr })
+            Ok(Running { app, demo, server, dispatcher, requests, metrics, metrics_addr })
         }
         Err(e) => {
             signal.abort();
@@ -156,5 +161,6 @@ fn root_routes(with_metrics: bool) -> axum::Router<App> {
         .merge(labels::routes())
         .merge(tracking::routes())
         .merge(health::routes(with_metrics))
+        .merge(openapi::routes())
         .merge(dashboard::routes())
 }

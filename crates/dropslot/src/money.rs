@@ -100,6 +100,21 @@ impl<'de> Deserialize<'de> for Money {
     }
 }
 
+/// In the OpenAPI document: the JSON number the service writes (the serialiser above).
+impl utoipa::PartialSchema for Money {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Number)
+            .minimum(Some(0))
+            .description(Some("An amount with at most two decimals, in the currency of the price list (45.0, 50.85)."))
+            .examples([serde_json::json!(50.85)])
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Money {}
+
 /// A tax rate in basis points (1300 = 13 %).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaxRate(pub u32);

@@ -3,13 +3,14 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use serde_json::json;
+use serde::Serialize;
 
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{EmptyObject, Error, Result};
-use crate::http::{PathParam, envelope};
+use crate::http::{Envelope, ErrorEnvelope, PathParam, envelope};
 use crate::ids::SavedAddressId;
+use crate::store::SavedAddress;
 
 /// The saved-address endpoints, under the API prefix.
 pub fn routes() -> axum::Router<App> {
@@ -17,16 +18,41 @@ pub fn routes() -> axum::Router<App> {
     axum::Router::new().route("/saved-addresses", get(list)).route("/saved-addresses/{id}", get(show).delete(remove))
 }
 
-async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
-    let addresses = app.store.list_saved_addresses(caller.scope).await?;
-    Ok(envelope(200, "Saved addresses listed.", &json!({ "saved_addresses": addresses })))
+#[derive(Serialize, utoipa::ToSchema)]
+struct SavedAddressList {
+    /// Most recently used first.
+    saved_addresses: Vec<SavedAddress>,
 }
 
+#[utoipa::path(get, path = "/saved-addresses", tag = "Saved addresses", operation_id = "list_saved_addresses",
+    summary = "List saved pick-up addresses",
+    security(("client_token" = [])),
+    responses((status = 200, description = "Most recently used first.", body = Envelope<SavedAddressList>)))]
+async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
+    let saved_addresses = app.store.list_saved_addresses(caller.scope).await?;
+    Ok(envelope(200, "Saved addresses listed.", &SavedAddressList { saved_addresses }))
+}
+
+#[utoipa::path(get, path = "/saved-addresses/{id}", tag = "Saved addresses", operation_id = "get_saved_address",
+    summary = "Read a saved pick-up address",
+    security(("client_token" = [])), params(("id" = i64, Path, description = "The saved address's id.")),
+    responses(
+        (status = 200, description = "The saved address.", body = Envelope<SavedAddress>),
+        (status = 404, description = "No saved address of yours (in this mode) has this id, or the id is not a number.", body = ErrorEnvelope),
+    ))]
 async fn show(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let address = app.store.saved_address(caller.scope, SavedAddressId(id)).await?.ok_or(Error::NotFound)?;
     Ok(envelope(200, "Saved address found.", &address))
 }
 
+#[utoipa::path(delete, path = "/saved-addresses/{id}", tag = "Saved addresses", operation_id = "delete_saved_address",
+    summary = "Delete a saved pick-up address",
+    description = "Existing orders keep their pick-ups.",
+    security(("client_token" = [])), params(("id" = i64, Path, description = "The saved address's id.")),
+    responses(
+        (status = 200, description = "Deleted; `object` is `{}`.", body = Envelope<EmptyObject>),
+        (status = 404, description = "No saved address of yours (in this mode) has this id, or the id is not a number.", body = ErrorEnvelope),
+    ))]
 async fn remove(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     if app.store.delete_saved_address(caller.scope, SavedAddressId(id)).await? {
         Ok(envelope(200, "Saved address deleted.", &EmptyObject {}))

@@ -4,14 +4,17 @@
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::response::Response;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use crate::app::App;
-use crate::error::{Error, Result};
-use crate::http::{JsonBody, PathParam, envelope};
+use crate::error::{EmptyObject, Error, Result};
+use crate::http::{Envelope, ErrorEnvelope, JsonBody, PathParam, envelope};
 use crate::ids::ClientId;
-use crate::store::TokenKind;
+use crate::store::{TokenInfo, TokenKind};
+
+/// What every admin operation can answer besides its own: the 404 when no admin token is
+/// configured is in each operation's description.
+const NO_ADMIN: &str = "When no admin token is configured, every admin route answers 404.";
 
 /// The admin API, under the API prefix.
 pub fn routes() -> axum::Router<App> {
@@ -37,11 +40,28 @@ impl FromRequestParts<App> for Admin {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"name": "Acme"}))]
 struct NewClient {
+    /// 1–200 characters after trimming.
+    #[schema(required = true, nullable = false, min_length = 1, max_length = 200, pattern = r"\S")]
     name: Option<String>,
 }
 
+#[derive(Serialize, utoipa::ToSchema)]
+struct ClientCreated<'a> {
+    id: ClientId,
+    name: &'a str,
+}
+
+#[utoipa::path(post, path = "/admin/clients", tag = "Admin", operation_id = "create_client",
+    summary = "Create a client", description = NO_ADMIN,
+    security(("admin_token" = [])), request_body = NewClient,
+    responses(
+        (status = 201, description = "The client.", body = Envelope<ClientCreated>),
+        (status = 404, description = "No admin token is configured.", body = ErrorEnvelope),
+        (status = 422, description = "The name is not 1–200 characters (`name`).", body = ErrorEnvelope),
+    ))]
 async fn create_client(_: Admin, State(app): State<App>, JsonBody(body, _): JsonBody<NewClient>) -> Result<Response> {
     let name = body.name.unwrap_or_default();
     let name = name.trim();
@@ -49,12 +69,22 @@ async fn create_client(_: Admin, State(app): State<App>, JsonBody(body, _): Json
         return Err(Error::invalid("name", "The name must be 1 to 200 characters."));
     }
     let id = app.store.create_client(name, app.clock.now()).await?;
-    Ok(envelope(201, "Client created.", &json!({"id": id, "name": name})))
+    Ok(envelope(201, "Client created.", &ClientCreated { id, name }))
 }
 
 /// `PUT /admin/clients/{id}/settings`: a client's negotiated price list and limits (each
 /// optional; absent = the configuration's). Validated like the configuration, so a bad value
 /// is a 422 here rather than a failing request later.
+#[utoipa::path(put, path = "/admin/clients/{id}/settings", tag = "Admin", operation_id = "put_client_settings",
+    summary = "Set a client's negotiated terms",
+    description = "Price list, limits and rate limits, each optional (absent = the configuration's); validated like the configuration. When no admin token is configured, every admin route answers 404.",
+    security(("admin_token" = [])), request_body = super::ClientSettings,
+    params(("id" = i64, Path, description = "The client's id.")),
+    responses(
+        (status = 200, description = "The saved settings.", body = Envelope<super::ClientSettings>),
+        (status = 404, description = "No such client (or no admin token is configured).", body = ErrorEnvelope),
+        (status = 422, description = "A rule broken, at `pricing`, `limits`, `rate_limits` or an amount's own path.", body = ErrorEnvelope),
+    ))]
 async fn put_settings(
     _: Admin,
     State(app): State<App>,
@@ -68,11 +98,35 @@ async fn put_settings(
     Ok(envelope(200, "Client settings saved.", &settings))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"kind": "test"}))]
 struct NewToken {
+    #[schema(required = true, nullable = false, value_type = TokenKind)]
     kind: Option<String>,
 }
 
+#[derive(Serialize, utoipa::ToSchema)]
+struct TokenCreated {
+    /// The token itself: shown only here.
+    token: String,
+    prefix: String,
+    kind: TokenKind,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct TokenList {
+    tokens: Vec<TokenInfo>,
+}
+
+#[utoipa::path(post, path = "/admin/clients/{id}/tokens", tag = "Admin", operation_id = "create_token",
+    summary = "Create a token for a client", description = NO_ADMIN,
+    security(("admin_token" = [])), request_body = NewToken,
+    params(("id" = i64, Path, description = "The client's id.")),
+    responses(
+        (status = 201, description = "The token, shown this once.", body = Envelope<TokenCreated>),
+        (status = 404, description = "No such client (or no admin token is configured).", body = ErrorEnvelope),
+        (status = 422, description = "The kind is not test, live or ops (`kind`).", body = ErrorEnvelope),
+    ))]
 async fn create_token(
     _: Admin,
     State(app): State<App>,
@@ -91,25 +145,35 @@ async fn create_token(
     let minted = super::mint(client, kind);
     let prefix = minted.stored.prefix.clone();
     app.store.insert_token(minted.stored, app.clock.now()).await?;
-    Ok(envelope(
-        201,
-        "Token created. It is shown only once.",
-        &json!({"token": minted.secret, "prefix": prefix, "kind": kind}),
-    ))
+    Ok(envelope(201, "Token created. It is shown only once.", &TokenCreated { token: minted.secret, prefix, kind }))
 }
 
+#[utoipa::path(get, path = "/admin/clients/{id}/tokens", tag = "Admin", operation_id = "list_tokens",
+    summary = "List a client's tokens", description = NO_ADMIN,
+    security(("admin_token" = [])), params(("id" = i64, Path, description = "The client's id.")),
+    responses(
+        (status = 200, description = "Prefixes and last 4 characters; never a token.", body = Envelope<TokenList>),
+        (status = 404, description = "No such client (or no admin token is configured).", body = ErrorEnvelope),
+    ))]
 async fn list_tokens(_: Admin, State(app): State<App>, PathParam(client): PathParam<i64>) -> Result<Response> {
     let client = ClientId(client);
     if !app.store.client_exists(client).await? {
         return Err(Error::NotFound);
     }
     let tokens = app.store.list_tokens(client).await?;
-    Ok(envelope(200, "Tokens listed.", &json!({"tokens": tokens})))
+    Ok(envelope(200, "Tokens listed.", &TokenList { tokens }))
 }
 
+#[utoipa::path(delete, path = "/admin/tokens/{prefix}", tag = "Admin", operation_id = "revoke_token",
+    summary = "Revoke a token by its prefix", description = NO_ADMIN,
+    security(("admin_token" = [])), params(("prefix" = String, Path, description = "The token's prefix (as listed).")),
+    responses(
+        (status = 200, description = "Revoked; `object` is `{}`.", body = Envelope<EmptyObject>),
+        (status = 404, description = "No active token has this prefix (or no admin token is configured).", body = ErrorEnvelope),
+    ))]
 async fn revoke_token(_: Admin, State(app): State<App>, PathParam(prefix): PathParam<String>) -> Result<Response> {
     if app.store.revoke_token(&prefix, app.clock.now()).await? {
-        Ok(envelope(200, "Token revoked.", &json!({})))
+        Ok(envelope(200, "Token revoked.", &EmptyObject {}))
     } else {
         Err(Error::NotFound)
     }

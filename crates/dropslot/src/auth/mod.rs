@@ -38,7 +38,7 @@ pub fn hash(token: &str) -> TokenHash {
 }
 
 /// A client's negotiated terms; absent fields fall back to the configuration.
-#[derive(Debug, Default, Deserialize, serde::Serialize, PartialEq)]
+#[derive(Debug, Default, Deserialize, serde::Serialize, PartialEq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClientSettings {
     #[serde(default)]

@@ -20,6 +20,7 @@ pub const DEFAULT_TOML: &str = include_str!("default.toml");
 struct RawConfig {
     server: RawServer,
     webhooks: RawWebhooks,
+    async_orders: RawAsyncOrders,
     postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
@@ -48,6 +49,13 @@ struct RawServer {
     /// Serve `/metrics` on this address only (empty: on the main listener).
     #[serde(default)]
     metrics_listen: String,
+    /// Count every HTTP request by route and status, with its latency (on by default).
+    #[serde(default = "yes")]
+    http_metrics: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Deserialize)]
@@ -105,6 +113,34 @@ fn postgres_settings(raw: &RawPostgres) -> Result<PostgresSettings, ConfigError>
         connect_timeout,
         statement_timeout,
     })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAsyncOrders {
+    lease: String,
+    batch: usize,
+}
+
+/// The asynchronous order worker (`[async_orders]`, CONTRACT §3.5).
+#[derive(Debug, Clone, Copy)]
+pub struct AsyncOrderSettings {
+    /// How long a claimed request is a worker's: after it, another worker (of any process)
+    /// may take the request over. Longer than any order takes to write.
+    pub lease: Duration,
+    /// Requests claimed at once per process.
+    pub batch: usize,
+}
+
+fn async_order_settings(raw: &RawAsyncOrders) -> Result<AsyncOrderSettings, ConfigError> {
+    let lease = parse_duration(&raw.lease).map_err(|e| ConfigError::Invalid(format!("async_orders.lease: {e}")))?;
+    if lease < Duration::from_millis(100) {
+        return Err(ConfigError::Invalid("async_orders.lease: at least 100ms".into()));
+    }
+    if !(1..=256).contains(&raw.batch) {
+        return Err(ConfigError::Invalid("async_orders.batch: 1 to 256".into()));
+    }
+    Ok(AsyncOrderSettings { lease, batch: raw.batch })
 }
 
 /// Webhook delivery (`[webhooks]`, docs/webhooks.md).
@@ -209,7 +245,7 @@ pub struct PriceList {
     pub sizes: Vec<SizeClass>,
 }
 
-#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PaymentType {
     pub id: i64,
@@ -235,6 +271,12 @@ pub struct Limits {
     pub order_parcels_per_drop_off: usize,
     pub preview_drop_offs: usize,
     pub preview_parcels_per_drop_off: usize,
+    /// The asynchronous endpoint's limits (CONTRACT §3.5: up to 100 drop-offs of 1–5
+    /// parcels by default).
+    #[serde(default = "default_async_drop_offs")]
+    pub async_drop_offs: usize,
+    #[serde(default = "default_async_parcels")]
+    pub async_parcels_per_drop_off: usize,
     /// Delivery attempts before a failed shipment can only be returned or cancelled
     /// (CONTRACT §4; 1 to 10). Fixed on each shipment when it is ordered.
     #[serde(default = "default_max_attempts")]
@@ -282,6 +324,14 @@ fn default_max_attempts() -> u32 {
     3
 }
 
+fn default_async_drop_offs() -> usize {
+    100
+}
+
+fn default_async_parcels() -> usize {
+    5
+}
+
 /// Everything the server needs, validated.
 #[derive(Clone)]
 pub struct Settings {
@@ -295,6 +345,8 @@ pub struct Settings {
     pub admin_token: Option<String>,
     /// When set, `/metrics` is served on this address only, not on `listen`.
     pub metrics_listen: Option<SocketAddr>,
+    /// Whether `/metrics` counts HTTP requests (`server.http_metrics`).
+    pub http_metrics: bool,
     /// Pins the clock (scheduling, timestamps): tests and demos.
     pub now: Option<Timestamp>,
     pub pricing: PriceList,
@@ -305,6 +357,7 @@ pub struct Settings {
     pub public_rate_limit: Bucket,
     pub area: ServiceArea,
     pub webhooks: WebhookSettings,
+    pub async_orders: AsyncOrderSettings,
     pub postgres: PostgresSettings,
 }
 
@@ -469,8 +522,10 @@ impl Settings {
         };
         let webhooks = webhook_settings(&raw.webhooks, o)?;
         let postgres = postgres_settings(&raw.postgres)?;
+        let async_orders = async_order_settings(&raw.async_orders)?;
         Ok(Settings {
             webhooks,
+            async_orders,
             postgres,
             listen,
             database,
@@ -480,6 +535,7 @@ impl Settings {
             net,
             admin_token,
             metrics_listen,
+            http_metrics: raw.server.http_metrics,
             now,
             pricing: raw.pricing,
             limits: raw.limits,
@@ -520,8 +576,15 @@ pub fn validate_pricing(p: &PriceList) -> Result<(), String> {
 }
 
 pub fn validate_limits(l: &Limits) -> Result<(), String> {
-    if [l.order_drop_offs, l.order_parcels_per_drop_off, l.preview_drop_offs, l.preview_parcels_per_drop_off]
-        .contains(&0)
+    if [
+        l.order_drop_offs,
+        l.order_parcels_per_drop_off,
+        l.preview_drop_offs,
+        l.preview_parcels_per_drop_off,
+        l.async_drop_offs,
+        l.async_parcels_per_drop_off,
+    ]
+    .contains(&0)
     {
         return Err("limits: every limit must be at least 1".into());
     }

@@ -226,12 +226,22 @@ fn wrong(expected: &str, got: &Value) -> serde_json::Error {
     de::Error::custom(format_args!("Must be {expected}, not {}.", kind(got)))
 }
 
+/// A whole number written with a decimal point or an exponent (`48.0`, `1e3`): JSON has one
+/// number type, and JSON Schema's `integer` (the OpenAPI document's) admits it, so it reads
+/// as that integer. Only below 2^53, where every whole double is exact: an integer literal
+/// too large for 64 bits is also held as a double, rounded, and must stay refused.
+fn whole(n: &Value) -> Option<i64> {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < EXACT).map(|f| f as i64)
+}
+
 macro_rules! integer {
     ($method:ident, $visit:ident, $t:ty, $via:ident) => {
         fn $method<V: Visitor<'de>>(self, v: V) -> Result<V::Value, serde_json::Error> {
-            match self.0.$via().and_then(|n| <$t>::try_from(n).ok()) {
+            let n = self.0.$via().and_then(|n| <$t>::try_from(n).ok());
+            match n.or_else(|| whole(self.0).and_then(|n| <$t>::try_from(n).ok())) {
                 Some(n) => v.$visit(n),
-                None if self.0.is_i64() || self.0.is_u64() => {
+                None if self.0.is_i64() || self.0.is_u64() || whole(self.0).is_some() => {
                     Err(de::Error::custom(format_args!("Must be a whole number from {} to {}.", <$t>::MIN, <$t>::MAX)))
                 }
                 None => Err(wrong("an integer", self.0)),
@@ -469,6 +479,13 @@ mod tests {
         assert_eq!(e, FieldErrors::single("o", "Must be an object, not an array."), "never read by position");
         let (_, e) = errors(typed(r#"{"n":1.5}"#).unwrap_err());
         assert_eq!(e, FieldErrors::single("n", "Must be an integer, not a decimal number."));
+        // A whole number is an integer however it is written (JSON Schema agrees).
+        assert_eq!(typed(r#"{"n":48.0}"#).unwrap().n, Some(48));
+        assert_eq!(typed(r#"{"n":1e3}"#).unwrap().n, Some(1000));
+        for rounded in ["1e300", "9223372036854775808", "-9223372036854775809"] {
+            let (_, e) = errors(typed(&format!(r#"{{"n":{rounded}}}"#)).unwrap_err());
+            assert!(e.contains("n"), "{rounded}: {e:?}");
+        }
         let (m, e) = errors(typed("[1]").unwrap_err());
         assert_eq!(
             (m.as_str(), e),

@@ -25,17 +25,43 @@ static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The interface's envelope, the one shape of every JSON response: `{"status", "code",
 /// "message", "object"}`, and on an error also `"errors"` (before `"object"`). `T` is the
-/// type of `object`, so every response is typed end to end.
-#[derive(Serialize, Debug)]
+/// type of `object`, so every response is typed end to end (and so is its OpenAPI schema).
+#[derive(Serialize, Debug, utoipa::ToSchema)]
+#[schema(
+    description = "The envelope of every JSON answer: `status` (`success`), `code` (the HTTP status), `message` and the typed `object`."
+)]
 pub struct Envelope<'a, T: Serialize> {
-    /// `"success"` or `"error"`.
+    /// `success` (`error` only on the error envelope).
+    #[schema(example = "success")]
     pub status: &'static str,
     /// Equals the HTTP status.
     pub code: u16,
+    /// Short human text; do not parse it.
     pub message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub errors: Option<&'a crate::error::FieldErrors>,
     pub object: &'a T,
+}
+
+/// The error envelope of CONTRACT §2, as the OpenAPI document names it. Never built: every
+/// error body is written by [`error_json`] (a test holds the two to the same keys).
+#[derive(utoipa::ToSchema)]
+#[schema(
+    description = "The error envelope (CONTRACT §2): the HTTP status is `code`; `errors` maps a field path (`drop_offs.0.address.text`, `header.Idempotency-Key`, `path.custom_code`, `query.limit`, `body`) to messages."
+)]
+#[allow(dead_code)] // a schema only
+pub struct ErrorEnvelope {
+    /// Always `error`.
+    #[schema(pattern = "^error$", example = "error")]
+    status: String,
+    /// Equals the HTTP status.
+    code: u16,
+    /// Human text; do not parse it.
+    message: String,
+    /// Field path → messages; `{}` when no field is to blame.
+    errors: crate::error::FieldErrors,
+    object: crate::error::EmptyObject,
 }
 
 impl<'a, T: Serialize> Envelope<'a, T> {
@@ -105,6 +131,9 @@ async fn count_request(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    if !app.settings.http_metrics {
+        return next.run(req).await;
+    }
     let start = std::time::Instant::now();
     let method = req.method().clone();
     let route = req.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_string());
@@ -138,4 +167,31 @@ pub fn router(app: App, api: Router<App>, root: Router<App>) -> Router {
         }))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
         .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeId))
+}
+
+#[cfg(test)]
+mod tests {
+    use utoipa::PartialSchema;
+
+    use super::*;
+
+    fn keys(json: &str) -> Vec<String> {
+        let value: serde_json::Value = serde_json::from_str(json).unwrap();
+        value.as_object().unwrap().keys().cloned().collect()
+    }
+
+    /// The documented error envelope is what `error_json` writes: the same keys, all required.
+    #[test]
+    fn error_json_has_the_documented_shape() {
+        let schema = serde_json::to_value(ErrorEnvelope::schema()).unwrap();
+        let mut documented: Vec<String> = schema["properties"].as_object().unwrap().keys().cloned().collect();
+        let mut required: Vec<String> = serde_json::from_value(schema["required"].clone()).unwrap();
+        let errors = crate::error::FieldErrors::single("drop_offs", "m");
+        let mut written = keys(&error_json(422, "The given data was invalid.", &errors));
+        for list in [&mut documented, &mut required, &mut written] {
+            list.sort();
+        }
+        assert_eq!(written, documented);
+        assert_eq!(written, required);
+    }
 }

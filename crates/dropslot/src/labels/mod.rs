@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::app::App;
 use crate::error::{Error, Result};
-use crate::http::PathParam;
+use crate::http::{ErrorEnvelope, PathParam};
 use crate::store::LabelKind;
 
 const SIZES: [&str; 2] = ["4x6", "4x4"];
@@ -19,11 +19,16 @@ const FORMATS: [&str; 2] = ["pdf", "zpl"];
 
 /// Every size × format of one entity's labels, and the 4x6 PDF as its `label`.
 /// One entry of a `pick_up_label_urls` list.
-#[derive(serde::Serialize, Clone)]
+#[derive(serde::Serialize, Clone, utoipa::ToSchema)]
 pub struct LabelLink {
     pub name: String,
+    /// `4x6` or `4x4`.
+    #[schema(example = "4x6")]
     pub size: &'static str,
+    /// `pdf` or `zpl`.
+    #[schema(example = "pdf")]
     pub format: &'static str,
+    /// Unguessable; needs no bearer token.
     pub url: String,
 }
 
@@ -63,6 +68,28 @@ pub fn icon_url(base: &str, size_code: &str) -> String {
 
 /// `GET /labels/{kind}/{token}/{size}.{format}`: rendered on demand (deterministic, so the
 /// `ETag` is a digest of what is printed and a printer's re-fetch can be a 304).
+#[utoipa::path(get, path = "/labels/{kind}/{token}/{file}", tag = "Labels", operation_id = "get_label",
+    summary = "A label document",
+    description = "The URLs come from order creation and reads (`pick_up_label_urls`, `label`). The token in the URL is the credential: no bearer token. Rate limited per client address.",
+    params(
+        ("kind" = String, Path, description = "`pick-up`, `drop-off` or `parcel`."),
+        ("token" = String, Path, description = "The label's unguessable token."),
+        ("file" = String, Path, description = "`<size>.<format>`: `4x6` or `4x4`, `pdf` or `zpl` (`4x6.pdf`)."),
+        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier fetch: 304 when unchanged."),
+    ),
+    responses(
+        (status = 200, description = "The label.",
+            content((Vec<u8> = "application/pdf"), (String = "application/x-zpl")),
+            headers(
+                ("ETag" = String, description = "A digest of what the label prints."),
+                ("Content-Disposition" = String, description = "`inline` for PDF, `attachment` for ZPL, with a file name."),
+                ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
+            )),
+        (status = 304, description = "Unchanged since the `ETag` sent.", headers(("ETag" = String))),
+        (status = 404, description = "An unknown kind, size, format or token.", body = ErrorEnvelope),
+        (status = 410, description = "The parcel or shipment was deleted.", body = ErrorEnvelope),
+        (status = 429, description = "Over the rate limit of this client address.", body = ErrorEnvelope),
+    ))]
 async fn serve(
     State(app): State<App>,
     _: crate::ratelimit::PublicLimit,
@@ -125,6 +152,13 @@ fn etag(label: &dropslot_labels::Label, size: LabelSize, format: LabelFormat) ->
 }
 
 /// `GET /static/icons/{code}.svg`: a parcel-box icon with the size's initial.
+#[utoipa::path(get, path = "/static/icons/{file}", tag = "Labels", operation_id = "get_size_icon",
+    summary = "A parcel-size icon (the `icon_url` of `parcel_summary`)",
+    params(("file" = String, Path, description = "`<size code>.svg`, e.g. `small.svg`.")),
+    responses(
+        (status = 200, description = "The icon.", content_type = "image/svg+xml", body = String),
+        (status = 404, description = "Not `<letters, digits, - or _>.svg`.", body = ErrorEnvelope),
+    ))]
 async fn icon(PathParam(file): PathParam<String>) -> Result<Response> {
     let code = file.strip_suffix(".svg").ok_or(Error::NotFound)?;
     if code.is_empty() || code.len() > 32 || !code.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')

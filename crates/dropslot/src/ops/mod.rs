@@ -9,7 +9,7 @@ use serde::Deserialize;
 use crate::app::App;
 use crate::auth::{bearer, hash};
 use crate::error::{Error, FieldErrors, Result};
-use crate::http::{JsonBody, PathParam, envelope};
+use crate::http::{Envelope, ErrorEnvelope, JsonBody, PathParam, envelope};
 use crate::orders::view::ShipmentView;
 use crate::shipments::{Actor, Move, Proof, Refusal, Status};
 use crate::store::{MoveOutcome, TokenKind, Visibility};
@@ -43,13 +43,20 @@ impl FromRequestParts<App> for OpsCaller {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// One move of a live shipment through the CONTRACT §4 table.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"to": "delivered", "proof_of_delivery": [{"type": "signature", "value": "sig/123.png"}]}))]
 pub struct TransitionRequest {
+    /// The target status.
+    #[schema(value_type = Status)]
     to: String,
+    /// Free text, at most 500 characters; required for `failed`.
     #[serde(default)]
     reason: Option<String>,
+    /// Required for `delivered` and allowed only there; at most 10.
     #[serde(default)]
+    #[schema(max_items = 10)]
     proof_of_delivery: Option<Vec<Proof>>,
 }
 
@@ -95,6 +102,17 @@ impl TransitionRequest {
 }
 
 /// `POST /ops/shipments/{unique_id}/transitions`.
+#[utoipa::path(post, path = "/ops/shipments/{unique_id}/transitions", tag = "Operations", operation_id = "move_shipment",
+    summary = "Record a live shipment's progress",
+    description = "One move per request through the transition table (`GET /shipment-states`), for the live shipments of every client.",
+    security(("ops_token" = [])), request_body = TransitionRequest,
+    params(("unique_id" = String, Path, description = "The drop-off shipment's `unique_id` (tracking code).")),
+    responses(
+        (status = 200, description = "Moved: the shipment as a client reads it.", body = Envelope<ShipmentView>),
+        (status = 404, description = "No live drop-off shipment has this id (test shipments are the sandbox's).", body = ErrorEnvelope),
+        (status = 409, description = "The table forbids this move (the message names the allowed next states).", body = ErrorEnvelope),
+        (status = 422, description = "An unknown status, a reason or proof rule broken (at `to`, `reason`, `proof_of_delivery`).", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn transition(
     State(app): State<App>,
@@ -109,6 +127,16 @@ async fn transition(
 
 /// `POST /ops/parcels/{pick_up_code}/pick-up-scan`: the driver scanned the parcel at the
 /// pick-up address; its shipment (and the pick-up leg) is picked up.
+#[utoipa::path(post, path = "/ops/parcels/{pick_up_code}/pick-up-scan", tag = "Operations", operation_id = "pick_up_scan",
+    summary = "Scan a parcel at pick-up",
+    description = "Its drop-off shipment becomes `picked_up` (from `scheduled` through `to_pick_up`). No body is needed; one sent is ignored.",
+    security(("ops_token" = [])),
+    params(("pick_up_code" = String, Path, description = "The parcel's `pick_up_code`.")),
+    responses(
+        (status = 200, description = "Moved: the shipment as a client reads it.", body = Envelope<ShipmentView>),
+        (status = 404, description = "No live, undeleted parcel has this code.", body = ErrorEnvelope),
+        (status = 409, description = "Its shipment is past `to_pick_up` (a second scan, for one).", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn scan(State(app): State<App>, _ops: OpsCaller, PathParam(code): PathParam<String>) -> Result<Response> {
     let outcome = app.store.pick_up_scan(&code, app.clock.now()).await?;

@@ -9,11 +9,11 @@ use sha2::{Digest, Sha256};
 
 use super::request::{Purpose, RequestPayload, normalize_address};
 use super::wire::{OrderObject, ShipmentObject};
-use super::{Prepared, custom_code_taken};
+use super::{Prepared, Terms, custom_code_taken};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{Error, Result};
-use crate::http::{Envelope, JsonBody, json_response};
+use crate::http::{Envelope, ErrorEnvelope, JsonBody, json_response};
 use crate::ids;
 use crate::quote::schedule::iso;
 use crate::store::{
@@ -21,9 +21,20 @@ use crate::store::{
     StoredDropOffAddress, StoredPickUpAddress, StoredShipment,
 };
 
-const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
+pub(super) const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 const CREATED: &str = "Order created.";
 
+#[utoipa::path(post, path = "/requests/sync", tag = "Orders", operation_id = "create_order",
+    summary = "Create an order (synchronous)",
+    description = "Validates, quotes and writes the whole order atomically: the 201 carries ids, tracking codes and label links. With `Idempotency-Key`, a repeat of the same body within 24 h answers the original response again.",
+    security(("client_token" = [])), request_body = RequestPayload,
+    params(("Idempotency-Key" = Option<String>, Header, pattern = "^[ -~]{1,255}$", description = "1–255 printable ASCII characters; send it once. A repeat with the same body within 24 h replays the first answer.")),
+    responses(
+        (status = 201, description = "The order, as created (or as first created, on a replay).", body = Envelope<OrderObject>,
+            headers(("Idempotent-Replayed" = String, description = "`true` when this is the stored answer to an earlier request with the same key."))),
+        (status = 409, description = "The `Idempotency-Key` was used with another body, or is in use by a concurrent request.", body = ErrorEnvelope),
+        (status = 422, description = "A rule broken, each at its path: an address that cannot be placed in the service area, more drop-offs or parcels than the limits, a unit, a weight, a phone, a custom code (malformed, repeated or taken), a malformed `Idempotency-Key` (`header.Idempotency-Key`).", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 pub(super) async fn handle(
     State(app): State<App>,
@@ -42,13 +53,10 @@ pub(super) async fn handle(
             Some(IdempotencyClaim { key, request_hash, expired_before: now - IDEMPOTENCY_WINDOW, now })
         }
     };
-    let prepared = super::prepare(&app, &caller, payload, Purpose::Order).await?;
-    let (order, draft) = assemble(&app, &caller, &prepared, now, claim.clone())?;
-    let draft = std::sync::Arc::new(draft);
-    let render: crate::store::RenderFn = {
-        let draft = draft.clone();
-        std::sync::Arc::new(move |ids: &OrderIds| draft.render(ids).map_err(|e| e.to_string()))
-    };
+    let terms = caller.terms();
+    let prepared = super::prepare(&app, &terms, payload, Purpose::Order).await?;
+    let (order, draft) = assemble(&app, &terms, &prepared, now, claim.clone())?;
+    let (draft, render) = draft.shared();
     match app.store.create_order(caller.scope, order, render).await {
         // Rendered here, on a request worker, unless the store needed the body in its
         // transaction: the single writer is the throughput bottleneck.
@@ -74,7 +82,7 @@ pub(super) async fn handle(
 
 /// The `Idempotency-Key` header: once at most, 1–255 printable ASCII characters (space to
 /// `~`; a tab or any control character is refused).
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
     let mut values = headers.get_all("idempotency-key").iter();
     let Some(value) = values.next() else { return Ok(None) };
     if values.next().is_some() {
@@ -92,11 +100,17 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
 
 /// SHA-256 of the body's canonical JSON (keys sorted, no whitespace), computed from the very
 /// value the request was read from: a body either parses for both or is refused.
-fn fingerprint(body: &serde_json::Value) -> String {
+pub(super) fn fingerprint(body: &serde_json::Value) -> String {
     ids::hex(&Sha256::digest(crate::http::json::canonical(body).as_bytes()))
 }
 
-async fn replay(app: &App, scope: Scope, key: &str, request_hash: &str, now: Timestamp) -> Result<Option<Response>> {
+pub(super) async fn replay(
+    app: &App,
+    scope: Scope,
+    key: &str,
+    request_hash: &str,
+    now: Timestamp,
+) -> Result<Option<Response>> {
     let Some(stored) = app.store.idempotent_response(scope, key, now - IDEMPOTENCY_WINDOW).await? else {
         return Ok(None);
     };
@@ -109,9 +123,9 @@ async fn replay(app: &App, scope: Scope, key: &str, request_hash: &str, now: Tim
 }
 
 /// The order's rows and the response waiting for its row ids.
-fn assemble(
+pub(super) fn assemble(
     app: &App,
-    caller: &Caller,
+    terms: &Terms,
     p: &Prepared,
     now: Timestamp,
     claim: Option<IdempotencyClaim>,
@@ -149,7 +163,7 @@ fn assemble(
     };
     let mut shipments = Vec::new();
     // The minimum price and tax apply once to the order, shared out over its shipment orders.
-    let charges = p.quote.charges(&caller.prices, tax);
+    let charges = p.quote.charges(&terms.prices, tax);
     for ((d, q), totals) in p.request.drop_offs.iter().zip(&p.quote.drop_offs).zip(charges) {
         let zone = area.zone(d.location.zone);
         let a = &d.address;
@@ -183,7 +197,7 @@ fn assemble(
             .map(|(parcel, price)| NewParcel {
                 pick_up_code: ids::pick_up_code(),
                 custom_code: parcel.custom_code.clone(),
-                size_code: caller.prices.sizes[parcel.size].code.clone(),
+                size_code: terms.prices.sizes[parcel.size].code.clone(),
                 weight: parcel.weight,
                 price: *price,
                 label_token: ids::url_token(),
@@ -201,13 +215,13 @@ fn assemble(
             warehouse: zone.warehouse.clone(),
             city: area.city(zone.city).name.clone(),
             address: stored,
-            max_attempts: caller.limits.max_delivery_attempts,
+            max_attempts: terms.limits.max_delivery_attempts,
         };
         shipments.push(NewShipment {
             unique_id: ids::shipment_order_unique_id(),
             drop_off,
             parcels,
-            min_price: caller.prices.min_price,
+            min_price: terms.prices.min_price,
             tax_bp: tax.0,
             totals,
         });
@@ -218,6 +232,7 @@ fn assemble(
         pick_up: new_pick_up,
         shipments,
         idempotency: claim,
+        completes: None,
     };
     let draft = Draft::new(base, &order);
     Ok((order, draft))
@@ -226,7 +241,7 @@ fn assemble(
 /// The response body, complete but for the row ids the store assigns: the new rows as a
 /// read would load them, rendered by the same `ShipmentObject::from_stored` as every read,
 /// so a created order and the same order read back cannot differ.
-struct Draft {
+pub(super) struct Draft {
     base: String,
     unique_id: String,
     created_at: String,
@@ -243,7 +258,14 @@ impl Draft {
         }
     }
 
-    fn render(&self, ids: &OrderIds) -> serde_json::Result<String> {
+    /// The draft shared with the store's render callback.
+    pub(super) fn shared(self) -> (std::sync::Arc<Draft>, crate::store::RenderFn) {
+        let draft = std::sync::Arc::new(self);
+        let shared = draft.clone();
+        (draft, std::sync::Arc::new(move |ids: &OrderIds| shared.render(ids).map_err(|e| e.to_string())))
+    }
+
+    pub(super) fn render(&self, ids: &OrderIds) -> serde_json::Result<String> {
         let shipments = self
             .shipments
             .iter()

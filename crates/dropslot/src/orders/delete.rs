@@ -7,10 +7,20 @@ use axum::response::Response;
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{EmptyObject, Error, Result};
-use crate::http::{PathParam, envelope};
+use crate::http::{Envelope, ErrorEnvelope, PathParam, envelope};
 use crate::ids::CustomCode;
 use crate::store::{DeleteOutcome, Scope};
 
+#[utoipa::path(delete, path = "/parcels/find/by-custom-code/{custom_code}", tag = "Orders", operation_id = "delete_parcel",
+    summary = "Delete a parcel by its custom code",
+    description = "Allowed while its shipment is `scheduled` or `to_pick_up`. The shipment is re-priced; deleting its last parcel deletes the shipment too (the message says so).",
+    security(("client_token" = [])), params(("custom_code" = String, Path, pattern = "^[A-Za-z0-9]{16,20}$", description = "The parcel's custom code: 16–20 letters or digits (else 422 at `path.custom_code`).")),
+    responses(
+        (status = 200, description = "Deleted; `object` is `{}`.", body = Envelope<EmptyObject>),
+        (status = 404, description = "No live parcel of yours has this custom code.", body = ErrorEnvelope),
+        (status = 409, description = "Its shipment is past `to_pick_up`: too late to delete.", body = ErrorEnvelope),
+        (status = 422, description = "The code is not 16–20 letters or digits (`path.custom_code`).", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 pub(super) async fn handle(
     State(app): State<App>,

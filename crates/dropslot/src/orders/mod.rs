@@ -3,19 +3,25 @@
 //! Handlers parse, validate, quote, persist and answer; the rules live in `request` and
 //! `crate::quote`.
 
-mod create;
+pub mod asynchronous;
+pub(crate) mod create;
 pub mod delete;
-mod preview;
-mod read;
+pub(crate) mod preview;
+pub(crate) mod read;
 pub mod request;
 pub mod view;
 pub mod wire;
+pub mod worker;
+
+use std::sync::Arc;
 
 use crate::app::App;
 use crate::auth::Caller;
+use crate::config::{Limits, PriceList};
 use crate::error::{Error, FieldErrors, Result};
 use crate::ids::SavedAddressId;
 use crate::quote::{self, Quote, QuoteError};
+use crate::store::Scope;
 use request::{Purpose, RequestPayload, Rules, ValidRequest};
 
 /// Preview, order creation and deletion by custom code, under the API prefix.
@@ -24,10 +30,27 @@ pub fn routes() -> axum::Router<App> {
     axum::Router::new()
         .route("/requests/preview", post(preview::handle))
         .route("/requests/sync", post(create::handle))
+        .route("/requests/async", post(asynchronous::accept))
+        .route("/requests/{request_id}", get(asynchronous::status))
         .route("/orders", get(read::list))
         .route("/orders/{unique_id}", get(read::one))
         .route("/shipments/{unique_id}", get(read::shipment))
         .route("/parcels/find/by-custom-code/{custom_code}", delete(delete::handle).get(read::by_custom_code))
+}
+
+/// What a request is validated and priced under: its tenant and the client's prices and
+/// limits (a caller's now, or those an asynchronous request was accepted under).
+#[derive(Clone)]
+pub struct Terms {
+    pub scope: Scope,
+    pub prices: Arc<PriceList>,
+    pub limits: Limits,
+}
+
+impl Caller {
+    pub fn terms(&self) -> Terms {
+        Terms { scope: self.scope, prices: self.prices.clone(), limits: self.limits }
+    }
 }
 
 /// A validated, quoted request.
@@ -40,11 +63,11 @@ pub struct Prepared {
 
 /// Resolves a saved pick-up address, validates against the caller's limits and prices, and
 /// quotes at the current instant.
-pub async fn prepare(app: &App, caller: &Caller, mut payload: RequestPayload, purpose: Purpose) -> Result<Prepared> {
+pub async fn prepare(app: &App, terms: &Terms, mut payload: RequestPayload, purpose: Purpose) -> Result<Prepared> {
     let mut saved_address = None;
     if let Some(addr) = payload.pick_up_address.as_mut() {
         if let Some(id) = addr.saved_address_id {
-            let saved = app.store.saved_address(caller.scope, SavedAddressId(id)).await?.ok_or_else(|| {
+            let saved = app.store.saved_address(terms.scope, SavedAddressId(id)).await?.ok_or_else(|| {
                 Error::invalid("pick_up_address.saved_address_id", "There is no saved address with this id.")
             })?;
             addr.text = Some(saved.text);
@@ -53,13 +76,13 @@ pub async fn prepare(app: &App, caller: &Caller, mut payload: RequestPayload, pu
     }
     let rules = Rules {
         purpose,
-        prices: &caller.prices,
-        limits: caller.limits,
+        prices: &terms.prices,
+        limits: terms.limits,
         geocoder: &app.geocoder,
         area: &app.settings.area,
     };
     let request = request::validate(payload, &rules).map_err(Error::Validation)?;
-    let quote = quote::quote(&request.quote_request(), &caller.prices, &app.settings.area, app.clock.now()).map_err(
+    let quote = quote::quote(&request.quote_request(), &terms.prices, &app.settings.area, app.clock.now()).map_err(
         |e| match e {
             QuoteError::NoPickUpSlot => {
                 Error::invalid("pick_up_address", "No pick-up slot is available for this address in the next year.")

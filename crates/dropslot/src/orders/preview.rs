@@ -14,17 +14,25 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::config::PriceList;
 use crate::error::Result;
-use crate::http::{JsonBody, envelope};
+use crate::http::{Envelope, ErrorEnvelope, JsonBody, envelope};
 use crate::quote::Quote;
 use crate::quote::schedule::iso;
 
+#[utoipa::path(post, path = "/requests/preview", tag = "Orders", operation_id = "preview",
+    summary = "Preview the schedule and prices of a request",
+    description = "The schedule (dates, time slots) and every price of a request, minimum price and tax included. Nothing is written.",
+    security(("client_token" = [])), request_body = RequestPayload,
+    responses(
+        (status = 200, description = "The preview.", body = Envelope<PreviewObject>),
+        (status = 422, description = "A rule broken, each at its path: an address that cannot be placed in the service area, a limit, a unit, a weight, an unknown `saved_address_id`.", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 pub(super) async fn handle(
     State(app): State<App>,
     caller: Caller,
     JsonBody(payload, _): JsonBody<RequestPayload>,
 ) -> Result<Response> {
-    let prepared = super::prepare(&app, &caller, payload, Purpose::Preview).await?;
+    let prepared = super::prepare(&app, &caller.terms(), payload, Purpose::Preview).await?;
     let saved = if let Some(id) = prepared.saved_address {
         Some(id.0)
     } else {

@@ -11,18 +11,36 @@ use crate::geo::{Geocoder, Location};
 use crate::ids::CustomCode;
 use crate::quote::{DropOffRequest, Milligrams, QuoteRequest, pricing};
 
-#[derive(Debug, Deserialize)]
+/// The request payload of preview and order creation. The schema states the shapes; the
+/// rules it cannot state (geocoding, limits, required receiver fields) answer 422 at a path.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "pick_up_address": {"text": "100 King St W, Toronto, ON M5X 1A9"},
+    "drop_offs": [{
+        "address": {"text": "290 Bremner Blvd, Toronto, ON M5V 3L9", "person_name": "Jane Doe", "person_phone": "+1 416 555 0100"},
+        "parcels": [{"unit": "g", "values": 500}]
+    }]
+}))]
 pub struct RequestPayload {
+    #[schema(required = true, nullable = false)]
     pub pick_up_address: Option<AddressIn>,
+    /// Order creation takes 1 (per-client limit), a preview up to 100.
+    #[schema(required = true, nullable = false, min_items = 1)]
     pub drop_offs: Option<Vec<DropOffIn>>,
 }
 
-/// The interface's address object (request side); every field optional on the wire.
-#[derive(Debug, Default, Clone, Deserialize)]
+/// The interface's address object (request side); every field optional on the wire. An empty
+/// or blank value counts as absent.
+#[derive(Debug, Default, Clone, Deserialize, utoipa::ToSchema)]
 pub struct AddressIn {
+    /// Address text with a postal code the geocoder places inside the service area, 1–500
+    /// characters. Required, except on a pick-up given by `saved_address_id`.
     pub text: Option<String>,
+    /// At most 1000 characters.
     pub description: Option<String>,
+    /// Drop-off receiver; required for order creation. At most 200 characters.
     pub person_name: Option<String>,
+    /// Drop-off receiver; required for order creation. An optional `+`, then 7–15 digits.
     pub person_phone: Option<String>,
     pub person_email: Option<String>,
     pub sender_person_name: Option<String>,
@@ -34,23 +52,52 @@ pub struct AddressIn {
     pub saved_address_id: Option<i64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct DropOffIn {
+    #[schema(required = true, nullable = false)]
     pub address: Option<AddressIn>,
+    /// 1–5 for order creation, 1–50 for a preview (per-client limits).
+    #[schema(required = true, nullable = false, min_items = 1)]
     pub parcels: Option<Vec<ParcelIn>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ParcelIn {
+    #[schema(required = true, nullable = false, value_type = WeightUnit)]
     pub unit: Option<String>,
+    /// The weight in `unit`; at most the largest size class (25 kg by default).
+    #[schema(required = true, nullable = false, exclusive_minimum = 0)]
     pub values: Option<f64>,
+    /// 16–20 ASCII letters or digits, unique among the client's live parcels (empty = none).
+    #[schema(pattern = "^([A-Za-z0-9]{16,20})?$")]
     pub custom_code: Option<String>,
+}
+
+/// A parcel's weight unit, converted to grams (case-sensitive).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)] // a schema only: `check_parcel` reads the unit
+enum WeightUnit {
+    G,
+    Kg,
+    Lb,
+    Oz,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
     Preview,
+    /// `POST /requests/sync`.
     Order,
+    /// `POST /requests/async`: an order's rules with the asynchronous limits.
+    AsyncOrder,
+}
+
+impl Purpose {
+    /// Whether it creates an order (receivers' names and phones are required).
+    pub fn orders(self) -> bool {
+        matches!(self, Purpose::Order | Purpose::AsyncOrder)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -133,6 +180,7 @@ fn check_drop_offs(
     let (max_drop_offs, max_parcels) = match rules.purpose {
         Purpose::Order => (rules.limits.order_drop_offs, rules.limits.order_parcels_per_drop_off),
         Purpose::Preview => (rules.limits.preview_drop_offs, rules.limits.preview_parcels_per_drop_off),
+        Purpose::AsyncOrder => (rules.limits.async_drop_offs, rules.limits.async_parcels_per_drop_off),
     };
     let Some(list) = list else {
         errors.add("drop_offs", "At least one drop-off is required.");
@@ -148,6 +196,7 @@ fn check_drop_offs(
                 "Order creation takes at most {max_drop_offs} drop-off(s) per request; use the asynchronous order endpoint for larger orders."
             ),
             Purpose::Preview => format!("A preview takes at most {max_drop_offs} drop-offs."),
+            Purpose::AsyncOrder => format!("An asynchronous order takes at most {max_drop_offs} drop-offs."),
         };
         errors.add("drop_offs", message);
         return None;
@@ -297,7 +346,7 @@ fn check_address(
             }
         }
     };
-    let order = rules.purpose == Purpose::Order;
+    let order = rules.purpose.orders();
     for (field, value, required, max) in [
         ("person_name", &a.person_name, drop_off && order, NAME_MAX),
         ("sender_person_name", &a.sender_person_name, false, NAME_MAX),
@@ -397,7 +446,7 @@ mod tests {
             values in prop_oneof![Just(None), any::<f64>().prop_map(Some), (0.0f64..1e12).prop_map(Some)],
             code in any_text(),
             parcels in 0usize..8,
-            purpose in prop_oneof![Just(Purpose::Preview), Just(Purpose::Order)],
+            purpose in prop_oneof![Just(Purpose::Preview), Just(Purpose::Order), Just(Purpose::AsyncOrder)],
         ) {
             let s = Settings::load(&Overrides::default()).unwrap();
             let geocoder = Geocoder::embedded();

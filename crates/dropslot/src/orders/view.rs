@@ -11,7 +11,7 @@ use crate::quote::schedule::iso;
 use crate::shipments::{Actor, Proof, Status};
 use crate::store::{StoredEvent, StoredOrder, StoredShipment};
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ShipmentView {
     #[serde(flatten)]
     pub shipment: ShipmentObject,
@@ -25,7 +25,7 @@ pub struct ShipmentView {
     pub events: Vec<EventView>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct EventView {
     /// Stable and global; `seq` numbers the shipment's events 1, 2, 3 … without gaps.
     pub id: i64,
@@ -39,7 +39,7 @@ pub struct EventView {
     pub proof_of_delivery: Vec<Proof>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct OrderView {
     pub unique_id: String,
     pub created_at: String,

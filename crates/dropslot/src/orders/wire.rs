@@ -15,7 +15,7 @@ use crate::quote::Totals;
 /// The only shipment type of the interface.
 pub const SAME: &str = "SAME";
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct PreviewObject<'a> {
     pub pick_ups: Vec<PickUpPreview<'a>>,
     pub payment_type: &'a PaymentType,
@@ -23,7 +23,7 @@ pub struct PreviewObject<'a> {
     pub totals: Totals,
 }
 
-#[derive(Serialize, Clone)]
+#[derive(Serialize, Clone, utoipa::ToSchema)]
 pub struct PickUpAddress {
     pub saved_address_id: Option<i64>,
     pub lat: String,
@@ -39,7 +39,7 @@ pub struct PickUpAddress {
     pub description: Option<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct PickUpPreview<'a> {
     pub address: PickUpAddress,
     pub scheduled_date: String,
@@ -53,10 +53,11 @@ pub struct PickUpPreview<'a> {
     pub additional_parameters_total_price: Money,
     pub price: Money,
     pub total_price: Money,
+    #[schema(inline)]
     pub parcel_summary: ParcelSummary,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct PickUpSlot<'a> {
     pub city: &'a str,
     pub code: &'a str,
@@ -66,7 +67,7 @@ pub struct PickUpSlot<'a> {
     pub to_time: u16,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct DropOffPreviewAddress<'a> {
     pub text: &'a str,
     pub postal_code: &'a str,
@@ -79,7 +80,7 @@ pub struct DropOffPreviewAddress<'a> {
     pub location_service_postal_code: &'a str,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ParcelPreview<'a> {
     pub unit: &'a str,
     pub values: f64,
@@ -87,7 +88,7 @@ pub struct ParcelPreview<'a> {
     pub price: Money,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct DropOffPreview<'a> {
     pub address: DropOffPreviewAddress<'a>,
     pub parcels: Vec<ParcelPreview<'a>>,
@@ -99,10 +100,11 @@ pub struct DropOffPreview<'a> {
     pub time_slot_datetime_start: String,
     pub time_slot_datetime_end: String,
     pub price: Money,
+    #[schema(inline)]
     pub parcel_summary: ParcelSummary,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct DropOffSlot<'a> {
     pub city: &'a str,
     pub code: &'a str,
@@ -115,7 +117,7 @@ pub struct DropOffSlot<'a> {
 /// `{"SAME": {size code: {code, note, icon_url, count}}}`.
 pub type ParcelSummary = BTreeMap<&'static str, BTreeMap<String, SummaryEntry>>;
 
-#[derive(Serialize, Clone)]
+#[derive(Serialize, Clone, utoipa::ToSchema)]
 pub struct SummaryEntry {
     pub code: String,
     pub note: String,
@@ -150,14 +152,14 @@ impl From<&StoredDropOffAddress> for DropOffAddress {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct OrderObject {
     pub unique_id: String,
     pub created_at: String,
     pub shipments: Vec<ShipmentObject>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ShipmentObject {
     pub shipment_order_id: i64,
     pub shipment_order_unique_id: String,
@@ -175,7 +177,7 @@ pub struct ShipmentObject {
 }
 
 /// The submitted drop-off address plus what geocoding found (lat/lng as numbers here).
-#[derive(Serialize, serde::Deserialize, Clone, Debug, Default)]
+#[derive(Serialize, serde::Deserialize, Clone, Debug, Default, utoipa::ToSchema)]
 pub struct DropOffAddress {
     pub text: String,
     pub description: Option<String>,
@@ -195,7 +197,7 @@ pub struct DropOffAddress {
     pub location_service_postal_code: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct PickUpShipmentObject {
     pub scheduled_date: String,
     pub unique_id: String,
@@ -206,12 +208,12 @@ pub struct PickUpShipmentObject {
     pub time_slot_datetime_end: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct SlotCode {
     pub code: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct DropOffShipmentObject {
     pub scheduled_date: String,
     pub user_ref_id: Option<String>,
@@ -225,7 +227,7 @@ pub struct DropOffShipmentObject {
     pub tracking_url: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ParcelObject {
     pub pick_up_index: String,
     pub drop_off_index: usize,

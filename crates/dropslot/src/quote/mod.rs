@@ -110,10 +110,21 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Sums agree at every level and the charged amount never falls below the minimum.
+        /// Sums agree at every level and the charged amount never falls below the minimum;
+        /// and what the order of any valid payload charges, summed over its shipment orders,
+        /// is the preview's every total (CONTRACT §3.5): for `sync`'s one drop-off and for
+        /// `async`'s up to 100, under any negotiated price list.
         #[test]
-        fn sums_consistent_at_every_level(sizes in prop::collection::vec(prop::collection::vec(0usize..4, 1..8), 1..6)) {
-            let s = Settings::load(&Overrides::default()).unwrap();
+        fn sums_consistent_at_every_level(
+            sizes in prop::collection::vec(prop::collection::vec(0usize..4, 1..6), 1..101),
+            min_cents in 0i64..100_000,
+            size_cents in prop::collection::vec(0i64..10_000, 4),
+        ) {
+            let mut s = Settings::load(&Overrides::default()).unwrap();
+            s.pricing.min_price = Money(min_cents);
+            for (size, cents) in s.pricing.sizes.iter_mut().zip(&size_cents) {
+                size.price = Money(*cents);
+            }
             let req = QuoteRequest {
                 pick_up_zone: 0,
                 drop_offs: sizes.iter().enumerate().map(|(i, v)| DropOffRequest { zone: i % s.area.zones().len(), sizes: v.clone() }).collect(),

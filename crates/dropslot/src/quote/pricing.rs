@@ -25,14 +25,18 @@ pub fn size_for_micrograms(prices: &PriceList, weight: Micrograms) -> Option<usi
 }
 
 /// The order-level amounts of the interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Totals {
+    /// The caller's minimum order price.
     pub min_price: Money,
+    /// The price without the minimum-price adjustment.
     pub actual_total_price: Money,
     pub actual_total_tax: Money,
     pub actual_price_with_tax: Money,
+    /// `max(actual_total_price, min_price)`.
     pub total_price: Money,
     pub total_tax: Money,
+    /// What is charged: `total_price` plus its tax.
     pub price_with_tax: Money,
 }
 

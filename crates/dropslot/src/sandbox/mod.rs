@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{Error, FieldErrors, Result};
-use crate::http::{Envelope, JsonBody, PathParam};
+use crate::http::{Envelope, ErrorEnvelope, JsonBody, PathParam};
 use crate::shipments::{Scenario, Status};
 use crate::store::{Mode, ScenarioResult, Selection};
 
@@ -39,17 +39,37 @@ impl FromRequestParts<App> for TestCaller {
     }
 }
 
-/// The request of endpoints 4–9.
-#[derive(Debug, Deserialize)]
+/// The request of endpoints 4–9: selectors, ORed; at least one is required.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"date": "2026-11-23"}))]
 pub struct ScenarioRequest {
+    /// Drop-off shipment `unique_id`s (tracking codes); at most 1000.
     #[serde(default)]
+    #[schema(max_items = 1000)]
     drop_off_shipment_unique_ids: Option<Vec<String>>,
+    /// Drop-off shipment ids; at most 1000.
     #[serde(default)]
+    #[schema(max_items = 1000)]
     drop_off_shipment_ids: Option<Vec<i64>>,
+    /// Every shipment of yours scheduled on this date, `YYYY-MM-DD`.
     #[serde(default)]
+    #[schema(format = Date)]
     date: Option<String>,
 }
+
+/// A scenario's path segment: the six of `Scenario::ALL`, listed from it.
+struct ScenarioSlug;
+
+impl utoipa::PartialSchema for ScenarioSlug {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        let slugs = Scenario::ALL.map(Scenario::slug);
+        ObjectBuilder::new().schema_type(Type::String).enum_values(Some(slugs)).into()
+    }
+}
+
+impl utoipa::ToSchema for ScenarioSlug {}
 
 impl ScenarioRequest {
     /// The selectors, checked: at least one given, lists bounded, the date a real date.
@@ -84,13 +104,13 @@ fn calendar_date(text: &str) -> Option<jiff::civil::Date> {
 }
 
 /// What a scenario did: the shipments it moved, and those it could not move with why.
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, utoipa::ToSchema)]
 pub struct Outcome {
     pub affected: Vec<Affected>,
     pub skipped: Vec<Skipped>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct Affected {
     pub id: i64,
     pub unique_id: String,
@@ -98,7 +118,7 @@ pub struct Affected {
     pub to: Status,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct Skipped {
     pub id: i64,
     pub unique_id: String,
@@ -130,6 +150,18 @@ pub async fn run(app: &App, scope: crate::store::Scope, scenario: Scenario, sele
     Ok(outcome)
 }
 
+#[utoipa::path(post, path = "/sandbox/scenarios/{scenario}", tag = "Sandbox", operation_id = "run_scenario",
+    summary = "Run a sandbox scenario over your test shipments",
+    description = "Test tokens only. Each selected drop-off shipment walks to the scenario's outcome, emitting every event on the way: `happy` → delivered; `reattempt` → failed, to_attempt, delivered; `fail` → failed, returned; `bundle-pick-up-shipments` → to_pick_up; `picked-pick-up-shipments` → picked_up; `delivering-drop-off-shipments` → in_transit. A shipment a scenario has moved is final for the sandbox.",
+    security(("client_token" = [])), request_body = ScenarioRequest,
+    params(("scenario" = inline(ScenarioSlug), Path, description = "One of the six scenarios.")),
+    responses(
+        (status = 200, description = "The shipments moved (`affected`) and those skipped with why.", body = Envelope<Outcome>),
+        (status = 403, description = "A `live` or `ops` token: the sandbox takes test tokens only.", body = ErrorEnvelope),
+        (status = 404, description = "No such scenario.", body = ErrorEnvelope),
+        (status = 409, description = "Nothing could move: the envelope has `status` `error`, `errors` `{}`, and `object` says why (`skipped`).", body = Envelope<Outcome>),
+        (status = 422, description = "No selector, a date that is not `YYYY-MM-DD`, or more than 1000 ids in a list.", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, fields(scenario = %slug), err(level = "debug"))]
 async fn handle(
     State(app): State<App>,

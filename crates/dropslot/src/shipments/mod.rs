@@ -13,7 +13,7 @@
 
 mod deletion;
 mod moves;
-mod routes;
+pub(crate) mod routes;
 mod scenario;
 
 use serde::Serialize;
@@ -25,7 +25,7 @@ pub use scenario::{ALREADY_MOVED, SANDBOX_FAILURE, SANDBOX_RECEIVER, Scenario};
 
 /// A shipment's status. Drop-off shipments use all of them; pick-up shipments use
 /// `scheduled → to_pick_up → picked_up` and `deleted`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Scheduled,
@@ -154,7 +154,7 @@ pub fn allowed(kind: ShipmentKind, from: Status, to: Status, attempts: u32, max_
 }
 
 /// Who made a change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Actor {
     /// The merchant, through the client API (order creation, deletion).

@@ -8,14 +8,15 @@ use serde::Serialize;
 
 use super::{DROP_OFF_TRANSITIONS, PICK_UP_TRANSITIONS, Status};
 use crate::app::App;
-use crate::http::envelope;
+use crate::http::{Envelope, envelope};
 
 pub fn routes() -> axum::Router<App> {
     use axum::routing::get;
     axum::Router::new().route("/shipment-states", get(states))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = ShipmentStates)]
 struct Table {
     statuses: Vec<StatusInfo>,
     drop_off: Machine,
@@ -23,7 +24,7 @@ struct Table {
     attempts: Attempts,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct StatusInfo {
     status: Status,
     #[serde(rename = "final")]
@@ -31,19 +32,20 @@ struct StatusInfo {
     event: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct Machine {
     initial: Status,
     transitions: Vec<Edge>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct Edge {
     from: Status,
+    #[schema(value_type = Vec<Status>)]
     to: &'static [Status],
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct Attempts {
     default_max: u32,
     rule: &'static str,
@@ -58,6 +60,10 @@ fn machine(table: &'static [(Status, &'static [Status])]) -> Machine {
 
 /// `GET /shipment-states`: the CONTRACT §4 table as data. Public and cacheable: it changes
 /// only with a release.
+#[utoipa::path(get, path = "/shipment-states", tag = "Shipments", operation_id = "shipment_states",
+    summary = "The shipment statuses and their transition table",
+    description = "Public (no token) and cacheable for an hour: it changes only with a release.",
+    responses((status = 200, description = "Every status, the drop-off and pick-up transition tables, the attempts rule.", body = Envelope<Table>)))]
 async fn states(State(app): State<App>) -> Response {
     let table = Table {
         statuses: Status::ALL

@@ -343,6 +343,29 @@ const TABLES: &[Table] = &[
             c("error", TEXT_OR_NULL),
         ],
     },
+    Table {
+        name: "order_requests",
+        identity: true,
+        columns: &[
+            c("id", INT),
+            c("request_id", TEXT),
+            c("client_id", INT),
+            c("mode", MODE),
+            c("status", TEXT),
+            c("payload", JSON),
+            c("terms", JSON),
+            c("drop_offs_count", INT),
+            // ISO 8601 text with the pick-up city's offset on both backends.
+            c("created_at", TEXT),
+            c("completed_at", TEXT_OR_NULL),
+            c("next_attempt_ms", INT),
+            c("claim", INT_OR_NULL),
+            c("attempts", INT),
+            c("order_id", INT_OR_NULL),
+            c("response", TEXT_OR_NULL),
+            c("errors_json", JSON_OR_NULL),
+        ],
+    },
 ];
 
 /// The `SQLite` tables the copy leaves behind, and why.

@@ -5,6 +5,7 @@
 pub mod copy;
 mod lifecycle;
 pub mod postgres;
+mod requests;
 pub mod sqlite;
 mod types;
 mod webhooks;
@@ -15,6 +16,7 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 
 pub use lifecycle::*;
+pub use requests::*;
 pub use types::*;
 pub use webhooks::*;
 
@@ -123,6 +125,20 @@ pub trait Store: Send + Sync + 'static {
         code: &CustomCode,
         now: Timestamp,
     ) -> StoreResult<DeleteOutcome>;
+
+    // Asynchronous order requests (CONTRACT §3.5). A request is completed by `create_order`
+    // with `NewOrder::completes`: the order and the completion commit together.
+    /// Writes an accepted request (and its idempotency record) before the 202.
+    async fn queue_request(&self, scope: Scope, request: NewRequest) -> Result<(), CreateOrderError>;
+    async fn order_request(&self, scope: Scope, request_id: &str) -> StoreResult<Option<StoredRequest>>;
+    /// Claims up to `limit` due requests (queued, or processing with an ended lease) until
+    /// `lease_until_ms`, oldest first; each is `processing` from then on.
+    async fn claim_requests(&self, now_ms: i64, lease_until_ms: i64, limit: usize) -> StoreResult<Vec<ClaimedRequest>>;
+    /// Ends a claimed request as failed with `errors_json`, queueing its webhook; false when
+    /// the claim was lost meanwhile (nothing written).
+    async fn fail_request(&self, end: RequestEnd, errors_json: String) -> StoreResult<bool>;
+    /// When the next unfinished request falls due, if any.
+    async fn next_request_due_ms(&self) -> StoreResult<Option<i64>>;
 
     // The shipment lifecycle (CONTRACT §4, §6): every change is planned by `shipments` from
     // rows loaded in the changing transaction and persisted with its numbered events.

@@ -104,7 +104,7 @@ pub struct Principal {
     pub settings_json: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct SavedAddress {
     pub id: SavedAddressId,
     pub text: String,
@@ -181,6 +181,10 @@ pub struct NewOrder {
     pub pick_up: NewPickUp,
     pub shipments: Vec<NewShipment>,
     pub idempotency: Option<IdempotencyClaim>,
+    /// Set when this order completes an asynchronous request: the request is marked
+    /// completed (with the rendered response) in the order's own transaction, and only if
+    /// this claim still holds it.
+    pub completes: Option<super::RequestEnd>,
 }
 
 impl NewOrder {
@@ -327,7 +331,7 @@ pub struct ShipmentIds {
 }
 
 /// Renders the response body from the assigned ids. The store calls it inside the
-/// transaction only when an idempotency record must hold the body.
+/// transaction only when an idempotency record or a completed request must hold the body.
 pub type RenderFn = std::sync::Arc<dyn Fn(&OrderIds) -> Result<String, String> + Send + Sync>;
 
 #[derive(Debug, Clone)]

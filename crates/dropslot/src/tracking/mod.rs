@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use crate::app::App;
 use crate::error::{Error, Result};
-use crate::http::PathParam;
+use crate::http::{ErrorEnvelope, PathParam};
 use crate::orders::view::{city_zone, local};
 use crate::shipments::Status;
 use crate::store::Tracking;
@@ -33,8 +33,9 @@ pub fn routes() -> axum::Router<App> {
     axum::Router::new().route("/track/{tracking_code}", axum::routing::get(page))
 }
 
-/// CONTRACT §8's JSON.
-#[derive(Serialize)]
+/// CONTRACT §8's JSON (bare, not in the envelope).
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = Tracking)]
 struct TrackingJson {
     tracking_code: String,
     status: Status,
@@ -44,7 +45,8 @@ struct TrackingJson {
     events: Vec<EventJson>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = TrackingEvent)]
 struct EventJson {
     status: Status,
     at: String,
@@ -126,6 +128,18 @@ fn html(status: StatusCode, body: Result<String, askama::Error>) -> Response {
     }
 }
 
+#[utoipa::path(get, path = "/track/{tracking_code}", tag = "Tracking", operation_id = "track",
+    summary = "The public tracking page",
+    description = "Public (no token). Status timeline, delivery date, time slot and city: never a name, phone or address. HTML by default; the JSON below with `Accept: application/json`. Rate limited per client address.",
+    params(("tracking_code" = String, Path, description = "A drop-off shipment's `unique_id` (test or live).")),
+    responses(
+        (status = 200, description = "The shipment's tracking.",
+            content((String = "text/html"), (TrackingJson = "application/json")),
+            headers(("Cache-Control" = String, description = "`public, max-age=60`."), ("Vary" = String, description = "`Accept`."))),
+        (status = 404, description = "No such tracking code: an HTML page, or the error envelope with `Accept: application/json`.",
+            content((String = "text/html"), (ErrorEnvelope = "application/json"))),
+        (status = 429, description = "Over the rate limit of this client address.", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn page(
     State(app): State<App>,

@@ -27,6 +27,7 @@ use crate::store::{Outbox, StoredEvent, StoredParcel, StoredShipment};
 pub fn event_kinds() -> Vec<String> {
     let mut kinds: Vec<String> = Status::ALL.iter().map(|s| format!("same.shipment.{}", s.as_str())).collect();
     kinds.push("same.parcel.created".into());
+    kinds.push(crate::store::COMPLETED_EVENT.into());
     kinds
 }
 

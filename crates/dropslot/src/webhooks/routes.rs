@@ -12,9 +12,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::{event_kinds, payload, signing, target};
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::{Error, FieldErrors, Result};
+use crate::error::{EmptyObject, Error, FieldErrors, Result};
 use crate::http::page::{cursor, page_query};
-use crate::http::{JsonBody, PathParam, envelope};
+use crate::http::{Envelope, ErrorEnvelope, JsonBody, PathParam, envelope};
 use crate::store::{
     AuthHeader, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome, Scope, StoredAttempt, StoredDelivery,
     StoredEndpoint,
@@ -51,7 +51,8 @@ pub fn routes() -> axum::Router<App> {
         .route("/webhooks/deliveries/{id}/resend", post(resend))
 }
 
-#[derive(Debug, Deserialize)]
+/// A header the service sends with every delivery to this endpoint.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AuthHeaderBody {
     pub name: String,
@@ -65,20 +66,58 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> std::result:
 }
 
 /// A create or update of an endpoint, as the API's JSON or the dashboard's form gives it.
-#[derive(Debug, Default, Deserialize)]
+/// On an update, only the fields given change.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(example = json!({"url": "https://hooks.example.com/dropslot", "events": ["*"]}))]
 pub(crate) struct EndpointBody {
+    /// `http(s)`; internal (loopback, private, link-local) targets are refused unless the
+    /// operator allows them. Required on create.
     #[serde(default)]
     pub url: Option<String>,
+    /// Event kinds, or `["*"]` for all (the default on create).
     #[serde(default)]
+    #[schema(schema_with = event_kind_list)]
     pub events: Option<Vec<String>>,
+    /// `null` removes the header (update).
     #[serde(default, deserialize_with = "present")]
     #[allow(clippy::option_option)] // absent, null (remove), or a header
+    #[schema(value_type = Option<AuthHeaderBody>)]
     pub auth_header: Option<Option<AuthHeaderBody>>,
     #[serde(default)]
     pub enabled: Option<bool>,
+    /// At most 500 characters.
     #[serde(default)]
     pub description: Option<String>,
+}
+
+/// At least one event kind of [`event_kinds`], or `*` alone; `null` is the same as absent.
+fn event_kind_list() -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Type};
+    let mut kinds = vec!["*".to_string()];
+    kinds.extend(event_kinds());
+    let kind = ObjectBuilder::new().schema_type(Type::String).enum_values(Some(kinds));
+    let list = ArrayBuilder::new().items(kind).min_items(Some(1));
+    OneOfBuilder::new().item(list).item(ObjectBuilder::new().schema_type(Type::Null)).into()
+}
+
+/// `POST /webhooks`'s body as the document shows it: [`EndpointBody`] with `url` required
+/// (a schema only; a test holds its properties to `EndpointBody`'s).
+#[derive(utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"url": "https://hooks.example.com/dropslot", "events": ["*"]}))]
+#[allow(dead_code)]
+struct NewEndpointBody {
+    /// `http(s)`; internal (loopback, private, link-local) targets are refused unless the
+    /// operator allows them.
+    url: String,
+    /// Event kinds, or `["*"]` for all (the default).
+    #[schema(schema_with = event_kind_list)]
+    events: Option<Vec<String>>,
+    auth_header: Option<AuthHeaderBody>,
+    enabled: Option<bool>,
+    /// At most 500 characters.
+    description: Option<String>,
 }
 
 /// The checked parts of a create or update body.
@@ -167,14 +206,14 @@ fn check_header(h: &AuthHeaderBody) -> std::result::Result<(), String> {
     Ok(())
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct HeaderView<'a> {
     name: &'a str,
     /// The value's last 4 characters: the value itself is never shown.
     value_last4: &'a str,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct EndpointView<'a> {
     id: i64,
     url: &'a str,
@@ -228,6 +267,14 @@ impl<'a> EndpointView<'a> {
 }
 
 /// `POST /webhooks`: 201 with the endpoint and its signing secret (shown this once).
+#[utoipa::path(post, path = "/webhooks", tag = "Webhooks", operation_id = "create_webhook",
+    summary = "Create a webhook endpoint",
+    description = "The endpoint belongs to the mode of the token (test or live) and receives only that mode's events. Its signing `secret` is shown in this answer only.",
+    security(("client_token" = [])), request_body = NewEndpointBody,
+    responses(
+        (status = 201, description = "The endpoint with its signing `secret`.", body = Envelope<EndpointView>),
+        (status = 422, description = "A rule broken at `url`, `events`, `events.N`, `auth_header` or `description` (an internal or unresolvable target included).", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn create(State(app): State<App>, caller: Caller, JsonBody(body, _): JsonBody<EndpointBody>) -> Result<Response> {
     let e = create_endpoint(&app, caller.scope, body).await?;
@@ -309,12 +356,15 @@ pub(crate) fn endpoint_status(e: &StoredEndpoint) -> &'static str {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct EndpointList<'a> {
     webhooks: Vec<EndpointView<'a>>,
 }
 
 /// `GET /webhooks`.
+#[utoipa::path(get, path = "/webhooks", tag = "Webhooks", operation_id = "list_webhooks",
+    summary = "List your webhook endpoints", security(("client_token" = [])),
+    responses((status = 200, description = "Oldest first; secrets are never shown here.", body = Envelope<EndpointList>)))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
     let all = app.store.endpoints(caller.scope).await?;
@@ -323,6 +373,9 @@ async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
 }
 
 /// `GET /webhooks/{id}`.
+#[utoipa::path(get, path = "/webhooks/{id}", tag = "Webhooks", operation_id = "get_webhook",
+    summary = "Read a webhook endpoint", security(("client_token" = [])), params(("id" = i64, Path, description = "The endpoint's id.")),
+    responses((status = 200, description = "The endpoint.", body = Envelope<EndpointView>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope)))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn show(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let e = app.store.endpoint(caller.scope, id).await?.ok_or(Error::NotFound)?;
@@ -330,6 +383,14 @@ async fn show(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i
 }
 
 /// `PATCH /webhooks/{id}`: the fields given change; `auth_header: null` removes the header.
+#[utoipa::path(patch, path = "/webhooks/{id}", tag = "Webhooks", operation_id = "update_webhook",
+    summary = "Change a webhook endpoint",
+    description = "The fields given change. `\"enabled\": false` fails its queued deliveries; `\"auth_header\": null` removes the header.",
+    security(("client_token" = [])), params(("id" = i64, Path, description = "The endpoint's id.")), request_body = EndpointBody,
+    responses(
+        (status = 200, description = "The endpoint.", body = Envelope<EndpointView>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope),
+        (status = 422, description = "A rule broken at `url`, `events`, `events.N`, `auth_header` or `description`.", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn update(
     State(app): State<App>,
@@ -343,14 +404,23 @@ async fn update(
 
 /// `DELETE /webhooks/{id}`: its queued deliveries are failed and its credentials erased; its
 /// delivery log stays in the database for the operator.
+#[utoipa::path(delete, path = "/webhooks/{id}", tag = "Webhooks", operation_id = "delete_webhook",
+    summary = "Delete a webhook endpoint", description = "Its queued deliveries are failed.",
+    security(("client_token" = [])), params(("id" = i64, Path, description = "The endpoint's id.")),
+    responses((status = 200, description = "Deleted; `object` is `{}`.", body = Envelope<EmptyObject>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope)))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn remove(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     delete_endpoint(&app, caller.scope, id).await?;
-    Ok(envelope(200, "Webhook endpoint deleted.", &serde_json::json!({})).into_response())
+    Ok(envelope(200, "Webhook endpoint deleted.", &EmptyObject {}).into_response())
 }
 
 /// `POST /webhooks/{id}/rotate-secret`: a new secret, shown once; the old one also signs for
 /// 24 hours, so receivers can switch without losing an event.
+#[utoipa::path(post, path = "/webhooks/{id}/rotate-secret", tag = "Webhooks", operation_id = "rotate_webhook_secret",
+    summary = "Rotate an endpoint's signing secret",
+    description = "The new secret is shown in this answer only; the old one also signs for 24 hours.",
+    security(("client_token" = [])), params(("id" = i64, Path, description = "The endpoint's id.")),
+    responses((status = 200, description = "The endpoint with its new `secret`.", body = Envelope<EndpointView>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope)))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn rotate(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let e = rotate_secret(&app, caller.scope, id).await?;
@@ -358,13 +428,19 @@ async fn rotate(State(app): State<App>, caller: Caller, PathParam(id): PathParam
 }
 
 /// `POST /webhooks/{id}/test`: queues a `same.webhook.test` event to this endpoint.
+#[utoipa::path(post, path = "/webhooks/{id}/test", tag = "Webhooks", operation_id = "test_webhook",
+    summary = "Send a test event", security(("client_token" = [])), params(("id" = i64, Path, description = "The endpoint's id.")),
+    responses(
+        (status = 202, description = "The queued `same.webhook.test` delivery.", body = Envelope<DeliveryView>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope),
+        (status = 409, description = "The endpoint is disabled.", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn test(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let d = send_test(&app, caller.scope, id).await?;
     Ok(envelope(202, "Test event queued.", &DeliveryView::new(&d)).into_response())
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct DeliveryView<'a> {
     id: i64,
     endpoint_id: i64,
@@ -380,11 +456,11 @@ struct DeliveryView<'a> {
     log: Vec<AttemptView<'a>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(transparent)]
 struct DeliveryStateName(&'static str);
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct AttemptView<'a> {
     attempt: u32,
     at: &'a str,
@@ -426,13 +502,23 @@ impl<'a> AttemptView<'a> {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct DeliveryPage<'a> {
     deliveries: Vec<DeliveryView<'a>>,
     next_cursor: Option<String>,
 }
 
 /// `GET /webhooks/{id}/deliveries?cursor=&limit=`: newest first, each with its attempts.
+#[utoipa::path(get, path = "/webhooks/{id}/deliveries", tag = "Webhooks", operation_id = "list_webhook_deliveries",
+    summary = "An endpoint's deliveries, newest first", security(("client_token" = [])),
+    params(("id" = i64, Path, description = "The endpoint's id."),
+        ("cursor" = Option<String>, Query, description = "A `next_cursor` this API returned; empty or absent for the first page."),
+        ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Page size, 1–100 (default 20)."),
+    ),
+    responses(
+        (status = 200, description = "A page of deliveries, each with its attempt log.", body = Envelope<DeliveryPage>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope),
+        (status = 422, description = "A bad query (`query.<name>`): a limit out of range, a cursor this API did not return, a parameter given twice or unknown.", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn deliveries(
     State(app): State<App>,
@@ -451,8 +537,33 @@ async fn deliveries(
 
 /// `POST /webhooks/deliveries/{id}/resend`: the same message (same `webhook-id`) again, as a
 /// new delivery at the back of its shipment's stream.
+#[utoipa::path(post, path = "/webhooks/deliveries/{id}/resend", tag = "Webhooks", operation_id = "resend_webhook_delivery",
+    summary = "Resend a delivery", description = "The same message (same `webhook-id`) again, as a new delivery.",
+    security(("client_token" = [])), params(("id" = i64, Path, description = "The delivery's id.")),
+    responses(
+        (status = 202, description = "The new delivery.", body = Envelope<DeliveryView>),
+        (status = 404, description = "No delivery of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope),
+        (status = 409, description = "Its endpoint is disabled.", body = ErrorEnvelope),
+    ))]
 #[tracing::instrument(skip_all, err(level = "debug"))]
 async fn resend(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let d = resend_delivery(&app, caller.scope, id).await?;
     Ok(envelope(202, "Delivery queued again.", &DeliveryView::new(&d)).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use utoipa::PartialSchema;
+
+    /// The create body's schema names exactly the fields the update body has.
+    #[test]
+    fn create_and_update_bodies_have_the_same_fields() {
+        let fields = |schema: serde_json::Value| -> Vec<String> {
+            schema["properties"].as_object().unwrap().keys().cloned().collect()
+        };
+        let create = serde_json::to_value(super::NewEndpointBody::schema()).unwrap();
+        let update = serde_json::to_value(super::EndpointBody::schema()).unwrap();
+        assert_eq!(fields(create.clone()), fields(update));
+        assert_eq!(create["required"], serde_json::json!(["url"]));
+    }
 }

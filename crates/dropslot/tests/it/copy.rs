@@ -34,6 +34,7 @@ const TABLES: &[&str] = &[
     "webhook_messages",
     "webhook_deliveries",
     "webhook_attempts",
+    "order_requests",
 ];
 
 fn copy(from: &str, to: &str) -> Output {
@@ -241,6 +242,15 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
         let (status, _, e) = c.post("/webhooks", &token, &hook, None).await;
         assert_eq!(status, 201, "{e}");
         let endpoint = e["object"]["id"].as_i64().unwrap();
+        // An asynchronous request, completed before anything else moves.
+        let (status, _, accepted) = c.post("/requests/async", &token, &crate::async_orders::large(2), None).await;
+        assert_eq!(status, 202, "{accepted}");
+        let status_path = format!("/requests/{}", accepted["object"]["request_id"].as_str().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while c.get(&status_path, &token).await["object"]["status"] != "completed" {
+            assert!(Instant::now() < deadline, "the asynchronous request did not complete");
+            tokio::task::yield_now().await;
+        }
         let mut orders = Vec::new();
         for body in [request_with_codes(&[CODE, DELETED_CODE]), request(&[500.0, 1500.0])] {
             let (status, _, o) = c.post("/requests/sync", &token, &body, None).await;
@@ -310,7 +320,8 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     let rows = |table: &str| summary.iter().find(|(t, _)| t == table).map(|(_, n)| *n);
     assert_eq!(
         (rows("clients"), rows("tokens"), rows("orders"), rows("parcels")),
-        (Some(2), Some(3), Some(4), Some(6))
+        // Four orders made by `sync`, one (of two drop-offs, three parcels) by `async`.
+        (Some(2), Some(3), Some(5), Some(9))
     );
     let max_event = in_sqlite("SELECT max(id) FROM shipment_events");
     let max_shipment_order = in_sqlite("SELECT max(id) FROM shipment_orders");
@@ -323,7 +334,7 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     assert_fails(&copy(&missing, &pg), 1);
     assert_eq!(copy(&pg, &pg).status.code(), Some(2));
     assert_eq!(copy(&sqlite, &sqlite).status.code(), Some(2));
-    assert_eq!(target.scalar("SELECT count(*) FROM orders"), 4, "a refused copy leaves the target as it was");
+    assert_eq!(target.scalar("SELECT count(*) FROM orders"), 5, "a refused copy leaves the target as it was");
 
     // The target: a server on PostgreSQL, finding the copied clients (no demo client made).
     let (server, base, again) = crate::cli::spawn_serve_with(&pg, &env);

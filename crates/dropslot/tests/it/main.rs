@@ -3,6 +3,7 @@
 //! `SQLite` file), and the real binary for the CLI. Tests that only make sense on `SQLite` (the
 //! kill -9 of the group-commit writer, file locks) say so in their name and skip elsewhere.
 
+mod async_orders;
 mod browser;
 mod cli;
 mod common;
@@ -14,6 +15,7 @@ mod hardening;
 mod labels;
 mod layout;
 mod metrics;
+mod openapi;
 mod ops;
 mod orders;
 mod preview;

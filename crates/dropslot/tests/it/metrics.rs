@@ -92,3 +92,17 @@ async fn metrics_listen_serves_metrics_apart_from_the_api() {
     let api = s.http.get(format!("http://{addr}/scheduled-service/api/v1/orders")).send().await.expect("get");
     assert_eq!(api.status(), 404, "the metrics listener serves nothing else");
 }
+
+/// `server.http_metrics = false` stops counting HTTP requests (the switch the load test
+/// uses to measure what counting costs); orders are still counted.
+#[tokio::test]
+async fn http_metrics_can_be_turned_off() {
+    let s = TestServer::start_with("[server]\nhttp_metrics = false\n").await;
+    assert_eq!(s.preview(&request(&[500.0])).await.status, 200);
+    assert_eq!(s.order(&request(&[500.0])).await.status, 201);
+    let (status, text) = scrape(&s, &s.base).await;
+    assert_eq!(status, 200);
+    let samples = parse(&text);
+    assert_eq!(value(&samples, "dropslot_http_requests_total", &[]), 0, "{text}");
+    assert_eq!(value(&samples, "dropslot_orders_created_total", &[("kind", "sync")]), 1, "{text}");
+}

@@ -18,8 +18,8 @@ use crate::quote::schedule::iso;
 use crate::shipments::{self, ShipmentKind};
 use crate::store::webhooks::plan;
 use crate::store::{
-    CreateOrderError, CreatedOrder, NewDropOff, NewOrder, OrderIds, RenderFn, Scope, ShipmentIds, StoreError,
-    StoredEvent,
+    CreateOrderError, CreatedOrder, IdempotencyClaim, NewDropOff, NewOrder, OrderIds, RenderFn, Scope, ShipmentIds,
+    StoreError, StoredEvent,
 };
 
 /// Orders in one statement: each one's pick-up address saved (or found), the order, its
@@ -488,54 +488,76 @@ pub(super) async fn insert_order(
     render: &RenderFn,
 ) -> Result<CreatedOrder, CreateOrderError> {
     let (client, mode) = (scope.client.0, scope.mode.as_str());
+    if let Some(end) = &o.completes {
+        super::requests::hold(c, end).await?;
+    }
     if let Some(claim) = &o.idempotency {
         // The key is claimed first, by the primary key: a concurrent request holding it makes
         // this insert wait for its commit, then find it taken (and replay its response),
-        // before this one writes anything that could conflict (a custom code). An expired
-        // record is replaced; the body is filled in below, before the commit.
-        let claimed = c
-            .execute_typed(
-                "INSERT INTO idempotency_keys (client_id, mode, key, request_hash, status, body, created_at)
-                 VALUES ($1, $2, $3, $4, 201, '', $5)
-                 ON CONFLICT (client_id, mode, key) DO UPDATE
-                 SET request_hash = excluded.request_hash, status = excluded.status, body = excluded.body,
-                     created_at = excluded.created_at
-                 WHERE idempotency_keys.created_at < $6",
-                &[
-                    (&client, Type::INT8),
-                    (&mode, Type::TEXT),
-                    (&claim.key, Type::TEXT),
-                    (&claim.request_hash, Type::TEXT),
-                    (&claim.now.as_second(), Type::INT8),
-                    (&claim.expired_before.as_second(), Type::INT8),
-                ],
-            )
-            .await
-            .map_err(map_err)?;
-        if claimed == 0 {
-            return Err(CreateOrderError::IdempotencyKeyTaken);
-        }
+        // before this one writes anything that could conflict (a custom code). The body is
+        // filled in below, before the commit.
+        claim_idempotency_key(c, scope, claim, 201, "").await?;
     }
     let ids = insert_orders(c, sink, &[(scope, o)])
         .await?
         .pop()
         .ok_or_else(|| StoreError::Corrupt("the order insert returned no order".into()))?;
     let mut body = None;
-    if let Some(claim) = &o.idempotency {
-        let rendered = render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;
+    if o.idempotency.is_some() || o.completes.is_some() {
+        body = Some(render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?);
+    }
+    if let (Some(claim), Some(rendered)) = (&o.idempotency, &body) {
         let n = c
             .execute_typed(
                 "UPDATE idempotency_keys SET body = $4 WHERE client_id = $1 AND mode = $2 AND key = $3",
-                &[(&client, Type::INT8), (&mode, Type::TEXT), (&claim.key, Type::TEXT), (&rendered, Type::TEXT)],
+                &[(&client, Type::INT8), (&mode, Type::TEXT), (&claim.key, Type::TEXT), (rendered, Type::TEXT)],
             )
             .await
             .map_err(map_err)?;
         if n != 1 {
             return Err(StoreError::Corrupt("the idempotency key claimed for this order vanished".into()).into());
         }
-        body = Some(rendered);
+    }
+    if let (Some(end), Some(rendered)) = (&o.completes, &body) {
+        super::requests::complete(c, sink, scope, end, ids.order.0, rendered).await?;
     }
     Ok(CreatedOrder { ids, body })
+}
+
+/// Claims `claim`'s key with this status and body, replacing an expired record: taken when
+/// a record within the window exists (the caller replays it).
+pub(super) async fn claim_idempotency_key(
+    c: &impl Sql,
+    scope: Scope,
+    claim: &IdempotencyClaim,
+    status: i64,
+    body: &str,
+) -> Result<(), CreateOrderError> {
+    let claimed = c
+        .execute_typed(
+            "INSERT INTO idempotency_keys (client_id, mode, key, request_hash, status, body, created_at)
+             VALUES ($1, $2, $3, $4, $7, $8, $5)
+             ON CONFLICT (client_id, mode, key) DO UPDATE
+             SET request_hash = excluded.request_hash, status = excluded.status, body = excluded.body,
+                 created_at = excluded.created_at
+             WHERE idempotency_keys.created_at < $6",
+            &[
+                (&scope.client.0, Type::INT8),
+                (&scope.mode.as_str(), Type::TEXT),
+                (&claim.key, Type::TEXT),
+                (&claim.request_hash, Type::TEXT),
+                (&claim.now.as_second(), Type::INT8),
+                (&claim.expired_before.as_second(), Type::INT8),
+                (&status, Type::INT8),
+                (&body, Type::TEXT),
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+    if claimed == 0 {
+        return Err(CreateOrderError::IdempotencyKeyTaken);
+    }
+    Ok(())
 }
 
 /// The saved address of a pick-up whose address another order saved at the same moment:

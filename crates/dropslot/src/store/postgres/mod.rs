@@ -10,6 +10,7 @@ mod lifecycle;
 mod orders;
 mod outbox;
 mod reads;
+mod requests;
 mod sql;
 mod webhooks;
 
@@ -26,10 +27,11 @@ use tokio_postgres::types::Type;
 use sql::Sql;
 
 use super::{
-    AttemptRecord, Claimed, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind, LabelSource,
-    MoveOutcome, NewEndpoint, NewOrder, NewSession, NewToken, OrderFilter, Outbox, Principal, RenderFn, ResendOutcome,
-    SavedAddress, ScenarioResult, Scope, Selection, SessionRecord, Store, StoreError, StoreResult, StoredDelivery,
-    StoredEndpoint, StoredOrder, StoredResponse, StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
+    AttemptRecord, Claimed, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind,
+    LabelSource, MoveOutcome, NewEndpoint, NewOrder, NewRequest, NewSession, NewToken, OrderFilter, Outbox, Principal,
+    RenderFn, RequestEnd, ResendOutcome, SavedAddress, ScenarioResult, Scope, Selection, SessionRecord, Store,
+    StoreError, StoreResult, StoredDelivery, StoredEndpoint, StoredOrder, StoredRequest, StoredResponse,
+    StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::config::PostgresSettings;
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
@@ -42,6 +44,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (4, "webhooks", include_str!("../../../migrations/postgres/0004_webhooks.sql")),
     (5, "saved_address_uses", include_str!("../../../migrations/postgres/0005_saved_address_uses.sql")),
     (6, "dashboard_sessions", include_str!("../../../migrations/postgres/0006_dashboard_sessions.sql")),
+    (7, "order_requests", include_str!("../../../migrations/postgres/0007_order_requests.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -528,7 +531,9 @@ impl Store for PgStore {
         order: NewOrder,
         render: RenderFn,
     ) -> Result<CreatedOrder, CreateOrderError> {
-        if order.idempotency.is_none() {
+        // An order that completes a request is written alone: its transaction also holds and
+        // finishes the request, which a batch's all-or-nothing retry would not keep apart.
+        if order.idempotency.is_none() && order.completes.is_none() {
             let batcher = self
                 .orders
                 .get_or_init(|| batch::Batcher::start(&self.pool, &self.outbox, self.order_writers, &self.stats));
@@ -551,6 +556,31 @@ impl Store for PgStore {
         let outcome = in_tx!(self, |tx| orders::delete_parcel(tx, &mut sink, scope, code, now).await?);
         self.notify(sink.queued);
         Ok(outcome)
+    }
+
+    async fn queue_request(&self, scope: Scope, request: NewRequest) -> Result<(), CreateOrderError> {
+        in_tx!(self, |tx| requests::queue(tx, scope, &request).await?);
+        Ok(())
+    }
+
+    async fn order_request(&self, scope: Scope, request_id: &str) -> StoreResult<Option<StoredRequest>> {
+        requests::get(&self.conn().await?, scope, request_id).await
+    }
+
+    async fn claim_requests(&self, now_ms: i64, lease_until_ms: i64, limit: usize) -> StoreResult<Vec<ClaimedRequest>> {
+        let claimed = in_tx!(self, |tx| requests::claim(tx, now_ms, lease_until_ms, limit).await?);
+        Ok(claimed)
+    }
+
+    async fn fail_request(&self, end: RequestEnd, errors_json: String) -> StoreResult<bool> {
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let failed = in_tx!(self, |tx| requests::fail(tx, &mut sink, &end, &errors_json).await?);
+        self.notify(sink.queued);
+        Ok(failed)
+    }
+
+    async fn next_request_due_ms(&self) -> StoreResult<Option<i64>> {
+        requests::next_due_ms(&self.conn().await?).await
     }
 
     async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>> {

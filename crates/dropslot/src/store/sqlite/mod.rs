@@ -6,6 +6,7 @@ mod lifecycle;
 mod orders;
 mod outbox;
 mod reads;
+mod requests;
 mod webhooks;
 mod writer;
 
@@ -17,10 +18,11 @@ use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    AttemptRecord, Claimed, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind, LabelSource,
-    MoveOutcome, NewEndpoint, NewOrder, NewSession, NewToken, OrderFilter, Outbox, Principal, RenderFn, ResendOutcome,
-    SavedAddress, ScenarioResult, Scope, Selection, SessionRecord, Store, StoreError, StoreResult, StoredDelivery,
-    StoredEndpoint, StoredOrder, StoredResponse, StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
+    AttemptRecord, Claimed, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind,
+    LabelSource, MoveOutcome, NewEndpoint, NewOrder, NewRequest, NewSession, NewToken, OrderFilter, Outbox, Principal,
+    RenderFn, RequestEnd, ResendOutcome, SavedAddress, ScenarioResult, Scope, Selection, SessionRecord, Store,
+    StoreError, StoreResult, StoredDelivery, StoredEndpoint, StoredOrder, StoredRequest, StoredResponse,
+    StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
 use outbox::Sink;
@@ -34,6 +36,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (4, "webhooks", include_str!("../../../migrations/sqlite/0004_webhooks.sql")),
     (5, "saved_address_uses", include_str!("../../../migrations/sqlite/0005_saved_address_uses.sql")),
     (6, "dashboard_sessions", include_str!("../../../migrations/sqlite/0006_dashboard_sessions.sql")),
+    (7, "order_requests", include_str!("../../../migrations/sqlite/0007_order_requests.sql")),
 ];
 const READERS: usize = 4;
 
@@ -70,13 +73,27 @@ impl Readers {
 fn connect(path: &str) -> StoreResult<Connection> {
     let conn = Connection::open(path).map_err(map_err)?;
     conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(map_err)?;
-    conn.execute_batch(
-        "PRAGMA journal_mode = WAL;
-         PRAGMA synchronous = FULL;
-         PRAGMA foreign_keys = ON;
-         PRAGMA temp_store = MEMORY;",
-    )
-    .map_err(map_err)?;
+    // A fresh file starts in rollback-journal mode, and two processes switching it to WAL at
+    // once can deadlock on its locks; SQLite then answers "busy" at once instead of calling the
+    // busy handler. The switch is retried, bounded by the same 5 s.
+    let started = std::time::Instant::now();
+    loop {
+        match conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = FULL;
+             PRAGMA foreign_keys = ON;
+             PRAGMA temp_store = MEMORY;",
+        ) {
+            Ok(()) => break,
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < std::time::Duration::from_secs(5) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => return Err(map_err(e)),
+        }
+    }
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
@@ -473,6 +490,26 @@ impl Store for SqliteStore {
     ) -> StoreResult<DeleteOutcome> {
         let code = code.clone();
         self.write_events(move |c, sink| orders::delete_parcel(c, sink, scope, &code, now)).await
+    }
+
+    async fn queue_request(&self, scope: Scope, request: NewRequest) -> Result<(), CreateOrderError> {
+        self.writer.write(move |c| requests::queue(c, scope, &request)).await
+    }
+
+    async fn order_request(&self, scope: Scope, request_id: &str) -> StoreResult<Option<StoredRequest>> {
+        self.read(|c| requests::get(c, scope, request_id))
+    }
+
+    async fn claim_requests(&self, now_ms: i64, lease_until_ms: i64, limit: usize) -> StoreResult<Vec<ClaimedRequest>> {
+        self.writer.write(move |c| requests::claim(c, now_ms, lease_until_ms, limit)).await
+    }
+
+    async fn fail_request(&self, end: RequestEnd, errors_json: String) -> StoreResult<bool> {
+        self.write_events(move |c, sink| requests::fail(c, sink, &end, &errors_json)).await
+    }
+
+    async fn next_request_due_ms(&self) -> StoreResult<Option<i64>> {
+        self.read(requests::next_due_ms)
     }
 
     async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>> {

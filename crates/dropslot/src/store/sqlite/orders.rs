@@ -12,8 +12,8 @@ use crate::money::{Money, TaxRate};
 use crate::quote::schedule::iso;
 use crate::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot, ShipmentKind};
 use crate::store::{
-    CreateOrderError, CreatedOrder, DeleteOutcome, LabelDropOff, LabelKind, LabelParcel, LabelSource, NewOrder,
-    OrderIds, RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress,
+    CreateOrderError, CreatedOrder, DeleteOutcome, IdempotencyClaim, LabelDropOff, LabelKind, LabelParcel, LabelSource,
+    NewOrder, OrderIds, RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress,
 };
 
 pub(super) fn insert_order(
@@ -28,21 +28,7 @@ pub(super) fn insert_order(
     let created_at = iso(&o.created_at);
     let created = o.created_at.timestamp();
     if let Some(claim) = &o.idempotency {
-        let existing: Option<i64> = c
-            .prepare_cached("SELECT created_at FROM idempotency_keys WHERE client_id = ?1 AND mode = ?2 AND key = ?3")
-            .and_then(|mut s| s.query_row(params![client, mode, claim.key], |r| r.get(0)).optional())
-            .map_err(map_err)?;
-        match existing {
-            Some(at) if at >= claim.expired_before.as_second() => return Err(CreateOrderError::IdempotencyKeyTaken),
-            Some(_) => {
-                c.execute(
-                    "DELETE FROM idempotency_keys WHERE client_id = ?1 AND mode = ?2 AND key = ?3",
-                    params![client, mode, claim.key],
-                )
-                .map_err(map_err)?;
-            }
-            None => {}
-        }
+        claim_idempotency_key(c, scope, claim)?;
     }
     let saved_address = SavedAddressId(
         c.prepare_cached(
@@ -169,8 +155,10 @@ pub(super) fn insert_order(
     }
     let ids = OrderIds { order, pick_up, saved_address, shipments };
     let mut body = None;
-    if let Some(claim) = &o.idempotency {
-        let rendered = render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;
+    if o.idempotency.is_some() || o.completes.is_some() {
+        body = Some(render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?);
+    }
+    if let (Some(claim), Some(rendered)) = (&o.idempotency, &body) {
         c.prepare_cached(
             "INSERT INTO idempotency_keys (client_id, mode, key, request_hash, status, body, created_at)
              VALUES (?1, ?2, ?3, ?4, 201, ?5, ?6)",
@@ -179,9 +167,37 @@ pub(super) fn insert_order(
             s.execute(params![client, mode, claim.key, claim.request_hash, rendered, claim.now.as_second()])
         })
         .map_err(map_err)?;
-        body = Some(rendered);
+    }
+    if let (Some(end), Some(rendered)) = (&o.completes, &body) {
+        super::requests::complete(c, sink, scope, end, ids.order.0, rendered)?;
     }
     Ok(CreatedOrder { ids, body })
+}
+
+/// Makes room for a new record of `claim`'s key: taken when a record within the window
+/// exists (the caller replays it), replaced when it has expired.
+pub(super) fn claim_idempotency_key(
+    c: &Connection,
+    scope: Scope,
+    claim: &IdempotencyClaim,
+) -> Result<(), CreateOrderError> {
+    let (client, mode) = (scope.client.0, scope.mode.as_str());
+    let existing: Option<i64> = c
+        .prepare_cached("SELECT created_at FROM idempotency_keys WHERE client_id = ?1 AND mode = ?2 AND key = ?3")
+        .and_then(|mut s| s.query_row(params![client, mode, claim.key], |r| r.get(0)).optional())
+        .map_err(map_err)?;
+    match existing {
+        Some(at) if at >= claim.expired_before.as_second() => return Err(CreateOrderError::IdempotencyKeyTaken),
+        Some(_) => {
+            c.execute(
+                "DELETE FROM idempotency_keys WHERE client_id = ?1 AND mode = ?2 AND key = ?3",
+                params![client, mode, claim.key],
+            )
+            .map_err(map_err)?;
+        }
+        None => {}
+    }
+    Ok(())
 }
 
 fn is_custom_code_conflict(e: &rusqlite::Error) -> bool {

@@ -32,6 +32,26 @@ fn subscribers(c: &Connection, drop_off: i64) -> Result<Vec<Subscriber>, StoreEr
     .map_err(map_err)
 }
 
+/// The enabled endpoints of a tenant that take `event`, by id: for events of no shipment.
+pub(super) fn tenant_subscribers(
+    c: &Connection,
+    scope: crate::store::Scope,
+    event: &str,
+) -> Result<Vec<i64>, StoreError> {
+    c.prepare_cached(
+        "SELECT id, events_json, client_id, mode FROM webhook_endpoints
+         WHERE client_id = ?1 AND mode = ?2 AND enabled = 1 AND deleted_at IS NULL ORDER BY id",
+    )
+    .and_then(|mut s| {
+        s.query_map(params![scope.client.0, scope.mode.as_str()], |r| {
+            Ok(Subscriber { id: r.get(0)?, events: super::json_column(r, 1)?, client: r.get(2)?, mode: r.get(3)? })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()
+    })
+    .map_err(map_err)
+    .map(|all| all.into_iter().filter(|s| s.wants(event)).map(|s| s.id).collect())
+}
+
 pub(super) use crate::store::webhooks::queue_now_ms as now_ms;
 
 /// Writes one message and its deliveries to `endpoints`; each delivery joins the back of its

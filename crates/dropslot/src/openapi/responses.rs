@@ -1,0 +1,122 @@
+//! The answers operations share, added from what each operation is: its security (token
+//! checks, rate limits), whether it reads a body (the `JsonBody` refusals), and what every
+//! request can meet (500, 503). Handlers' attributes list only their own answers; one they
+//! already give keeps its description. Every response gets its `X-Request-Id` header.
+
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::{ContentBuilder, Header, OpenApi, Ref, RefOr, Response, ResponseBuilder};
+
+/// The security schemes whose extractors take a request from a token bucket (`Caller`,
+/// `OpsCaller`); the admin token has no bucket.
+const RATE_LIMITED: &[&str] = &["client_token", "ops_token"];
+
+pub(super) fn complete(doc: &mut OpenApi) {
+    for item in doc.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+            &mut item.head,
+            &mut item.options,
+            &mut item.trace,
+        ];
+        for op in operations.into_iter().flatten() {
+            complete_operation(op);
+        }
+    }
+}
+
+/// The names of the security schemes an operation takes.
+fn schemes(op: &Operation) -> Vec<String> {
+    let requirements = serde_json::to_value(&op.security).unwrap_or_default();
+    let mut names = Vec::new();
+    for requirement in requirements.as_array().into_iter().flatten() {
+        names.extend(requirement.as_object().into_iter().flat_map(|m| m.keys().cloned()));
+    }
+    names
+}
+
+fn complete_operation(op: &mut Operation) {
+    let schemes = schemes(op);
+    let authenticated = !schemes.is_empty();
+    let body = op.request_body.is_some();
+    let mut bad_request = Vec::new();
+    if body {
+        bad_request.push(
+            "The body is not valid JSON or not an object, a number is out of range, nesting is too deep, a key \
+             appears twice, or a field has the wrong JSON type (`errors` names the path).",
+        );
+    }
+    if authenticated {
+        bad_request.push("`Authorization` was sent more than once (`header.Authorization`).");
+    }
+    if !bad_request.is_empty() {
+        add(op, 400, &bad_request.join(" "));
+    }
+    if authenticated {
+        add(op, 401, "`Authorization` is missing, not `Bearer <token>`, or the token is unknown or revoked.");
+    }
+    if schemes.iter().any(|s| s == "client_token") {
+        add(op, 403, "An `ops` token: operations tokens cannot call the client API.");
+    }
+    if schemes.iter().any(|s| s == "ops_token") {
+        add(op, 403, "A `test` or `live` token: the operations API takes ops tokens only.");
+    }
+    if body {
+        add(op, 408, "The body did not arrive in time.");
+        add(op, 413, "The body is larger than the limit (1 MiB by default).");
+        add(op, 415, "The body is not sent as JSON (`Content-Type`), or is compressed (`Content-Encoding`).");
+    }
+    if schemes.iter().any(|s| RATE_LIMITED.contains(&s.as_str())) {
+        add(op, 429, "Over this token's rate limit; retry after `Retry-After` seconds.");
+    }
+    add(op, 500, "A bug; nothing internal is shown, the error is logged with the request id.");
+    add(
+        op,
+        503,
+        "The service is starting or draining, the database is busy or unreachable, or the request took too long. Safe to retry.",
+    );
+    for (status, response) in &mut op.responses.responses {
+        if let RefOr::T(response) = response {
+            decorate(status, response);
+        }
+    }
+}
+
+/// An error answer in the error envelope, unless the operation already documents `status`.
+fn add(op: &mut Operation, status: u16, description: &str) {
+    let key = status.to_string();
+    if op.responses.responses.contains_key(&key) {
+        return;
+    }
+    let content = ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorEnvelope"))).build();
+    let response = ResponseBuilder::new().description(description).content("application/json", content).build();
+    op.responses.responses.insert(key, RefOr::T(response));
+}
+
+fn string_header(description: &str) -> Header {
+    let mut h = Header::new(ObjectBuilder::new().schema_type(Type::String));
+    h.description = Some(description.to_string());
+    h
+}
+
+/// The headers an answer of this status carries.
+fn decorate(status: &str, response: &mut Response) {
+    let mut headers = vec![("X-Request-Id", "The request's id: the one sent, else 24 hex characters. Logs carry it.")];
+    match status {
+        "401" => headers.push(("WWW-Authenticate", "`Bearer realm=\"dropslot\"`.")),
+        "429" => headers.extend([
+            ("Retry-After", "Seconds until a request will be accepted."),
+            ("RateLimit-Policy", "The bucket's policy (IETF draft `RateLimit` fields)."),
+            ("RateLimit", "The bucket's current state (IETF draft `RateLimit` fields)."),
+        ]),
+        "503" => headers.push(("Retry-After", "`1`: retry shortly.")),
+        _ => {}
+    }
+    for (name, description) in headers {
+        response.headers.entry(name.to_string()).or_insert_with(|| string_header(description));
+    }
+}

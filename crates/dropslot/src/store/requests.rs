@@ -1,0 +1,101 @@
+//! Records of asynchronous order requests (CONTRACT §3.5) crossing the storage seam: what is
+//! queued, what a worker claims, and how a request ends. Plain data.
+
+use super::{IdempotencyClaim, Scope};
+
+/// Where a request is: accepted, claimed by a worker, or finished one way or the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestStatus {
+    Queued,
+    Processing,
+    Completed,
+    Failed,
+}
+
+impl RequestStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestStatus::Queued => "queued",
+            RequestStatus::Processing => "processing",
+            RequestStatus::Completed => "completed",
+            RequestStatus::Failed => "failed",
+        }
+    }
+    pub fn parse(s: &str) -> Option<RequestStatus> {
+        match s {
+            "queued" => Some(RequestStatus::Queued),
+            "processing" => Some(RequestStatus::Processing),
+            "completed" => Some(RequestStatus::Completed),
+            "failed" => Some(RequestStatus::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// An accepted request, written with its idempotency record (holding the 202 `response`)
+/// in one transaction before the 202 is sent.
+#[derive(Debug, Clone)]
+pub struct NewRequest {
+    pub request_id: String,
+    /// The body as accepted (canonical JSON).
+    pub payload: String,
+    /// The prices and limits it was validated under (`ClientSettings` JSON).
+    pub terms: String,
+    pub drop_offs_count: usize,
+    /// ISO 8601 in the pick-up city's offset.
+    pub created_at: String,
+    /// When it is due (system clock, Unix ms).
+    pub due_ms: i64,
+    pub idempotency: Option<IdempotencyClaim>,
+    /// The 202 body, stored with the idempotency record for replays.
+    pub response: String,
+}
+
+/// The event a finished request queues to its client's subscribed endpoints.
+pub const COMPLETED_EVENT: &str = "same.request.completed";
+
+/// A request as `GET /requests/{request_id}` shows it.
+#[derive(Debug, Clone)]
+pub struct StoredRequest {
+    pub request_id: String,
+    pub status: RequestStatus,
+    pub drop_offs_count: usize,
+    pub created_at: String,
+    pub completed_at: Option<String>,
+    /// The order's 201 envelope, once completed.
+    pub response: Option<String>,
+    /// `{path: [messages]}`, once failed.
+    pub errors_json: Option<String>,
+}
+
+/// A request a worker holds until its lease ends.
+#[derive(Debug, Clone)]
+pub struct ClaimedRequest {
+    pub id: i64,
+    /// The claim's random tag: only its holder may finish the request.
+    pub claim: i64,
+    pub scope: Scope,
+    pub request_id: String,
+    pub payload: String,
+    pub terms: String,
+    pub drop_offs_count: usize,
+    pub created_at: String,
+    /// The how-manieth claim this is (1 = the first).
+    pub attempts: u32,
+}
+
+/// How a claimed request ends: the fields a finish writes, and the `same.request.completed`
+/// body the outbox queues in the same transaction.
+#[derive(Debug, Clone)]
+pub struct RequestEnd {
+    pub id: i64,
+    pub claim: i64,
+    pub completed_at: String,
+    /// The same instant on the business clock (the webhook message's time).
+    pub at: jiff::Timestamp,
+    pub event_body: String,
+}
+
+/// Why finishing a request wrote nothing: another worker took it over after this one's
+/// lease ended (and finishes it itself), or it is no longer there.
+pub const LEASE_LOST: &str = "the order request was taken over by another worker after its lease ended";

@@ -1,0 +1,159 @@
+//! The OpenAPI document (issue 12): `/openapi.json` from the real server equals the committed
+//! `docs/openapi.json` (`DROPSLOT_WRITE_OPENAPI=1` rewrites it), every route of the sources is
+//! documented with its methods, and `/docs` renders it with the strict CSP.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{API, TestServer};
+
+const REGENERATE: &str = "DROPSLOT_WRITE_OPENAPI=1 cargo nextest run -p dropslot --test it openapi";
+
+fn committed() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/openapi.json")
+}
+
+/// Routes deliberately not in the document (`METHOD path`, or a path prefix for every method):
+/// the dashboard is a browser UI behind a session cookie (docs/api.md). Each entry must still
+/// match a route, so a stale one fails too.
+const UNDOCUMENTED: &[&str] = &["/dashboard"];
+
+/// Whether `route` (`METHOD path`) is one of [`UNDOCUMENTED`].
+fn undocumented(route: &str) -> bool {
+    let path = route.split_once(' ').map_or(route, |(_, p)| p);
+    UNDOCUMENTED.iter().any(|u| if u.starts_with('/') { path.starts_with(u) } else { route == *u })
+}
+
+#[tokio::test]
+async fn openapi_json_is_the_committed_document() {
+    let s = TestServer::start().await;
+    let res = s.http.get(format!("{}/openapi.json", s.base)).send().await.expect("GET /openapi.json");
+    assert_eq!(res.status(), 200);
+    let content_type = res.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(content_type.starts_with("application/json"), "{content_type}");
+    assert!(res.headers().contains_key("x-request-id"));
+    let served = res.text().await.expect("body");
+    let doc: Value = serde_json::from_str(&served).expect("the document is JSON");
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert!(!served.contains("127.0.0.1"), "the document must not name the test server's address");
+    if std::env::var("DROPSLOT_WRITE_OPENAPI").is_ok_and(|v| v == "1") {
+        std::fs::write(committed(), &served).expect("write docs/openapi.json");
+    }
+    let on_disk = std::fs::read_to_string(committed()).unwrap_or_default();
+    assert!(
+        on_disk == served,
+        "docs/openapi.json differs from the document the server generates; regenerate it with:\n  {REGENERATE}"
+    );
+}
+
+/// `.route("path", get(..).post(..))` calls of a source file: (path, methods).
+fn routes_in(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut found = Vec::new();
+    for chunk in text.split(".route(").skip(1) {
+        let Some(rest) = chunk.trim_start().strip_prefix('"') else { continue };
+        let Some((path, rest)) = rest.split_once('"') else { continue };
+        // The handler argument: up to the parenthesis that closes `.route(`.
+        let (mut depth, mut end) = (0i32, rest.len());
+        for (i, c) in rest.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                ')' => depth -= 1,
+                _ => {}
+            }
+        }
+        let handlers = &rest[..end];
+        let methods = ["get", "post", "put", "patch", "delete"]
+            .iter()
+            .filter(|m| {
+                handlers
+                    .match_indices(&format!("{m}("))
+                    .any(|(i, _)| i == 0 || !handlers[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+            })
+            .map(|m| m.to_ascii_uppercase())
+            .collect();
+        found.push((path.to_string(), methods));
+    }
+    found
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_route_in_the_sources_is_documented() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    // Modules merged at the root by `lib.rs::root_routes`; the rest is nested under the API prefix.
+    let root = ["labels", "tracking", "health.rs", "openapi", "dashboard"];
+    let mut in_code = BTreeSet::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let top = rel.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
+        let prefix = if root.contains(&top.as_str()) { "" } else { API };
+        let text = std::fs::read_to_string(file).unwrap();
+        for (path, methods) in routes_in(&text) {
+            assert!(!methods.is_empty(), "{}: no method found for {path}", file.display());
+            for m in methods {
+                in_code.insert(format!("{m} {prefix}{path}"));
+            }
+        }
+    }
+    let doc: Value = serde_json::from_str(&dropslot::openapi::JSON).unwrap();
+    let mut documented = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            documented.insert(format!("{} {path}", method.to_ascii_uppercase()));
+        }
+    }
+    for skip in UNDOCUMENTED {
+        let live =
+            in_code.iter().any(|r| if skip.starts_with('/') { r.contains(&format!(" {skip}")) } else { r == skip });
+        assert!(live, "{skip} is no longer a route: drop it from UNDOCUMENTED");
+    }
+    let missing: Vec<&String> = in_code.iter().filter(|r| !documented.contains(*r) && !undocumented(r)).collect();
+    assert!(missing.is_empty(), "routes missing from the OpenAPI document (src/openapi/mod.rs): {missing:?}");
+    let stale: Vec<&String> = documented.difference(&in_code).collect();
+    assert!(stale.is_empty(), "documented operations that no route serves: {stale:?}");
+    assert!(documented.len() >= 30, "the scan sees the routes: {documented:?}");
+}
+
+#[tokio::test]
+async fn docs_page_is_the_reference_with_a_strict_csp() {
+    let s = TestServer::start().await;
+    let res = s.http.get(format!("{}/docs", s.base)).send().await.expect("GET /docs");
+    assert_eq!(res.status(), 200);
+    let h = res.headers().clone();
+    assert_eq!(h["content-type"], "text/html; charset=utf-8");
+    let csp = h["content-security-policy"].to_str().unwrap();
+    assert!(csp.starts_with("default-src 'none'; style-src 'sha256-"), "{csp}");
+    assert!(!csp.contains("script-src"), "{csp}");
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    let html = res.text().await.expect("body");
+    for expected in [
+        "/scheduled-service/api/v1/requests/sync",
+        "/scheduled-service/api/v1/sandbox/scenarios/{scenario}",
+        "delivering-drop-off-shipments",
+        "id=\"schema-ErrorEnvelope\"",
+        "Idempotent-Replayed",
+    ] {
+        assert!(html.contains(expected), "/docs does not show {expected}");
+    }
+    // Nothing is loaded from elsewhere: no script at all, no external stylesheet or image.
+    assert!(!html.contains("<script"), "a script on /docs");
+    assert!(!html.contains("src=\"http") && !html.contains("<link"), "an external resource on /docs");
+}
