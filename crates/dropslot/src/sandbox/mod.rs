@@ -39,7 +39,7 @@ impl FromRequestParts<App> for TestCaller {
     }
 }
 
-/// The request of endpoints 4–9: selectors, ORed; at least one is required.
+/// The request of endpoints 4–9: selectors, combined with OR; at least one is required.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"date": "2026-11-23"}))]
