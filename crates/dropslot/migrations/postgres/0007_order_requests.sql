@@ -23,8 +23,6 @@ CREATE TABLE order_requests (
     claim           BIGINT,
     attempts        BIGINT NOT NULL DEFAULT 0,
     order_id        BIGINT REFERENCES orders (id),
-    -- The order's 201 response, as `POST /requests/sync` would have answered it.
-    response        TEXT,
     -- `{path: [messages]}` when it failed.
     errors_json     TEXT
 );

@@ -23,8 +23,6 @@ CREATE TABLE order_requests (
     claim           INTEGER,
     attempts        INTEGER NOT NULL DEFAULT 0,
     order_id        INTEGER REFERENCES orders (id),
-    -- The order's 201 response, as `POST /requests/sync` would have answered it.
-    response        TEXT,
     -- `{path: [messages]}` when it failed.
     errors_json     TEXT
 );

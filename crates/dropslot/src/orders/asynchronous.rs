@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::create::{IDEMPOTENCY_WINDOW, fingerprint, idempotency_key, replay};
 use super::request::{Purpose, RequestPayload};
+use super::wire::{OrderObject, ShipmentObject};
 use super::{Prepared, Terms};
 use crate::app::App;
 use crate::auth::{Caller, ClientSettings};
@@ -59,8 +60,7 @@ struct RequestObject<'a> {
     status_url: &'a str,
     /// The `POST /requests/sync` response's object, once completed (null until then, and
     /// when it failed).
-    #[schema(value_type = Option<super::wire::OrderObject>)]
-    order: Option<Value>,
+    order: Option<OrderObject>,
     /// `{path: [messages]}` once failed (a custom code taken meanwhile), else `{}`.
     #[schema(value_type = std::collections::BTreeMap<String, Vec<String>>)]
     errors: Value,
@@ -210,26 +210,29 @@ pub(super) async fn status(
         created_at: &r.created_at,
         completed_at: r.completed_at.as_deref(),
         status_url: &url,
-        order: order_object(&r)?,
+        order: order_object(&app, caller.scope, &r).await?,
         errors: errors_object(&r)?,
     };
     Ok(envelope(200, "Order request status.", &object))
 }
 
-/// The stored 201 body's `object`, when completed. Stored data that does not read is an
-/// error, never a missing order.
-fn order_object(r: &StoredRequest) -> Result<Option<Value>> {
+/// The created order in the shape `sync` answers it (`OrderObject`), once completed: read
+/// from the store and rendered by the same `ShipmentObject::from_stored` as the 201, so it is
+/// the 201's object (or, after a parcel was deleted since, the order as it is now). A
+/// completed request whose order cannot be read is an error, never a missing order.
+async fn order_object(app: &App, scope: crate::store::Scope, r: &StoredRequest) -> Result<Option<OrderObject>> {
     if r.status != RequestStatus::Completed {
         return Ok(None);
     }
-    let body =
-        r.response.as_deref().ok_or_else(|| Error::Internal(format!("request {} has no order", r.request_id)))?;
-    let mut envelope: Value = serde_json::from_str(body)
-        .map_err(|e| Error::Internal(format!("request {}'s order does not parse: {e}", r.request_id)))?;
-    match envelope.get_mut("object").map(Value::take) {
-        Some(object @ Value::Object(_)) => Ok(Some(object)),
-        _ => Err(Error::Internal(format!("request {}'s order has no object", r.request_id))),
-    }
+    let missing = || Error::Internal(format!("request {} is completed without its order", r.request_id));
+    let unique_id = r.order_unique_id.as_deref().ok_or_else(missing)?;
+    let order = app.store.order(scope, unique_id).await?.ok_or_else(missing)?;
+    let base = &app.settings.base_url;
+    Ok(Some(OrderObject {
+        unique_id: order.unique_id,
+        created_at: order.created_at,
+        shipments: order.shipments.iter().map(|s| ShipmentObject::from_stored(base, s)).collect(),
+    }))
 }
 
 fn errors_object(r: &StoredRequest) -> Result<Value> {

@@ -362,7 +362,6 @@ const TABLES: &[Table] = &[
             c("claim", INT_OR_NULL),
             c("attempts", INT),
             c("order_id", INT_OR_NULL),
-            c("response", TEXT_OR_NULL),
             c("errors_json", JSON_OR_NULL),
         ],
     },

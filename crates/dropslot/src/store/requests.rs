@@ -62,8 +62,8 @@ pub struct StoredRequest {
     pub drop_offs_count: usize,
     pub created_at: String,
     pub completed_at: Option<String>,
-    /// The order's 201 envelope, once completed.
-    pub response: Option<String>,
+    /// The created order's `unique_id`, once completed.
+    pub order_unique_id: Option<String>,
     /// `{path: [messages]}`, once failed.
     pub errors_json: Option<String>,
 }

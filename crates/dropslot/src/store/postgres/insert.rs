@@ -503,23 +503,22 @@ pub(super) async fn insert_order(
         .pop()
         .ok_or_else(|| StoreError::Corrupt("the order insert returned no order".into()))?;
     let mut body = None;
-    if o.idempotency.is_some() || o.completes.is_some() {
-        body = Some(render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?);
-    }
-    if let (Some(claim), Some(rendered)) = (&o.idempotency, &body) {
+    if let Some(claim) = &o.idempotency {
+        let rendered = render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;
         let n = c
             .execute_typed(
                 "UPDATE idempotency_keys SET body = $4 WHERE client_id = $1 AND mode = $2 AND key = $3",
-                &[(&client, Type::INT8), (&mode, Type::TEXT), (&claim.key, Type::TEXT), (rendered, Type::TEXT)],
+                &[(&client, Type::INT8), (&mode, Type::TEXT), (&claim.key, Type::TEXT), (&rendered, Type::TEXT)],
             )
             .await
             .map_err(map_err)?;
         if n != 1 {
             return Err(StoreError::Corrupt("the idempotency key claimed for this order vanished".into()).into());
         }
+        body = Some(rendered);
     }
-    if let (Some(end), Some(rendered)) = (&o.completes, &body) {
-        super::requests::complete(c, sink, scope, end, ids.order.0, rendered).await?;
+    if let Some(end) = &o.completes {
+        super::requests::complete(c, sink, scope, end, ids.order.0).await?;
     }
     Ok(CreatedOrder { ids, body })
 }

@@ -42,8 +42,9 @@ pub(super) async fn queue(c: &impl Sql, scope: Scope, r: &NewRequest) -> Result<
 pub(super) async fn get(c: &impl Sql, scope: Scope, request_id: &str) -> Result<Option<StoredRequest>, StoreError> {
     let row = c
         .query_opt(
-            "SELECT request_id, status, drop_offs_count, created_at, completed_at, response, errors_json
-             FROM order_requests WHERE request_id = $1 AND client_id = $2 AND mode = $3",
+            "SELECT r.request_id, r.status, r.drop_offs_count, r.created_at, r.completed_at, o.unique_id, r.errors_json
+             FROM order_requests r LEFT JOIN orders o ON o.id = r.order_id
+             WHERE r.request_id = $1 AND r.client_id = $2 AND r.mode = $3",
             &[&request_id, &scope.client.0, &scope.mode.as_str()],
         )
         .await
@@ -55,7 +56,7 @@ pub(super) async fn get(c: &impl Sql, scope: Scope, request_id: &str) -> Result<
             drop_offs_count: super::lifecycle::narrow(column(&r, 2)?, "drop-off count")?,
             created_at: column(&r, 3)?,
             completed_at: column(&r, 4)?,
-            response: column(&r, 5)?,
+            order_unique_id: column(&r, 5)?,
             errors_json: column(&r, 6)?,
         })
     })
@@ -125,14 +126,12 @@ pub(super) async fn complete(
     scope: Scope,
     end: &RequestEnd,
     order: i64,
-    response: &str,
 ) -> Result<(), StoreError> {
     let n = c
         .execute(
-            "UPDATE order_requests SET status = 'completed', completed_at = $3, order_id = $4, response = $5,
-                claim = NULL
+            "UPDATE order_requests SET status = 'completed', completed_at = $3, order_id = $4, claim = NULL
              WHERE id = $1 AND claim = $2 AND status = 'processing'",
-            &[&end.id, &end.claim, &end.completed_at, &order, &response],
+            &[&end.id, &end.claim, &end.completed_at, &order],
         )
         .await
         .map_err(map_err)?;

@@ -155,10 +155,8 @@ pub(super) fn insert_order(
     }
     let ids = OrderIds { order, pick_up, saved_address, shipments };
     let mut body = None;
-    if o.idempotency.is_some() || o.completes.is_some() {
-        body = Some(render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?);
-    }
-    if let (Some(claim), Some(rendered)) = (&o.idempotency, &body) {
+    if let Some(claim) = &o.idempotency {
+        let rendered = render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;
         c.prepare_cached(
             "INSERT INTO idempotency_keys (client_id, mode, key, request_hash, status, body, created_at)
              VALUES (?1, ?2, ?3, ?4, 201, ?5, ?6)",
@@ -167,9 +165,10 @@ pub(super) fn insert_order(
             s.execute(params![client, mode, claim.key, claim.request_hash, rendered, claim.now.as_second()])
         })
         .map_err(map_err)?;
+        body = Some(rendered);
     }
-    if let (Some(end), Some(rendered)) = (&o.completes, &body) {
-        super::requests::complete(c, sink, scope, end, ids.order.0, rendered)?;
+    if let Some(end) = &o.completes {
+        super::requests::complete(c, sink, scope, end, ids.order.0)?;
     }
     Ok(CreatedOrder { ids, body })
 }

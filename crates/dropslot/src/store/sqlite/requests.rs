@@ -50,8 +50,9 @@ pub(super) fn queue(c: &Connection, scope: Scope, r: &NewRequest) -> Result<(), 
 
 pub(super) fn get(c: &Connection, scope: Scope, request_id: &str) -> rusqlite::Result<Option<StoredRequest>> {
     c.prepare_cached(
-        "SELECT request_id, status, drop_offs_count, created_at, completed_at, response, errors_json
-         FROM order_requests WHERE request_id = ?1 AND client_id = ?2 AND mode = ?3",
+        "SELECT r.request_id, r.status, r.drop_offs_count, r.created_at, r.completed_at, o.unique_id, r.errors_json
+         FROM order_requests r LEFT JOIN orders o ON o.id = r.order_id
+         WHERE r.request_id = ?1 AND r.client_id = ?2 AND r.mode = ?3",
     )?
     .query_row(params![request_id, scope.client.0, scope.mode.as_str()], |r| {
         Ok(StoredRequest {
@@ -60,7 +61,7 @@ pub(super) fn get(c: &Connection, scope: Scope, request_id: &str) -> rusqlite::R
             drop_offs_count: r.get::<_, i64>(2)? as usize,
             created_at: r.get(3)?,
             completed_at: r.get(4)?,
-            response: r.get(5)?,
+            order_unique_id: r.get(5)?,
             errors_json: r.get(6)?,
         })
     })
@@ -119,15 +120,13 @@ pub(super) fn complete(
     scope: Scope,
     end: &RequestEnd,
     order: i64,
-    response: &str,
 ) -> Result<(), StoreError> {
     let n = c
         .prepare_cached(
-            "UPDATE order_requests SET status = 'completed', completed_at = ?3, order_id = ?4, response = ?5,
-                claim = NULL
+            "UPDATE order_requests SET status = 'completed', completed_at = ?3, order_id = ?4, claim = NULL
              WHERE id = ?1 AND claim = ?2 AND status = 'processing'",
         )
-        .and_then(|mut s| s.execute(params![end.id, end.claim, end.completed_at, order, response]))
+        .and_then(|mut s| s.execute(params![end.id, end.claim, end.completed_at, order]))
         .map_err(map_err)?;
     if n != 1 {
         return Err(StoreError::Unavailable(crate::store::LEASE_LOST.into()));
