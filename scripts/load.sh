@@ -24,7 +24,8 @@
 #      taken (latencies); scenario calls and the ops run go to the first),
 #      ONLY (all, default; api: floor, preview, sync with the durability check, and async),
 #      ASYNC_REQUESTS (asynchronous requests of 100 drop-offs, default 200), ASYNC_CLIENTS
-#      (posted at once, default 8),
+#      (posted at once, default 8), PREVIEW_PAIRS (alternated runs of preview with rate limits
+#      and metrics off and on, default 2),
 #      WRKS (wrk processes per measurement, default PROCESSES; wrk i drives process i mod
 #      PROCESSES, the floor included, so PROCESSES=1 WRKS=2 loads one process exactly as
 #      PROCESSES=2 loads two: the fair comparison of 1 and 2 processes on one machine).
@@ -246,8 +247,8 @@ run preview "$API/requests/preview"
 [[ $(field preview non2xx) == 0 ]] || die "preview: $(field preview non2xx) non-2xx responses"
 
 # What rate limiting and the HTTP metrics cost on preview: the same binary, on the same
-# database, with every bucket off and server.http_metrics = false, measured between two runs
-# of the normal server (one process only; the ratio uses the mean of the two).
+# database, with every bucket off and server.http_metrics = false, its runs alternated with
+# the normal server's (one process only).
 if ((PROCESSES == 1)); then
   cat >"$TMP/bare.toml" <<'TOML'
 [server]
@@ -266,13 +267,24 @@ TOML
   BARE_PID=$!
   BARE=$(await_line "$TMP/bare.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$BARE_PID")
   NORMAL_APPS=("${APPS[@]}")
-  APPS=("${BARE#listening on }")
-  run preview_bare "$API/requests/preview"
-  APPS=("${NORMAL_APPS[@]}")
+  # PREVIEW_PAIRS (default 2) alternations of the bare server and the normal one after the
+  # normal run above: on, off, on, off, on; the ratio compares the means, so a drift of the
+  # machine during the runs weighs on both sides alike.
+  ON_RATES=("${RPS[preview]}")
+  OFF_RATES=()
+  for ((k = 1; k <= ${PREVIEW_PAIRS:-2}; k++)); do
+    APPS=("${BARE#listening on }")
+    run "preview_off_$k" "$API/requests/preview"
+    OFF_RATES+=("${RPS[preview_off_$k]}")
+    APPS=("${NORMAL_APPS[@]}")
+    run "preview_on_$k" "$API/requests/preview"
+    ON_RATES+=("${RPS[preview_on_$k]}")
+  done
   kill "$BARE_PID"
   wait "$BARE_PID" 2>/dev/null || true
-  run preview_again "$API/requests/preview"
-  PREVIEW_MEAN=$(awk -v a="${RPS[preview]}" -v b="${RPS[preview_again]}" 'BEGIN { printf "%.1f", (a + b) / 2 }')
+  mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.1f", s / NR }'; }
+  PREVIEW_ON=$(mean "${ON_RATES[@]}")
+  PREVIEW_OFF=$(mean "${OFF_RATES[@]}")
 fi
 
 # Counted after the warm-up (whose orders are not part of the check), just before the timed run.
@@ -487,7 +499,7 @@ for name in "${NAMES[@]}"; do
 done
 echo
 if ((PROCESSES == 1)); then
-  echo "preview with rate limits and HTTP metrics: ${RPS[preview]} and ${RPS[preview_again]} req/s (mean $PREVIEW_MEAN); with both off: ${RPS[preview_bare]} req/s; on/off = $(awk -v a="$PREVIEW_MEAN" -v b="${RPS[preview_bare]}" 'BEGIN { printf "%.3f", a / b }')"
+  echo "preview with rate limits and HTTP metrics: ${ON_RATES[*]} req/s (mean $PREVIEW_ON); with both off: ${OFF_RATES[*]} req/s (mean $PREVIEW_OFF); on/off = $(awk -v a="$PREVIEW_ON" -v b="$PREVIEW_OFF" 'BEGIN { printf "%.3f", a / b }')"
 fi
 echo "async: $ASYNC_ACCEPTED of $ASYNC_N requests accepted (posted in $ASYNC_POST_MS ms), $ASYNC_SHIPMENTS drop-off shipments written in $ASYNC_MS ms = $ASYNC_RATE shipments/s; sync: $(printf '%.0f' "${RPS[sync]}") shipments/s ($(awk -v a="$ASYNC_RATE" -v b="${RPS[sync]}" 'BEGIN { printf "%.2f", a / b }')x)"
 if ((ASYNC_ACCEPTED != ASYNC_N || ASYNC_FAILED != 0 || ASYNC_SHIPMENTS != ASYNC_N * 100)); then
