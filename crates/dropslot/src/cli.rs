@@ -223,7 +223,12 @@ fn init_tracing() {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO));
     let _ = tracing_subscriber::registry()
-        .with(tracing_subscriber::fmt::layer().with_target(false))
+        // Colours only on a terminal: a log file or collector gets plain `key=value` text.
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_target(false)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout())),
+        )
         .with(filter)
         .try_init();
 }

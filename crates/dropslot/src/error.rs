@@ -138,6 +138,11 @@ impl Error {
     }
 }
 
+/// What a 5xx response was, for the log line `http::log_failures` writes with the request's
+/// id, method and path. A response extension: it never reaches the client.
+#[derive(Clone, Debug)]
+pub struct ServerError(pub std::sync::Arc<str>);
+
 /// Serialises as `{}`.
 #[derive(Serialize, Default, Clone, Copy, Debug, utoipa::ToSchema)]
 #[schema(max_properties = 0)]
@@ -146,10 +151,10 @@ pub struct EmptyObject {}
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
-        if status.is_server_error() {
-            // The span of the request carries its request id.
-            tracing::error!(error = ?self, source = ?std::error::Error::source(&self), "request failed");
-        }
+        // Logged by `http::log_failures`, with the request's id, method and path.
+        let failure = status
+            .is_server_error()
+            .then(|| ServerError(format!("{self:?}; source: {:?}", std::error::Error::source(&self)).into()));
         let empty = FieldErrors::new();
         let errors = match &self {
             Self::Validation(e) | Self::BadRequest { errors: e, .. } => e,
@@ -157,6 +162,9 @@ impl IntoResponse for Error {
         };
         let bytes = crate::http::error_json(status.as_u16(), &self.public_message(), errors);
         let mut res = (status, bytes).into_response();
+        if let Some(failure) = failure {
+            res.extensions_mut().insert(failure);
+        }
         let headers = res.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         match self {

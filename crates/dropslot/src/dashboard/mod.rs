@@ -28,7 +28,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::app::App;
-use crate::error::{Error, FieldErrors};
+use crate::error::{Error, FieldErrors, ServerError};
 use crate::store::{Mode, Scope, TokenKind};
 
 /// A session ends after this long without a request.
@@ -261,8 +261,10 @@ pub(crate) fn page(status: StatusCode, body: Result<String, askama::Error>) -> R
     let mut res = match body {
         Ok(text) => (status, text).into_response(),
         Err(e) => {
-            tracing::error!(error = %e, "dashboard template");
-            (StatusCode::INTERNAL_SERVER_ERROR, "Internal server error.").into_response()
+            // Logged with the request's id by `http::log_failures`.
+            let mut res = (StatusCode::INTERNAL_SERVER_ERROR, "Internal server error.").into_response();
+            res.extensions_mut().insert(ServerError(format!("dashboard template: {e}").into()));
+            res
         }
     };
     let h = res.headers_mut();
@@ -303,15 +305,17 @@ pub(crate) fn error_page(session: Option<&Session>, e: &Error) -> Response {
         }
         other => ("Request refused", other.to_string()),
     };
-    if status.is_server_error() {
-        tracing::error!(error = %e, "dashboard");
-    }
     let errors = match e {
         Error::Validation(f) | Error::BadRequest { errors: f, .. } => field_list(f),
         _ => Vec::new(),
     };
     let frame = session.map(|s| s.frame(""));
-    page(status, MessagePage { frame, title, message: &message, errors }.render())
+    let mut res = page(status, MessagePage { frame, title, message: &message, errors }.render());
+    if status.is_server_error() {
+        // Logged with the request's id by `http::log_failures`.
+        res.extensions_mut().insert(ServerError(format!("dashboard: {e:?}").into()));
+    }
+    res
 }
 
 /// Field errors as (path, message) lines.

@@ -143,6 +143,23 @@ async fn count_request(
     res
 }
 
+/// Logs each 5xx once, at error level, with what the client can quote (its `X-Request-Id`),
+/// the method, the path and the error's detail (`ServerError`). The request span is at debug
+/// level, so this line is what joins an error to its request at the default level.
+async fn log_failures(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    // Reference-counted copies: nothing is allocated for a request that succeeds.
+    let method = req.method().clone();
+    let uri = req.uri().clone();
+    let id = req.headers().get(&REQUEST_ID).cloned();
+    let res = next.run(req).await;
+    if let Some(crate::error::ServerError(detail)) = res.extensions().get() {
+        let id = id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("");
+        tracing::error!(request_id = %id, method = %method, path = %uri.path(), status = res.status().as_u16(),
+            error = %detail, "request failed");
+    }
+    res
+}
+
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     Error::Internal("handler panicked".into()).into_response()
 }
@@ -161,10 +178,12 @@ pub fn router(app: App, api: Router<App>, root: Router<App>) -> Router {
         .with_state(app)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(CatchPanicLayer::custom(panic_response))
+        // Debug level: off by default, so a request's spans cost one cached level check.
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             let id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
-            tracing::info_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
+            tracing::debug_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
         }))
+        .layer(axum::middleware::from_fn(log_failures))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
         .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeId))
 }

@@ -113,7 +113,7 @@ impl TransitionRequest {
         (status = 409, description = "The table forbids this move (the message names the allowed next states).", body = ErrorEnvelope),
         (status = 422, description = "An unknown status, a reason or proof rule broken (at `to`, `reason`, `proof_of_delivery`).", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn transition(
     State(app): State<App>,
     _ops: OpsCaller,
@@ -137,7 +137,7 @@ async fn transition(
         (status = 404, description = "No live, undeleted parcel has this code.", body = ErrorEnvelope),
         (status = 409, description = "Its shipment is past `to_pick_up` (a second scan, for one).", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn scan(State(app): State<App>, _ops: OpsCaller, PathParam(code): PathParam<String>) -> Result<Response> {
     let outcome = app.store.pick_up_scan(&code, app.clock.now()).await?;
     answer(&app, outcome).await

@@ -107,7 +107,7 @@ pub fn status_url(app: &App, request_id: &str) -> String {
         (status = 409, description = "The `Idempotency-Key` was used with another body (or with `sync`), or is in use by a concurrent request.", body = ErrorEnvelope),
         (status = 422, description = "A rule broken, each at its path (as for `sync`; `drop_offs` when there are more than 100); nothing is queued.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 pub(super) async fn accept(
     State(app): State<App>,
     caller: Caller,
@@ -195,7 +195,7 @@ async fn codes_free(app: &App, terms: &Terms, prepared: &Prepared) -> Result<()>
         (status = 200, description = "The request: `queued`, `processing`, `completed` with its order, or `failed` with its errors.", body = Envelope<RequestObject>),
         (status = 404, description = "No request of yours (in this mode) has this id.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 pub(super) async fn status(
     State(app): State<App>,
     caller: Caller,

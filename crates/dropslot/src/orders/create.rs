@@ -35,7 +35,7 @@ const CREATED: &str = "Order created.";
         (status = 409, description = "The `Idempotency-Key` was used with another body, or is in use by a concurrent request.", body = ErrorEnvelope),
         (status = 422, description = "A rule broken, each at its path: an address that cannot be placed in the service area, more drop-offs or parcels than the limits, a unit, a weight, a phone, a custom code (malformed, repeated or taken), a malformed `Idempotency-Key` (`header.Idempotency-Key`).", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 pub(super) async fn handle(
     State(app): State<App>,
     caller: Caller,

@@ -21,7 +21,7 @@ use crate::store::{DeleteOutcome, Scope};
         (status = 409, description = "Its shipment is past `to_pick_up`: too late to delete.", body = ErrorEnvelope),
         (status = 422, description = "The code is not 16–20 letters or digits (`path.custom_code`).", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 pub(super) async fn handle(
     State(app): State<App>,
     caller: Caller,

@@ -26,7 +26,7 @@ use crate::quote::schedule::iso;
         (status = 200, description = "The preview.", body = Envelope<PreviewObject>),
         (status = 422, description = "A rule broken, each at its path: an address that cannot be placed in the service area, a limit, a unit, a weight, an unknown `saved_address_id`.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 pub(super) async fn handle(
     State(app): State<App>,
     caller: Caller,

@@ -24,7 +24,7 @@ use crate::store::{StoredOrder, Visibility};
         (status = 200, description = "The shipment.", body = Envelope<ShipmentView>),
         (status = 404, description = "No shipment of yours (in this mode) has this id.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 pub(super) async fn shipment(
     State(app): State<App>,
     caller: Caller,
@@ -43,7 +43,7 @@ pub(super) async fn shipment(
         (status = 200, description = "The order with its shipments.", body = Envelope<OrderView>),
         (status = 404, description = "No order of yours (in this mode) has this id.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 pub(super) async fn one(
     State(app): State<App>,
     caller: Caller,
@@ -76,7 +76,7 @@ struct Page {
         (status = 200, description = "A page of orders.", body = Envelope<Page>),
         (status = 422, description = "A bad query (`query.<name>`): a limit out of range, a cursor this API did not return, a parameter given twice or unknown.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 pub(super) async fn list(State(app): State<App>, caller: Caller, RawQuery(query): RawQuery) -> Result<Response> {
     let (before, limit) = page_query(query.as_deref().unwrap_or(""), "o")?;
     // One extra row tells whether another page follows.
@@ -111,7 +111,7 @@ struct ParcelView {
         (status = 404, description = "No live parcel of yours has this custom code.", body = ErrorEnvelope),
         (status = 422, description = "The code is not 16–20 letters or digits (`path.custom_code`).", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 pub(super) async fn by_custom_code(
     State(app): State<App>,
     caller: Caller,

@@ -162,7 +162,7 @@ pub async fn run(app: &App, scope: crate::store::Scope, scenario: Scenario, sele
         (status = 409, description = "Nothing could move: the envelope has `status` `error`, `errors` `{}`, and `object` says why (`skipped`).", body = Envelope<Outcome>),
         (status = 422, description = "No selector, a date that is not `YYYY-MM-DD`, or more than 1000 ids in a list.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, fields(scenario = %slug), err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, fields(scenario = %slug), err(level = "debug"))]
 async fn handle(
     State(app): State<App>,
     PathParam(slug): PathParam<String>,

@@ -140,7 +140,7 @@ fn html(status: StatusCode, body: Result<String, askama::Error>) -> Response {
             content((String = "text/html"), (ErrorEnvelope = "application/json"))),
         (status = 429, description = "Over the rate limit of this client address.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn page(
     State(app): State<App>,
     _: crate::ratelimit::PublicLimit,

@@ -275,7 +275,7 @@ impl<'a> EndpointView<'a> {
         (status = 201, description = "The endpoint with its signing `secret`.", body = Envelope<EndpointView>),
         (status = 422, description = "A rule broken at `url`, `events`, `events.N`, `auth_header` or `description` (an internal or unresolvable target included).", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn create(State(app): State<App>, caller: Caller, JsonBody(body, _): JsonBody<EndpointBody>) -> Result<Response> {
     let e = create_endpoint(&app, caller.scope, body).await?;
     Ok(envelope(201, "Webhook endpoint created.", &EndpointView::new(&app, &e, true)).into_response())
@@ -365,7 +365,7 @@ struct EndpointList<'a> {
 #[utoipa::path(get, path = "/webhooks", tag = "Webhooks", operation_id = "list_webhooks",
     summary = "List your webhook endpoints", security(("client_token" = [])),
     responses((status = 200, description = "Oldest first; secrets are never shown here.", body = Envelope<EndpointList>)))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
     let all = app.store.endpoints(caller.scope).await?;
     let page = EndpointList { webhooks: all.iter().map(|e| EndpointView::new(&app, e, false)).collect() };
@@ -376,7 +376,7 @@ async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
 #[utoipa::path(get, path = "/webhooks/{id}", tag = "Webhooks", operation_id = "get_webhook",
     summary = "Read a webhook endpoint", security(("client_token" = [])), params(("id" = i64, Path, description = "The endpoint's id.")),
     responses((status = 200, description = "The endpoint.", body = Envelope<EndpointView>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope)))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn show(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let e = app.store.endpoint(caller.scope, id).await?.ok_or(Error::NotFound)?;
     Ok(envelope(200, "Webhook endpoint.", &EndpointView::new(&app, &e, false)).into_response())
@@ -391,7 +391,7 @@ async fn show(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i
         (status = 200, description = "The endpoint.", body = Envelope<EndpointView>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope),
         (status = 422, description = "A rule broken at `url`, `events`, `events.N`, `auth_header` or `description`.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn update(
     State(app): State<App>,
     caller: Caller,
@@ -408,7 +408,7 @@ async fn update(
     summary = "Delete a webhook endpoint", description = "Its queued deliveries are failed.",
     security(("client_token" = [])), params(("id" = i64, Path, description = "The endpoint's id.")),
     responses((status = 200, description = "Deleted; `object` is `{}`.", body = Envelope<EmptyObject>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope)))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn remove(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     delete_endpoint(&app, caller.scope, id).await?;
     Ok(envelope(200, "Webhook endpoint deleted.", &EmptyObject {}).into_response())
@@ -421,7 +421,7 @@ async fn remove(State(app): State<App>, caller: Caller, PathParam(id): PathParam
     description = "The new secret is shown in this answer only; the old one also signs for 24 hours.",
     security(("client_token" = [])), params(("id" = i64, Path, description = "The endpoint's id.")),
     responses((status = 200, description = "The endpoint with its new `secret`.", body = Envelope<EndpointView>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope)))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn rotate(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let e = rotate_secret(&app, caller.scope, id).await?;
     Ok(envelope(200, "Secret rotated.", &EndpointView::new(&app, &e, true)).into_response())
@@ -434,7 +434,7 @@ async fn rotate(State(app): State<App>, caller: Caller, PathParam(id): PathParam
         (status = 202, description = "The queued `same.webhook.test` delivery.", body = Envelope<DeliveryView>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope),
         (status = 409, description = "The endpoint is disabled.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn test(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let d = send_test(&app, caller.scope, id).await?;
     Ok(envelope(202, "Test event queued.", &DeliveryView::new(&d)).into_response())
@@ -519,7 +519,7 @@ struct DeliveryPage<'a> {
         (status = 200, description = "A page of deliveries, each with its attempt log.", body = Envelope<DeliveryPage>), (status = 404, description = "No endpoint of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope),
         (status = 422, description = "A bad query (`query.<name>`): a limit out of range, a cursor this API did not return, a parameter given twice or unknown.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn deliveries(
     State(app): State<App>,
     caller: Caller,
@@ -545,7 +545,7 @@ async fn deliveries(
         (status = 404, description = "No delivery of yours in this mode has this id (or the id is not a number).", body = ErrorEnvelope),
         (status = 409, description = "Its endpoint is disabled.", body = ErrorEnvelope),
     ))]
-#[tracing::instrument(skip_all, err(level = "debug"))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn resend(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let d = resend_delivery(&app, caller.scope, id).await?;
     Ok(envelope(202, "Delivery queued again.", &DeliveryView::new(&d)).into_response())

@@ -240,3 +240,80 @@ fn sqlite_every_acknowledged_order_survives_a_kill_9() {
         .unwrap();
     assert_eq!(partial, 0);
 }
+
+/// A 5xx is logged once, at error level, with the `X-Request-Id` the client got, the method,
+/// the path and the error's detail, which the client never sees. Request spans are at debug
+/// level (off by default), so this line is what joins an error to its request.
+#[test]
+fn a_server_error_is_logged_with_its_request_id_method_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("errors.db");
+    let db = format!("sqlite://{}", path.display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dropslot"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("DATABASE_URL", &db)
+        .env("DROPSLOT_NOW", crate::common::NOW)
+        .env("DROPSLOT_CONFIG", crate::common::generous_limits_file())
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Every line the server prints, as it prints it.
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next_line = |what: &str| {
+        rx.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| panic!("the server printed no line {what}"))
+    };
+    let mut token = None;
+    loop {
+        let line = next_line("reporting it listens");
+        if let Some(t) = line.split_whitespace().find(|w| w.starts_with("ds_test_")) {
+            token.get_or_insert_with(|| t.trim_matches('\'').to_string());
+        }
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    let token = token.expect("a demo token");
+    // Stored data that does not parse is an error, never a default: the client's settings.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE clients SET settings_json = '{\"pricing\": 7}'", []).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (status, id, body) = rt.block_on(async {
+        let url = format!("http://127.0.0.1:{port}{}/requests/preview", crate::common::API);
+        let r = reqwest::Client::new()
+            .post(url)
+            .bearer_auth(&token)
+            .json(&crate::common::request(&[500.0]))
+            .send()
+            .await
+            .unwrap();
+        let id = r.headers()["x-request-id"].to_str().unwrap().to_string();
+        (r.status(), id, r.text().await.unwrap())
+    });
+    assert_eq!(status, 500);
+    assert!(!body.contains("settings") && !body.contains("pricing"), "no detail reaches the client: {body}");
+    let line = loop {
+        let line = next_line("about the failed request");
+        if line.contains("request failed") {
+            break line;
+        }
+    };
+    assert!(line.contains("ERROR"), "{line}");
+    assert!(line.contains(&format!("request_id={id}")), "{line}");
+    assert!(line.contains("method=POST"), "{line}");
+    assert!(line.contains("path=/scheduled-service/api/v1/requests/preview"), "{line}");
+    assert!(line.contains("status=500"), "{line}");
+    assert!(line.contains("client 1 settings"), "the detail is in the log: {line}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
