@@ -5,6 +5,7 @@
 mod lifecycle;
 mod orders;
 mod outbox;
+mod principals;
 mod reads;
 mod requests;
 mod webhooks;
@@ -45,6 +46,7 @@ pub struct SqliteStore {
     readers: Arc<Readers>,
     outbox: Arc<dyn Outbox>,
     stats: Arc<super::StoreStats>,
+    principals: principals::Principals,
 }
 
 /// The pooled read connections.
@@ -110,7 +112,8 @@ impl SqliteStore {
         let writer = Writer::start(connect(path)?, stats.clone());
         let conns = (0..READERS).map(|_| connect(path).map(Mutex::new)).collect::<StoreResult<_>>()?;
         let readers = Arc::new(Readers { conns, next: AtomicUsize::new(0), stats: stats.clone() });
-        Ok(SqliteStore { writer, readers, outbox, stats })
+        let principals = principals::Principals::open(path);
+        Ok(SqliteStore { writer, readers, outbox, stats, principals })
     }
 
     /// A write that may cause webhook events: `work` renders them through the outbox into
@@ -270,14 +273,19 @@ impl Store for SqliteStore {
     }
 
     async fn set_client_settings(&self, id: ClientId, settings_json: Option<String>) -> StoreResult<bool> {
-        self.writer
+        let changed = self
+            .writer
             .write(move |c| {
                 let n = c
                     .execute("UPDATE clients SET settings_json = ?2 WHERE id = ?1", params![id.0, settings_json])
                     .map_err(map_err)?;
                 Ok(n == 1)
             })
-            .await
+            .await?;
+        if changed {
+            self.principals.invalidate()?;
+        }
+        Ok(changed)
     }
 
     async fn insert_token(&self, t: NewToken, now: Timestamp) -> StoreResult<()> {
@@ -294,14 +302,23 @@ impl Store for SqliteStore {
     }
 
     async fn principal(&self, hash: &TokenHash) -> StoreResult<Option<Principal>> {
-        self.read(|c| {
+        // The epoch is read before the database (principals.rs says why).
+        let epoch = self.principals.epoch();
+        if let Some(cached) = epoch.and_then(|e| self.principals.get(hash, e)) {
+            return Ok(Some(cached));
+        }
+        let found = self.read(|c| {
             c.prepare_cached(
                 "SELECT t.client_id, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
                  WHERE t.hash = ?1 AND t.revoked_at IS NULL",
             )?
             .query_row([&hash.0[..]], principal_row)
             .optional()
-        })
+        })?;
+        if let (Some(epoch), Some(principal)) = (epoch, &found) {
+            self.principals.put(hash, epoch, principal);
+        }
+        Ok(found)
     }
 
     async fn list_tokens(&self, client: ClientId) -> StoreResult<Vec<TokenInfo>> {
@@ -324,7 +341,8 @@ impl Store for SqliteStore {
 
     async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
         let prefix = prefix.to_string();
-        self.writer
+        let revoked = self
+            .writer
             .write(move |c| {
                 let n = c
                     .execute(
@@ -334,7 +352,12 @@ impl Store for SqliteStore {
                     .map_err(map_err)?;
                 Ok(n == 1)
             })
-            .await
+            .await?;
+        if revoked {
+            // Every process's cached principal of this token is stale from here on.
+            self.principals.invalidate()?;
+        }
+        Ok(revoked)
     }
 
     async fn create_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<Option<Principal>> {

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Paired A/B of preview throughput between two builds of dropslot (issue 13: "before and after
+# figures for each change, from paired runs"). Both servers run at once, each on a fresh SQLite
+# file with the same configuration as scripts/load.sh (clock pinned, rate limits on but high,
+# RUST_LOG=info); wrk (the same body and script as load.sh) drives them in turn, in ABBA order
+# so a drift of the machine weighs on both alike, and the means are compared.
+#
+#   cargo build --release -p dropslot --bin dropslot && cp target/release/dropslot /tmp/after
+#   scripts/ab-preview.sh /tmp/before /tmp/after        # PAIRS=3 DURATION=10s CONNECTIONS=64
+#
+# Prints each run's req/s and p99, then: A mean, B mean, B/A.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+A=${1:?usage: scripts/ab-preview.sh BEFORE_BINARY AFTER_BINARY}
+B=${2:?usage: scripts/ab-preview.sh BEFORE_BINARY AFTER_BINARY}
+PAIRS=${PAIRS:-3}
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-64}
+THREADS=${THREADS:-2}
+command -v wrk >/dev/null || { echo "ab-preview: wrk is missing (scripts/load.sh installs it)" >&2; exit 1; }
+
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+cat >"$TMP/limits.toml" <<'TOML'
+[rate_limits]
+preview = { per_second = 1000000, burst = 1000000 }
+orders = { per_second = 1000000, burst = 1000000 }
+other = { per_second = 1000000, burst = 1000000 }
+[public_rate_limit]
+per_second = 1000000
+burst = 1000000
+TOML
+printf '%s' '{"pick_up_address":{"text":"100 King St W, Toronto, ON M5X 1A9"},"drop_offs":[{"address":{"text":"290 Bremner Blvd, Toronto, ON M5V 3L9","person_name":"Jane Doe","person_phone":"+1 416 555 0100"},"parcels":[{"unit":"g","values":500},{"unit":"g","values":1500}]}]}' >"$TMP/body.json"
+
+# start NAME BINARY: a server on a fresh database; sets URL_<NAME> and TOKEN_<NAME>.
+start() {
+  local name=$1 bin=$2 log=$TMP/$1.log
+  DROPSLOT_NOW=2026-11-23T12:00:00Z RUST_LOG=${RUST_LOG:-info} DROPSLOT_CONFIG=$TMP/limits.toml \
+    "$bin" serve --database "sqlite://$TMP/$name.db" --listen 127.0.0.1:0 >"$log" 2>&1 &
+  PIDS+=($!)
+  local url=""
+  for _ in $(seq 300); do
+    url=$(grep -m1 -oE 'listening on http://127\.0\.0\.1:[0-9]+' "$log" || true)
+    [[ -n $url ]] && break
+    sleep 0.1
+  done
+  [[ -n $url ]] || { cat "$log" >&2; echo "ab-preview: $name did not start" >&2; exit 1; }
+  printf -v "URL_$name" '%s' "${url#listening on }"
+  printf -v "TOKEN_$name" '%s' "$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$log")"
+}
+start A "$A"
+start B "$B"
+
+declare -a RATES_A RATES_B
+# run NAME: a 2 s warm-up, then the timed run; appends req/s to RATES_NAME.
+run() {
+  local name=$1 url token
+  url=URL_$name token=TOKEN_$name
+  local target="${!url}/scheduled-service/api/v1/requests/preview"
+  BODY_FILE=$TMP/body.json TOKEN=${!token} wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s scripts/load.lua "$target" >/dev/null
+  local line
+  line=$(BODY_FILE=$TMP/body.json TOKEN=${!token} wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency \
+    -s scripts/load.lua "$target" | grep '^LOAD ')
+  local rps p99 non2xx
+  rps=$(sed -nE 's/.* rps=([^ ]+).*/\1/p' <<<"$line")
+  p99=$(sed -nE 's/.* p99_ms=([^ ]+).*/\1/p' <<<"$line")
+  non2xx=$(sed -nE 's/.* non2xx=([^ ]+).*/\1/p' <<<"$line")
+  [[ $non2xx == 0 ]] || { echo "ab-preview: $name answered $non2xx non-2xx" >&2; exit 1; }
+  printf '%s %10.0f req/s  p99 %6.2f ms\n' "$name" "$rps" "$p99"
+  if [[ $name == A ]]; then RATES_A+=("$rps"); else RATES_B+=("$rps"); fi
+}
+for ((k = 1; k <= PAIRS; k++)); do
+  if ((k % 2)); then run A; run B; else run B; run A; fi
+done
+mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.0f", s / NR }'; }
+MA=$(mean "${RATES_A[@]}")
+MB=$(mean "${RATES_B[@]}")
+echo "A ($A): mean $MA req/s; B ($B): mean $MB req/s; B/A = $(awk -v a="$MA" -v b="$MB" 'BEGIN { printf "%.3f", b / a }')"
