@@ -317,3 +317,59 @@ fn a_server_error_is_logged_with_its_request_id_method_and_path() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Two `serve` processes on one SQLite file: what one caches for previews (the token's
+/// principal, the saved address of a pick-up text, or that there is none) is stale as soon as
+/// the other commits a change to it, on the very next request.
+#[test]
+fn two_processes_on_one_sqlite_file_see_each_others_changes_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("shared.db").display());
+    let (mut a, base_a, token) = spawn_serve(&db);
+    let (mut b, base_b, none) = spawn_serve_with(&db, &[]);
+    assert!(none.is_none(), "the second process finds the demo client");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let http = reqwest::Client::new();
+        let api = |base: &str, path: &str| format!("{base}{}{path}", crate::common::API);
+        let body = crate::common::request(&[500.0]);
+        let saved_id = |base: String| {
+            let (http, body, token) = (http.clone(), body.clone(), token.clone());
+            async move {
+                let r =
+                    http.post(api(&base, "/requests/preview")).bearer_auth(&token).json(&body).send().await.unwrap();
+                assert_eq!(r.status(), 200);
+                let v: serde_json::Value = r.json().await.unwrap();
+                v["object"]["pick_ups"][0]["address"]["saved_address_id"].clone()
+            }
+        };
+        // A has seen the token and that the pick-up text is no saved address.
+        assert!(saved_id(base_a.clone()).await.is_null());
+        assert!(saved_id(base_a.clone()).await.is_null());
+        // B's order saves the address: A's next preview names it.
+        let r = http.post(api(&base_b, "/requests/sync")).bearer_auth(&token).json(&body).send().await.unwrap();
+        assert_eq!(r.status(), 201);
+        let id = saved_id(base_a.clone()).await;
+        assert!(id.is_i64(), "A sees B's new saved address at once: {id}");
+        // B deletes it: A's next preview no longer names it.
+        let r = http.delete(api(&base_b, &format!("/saved-addresses/{id}"))).bearer_auth(&token).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert!(saved_id(base_a.clone()).await.is_null(), "A sees the deletion at once");
+        // A token revoked by a third process (the CLI) fails at once on both.
+        let live = stdout(&dropslot(&db, &["token", "create", "--client", "1", "--kind", "live"]));
+        let preview = |base: String| {
+            let (http, body, live) = (http.clone(), body.clone(), live.clone());
+            async move {
+                http.post(api(&base, "/requests/preview")).bearer_auth(&live).json(&body).send().await.unwrap().status()
+            }
+        };
+        assert_eq!(preview(base_a.clone()).await, 200);
+        assert!(dropslot(&db, &["token", "revoke", &live[..16]]).status.success());
+        assert_eq!(preview(base_a.clone()).await, 401, "revoked in another process: refused at once");
+        assert_eq!(preview(base_b.clone()).await, 401);
+    });
+    for child in [&mut a, &mut b] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}

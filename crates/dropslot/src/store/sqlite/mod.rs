@@ -2,10 +2,10 @@
 //! before it is acknowledged). One writer thread with group commit; a small pool of read
 //! connections used inline (point reads take microseconds).
 
+mod epoch;
 mod lifecycle;
 mod orders;
 mod outbox;
-mod principals;
 mod reads;
 mod requests;
 mod webhooks;
@@ -46,7 +46,11 @@ pub struct SqliteStore {
     readers: Arc<Readers>,
     outbox: Arc<dyn Outbox>,
     stats: Arc<super::StoreStats>,
-    principals: principals::Principals,
+    /// The read caches of every preview (`epoch.rs`): principals by token hash, and the
+    /// saved address (or none) of a pick-up text.
+    epoch: epoch::Epoch,
+    principals: epoch::EpochCache<[u8; 32], Principal>,
+    saved_ids: epoch::EpochCache<(Scope, String), Option<SavedAddressId>>,
 }
 
 /// The pooled read connections.
@@ -112,8 +116,9 @@ impl SqliteStore {
         let writer = Writer::start(connect(path)?, stats.clone());
         let conns = (0..READERS).map(|_| connect(path).map(Mutex::new)).collect::<StoreResult<_>>()?;
         let readers = Arc::new(Readers { conns, next: AtomicUsize::new(0), stats: stats.clone() });
-        let principals = principals::Principals::open(path);
-        Ok(SqliteStore { writer, readers, outbox, stats, principals })
+        let epoch = epoch::Epoch::open(path);
+        let (principals, saved_ids) = (epoch::EpochCache::new(10_000), epoch::EpochCache::new(4_096));
+        Ok(SqliteStore { writer, readers, outbox, stats, epoch, principals, saved_ids })
     }
 
     /// A write that may cause webhook events: `work` renders them through the outbox into
@@ -137,6 +142,14 @@ impl SqliteStore {
             self.outbox.queued(queued);
         }
         Ok(value)
+    }
+
+    /// After a committed change of what the read caches hold: this process's caches dropped,
+    /// and the epoch touched for every other process.
+    fn changed(&self) -> StoreResult<()> {
+        self.principals.clear();
+        self.saved_ids.clear();
+        self.epoch.touch()
     }
 
     /// A point read (an indexed row or two: microseconds), run inline on the caller's thread.
@@ -283,7 +296,7 @@ impl Store for SqliteStore {
             })
             .await?;
         if changed {
-            self.principals.invalidate()?;
+            self.changed()?;
         }
         Ok(changed)
     }
@@ -302,9 +315,9 @@ impl Store for SqliteStore {
     }
 
     async fn principal(&self, hash: &TokenHash) -> StoreResult<Option<Principal>> {
-        // The epoch is read before the database (principals.rs says why).
-        let epoch = self.principals.epoch();
-        if let Some(cached) = epoch.and_then(|e| self.principals.get(hash, e)) {
+        // The epoch is read before the database (epoch.rs says why).
+        let epoch = self.epoch.read();
+        if let Some(cached) = epoch.and_then(|e| self.principals.get(&hash.0, e)) {
             return Ok(Some(cached));
         }
         let found = self.read(|c| {
@@ -315,8 +328,9 @@ impl Store for SqliteStore {
             .query_row([&hash.0[..]], principal_row)
             .optional()
         })?;
+        // Only a token that exists is cached: unknown ones cannot fill the cache.
         if let (Some(epoch), Some(principal)) = (epoch, &found) {
-            self.principals.put(hash, epoch, principal);
+            self.principals.put(hash.0, epoch, principal.clone());
         }
         Ok(found)
     }
@@ -355,7 +369,7 @@ impl Store for SqliteStore {
             .await?;
         if revoked {
             // Every process's cached principal of this token is stale from here on.
-            self.principals.invalidate()?;
+            self.changed()?;
         }
         Ok(revoked)
     }
@@ -435,11 +449,21 @@ impl Store for SqliteStore {
     }
 
     async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>> {
-        self.read(|c| {
+        let epoch = self.epoch.read();
+        let key = (scope, normalized.to_string());
+        if let Some(cached) = epoch.and_then(|e| self.saved_ids.get(&key, e)) {
+            return Ok(cached);
+        }
+        let found = self.read(|c| {
             c.prepare_cached("SELECT id FROM saved_addresses WHERE client_id = ?1 AND mode = ?2 AND normalized = ?3")?
                 .query_row(params![scope.client.0, scope.mode.as_str(), normalized], |r| r.get(0).map(SavedAddressId))
                 .optional()
-        })
+        })?;
+        // "None" too: an order that creates this address touches the epoch after its commit.
+        if let Some(epoch) = epoch {
+            self.saved_ids.put(key, epoch, found);
+        }
+        Ok(found)
     }
 
     async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>> {
@@ -465,7 +489,8 @@ impl Store for SqliteStore {
     }
 
     async fn delete_saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<bool> {
-        self.writer
+        let deleted = self
+            .writer
             .write(move |c| {
                 let n = c
                     .execute(
@@ -475,7 +500,11 @@ impl Store for SqliteStore {
                     .map_err(map_err)?;
                 Ok(n == 1)
             })
-            .await
+            .await?;
+        if deleted {
+            self.changed()?;
+        }
+        Ok(deleted)
     }
 
     async fn idempotent_response(
@@ -502,7 +531,16 @@ impl Store for SqliteStore {
         order: NewOrder,
         render: RenderFn,
     ) -> Result<CreatedOrder, CreateOrderError> {
-        self.write_events(move |c, sink| orders::insert_order(c, sink, scope, &order, &render)).await
+        let (created, new_address) =
+            self.write_events(move |c, sink| orders::insert_order(c, sink, scope, &order, &render)).await?;
+        if new_address {
+            // The order is committed and answered whatever happens here: a failed touch only
+            // means other processes may show no saved_address_id for this text for up to 1 s.
+            if let Err(e) = self.changed() {
+                tracing::warn!(error = %e, "a new saved address");
+            }
+        }
+        Ok(created)
     }
 
     async fn delete_parcel_by_custom_code(

@@ -16,13 +16,15 @@ use crate::store::{
     NewOrder, OrderIds, RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress,
 };
 
+/// One order in the writer's transaction, and whether it created its pick-up's saved address
+/// (then the read caches must hear of it once it is committed).
 pub(super) fn insert_order(
     c: &Connection,
     sink: &mut Sink<'_>,
     scope: Scope,
     o: &NewOrder,
     render: &RenderFn,
-) -> Result<CreatedOrder, CreateOrderError> {
+) -> Result<(CreatedOrder, bool), CreateOrderError> {
     let (client, mode) = (scope.client.0, scope.mode.as_str());
     // Times are stored as ISO 8601 text with their local offset, dates as YYYY-MM-DD.
     let created_at = iso(&o.created_at);
@@ -30,21 +32,21 @@ pub(super) fn insert_order(
     if let Some(claim) = &o.idempotency {
         claim_idempotency_key(c, scope, claim)?;
     }
-    let saved_address = SavedAddressId(
-        c.prepare_cached(
+    // `use_count` is 1 only on the row this insert created (a reuse adds 1 to it).
+    let (saved_address, new_address) = c
+        .prepare_cached(
             "INSERT INTO saved_addresses (client_id, mode, text, normalized, created_at, last_used_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?5)
              ON CONFLICT (client_id, mode, normalized)
              DO UPDATE SET use_count = use_count + 1, last_used_at = excluded.last_used_at
-             RETURNING id",
+             RETURNING id, use_count = 1",
         )
         .and_then(|mut s| {
             s.query_row(params![client, mode, o.pick_up.saved_text, o.pick_up.saved_normalized, created_at], |r| {
-                r.get(0)
+                Ok((SavedAddressId(r.get(0)?), r.get::<_, bool>(1)?))
             })
         })
-        .map_err(map_err)?,
-    );
+        .map_err(map_err)?;
     c.prepare_cached("INSERT INTO orders (unique_id, client_id, mode, created_at) VALUES (?1, ?2, ?3, ?4)")
         .and_then(|mut s| s.execute(params![o.unique_id, client, mode, created_at]))
         .map_err(map_err)?;
@@ -170,7 +172,7 @@ pub(super) fn insert_order(
     if let Some(end) = &o.completes {
         super::requests::complete(c, sink, scope, end, ids.order.0)?;
     }
-    Ok(CreatedOrder { ids, body })
+    Ok((CreatedOrder { ids, body }, new_address))
 }
 
 /// Makes room for a new record of `claim`'s key: taken when a record within the window
