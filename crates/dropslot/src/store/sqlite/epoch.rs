@@ -5,8 +5,8 @@
 //! A cached value stays valid only while the **epoch** is unchanged: the modification time of
 //! a small file beside the database (`<database>-epoch`), which every process that changes
 //! such data touches right after its commit (a token revoked, a client's terms changed, a
-//! saved address created or deleted). Reading the epoch is one `stat`; any process on the
-//! machine sees a touch at once, so a revoked token fails on the very next request in every
+//! saved address created or deleted). Reading the epoch is one `fstat` of the open file; any
+//! process on the machine sees a touch at once, so a revoked token fails on the very next request in every
 //! process, as it did without the cache.
 //!
 //! - A value is tagged with the epoch read *before* its database read: a change that commits
@@ -20,8 +20,9 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::hash::Hash;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::store::{StoreError, StoreResult};
@@ -29,31 +30,44 @@ use crate::store::{StoreError, StoreResult};
 /// The longest a cached value is used without reading the database again.
 pub(super) const MAX_AGE: Duration = Duration::from_secs(1);
 
-/// The epoch file of one database.
+/// The epoch file of one database, kept open: reading the epoch is one `fstat` on it.
 pub(super) struct Epoch {
-    file: Option<PathBuf>,
+    path: Option<PathBuf>,
+    file: RwLock<Option<File>>,
 }
 
 impl Epoch {
     /// The epoch of the database at `path`, its file created if missing. A database without
     /// a file of its own, or an epoch file that cannot be created, leaves the caches off.
     pub(super) fn open(path: &str) -> Epoch {
-        let file = (!path.is_empty() && !path.starts_with(':') && !path.starts_with("file:"))
-            .then(|| PathBuf::from(format!("{path}-epoch")))
-            .filter(|p| File::options().create(true).append(true).open(p).is_ok());
-        Epoch { file }
+        let path = (!path.is_empty() && !path.starts_with(':') && !path.starts_with("file:"))
+            .then(|| PathBuf::from(format!("{path}-epoch")));
+        let file = path.as_ref().and_then(|p| File::options().create(true).append(true).open(p).ok());
+        Epoch { path: path.filter(|_| file.is_some()), file: RwLock::new(file) }
     }
 
     /// The current epoch; `None` (no cache for this read) when it cannot be read.
     pub(super) fn read(&self) -> Option<SystemTime> {
-        std::fs::metadata(self.file.as_ref()?).and_then(|m| m.modified()).ok()
+        {
+            let file = self.file.read().ok()?;
+            let meta = file.as_ref()?.metadata().ok()?;
+            // A file deleted (or replaced) since it was opened never changes again: open the
+            // one at the path instead.
+            if meta.nlink() > 0 {
+                return meta.modified().ok();
+            }
+        }
+        let reopened = File::options().create(true).append(true).open(self.path.as_ref()?).ok()?;
+        let modified = reopened.metadata().and_then(|m| m.modified()).ok();
+        *self.file.write().ok()? = Some(reopened);
+        modified
     }
 
     /// After a committed change: a new epoch for every process. An error when the file cannot
     /// be touched: the change is committed, but other processes may still serve what they
     /// cached for up to `MAX_AGE`.
     pub(super) fn touch(&self) -> StoreResult<()> {
-        let Some(path) = &self.file else { return Ok(()) };
+        let Some(path) = &self.path else { return Ok(()) };
         File::options().create(true).append(true).open(path).and_then(|f| f.set_modified(SystemTime::now())).map_err(
             |e| {
                 StoreError::Unavailable(format!(
