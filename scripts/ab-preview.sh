@@ -8,6 +8,9 @@
 #   cargo build --release -p dropslot --bin dropslot && cp target/release/dropslot /tmp/after
 #   scripts/ab-preview.sh /tmp/before /tmp/after        # PAIRS=3 DURATION=10s CONNECTIONS=64
 #
+# CONFIG_A / CONFIG_B: a configuration file for that server instead of the default one (the
+# same binary twice, with CONFIG_B turning something off, measures what that thing costs).
+#
 # Prints each run's req/s and p99, then: A mean, B mean, B/A.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,8 +45,9 @@ printf '%s' '{"pick_up_address":{"text":"100 King St W, Toronto, ON M5X 1A9"},"d
 
 # start NAME BINARY: a server on a fresh database; sets URL_<NAME> and TOKEN_<NAME>.
 start() {
-  local name=$1 bin=$2 log=$TMP/$1.log
-  DROPSLOT_NOW=2026-11-23T12:00:00Z RUST_LOG=${RUST_LOG:-info} DROPSLOT_CONFIG=$TMP/limits.toml \
+  local name=$1 bin=$2 log=$TMP/$1.log extra=CONFIG_$1
+  cp "${!extra:-$TMP/limits.toml}" "$TMP/$name.toml"
+  DROPSLOT_NOW=2026-11-23T12:00:00Z RUST_LOG=${RUST_LOG:-info} DROPSLOT_CONFIG=$TMP/$name.toml \
     "$bin" serve --database "sqlite://$TMP/$name.db" --listen 127.0.0.1:0 >"$log" 2>&1 &
   PIDS+=($!)
   local url=""

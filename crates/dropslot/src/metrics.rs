@@ -40,15 +40,50 @@ pub struct OutcomeLabels {
 /// never the id itself, so the series stay few), and its status.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
-    pub method: String,
-    pub route: String,
+    pub method: &'static str,
+    pub route: &'static str,
     pub status: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabels {
-    pub method: String,
-    pub route: String,
+    pub method: &'static str,
+    pub route: &'static str,
+}
+
+/// A method as a label: the standard ones by name, anything else `other` (a client cannot
+/// make new series).
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
+/// A route template as a label, interned: the templates are the router's (a few dozen), so
+/// each is allocated once for the life of the process and a request allocates nothing.
+pub fn route_label(template: &str) -> &'static str {
+    static ROUTES: std::sync::RwLock<Vec<&'static str>> = std::sync::RwLock::new(Vec::new());
+    // A poisoned list is still whole: a writer only ever pushes.
+    if let Some(known) =
+        ROUTES.read().unwrap_or_else(std::sync::PoisonError::into_inner).iter().find(|r| **r == template)
+    {
+        return known;
+    }
+    let mut routes = ROUTES.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(known) = routes.iter().find(|r| **r == template) {
+        return known;
+    }
+    let interned: &'static str = Box::leak(template.to_owned().into_boxed_str());
+    routes.push(interned);
+    interned
 }
 
 /// How an order was created: `sync` (and `async` with issue 12's asynchronous requests).
@@ -186,11 +221,8 @@ impl Metrics {
     }
 
     /// One answered request: its count and its latency, under its route template.
-    pub fn request(&self, method: &str, route: &str, status: u16, seconds: f64) {
-        let (method, route) = (method.to_string(), route.to_string());
-        self.http_duration
-            .get_or_create(&RouteLabels { method: method.clone(), route: route.clone() })
-            .observe(seconds);
+    pub fn request(&self, method: &'static str, route: &'static str, status: u16, seconds: f64) {
+        self.http_duration.get_or_create(&RouteLabels { method, route }).observe(seconds);
         self.http_requests.get_or_create(&RequestLabels { method, route, status }).inc();
     }
 

@@ -9,14 +9,15 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::HashMapStateStore;
+use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
 use crate::app::App;
@@ -87,8 +88,10 @@ impl governor::clock::Clock for ServiceClock {
 }
 
 type Keyed<K> = RateLimiter<K, HashMapStateStore<K>, ServiceClock, NoOpMiddleware<Duration>>;
-/// A token's key: the SHA-256 of the token.
-type TokenLimiters = HashMap<(Class, Bucket), Arc<Keyed<[u8; 32]>>>;
+type Direct = RateLimiter<NotKeyed, InMemoryState, ServiceClock, NoOpMiddleware<Duration>>;
+/// One bucket per token (its SHA-256), class and terms. Checking one is a compare-and-swap;
+/// the map is only written when a token is first seen (or its client's terms change).
+type TokenLimiters = HashMap<(Class, Bucket, [u8; 32]), Direct>;
 
 /// A refusal: which bucket, and when a request would be let through again.
 #[derive(Debug, Clone, Copy)]
@@ -100,12 +103,14 @@ pub struct Refused {
 
 /// The per-address limiter forgets idle addresses once it holds this many.
 const MAX_ADDRESSES: usize = 100_000;
+/// Token buckets kept at most.
+const MAX_TOKEN_BUCKETS: usize = 100_000;
 
 pub struct Limiters {
     clock: ServiceClock,
-    /// One keyed limiter per (class, bucket): clients on the same terms share it, each
-    /// token with its own cell.
-    tokens: Mutex<TokenLimiters>,
+    /// The token buckets (read-locked to check one: requests of different tokens, or of one,
+    /// never wait for each other).
+    tokens: RwLock<TokenLimiters>,
     public: Option<(Bucket, Keyed<IpAddr>)>,
     public_checks: AtomicU64,
 }
@@ -120,7 +125,7 @@ impl Limiters {
     pub fn new(clock: crate::clock::Clock, public: Bucket) -> Limiters {
         let clock = ServiceClock::new(clock);
         let public = quota(public).map(|q| (public, RateLimiter::hashmap_with_clock(q, clock.clone())));
-        Limiters { clock, tokens: Mutex::default(), public, public_checks: AtomicU64::new(0) }
+        Limiters { clock, tokens: RwLock::default(), public, public_checks: AtomicU64::new(0) }
     }
 
     fn refused(&self, class: Class, bucket: Bucket, until: &governor::NotUntil<Duration>) -> Refused {
@@ -131,15 +136,23 @@ impl Limiters {
     /// Takes one request of `class` from the token's bucket.
     pub fn check_token(&self, class: Class, bucket: Bucket, token: &TokenHash) -> Result<(), Refused> {
         let Some(q) = quota(bucket) else { return Ok(()) };
-        let limiter = {
-            // A poisoned map only means another request panicked while inserting: its
-            // contents are still whole.
-            let mut map = self.tokens.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            map.entry((class, bucket))
-                .or_insert_with(|| Arc::new(RateLimiter::hashmap_with_clock(q, self.clock.clone())))
-                .clone()
-        };
-        limiter.check_key(&token.0).map_err(|until| self.refused(class, bucket, &until))
+        let key = (class, bucket, token.0);
+        // A poisoned map only means another request panicked while inserting: its contents
+        // are still whole.
+        {
+            let map = self.tokens.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(limiter) = map.get(&key) {
+                return limiter.check().map_err(|until| self.refused(class, bucket, &until));
+            }
+        }
+        let mut map = self.tokens.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Only tokens that authenticated get here, so this grows with the live tokens (and
+        // their terms); a map that still outgrows the bound starts over (every bucket full).
+        if map.len() >= MAX_TOKEN_BUCKETS {
+            map.clear();
+        }
+        let limiter = map.entry(key).or_insert_with(|| RateLimiter::direct_with_clock(q, self.clock.clone()));
+        limiter.check().map_err(|until| self.refused(class, bucket, &until))
     }
 
     /// Takes one request from the client address's bucket for public URLs.

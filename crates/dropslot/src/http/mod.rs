@@ -135,11 +135,13 @@ async fn count_request(
         return next.run(req).await;
     }
     let start = std::time::Instant::now();
-    let method = req.method().clone();
-    let route = req.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_string());
+    let method = crate::metrics::method_label(req.method());
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |p| crate::metrics::route_label(p.as_str()));
     let res = next.run(req).await;
-    let route = route.as_deref().unwrap_or("unmatched");
-    app.metrics.request(method.as_str(), route, res.status().as_u16(), start.elapsed().as_secs_f64());
+    app.metrics.request(method, route, res.status().as_u16(), start.elapsed().as_secs_f64());
     res
 }
 
