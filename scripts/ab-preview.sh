@@ -11,7 +11,9 @@
 # CONFIG_A / CONFIG_B: a configuration file for that server instead of the default one (the
 # same binary twice, with CONFIG_B turning something off, measures what that thing costs).
 #
-# Prints each run's req/s and p99, then: A mean, B mean, B/A.
+# Prints each run's req/s, p99 and the server's CPU time per request (user + system, from
+# /proc: steadier than req/s on a shared machine, where another tenant's load moves
+# throughput by 10 % between runs), then the means and B/A of both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,33 +60,42 @@ start() {
   done
   [[ -n $url ]] || { cat "$log" >&2; echo "ab-preview: $name did not start" >&2; exit 1; }
   printf -v "URL_$name" '%s' "${url#listening on }"
+  printf -v "PID_$name" '%s' "${PIDS[-1]}"
   printf -v "TOKEN_$name" '%s' "$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$log")"
 }
 start A "$A"
 start B "$B"
 
-declare -a RATES_A RATES_B
+declare -a RATES_A RATES_B CPU_A CPU_B
+# The server's user + system CPU time so far, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # run NAME: a 2 s warm-up, then the timed run; appends req/s to RATES_NAME.
 run() {
   local name=$1 url token
   url=URL_$name token=TOKEN_$name
   local target="${!url}/scheduled-service/api/v1/requests/preview"
   BODY_FILE=$TMP/body.json TOKEN=${!token} wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s scripts/load.lua "$target" >/dev/null
-  local line
+  local line pid=PID_$name c0 c1
+  c0=$(cpu_ticks "${!pid}")
   line=$(BODY_FILE=$TMP/body.json TOKEN=${!token} wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency \
     -s scripts/load.lua "$target" | grep '^LOAD ')
-  local rps p99 non2xx
+  c1=$(cpu_ticks "${!pid}")
+  local rps p99 non2xx requests us
   rps=$(sed -nE 's/.* rps=([^ ]+).*/\1/p' <<<"$line")
+  requests=$(sed -nE 's/.* requests=([^ ]+).*/\1/p' <<<"$line")
+  us=$(awk -v t=$((c1 - c0)) -v n="$requests" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t * 1e6 / hz / n }')
   p99=$(sed -nE 's/.* p99_ms=([^ ]+).*/\1/p' <<<"$line")
   non2xx=$(sed -nE 's/.* non2xx=([^ ]+).*/\1/p' <<<"$line")
   [[ $non2xx == 0 ]] || { echo "ab-preview: $name answered $non2xx non-2xx" >&2; exit 1; }
-  printf '%s %10.0f req/s  p99 %6.2f ms\n' "$name" "$rps" "$p99"
-  if [[ $name == A ]]; then RATES_A+=("$rps"); else RATES_B+=("$rps"); fi
+  printf '%s %10.0f req/s  p99 %6.2f ms  %6.2f us CPU/request\n' "$name" "$rps" "$p99" "$us"
+  if [[ $name == A ]]; then RATES_A+=("$rps") CPU_A+=("$us"); else RATES_B+=("$rps") CPU_B+=("$us"); fi
 }
 for ((k = 1; k <= PAIRS; k++)); do
   if ((k % 2)); then run A; run B; else run B; run A; fi
 done
-mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.0f", s / NR }'; }
-MA=$(mean "${RATES_A[@]}")
-MB=$(mean "${RATES_B[@]}")
-echo "A ($A): mean $MA req/s; B ($B): mean $MB req/s; B/A = $(awk -v a="$MA" -v b="$MB" 'BEGIN { printf "%.3f", b / a }')"
+mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f", s / NR }'; }
+MA=$(mean "${RATES_A[@]}") MB=$(mean "${RATES_B[@]}")
+CA=$(mean "${CPU_A[@]}") CB=$(mean "${CPU_B[@]}")
+echo "A ($A): mean $MA req/s, $CA us CPU/request"
+echo "B ($B): mean $MB req/s, $CB us CPU/request"
+echo "B/A: throughput $(awk -v a="$MA" -v b="$MB" 'BEGIN { printf "%.3f", b / a }'), CPU per request $(awk -v a="$CA" -v b="$CB" 'BEGIN { printf "%.3f", b / a }')"
