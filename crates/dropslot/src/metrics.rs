@@ -2,11 +2,16 @@
 //! HTTP requests by route template and status with their latency, orders created, and the
 //! webhook dispatcher's counters.
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use prometheus_client::encoding::{
+    EncodeLabelSet, EncodeLabelValue, EncodeMetric, LabelValueEncoder, MetricEncoder, NoLabelSet,
+};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 /// How a delivery attempt ended (label values `delivered`, `retried`, `failed`).
@@ -98,8 +103,52 @@ pub struct ClassLabels {
     pub class: &'static str,
 }
 
-fn latency_histogram() -> Histogram {
-    Histogram::new([0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0])
+/// The request latency buckets, in seconds (`+Inf` is added).
+const LATENCY_BUCKETS: [f64; 13] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+
+/// A histogram every request observes without a lock: atomic bucket counts, the count, and
+/// the sum in nanoseconds. (prometheus-client's `Histogram` takes a write lock per
+/// observation, which requests on different threads then wait for.) It is encoded exactly
+/// like one: non-cumulative bucket counts, the last bucket `+Inf`.
+#[derive(Debug, Default)]
+pub struct LatencyHistogram {
+    buckets: [AtomicU64; LATENCY_BUCKETS.len() + 1],
+    count: AtomicU64,
+    sum_nanos: AtomicU64,
+}
+
+impl LatencyHistogram {
+    pub fn observe(&self, elapsed: std::time::Duration) {
+        let seconds = elapsed.as_secs_f64();
+        let i = LATENCY_BUCKETS.iter().position(|upper| seconds <= *upper).unwrap_or(LATENCY_BUCKETS.len());
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+}
+
+impl TypedMetric for LatencyHistogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for LatencyHistogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let buckets: Vec<(f64, u64)> = LATENCY_BUCKETS
+            .iter()
+            .copied()
+            .chain(std::iter::once(f64::MAX))
+            .zip(&self.buckets)
+            .map(|(upper, n)| (upper, n.load(Ordering::Relaxed)))
+            .collect();
+        // The count is the buckets' sum, so a scrape during an observation stays consistent.
+        let count = buckets.iter().map(|(_, n)| n).sum();
+        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
 }
 
 /// The store's statistics, read at each scrape (attached once the store is open).
@@ -144,7 +193,7 @@ pub struct Metrics {
     registry: Registry,
     store: std::sync::Arc<StoreCollector>,
     pub http_requests: Family<RequestLabels, Counter>,
-    pub http_duration: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    pub http_duration: Family<RouteLabels, LatencyHistogram>,
     pub orders_created: Family<OrderLabels, Counter>,
     pub rate_limited: Family<ClassLabels, Counter>,
     pub webhook_queued: Counter,
@@ -164,8 +213,7 @@ impl Default for Metrics {
             "HTTP requests answered, by method, route template and status",
             http_requests.clone(),
         );
-        let http_duration: Family<RouteLabels, Histogram, fn() -> Histogram> =
-            Family::new_with_constructor(latency_histogram);
+        let http_duration = Family::<RouteLabels, LatencyHistogram>::default();
         registry.register(
             "http_request_duration_seconds",
             "Time from a request's head to its response head, by method and route template",
@@ -221,8 +269,8 @@ impl Metrics {
     }
 
     /// One answered request: its count and its latency, under its route template.
-    pub fn request(&self, method: &'static str, route: &'static str, status: u16, seconds: f64) {
-        self.http_duration.get_or_create(&RouteLabels { method, route }).observe(seconds);
+    pub fn request(&self, method: &'static str, route: &'static str, status: u16, elapsed: std::time::Duration) {
+        self.http_duration.get_or_create(&RouteLabels { method, route }).observe(elapsed);
         self.http_requests.get_or_create(&RequestLabels { method, route, status }).inc();
     }
 

@@ -129,7 +129,8 @@ impl FromRequestParts<App> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
         let token = bearer(parts)?;
-        let principal = app.store.principal(&hash(token)).await?.ok_or(Error::Unauthorized)?;
+        let token_hash = hash(token);
+        let principal = app.store.principal(&token_hash).await?.ok_or(Error::Unauthorized)?;
         if principal.kind == TokenKind::Ops {
             return Err(Error::Forbidden("Operations tokens cannot call the client API."));
         }
@@ -145,7 +146,7 @@ impl FromRequestParts<App> for Caller {
                 )
             }
         };
-        limit(parts, app, &rates, &hash(token))?;
+        limit(parts, app, &rates, &token_hash)?;
         let scope = Scope { client: principal.client, mode: principal.kind.mode() };
         Ok(Caller { principal, scope, prices, limits })
     }

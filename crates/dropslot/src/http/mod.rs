@@ -141,7 +141,7 @@ async fn count_request(
         .get::<axum::extract::MatchedPath>()
         .map_or("unmatched", |p| crate::metrics::route_label(p.as_str()));
     let res = next.run(req).await;
-    app.metrics.request(method, route, res.status().as_u16(), start.elapsed().as_secs_f64());
+    app.metrics.request(method, route, res.status().as_u16(), start.elapsed());
     res
 }
 
