@@ -34,21 +34,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cat >"$TMP/limits.toml" <<'TOML'
-[rate_limits]
-preview = { per_second = 1000000, burst = 1000000 }
-orders = { per_second = 1000000, burst = 1000000 }
-other = { per_second = 1000000, burst = 1000000 }
-[public_rate_limit]
-per_second = 1000000
-burst = 1000000
-TOML
 printf '%s' '{"pick_up_address":{"text":"100 King St W, Toronto, ON M5X 1A9"},"drop_offs":[{"address":{"text":"290 Bremner Blvd, Toronto, ON M5V 3L9","person_name":"Jane Doe","person_phone":"+1 416 555 0100"},"parcels":[{"unit":"g","values":500},{"unit":"g","values":1500}]}]}' >"$TMP/body.json"
 
 # start NAME BINARY: a server on a fresh database; sets URL_<NAME> and TOKEN_<NAME>.
 start() {
   local name=$1 bin=$2 log=$TMP/$1.log extra=CONFIG_$1
-  cp "${!extra:-$TMP/limits.toml}" "$TMP/$name.toml"
+  cp "${!extra:-scripts/high-limits.toml}" "$TMP/$name.toml"
   DROPSLOT_NOW=2026-11-23T12:00:00Z RUST_LOG=${RUST_LOG:-info} DROPSLOT_CONFIG=$TMP/$name.toml \
     "$bin" serve --database "sqlite://$TMP/$name.db" --listen 127.0.0.1:0 >"$log" 2>&1 &
   PIDS+=($!)

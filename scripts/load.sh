@@ -140,21 +140,12 @@ log "starting $PROCESSES dropslot serve process(es) on a fresh $BACKEND database
 # start_app LOG: one `dropslot serve` on the database; appends to APP_PIDS and APPS (its base
 # URL); APP is the first process's.
 # The rate limits stay on (their cost is part of what is measured) but far above what one
-# token sends here, so no request is refused.
-cat >"$TMP/load.toml" <<'TOML'
-[rate_limits]
-preview = { per_second = 1000000, burst = 1000000 }
-orders = { per_second = 1000000, burst = 1000000 }
-other = { per_second = 1000000, burst = 1000000 }
-[public_rate_limit]
-per_second = 1000000
-burst = 1000000
-TOML
+# token sends here, so no request is refused (scripts/high-limits.toml).
 start_app() {
   # Webhook receivers are local floors: private targets allowed (no endpoint exists before
   # the webhook phase).
   DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_BASE_URL=${DROPSLOT_BASE_URL:-http://127.0.0.1:8080} \
-    DROPSLOT_WEBHOOKS_ALLOW_PRIVATE=1 DROPSLOT_CONFIG=$TMP/load.toml \
+    DROPSLOT_WEBHOOKS_ALLOW_PRIVATE=1 DROPSLOT_CONFIG=$ROOT/scripts/high-limits.toml \
     "$DROPSLOT" serve --database "$DB_URL" --listen 127.0.0.1:0 >"$1" 2>&1 &
   PIDS+=($!)
   APP_PIDS+=($!)

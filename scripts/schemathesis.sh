@@ -30,16 +30,6 @@ export DATABASE_URL="sqlite://$WORK/dropslot.db"
 export DROPSLOT_NOW=2026-11-23T12:00:00Z
 export DROPSLOT_BASE_URL="$BASE"
 export DROPSLOT_ADMIN_TOKEN="schemathesis-admin-token-0123456789"
-# The limits of tests/it/common.rs (GENEROUS_LIMITS): the run must meet no 429.
-cat > "$WORK/limits.toml" <<'TOML'
-[rate_limits]
-preview = { per_second = 1000000, burst = 1000000 }
-orders = { per_second = 1000000, burst = 1000000 }
-other = { per_second = 1000000, burst = 1000000 }
-[public_rate_limit]
-per_second = 1000000
-burst = 1000000
-TOML
 
 # A client of its own with a test and an ops token (the database is then not empty, so serve
 # creates no demo client).
@@ -52,7 +42,7 @@ DROPSLOT_OPS_TOKEN=$("$BIN" token create --client "$CLIENT" --kind ops)
 DROPSLOT_ADMIN_CLIENT=$("$BIN" client create --name schemathesis-admin-target)
 export DROPSLOT_TEST_TOKEN DROPSLOT_OPS_TOKEN DROPSLOT_ADMIN_CLIENT
 
-"$BIN" serve --listen "127.0.0.1:$PORT" --config "$WORK/limits.toml" >"$WORK/serve.log" 2>&1 &
+"$BIN" serve --listen "127.0.0.1:$PORT" --config "$PWD/scripts/high-limits.toml" >"$WORK/serve.log" 2>&1 &
 SERVER=$!
 # Ready when /readyz says so (the store is open and takes writes); bounded.
 for _ in $(seq 1 100); do

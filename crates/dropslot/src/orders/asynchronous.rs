@@ -8,7 +8,7 @@ use axum::response::Response;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::create::{IDEMPOTENCY_WINDOW, fingerprint, idempotency_key, replay};
+use super::create::{Keyed, fingerprint, key_taken, keyed};
 use super::request::{Purpose, RequestPayload};
 use super::wire::{OrderObject, ShipmentObject};
 use super::{Prepared, Terms};
@@ -18,7 +18,7 @@ use crate::error::{Error, FieldErrors, Result};
 use crate::http::{API, Envelope, ErrorEnvelope, JsonBody, PathParam, envelope, json_response};
 use crate::ids;
 use crate::quote::schedule::iso;
-use crate::store::{CreateOrderError, IdempotencyClaim, NewRequest, RequestStatus, StoredRequest};
+use crate::store::{CreateOrderError, NewRequest, RequestStatus, StoredRequest};
 
 const ACCEPTED: &str = "Order request accepted; it is being processed.";
 
@@ -115,17 +115,12 @@ pub(super) async fn accept(
     JsonBody(payload, body): JsonBody<RequestPayload>,
 ) -> Result<Response> {
     let now = app.clock.now();
-    let claim = match idempotency_key(&headers)? {
-        None => None,
-        Some(key) => {
-            // Tagged, so one key sent to `sync` and to `async` with the same body is a
-            // conflict, never the other endpoint's answer.
-            let request_hash = fingerprint(&serde_json::json!({"async": body}));
-            if let Some(replayed) = replay(&app, caller.scope, &key, &request_hash, now).await? {
-                return Ok(replayed);
-            }
-            Some(IdempotencyClaim { key, request_hash, expired_before: now - IDEMPOTENCY_WINDOW, now })
-        }
+    // Tagged, so one key sent to `sync` and to `async` with the same body is a conflict,
+    // never the other endpoint's answer.
+    let request_hash = || fingerprint(&serde_json::json!({"async": &body}));
+    let claim = match keyed(&app, caller.scope, &headers, request_hash, now).await? {
+        Keyed::Replay(replayed) => return Ok(replayed),
+        Keyed::Fresh(claim) => claim,
     };
     let terms = caller.terms();
     let prepared = super::prepare(&app, &terms, payload, Purpose::AsyncOrder).await?;
@@ -157,12 +152,7 @@ pub(super) async fn accept(
             app.requests_queued.notify_one();
             Ok(json_response(202, response))
         }
-        Err(CreateOrderError::IdempotencyKeyTaken) => {
-            let claim = claim.ok_or_else(|| Error::Internal("idempotency conflict without a key".into()))?;
-            replay(&app, caller.scope, &claim.key, &claim.request_hash, now)
-                .await?
-                .ok_or_else(|| Error::Conflict("The idempotency key is being used by another request.".into()))
-        }
+        Err(CreateOrderError::IdempotencyKeyTaken) => key_taken(&app, caller.scope, claim, now).await,
         Err(CreateOrderError::CustomCodeTaken { drop_off, parcel }) => Err(super::custom_code_taken(drop_off, parcel)),
         Err(CreateOrderError::Store(e)) => Err(e.into()),
     }

@@ -21,7 +21,7 @@ use crate::store::{
     StoredDropOffAddress, StoredPickUpAddress, StoredShipment,
 };
 
-pub(super) const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
+const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 const CREATED: &str = "Order created.";
 
 #[utoipa::path(post, path = "/requests/sync", tag = "Orders", operation_id = "create_order",
@@ -43,15 +43,9 @@ pub(super) async fn handle(
     JsonBody(payload, body): JsonBody<RequestPayload>,
 ) -> Result<Response> {
     let now = app.clock.now();
-    let claim = match idempotency_key(&headers)? {
-        None => None,
-        Some(key) => {
-            let request_hash = fingerprint(&body);
-            if let Some(replayed) = replay(&app, caller.scope, &key, &request_hash, now).await? {
-                return Ok(replayed);
-            }
-            Some(IdempotencyClaim { key, request_hash, expired_before: now - IDEMPOTENCY_WINDOW, now })
-        }
+    let claim = match keyed(&app, caller.scope, &headers, || fingerprint(&body), now).await? {
+        Keyed::Replay(replayed) => return Ok(replayed),
+        Keyed::Fresh(claim) => claim,
     };
     let terms = caller.terms();
     let prepared = super::prepare(&app, &terms, payload, Purpose::Order).await?;
@@ -69,20 +63,52 @@ pub(super) async fn handle(
             Ok(json_response(201, body))
         }
         Err(CreateOrderError::CustomCodeTaken { drop_off, parcel }) => Err(custom_code_taken(drop_off, parcel)),
-        Err(CreateOrderError::IdempotencyKeyTaken) => {
-            // A concurrent request with the same key committed first: answer as it did.
-            let claim = claim.ok_or_else(|| Error::Internal("idempotency conflict without a key".into()))?;
-            replay(&app, caller.scope, &claim.key, &claim.request_hash, now)
-                .await?
-                .ok_or_else(|| Error::Conflict("The idempotency key is being used by another request.".into()))
-        }
+        Err(CreateOrderError::IdempotencyKeyTaken) => key_taken(&app, caller.scope, claim, now).await,
         Err(CreateOrderError::Store(e)) => Err(e.into()),
     }
 }
 
+/// What an `Idempotency-Key` makes of an order request (`sync` or `async`): the stored
+/// answer of an earlier request with the same key and body, or a fresh request, with the
+/// claim its write takes when a key was sent.
+pub(super) enum Keyed {
+    Replay(Response),
+    Fresh(Option<IdempotencyClaim>),
+}
+
+/// Reads the key; `request_hash` fingerprints the request only when there is one.
+pub(super) async fn keyed(
+    app: &App,
+    scope: Scope,
+    headers: &HeaderMap,
+    request_hash: impl FnOnce() -> String,
+    now: Timestamp,
+) -> Result<Keyed> {
+    let Some(key) = idempotency_key(headers)? else { return Ok(Keyed::Fresh(None)) };
+    let request_hash = request_hash();
+    if let Some(replayed) = replay(app, scope, &key, &request_hash, now).await? {
+        return Ok(Keyed::Replay(replayed));
+    }
+    Ok(Keyed::Fresh(Some(IdempotencyClaim { key, request_hash, expired_before: now - IDEMPOTENCY_WINDOW, now })))
+}
+
+/// The write found its key taken: a concurrent request with the same key committed first.
+/// Its answer when the body is the same, else a conflict.
+pub(super) async fn key_taken(
+    app: &App,
+    scope: Scope,
+    claim: Option<IdempotencyClaim>,
+    now: Timestamp,
+) -> Result<Response> {
+    let claim = claim.ok_or_else(|| Error::Internal("idempotency conflict without a key".into()))?;
+    replay(app, scope, &claim.key, &claim.request_hash, now)
+        .await?
+        .ok_or_else(|| Error::Conflict("The idempotency key is being used by another request.".into()))
+}
+
 /// The `Idempotency-Key` header: once at most, 1–255 printable ASCII characters (space to
 /// `~`; a tab or any control character is refused).
-pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
     let mut values = headers.get_all("idempotency-key").iter();
     let Some(value) = values.next() else { return Ok(None) };
     if values.next().is_some() {
@@ -104,13 +130,7 @@ pub(super) fn fingerprint(body: &serde_json::Value) -> String {
     ids::hex(&Sha256::digest(crate::http::json::canonical(body).as_bytes()))
 }
 
-pub(super) async fn replay(
-    app: &App,
-    scope: Scope,
-    key: &str,
-    request_hash: &str,
-    now: Timestamp,
-) -> Result<Option<Response>> {
+async fn replay(app: &App, scope: Scope, key: &str, request_hash: &str, now: Timestamp) -> Result<Option<Response>> {
     let Some(stored) = app.store.idempotent_response(scope, key, now - IDEMPOTENCY_WINDOW).await? else {
         return Ok(None);
     };

@@ -111,21 +111,13 @@ fn rand_u64() -> u64 {
     h.finish()
 }
 
-/// Rate limits no test reaches unless it means to (see `ratelimit.rs` for one that does).
-pub const GENEROUS_LIMITS: &str = "[rate_limits]\npreview = { per_second = 1000000, burst = 1000000 }\n\
-orders = { per_second = 1000000, burst = 1000000 }\nother = { per_second = 1000000, burst = 1000000 }\n\
-[public_rate_limit]\nper_second = 1000000\nburst = 1000000\n";
+/// Rate limits no test reaches unless it means to (see `ratelimit.rs` for one that does):
+/// `scripts/high-limits.toml`, which the load and fuzzing scripts use too.
+pub const GENEROUS_LIMITS: &str = include_str!("../../../../scripts/high-limits.toml");
 
-/// A configuration file holding [`GENEROUS_LIMITS`], for the tests that run the binary.
+/// The configuration file holding [`GENEROUS_LIMITS`], for the tests that run the binary.
 pub fn generous_limits_file() -> std::path::PathBuf {
-    let path = std::env::temp_dir().join("dropslot-test-generous-limits.toml");
-    if std::fs::read_to_string(&path).ok().as_deref() != Some(GENEROUS_LIMITS) {
-        // Written aside and renamed: a test process never reads a half-written file.
-        let aside = path.with_extension(format!("{}.tmp", std::process::id()));
-        std::fs::write(&aside, GENEROUS_LIMITS).expect("write the limits file");
-        std::fs::rename(&aside, &path).expect("rename the limits file");
-    }
-    path
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/high-limits.toml")
 }
 
 pub struct TestServer {
