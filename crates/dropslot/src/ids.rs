@@ -104,16 +104,41 @@ pub fn shipment_order_unique_id() -> String {
 pub fn request_id() -> String {
     sortable_id("RQ", 12)
 }
+/// Characters of the cyclic clock in a `cyclic_id`.
+const CYCLE_CHARS: u32 = 5;
+/// Milliseconds one step of the cyclic clock lasts (a power of two).
+const CYCLE_STEP_MS: u64 = 64;
+
+/// `prefix` + 5 Crockford characters of a 64 ms clock that wraps every 2^25 steps (24.8 days)
+/// + `random` random ones: the short codes people read, scan or type. Every code made within
+/// one 64 ms step shares its first characters, so a batch of new codes lands on one or two
+/// pages of the unique index instead of one random page each, however large the index has
+/// grown (each step's part of the index holds only the codes of that step in earlier cycles);
+/// the random characters keep the code unguessable from its neighbours (docs/api.md,
+/// "Identifiers").
+pub fn cyclic_id(prefix: &str, random: usize) -> String {
+    let step = unix_millis() / CYCLE_STEP_MS;
+    let mut s = String::with_capacity(prefix.len() + CYCLE_CHARS as usize + random);
+    s.push_str(prefix);
+    for i in (0..CYCLE_CHARS).rev() {
+        s.push(CROCKFORD[((step >> (5 * i)) & 31) as usize] as char);
+    }
+    s.push_str(&unique_id("", random));
+    s
+}
+
+/// Pick-up shipment ids: `PU` + 5 cyclic clock + 12 random characters (60 random bits).
 pub fn pick_up_unique_id() -> String {
-    unique_id("PU", 12)
+    cyclic_id("PU", 12)
 }
-/// Drop-off unique ids are the tracking codes: `DS` + 12 chars (60 bits), unique per table.
+/// Drop-off unique ids are the tracking codes: `DS` + 5 cyclic clock + 12 random characters
+/// (60 random bits), unique per table.
 pub fn tracking_code() -> String {
-    unique_id("DS", 12)
+    cyclic_id("DS", 12)
 }
-/// Parcel codes printed on labels: `P` + 11 chars.
+/// Parcel codes printed on labels: `P` + 5 cyclic clock + 11 random characters (55 random bits).
 pub fn pick_up_code() -> String {
-    unique_id("P", 11)
+    cyclic_id("P", 11)
 }
 
 /// Length of a `url_token`.
@@ -136,10 +161,12 @@ mod tests {
     #[test]
     fn unique_ids_have_prefix_length_and_alphabet() {
         let t = tracking_code();
-        assert_eq!(t.len(), 14);
+        assert_eq!(t.len(), 19);
         assert!(t.starts_with("DS"));
         assert!(t[2..].bytes().all(|b| CROCKFORD.contains(&b)));
         assert_ne!(tracking_code(), tracking_code());
+        assert_eq!(pick_up_code().len(), 17);
+        assert_eq!(pick_up_unique_id().len(), 19);
         assert_eq!(url_token().len(), URL_TOKEN_LEN);
         assert_ne!(url_token(), url_token());
         let (a, b) = (order_unique_id(), order_unique_id());
