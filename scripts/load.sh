@@ -28,7 +28,13 @@
 #      and metrics off and on, default 2),
 #      WRKS (wrk processes per measurement, default PROCESSES; wrk i drives process i mod
 #      PROCESSES, the floor included, so PROCESSES=1 WRKS=2 loads one process exactly as
-#      PROCESSES=2 loads two: the fair comparison of 1 and 2 processes on one machine).
+#      PROCESSES=2 loads two: the fair comparison of 1 and 2 processes on one machine),
+#      CURVE (connection counts, e.g. "1 16 64 256": after the async phase, floor, preview
+#      and sync again at each; wrk threads are capped at the connections),
+#      SEED_ORDERS (e.g. 1000000: after that, sync orders are added through the API until the
+#      database holds that many, and floor, preview and sync are measured again on it).
+# Every run also reports the serve processes' peak RSS (VmHWM) and, on SQLite, the largest
+# -wal file seen while sync ran (sampled every 0.2 s).
 #
 # Idempotent: every run uses a fresh database and ephemeral 127.0.0.1 ports;
 # every server it starts is stopped on exit. Exit status is non-zero when a check fails
@@ -200,21 +206,23 @@ run() {
     if [[ ${FLOOR_ONLY:-0} == 1 ]]; then urls+=("$path"); else urls+=("${APPS[$((i % ${#APPS[@]}))]}$path"); fi
   done
   local conns=$((CONNECTIONS / WRKS))
+  # wrk needs a connection per thread.
+  local threads=$((THREADS < conns ? THREADS : conns))
   local wrks=()
   if [[ $WARMUP != 0 ]]; then
     for url in "${urls[@]}"; do
       env BODY_FILE="$BODY" TOKEN="$TOKEN" "$@" timeout $(($(seconds "$WARMUP") + 30)) \
-        wrk -t"$THREADS" -c"$conns" -d"$WARMUP" -s scripts/load.lua "$url" >/dev/null &
+        wrk -t"$threads" -c"$conns" -d"$WARMUP" -s scripts/load.lua "$url" >/dev/null &
       wrks+=($!)
     done
     wait "${wrks[@]}"
     sleep 1
   fi
   "${BEFORE_TIMED:-true}"
-  log "wrk -t$THREADS -c$conns -d$DURATION --latency $name: ${urls[*]}"
+  log "wrk -t$threads -c$conns -d$DURATION --latency $name: ${urls[*]}"
   for i in "${!urls[@]}"; do
     env BODY_FILE="$BODY" TOKEN="$TOKEN" "$@" timeout $((SECS + 60)) \
-      wrk -t"$THREADS" -c"$conns" -d"$DURATION" --latency -s scripts/load.lua "${urls[$i]}" >"$TMP/wrk-$name-$i.txt" &
+      wrk -t"$threads" -c"$conns" -d"$DURATION" --latency -s scripts/load.lua "${urls[$i]}" >"$TMP/wrk-$name-$i.txt" &
     wrks+=($!)
   done
   wait "${wrks[@]}"
@@ -278,9 +286,43 @@ TOML
   PREVIEW_OFF=$(mean "${OFF_RATES[@]}")
 fi
 
+# watch_start: samples, every 0.2 s until watch_stop, the largest -wal file (SQLite) and the
+# serve processes' largest resident set, into $TMP/watch ("WAL_BYTES RSS_KB").
+watch_start() {
+  (
+    wal=0 rss=0
+    while :; do
+      if [[ $BACKEND == sqlite && -f $DB-wal ]]; then
+        w=$(stat -c %s "$DB-wal" 2>/dev/null || echo 0)
+        ((w > wal)) && wal=$w
+      fi
+      for pid in "${APP_PIDS[@]}"; do
+        r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+        ((${r:-0} > rss)) && rss=$r
+      done
+      echo "$wal $rss" >"$TMP/watch.tmp" && mv "$TMP/watch.tmp" "$TMP/watch"
+      sleep 0.2
+    done
+  ) &
+  WATCH_PID=$!
+}
+watch_stop() { kill "$WATCH_PID" 2>/dev/null || true; wait "$WATCH_PID" 2>/dev/null || true; cat "$TMP/watch"; }
+# peak_rss: the largest VmHWM (peak resident set, KB) of the serve processes.
+peak_rss() {
+  local pid m=0 r
+  for pid in "${APP_PIDS[@]}"; do
+    r=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
+    ((${r:-0} > m)) && m=$r
+  done
+  echo "$m"
+}
+
 # Counted after the warm-up (whose orders are not part of the check), just before the timed run.
 count_before() { read -r orders_before parcels_before < <(count_rows); }
+watch_start
 BEFORE_TIMED=count_before run sync "$API/requests/sync" WRK_COUNT=1
+read -r SYNC_WAL SYNC_RSS < <(watch_stop)
+PEAK_RSS_API=$(peak_rss)
 # Requests wrk abandoned when its clock ran out may still be committing: let them finish,
 # then kill the server hard (no graceful shutdown) before counting what is on disk.
 sleep 1
@@ -330,6 +372,49 @@ ASYNC_SHIPMENTS=$(($(sql "SELECT count(*) FROM drop_off_shipments") - async_befo
 ASYNC_MS=$(((async_end - async_start) / 1000000))
 ASYNC_POST_MS=$(((async_posted - async_start) / 1000000))
 ASYNC_RATE=$(awk -v n="$ASYNC_SHIPMENTS" -v ms="$ASYNC_MS" 'BEGIN { printf "%.0f", n * 1000 / (ms > 0 ? ms : 1) }')
+
+# ---------------------------------------------------------------- scaling curve
+# CURVE: floor, preview and sync at each connection count, on the database as it now is.
+for c in ${CURVE:-}; do
+  ((c % WRKS == 0)) || die "CURVE: $c connections do not divide over WRKS=$WRKS"
+  CONNECTIONS=$c FLOOR_ONLY=1 run "floor_c$c" "$FLOOR_URL/"
+  CONNECTIONS=$c run "preview_c$c" "$API/requests/preview"
+  CONNECTIONS=$c run "sync_c$c" "$API/requests/sync"
+done
+
+# SEED_ORDERS: sync orders added through the API (wrk, CONNECTIONS connections, in rounds
+# sized by the last round's rate) until the database holds that many; then floor, preview and
+# sync again, to compare with the same measurements on the young database above.
+if [[ -n ${SEED_ORDERS:-} ]]; then
+  seed_round=10
+  while :; do
+    have=$(sql "SELECT count(*) FROM orders")
+    ((have >= SEED_ORDERS)) && break
+    log "seeding: $have of $SEED_ORDERS orders; wrk -d${seed_round}s on sync"
+    round_start=$(date +%s)
+    for app in "${APPS[@]}"; do
+      BODY_FILE="$BODY" TOKEN="$TOKEN" timeout $((seed_round + 60)) \
+        wrk -t"$THREADS" -c$((CONNECTIONS / PROCESSES)) -d"${seed_round}s" -s scripts/load.lua "$app$API/requests/sync" \
+        >/dev/null &
+      seeders+=($!)
+    done
+    wait "${seeders[@]}"
+    seeders=()
+    now_have=$(sql "SELECT count(*) FROM orders")
+    rate=$(((now_have - have) / ($(date +%s) - round_start > 0 ? $(date +%s) - round_start : 1)))
+    ((rate > 0)) || die "seeding made no orders"
+    seed_round=$(((SEED_ORDERS - now_have) / rate + 1))
+    ((seed_round > 120)) && seed_round=120
+  done
+  SEEDED=$(sql "SELECT count(*) FROM orders")
+  log "database holds $SEEDED orders ($(du -sh "${DB:-/dev/null}" 2>/dev/null | cut -f1) on disk)"
+  FLOOR_ONLY=1 run floor_seeded "$FLOOR_URL/"
+  run preview_seeded "$API/requests/preview"
+  watch_start
+  run sync_seeded "$API/requests/sync"
+  read -r SEEDED_WAL SEEDED_RSS < <(watch_stop)
+fi
+seeders=()
 
 # ---------------------------------------------------------------- lifecycle
 if [[ ${ONLY:-all} == all ]]; then
@@ -488,6 +573,23 @@ for name in "${NAMES[@]}"; do
   ratio=$(awk -v a="${RPS[$name]}" -v b="${RPS[floor]}" 'BEGIN { printf "%.3f", a / b }')
   printf '%-8s %10.0f %9.2f %9.2f %9s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio"
 done
+for c in ${CURVE:-}; do
+  for name in "floor_c$c" "preview_c$c" "sync_c$c"; do
+    ratio=$(awk -v a="${RPS[$name]}" -v b="${RPS[floor_c$c]}" 'BEGIN { printf "%.3f", a / b }')
+    printf '%-12s %10.0f %9.2f %9.2f %9s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio"
+  done
+done
+if [[ -n ${SEED_ORDERS:-} ]]; then
+  echo "on a database of $SEEDED orders:"
+  for name in floor_seeded preview_seeded sync_seeded; do
+    ratio=$(awk -v a="${RPS[$name]}" -v b="${RPS[floor_seeded]}" 'BEGIN { printf "%.3f", a / b }')
+    printf '%-14s %10.0f %9.2f %9.2f %9s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio"
+  done
+  echo "seeded / young: preview $(awk -v a="${RPS[preview_seeded]}" -v b="${RPS[preview]}" 'BEGIN { printf "%.3f", a / b }'), sync $(awk -v a="${RPS[sync_seeded]}" -v b="${RPS[sync]}" 'BEGIN { printf "%.3f", a / b }') (each against its own floor: preview $(awk -v a="${RPS[preview_seeded]}" -v b="${RPS[floor_seeded]}" -v c="${RPS[preview]}" -v d="${RPS[floor]}" 'BEGIN { printf "%.3f", (a / b) / (c / d) }'), sync $(awk -v a="${RPS[sync_seeded]}" -v b="${RPS[floor_seeded]}" -v c="${RPS[sync]}" -v d="${RPS[floor]}" 'BEGIN { printf "%.3f", (a / b) / (c / d) }'))"
+  echo "sync on the seeded database: largest -wal ${SEEDED_WAL} bytes, largest RSS ${SEEDED_RSS} KB"
+fi
+echo "memory: peak RSS (VmHWM) through floor, preview and sync: $PEAK_RSS_API KB; after every later phase: $(peak_rss) KB"
+[[ $BACKEND == sqlite ]] && echo "WAL: largest -wal file while sync ran: $SYNC_WAL bytes"
 echo
 if ((PROCESSES == 1)); then
   echo "preview with rate limits and HTTP metrics: ${ON_RATES[*]} req/s (mean $PREVIEW_ON); with both off: ${OFF_RATES[*]} req/s (mean $PREVIEW_OFF); on/off = $(awk -v a="$PREVIEW_ON" -v b="$PREVIEW_OFF" 'BEGIN { printf "%.3f", a / b }')"
