@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Paired A/B of preview throughput between two builds of dropslot (issue 13: "before and after
+# Paired A/B of preview or sync throughput between two builds of dropslot (issue 13: "before and after
 # figures for each change, from paired runs"). Both servers run at once, each on a fresh SQLite
 # file with the same configuration as scripts/load.sh (clock pinned, rate limits on but high,
 # RUST_LOG=info); wrk (the same body and script as load.sh) drives them in turn, in ABBA order
 # so a drift of the machine weighs on both alike, and the means are compared.
 #
 #   cargo build --release -p dropslot --bin dropslot && cp target/release/dropslot /tmp/after
-#   scripts/ab-preview.sh /tmp/before /tmp/after        # PAIRS=3 DURATION=10s CONNECTIONS=64
+#   scripts/ab.sh /tmp/before /tmp/after        # PAIRS=3 DURATION=10s CONNECTIONS=64
+#   ENDPOINT=sync scripts/ab.sh /tmp/before /tmp/after   # order creation (default: preview)
 #
 # CONFIG_A / CONFIG_B: a configuration file for that server instead of the default one (the
 # same binary twice, with CONFIG_B turning something off, measures what that thing costs).
@@ -17,13 +18,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-A=${1:?usage: scripts/ab-preview.sh BEFORE_BINARY AFTER_BINARY}
-B=${2:?usage: scripts/ab-preview.sh BEFORE_BINARY AFTER_BINARY}
+A=${1:?usage: scripts/ab.sh BEFORE_BINARY AFTER_BINARY}
+B=${2:?usage: scripts/ab.sh BEFORE_BINARY AFTER_BINARY}
 PAIRS=${PAIRS:-3}
+ENDPOINT=${ENDPOINT:-preview}
+[[ $ENDPOINT == preview || $ENDPOINT == sync ]] || { echo "ab: ENDPOINT=$ENDPOINT: preview or sync" >&2; exit 1; }
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
-command -v wrk >/dev/null || { echo "ab-preview: wrk is missing (scripts/load.sh installs it)" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "ab: wrk is missing (scripts/load.sh installs it)" >&2; exit 1; }
 
 TMP=$(mktemp -d)
 PIDS=()
@@ -49,7 +52,7 @@ start() {
     [[ -n $url ]] && break
     sleep 0.1
   done
-  [[ -n $url ]] || { cat "$log" >&2; echo "ab-preview: $name did not start" >&2; exit 1; }
+  [[ -n $url ]] || { cat "$log" >&2; echo "ab: $name did not start" >&2; exit 1; }
   printf -v "URL_$name" '%s' "${url#listening on }"
   printf -v "PID_$name" '%s' "${PIDS[-1]}"
   printf -v "TOKEN_$name" '%s' "$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$log")"
@@ -64,7 +67,7 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 run() {
   local name=$1 url token
   url=URL_$name token=TOKEN_$name
-  local target="${!url}/scheduled-service/api/v1/requests/preview"
+  local target="${!url}/scheduled-service/api/v1/requests/$ENDPOINT"
   BODY_FILE=$TMP/body.json TOKEN=${!token} wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s scripts/load.lua "$target" >/dev/null
   local line pid=PID_$name c0 c1
   c0=$(cpu_ticks "${!pid}")
@@ -77,7 +80,7 @@ run() {
   us=$(awk -v t=$((c1 - c0)) -v n="$requests" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t * 1e6 / hz / n }')
   p99=$(sed -nE 's/.* p99_ms=([^ ]+).*/\1/p' <<<"$line")
   non2xx=$(sed -nE 's/.* non2xx=([^ ]+).*/\1/p' <<<"$line")
-  [[ $non2xx == 0 ]] || { echo "ab-preview: $name answered $non2xx non-2xx" >&2; exit 1; }
+  [[ $non2xx == 0 ]] || { echo "ab: $name answered $non2xx non-2xx" >&2; exit 1; }
   printf '%s %10.0f req/s  p99 %6.2f ms  %6.2f us CPU/request\n' "$name" "$rps" "$p99" "$us"
   if [[ $name == A ]]; then RATES_A+=("$rps") CPU_A+=("$us"); else RATES_B+=("$rps") CPU_B+=("$us"); fi
 }
