@@ -237,8 +237,9 @@ pub trait Store: Send + Sync + 'static {
         per_endpoint: usize,
         in_flight: Vec<(i64, usize)>,
     ) -> StoreResult<Vec<Claimed>>;
-    /// Records an attempt and moves its delivery (and its stream, and its endpoint's health).
-    async fn record_attempt(&self, a: AttemptRecord) -> StoreResult<()>;
+    /// Records attempts and moves their deliveries (and their streams, and their endpoints'
+    /// health), all in one transaction: every one of them is committed, or none.
+    async fn record_attempts(&self, attempts: Vec<AttemptRecord>) -> StoreResult<()>;
     /// When the next pending delivery falls due, if any.
     async fn next_due_ms(&self) -> StoreResult<Option<i64>>;
     /// Deliveries not yet delivered or failed.

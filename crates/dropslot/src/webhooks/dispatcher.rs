@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
-use tokio::sync::{Notify, Semaphore, watch};
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::{retry, signing, target};
@@ -28,6 +28,11 @@ const POLL: Duration = Duration::from_secs(1);
 const LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// The response body kept per attempt.
 const EXCERPT: usize = 1024;
+/// Attempts recorded in one store call at most.
+const RECORD_BATCH: usize = 256;
+
+/// An attempt to record, and who waits for it to be committed.
+type Recording = (AttemptRecord, oneshot::Sender<Result<(), String>>);
 
 pub struct Dispatcher {
     store: DynStore,
@@ -71,6 +76,8 @@ impl Dispatcher {
     /// Runs until `stop` turns true, then drains.
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         let permits = Arc::new(Semaphore::new(self.settings.concurrency));
+        let (record, recordings) = mpsc::channel::<Recording>(self.settings.concurrency.max(1));
+        let recorder = tokio::spawn(record_attempts(self.store.clone(), recordings));
         let mut tasks = JoinSet::new();
         let mut sampled = Instant::now().checked_sub(POLL).unwrap_or_else(Instant::now);
         while !*stop.borrow() {
@@ -83,9 +90,9 @@ impl Dispatcher {
                         claimed = batch.len();
                         for d in batch {
                             let Ok(permit) = permits.clone().try_acquire_owned() else { break };
-                            let me = self.clone();
+                            let (me, record) = (self.clone(), record.clone());
                             tasks.spawn(async move {
-                                me.deliver(d).await;
+                                me.deliver(d, &record).await;
                                 drop(permit);
                             });
                         }
@@ -119,6 +126,9 @@ impl Dispatcher {
             tracing::warn!(left = tasks.len(), "webhook deliveries still in flight after the drain; they are retried");
             tasks.abort_all();
         }
+        // The recorder ends once every delivery's sender is gone; what it holds is written.
+        drop(record);
+        let _ = recorder.await;
     }
 
     /// How long to sleep when nothing is due: until the next due delivery, at most `POLL`.
@@ -149,8 +159,8 @@ impl Dispatcher {
         self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Sends one delivery and records the attempt.
-    async fn deliver(&self, d: Claimed) {
+    /// Sends one delivery and records the attempt (through the recorder, with others).
+    async fn deliver(&self, d: Claimed, record: &mpsc::Sender<Recording>) {
         let started = Instant::now();
         let sent = self.send(&d).await;
         let latency = started.elapsed();
@@ -187,7 +197,7 @@ impl Dispatcher {
             error = error.as_deref(),
             "webhook attempt"
         );
-        let record = AttemptRecord {
+        let attempt = AttemptRecord {
             delivery_id: d.delivery_id,
             claim: d.claim,
             endpoint_id: d.endpoint_id,
@@ -200,7 +210,12 @@ impl Dispatcher {
             outcome,
             disable_after_ms: self.settings.disable_after.as_millis() as i64,
         };
-        if let Err(e) = self.store.record_attempt(record).await {
+        let (ack, recorded) = oneshot::channel();
+        let result = match record.send((attempt, ack)).await {
+            Ok(()) => recorded.await.unwrap_or_else(|_| Err("the attempt recorder stopped".into())),
+            Err(_) => Err("the attempt recorder stopped".into()),
+        };
+        if let Err(e) = result {
             // The lease runs out and the delivery is sent again: at least once.
             tracing::error!(delivery_id = d.delivery_id, error = %e, "recording a webhook attempt failed");
         }
@@ -293,6 +308,24 @@ struct Sent {
 
 /// An HTTP client error in the integrator's words, with its cause; without the URL, which
 /// may carry a credential in its query (the log and the attempt record show the endpoint id).
+/// Records the attempts the deliveries hand over, every one waiting at the time in one store
+/// call (one transaction), instead of a transaction per attempt; each delivery hears when its
+/// attempt is committed. Ends when every sender is dropped.
+async fn record_attempts(store: DynStore, mut recordings: mpsc::Receiver<Recording>) {
+    let mut batch = Vec::with_capacity(RECORD_BATCH);
+    while recordings.recv_many(&mut batch, RECORD_BATCH).await > 0 {
+        // In endpoint order, so two processes' batches on PostgreSQL lock endpoint rows in the
+        // same order and cannot deadlock.
+        batch.sort_by_key(|(a, _)| (a.endpoint_id, a.delivery_id));
+        let (attempts, acks): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
+        let result = store.record_attempts(attempts).await.map_err(|e| e.to_string());
+        for ack in acks {
+            // A delivery gone (aborted at shutdown) needs no answer.
+            let _ = ack.send(result.clone());
+        }
+    }
+}
+
 fn describe(e: reqwest::Error, timeout: Duration) -> String {
     if e.is_timeout() {
         return format!("No answer within {} s.", timeout.as_secs_f64());

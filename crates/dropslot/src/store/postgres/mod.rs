@@ -734,8 +734,12 @@ impl Store for PgStore {
         Ok(in_tx!(self, |tx| webhooks::claim(tx, now_ms, lease_until_ms, limit, per_endpoint, &in_flight).await?))
     }
 
-    async fn record_attempt(&self, a: AttemptRecord) -> StoreResult<()> {
-        in_tx!(self, |tx| webhooks::record_attempt(tx, &a).await?);
+    async fn record_attempts(&self, attempts: Vec<AttemptRecord>) -> StoreResult<()> {
+        in_tx!(self, |tx| {
+            for a in &attempts {
+                webhooks::record_attempt(tx, a).await?;
+            }
+        });
         Ok(())
     }
 

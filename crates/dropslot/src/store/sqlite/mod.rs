@@ -726,8 +726,8 @@ impl Store for SqliteStore {
         self.writer.write(move |c| webhooks::claim(c, now_ms, lease_until_ms, limit, per_endpoint, &in_flight)).await
     }
 
-    async fn record_attempt(&self, a: AttemptRecord) -> StoreResult<()> {
-        self.writer.write(move |c| webhooks::record_attempt(c, &a)).await
+    async fn record_attempts(&self, attempts: Vec<AttemptRecord>) -> StoreResult<()> {
+        self.writer.write(move |c| attempts.iter().try_for_each(|a| webhooks::record_attempt(c, a))).await
     }
 
     async fn next_due_ms(&self) -> StoreResult<Option<i64>> {
