@@ -371,6 +371,7 @@ ASYNC_FAILED=$(sql "SELECT count(*) FROM order_requests WHERE status = 'failed'"
 ASYNC_SHIPMENTS=$(($(sql "SELECT count(*) FROM drop_off_shipments") - async_before))
 ASYNC_MS=$(((async_end - async_start) / 1000000))
 ASYNC_POST_MS=$(((async_posted - async_start) / 1000000))
+log "peak RSS after async: $(peak_rss) KB"
 ASYNC_RATE=$(awk -v n="$ASYNC_SHIPMENTS" -v ms="$ASYNC_MS" 'BEGIN { printf "%.0f", n * 1000 / (ms > 0 ? ms : 1) }')
 
 # ---------------------------------------------------------------- scaling curve
@@ -380,6 +381,7 @@ for c in ${CURVE:-}; do
   CONNECTIONS=$c FLOOR_ONLY=1 run "floor_c$c" "$FLOOR_URL/"
   CONNECTIONS=$c run "preview_c$c" "$API/requests/preview"
   CONNECTIONS=$c run "sync_c$c" "$API/requests/sync"
+  log "peak RSS after the curve at $c connections: $(peak_rss) KB"
 done
 
 # SEED_ORDERS: sync orders added through the API (wrk, CONNECTIONS connections, in rounds
@@ -413,6 +415,7 @@ if [[ -n ${SEED_ORDERS:-} ]]; then
   watch_start
   run sync_seeded "$API/requests/sync"
   read -r SEEDED_WAL SEEDED_RSS < <(watch_stop)
+  log "peak RSS after the seeded runs: $(peak_rss) KB"
 fi
 seeders=()
 
@@ -460,6 +463,7 @@ CODES_FILE=$CODES TOKEN=$OPS THREADS=$THREADS timeout $((SECS + 60)) \
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s scripts/ops.lua "$APP/" | tee "$TMP/wrk-ops.txt" |
   sed 's/^/   /' >&2
 RESULT[ops]=$(grep '^LOAD ' "$TMP/wrk-ops.txt") || die "no LOAD line from wrk for ops"
+log "peak RSS after scenarios and ops: $(peak_rss) KB"
 RPS[ops]=$(field ops rps)
 P50[ops]=$(field ops p50_ms)
 P99[ops]=$(field ops p99_ms)
@@ -495,6 +499,7 @@ HOOKS=("$(subscribe "${RECEIVERS[0]}" '["*"]')" "$(subscribe "${RECEIVERS[1]}" '
 run sync_hooks "$API/requests/sync" WRK_COUNT=1
 [[ $(field sync_hooks non2xx) == 0 ]] || die "sync with webhooks: $(field sync_hooks non2xx) non-2xx responses"
 drain_deliveries
+log "peak RSS after sync with 2 endpoints: $(peak_rss) KB"
 for id in "${HOOKS[@]}"; do
   curl -sS --max-time 10 -X DELETE -H "Authorization: Bearer $TOKEN" "$APP$API/webhooks/$id" >/dev/null
 done
@@ -536,6 +541,7 @@ log "fan-out burst: $FANOUT shipments × 5 events × 4 endpoints"
 for ((moved = 0; moved < FANOUT; moved += 1000)); do scenario_over 1000; done
 drain_deliveries
 read -r FAN_N FAN_OK FAN_SPAN FAN_P50 FAN_P99 FAN_DISORDER < <(fanout_stats "$first")
+log "peak RSS after the fan-out burst: $(peak_rss) KB"
 FAN_RATE=$(awk -v n="$FAN_OK" -v ms="$FAN_SPAN" 'BEGIN { printf "%.0f", n * 1000 / (ms > 0 ? ms : 1) }')
 # 2. Latency at a sustained rate: FANOUT_RATE deliveries/s offered (default 5,000) for 8 s,
 #    as ten scenario calls a second over RATE/200 shipments each (RATE/10 deliveries), so

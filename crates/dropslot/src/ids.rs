@@ -109,8 +109,8 @@ const CYCLE_CHARS: u32 = 5;
 /// Milliseconds one step of the cyclic clock lasts (a power of two).
 const CYCLE_STEP_MS: u64 = 64;
 
-/// `prefix` + 5 Crockford characters of a 64 ms clock that wraps every 2^25 steps (24.8 days)
-/// + `random` random ones: the short codes people read, scan or type. Every code made within
+/// `prefix`, then 5 Crockford characters of a 64 ms clock that wraps every 2^25 steps (24.8
+/// days), then `random` random ones: the short codes people read, scan or type. Every code made within
 /// one 64 ms step shares its first characters, so a batch of new codes lands on one or two
 /// pages of the unique index instead of one random page each, however large the index has
 /// grown (each step's part of the index holds only the codes of that step in earlier cycles);
