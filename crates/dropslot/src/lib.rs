@@ -118,7 +118,11 @@ pub async fn start(
     match built.await {
         Ok((app, demo, dispatcher)) => {
             let own_metrics = metrics_listener.is_some();
-            let _ = slot.set(http::router(app.clone(), api_routes(), root_routes(!own_metrics)));
+            // One request, one view of the store's read caches (`store::sqlite::request_scope`).
+            let one_epoch = axum::middleware::from_fn(|req: axum::extract::Request, next: axum::middleware::Next| {
+                store::sqlite::request_scope(next.run(req))
+            });
+            let _ = slot.set(http::router(app.clone(), api_routes(), root_routes(!own_metrics)).layer(one_epoch));
             let metrics = metrics_listener.map(|listener| {
                 let metrics_slot: http::server::RouterSlot = Arc::default();
                 let _ = metrics_slot.set(http::router(app.clone(), axum::Router::new(), health::metrics_routes()));

@@ -260,9 +260,17 @@ fn request_id<B>(req: &Request<B>) -> HeaderValue {
     req.headers().get("x-request-id").cloned().unwrap_or_else(new_request_id)
 }
 
+/// 24 hex characters: 6 random bytes drawn once per process, then a 6-byte counter. Unique
+/// across processes and restarts for log correlation, without a system call per request
+/// (a `getrandom` each was 1.7 % of a preview's profile); request ids are not secrets.
 pub(crate) fn new_request_id() -> HeaderValue {
-    let id = crate::ids::hex(&crate::ids::random_bytes::<12>());
-    HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("0"))
+    static PROCESS: std::sync::LazyLock<[u8; 6]> = std::sync::LazyLock::new(crate::ids::random_bytes::<6>);
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut bytes = [0u8; 12];
+    bytes[..6].copy_from_slice(&*PROCESS);
+    bytes[6..].copy_from_slice(&n.to_be_bytes()[2..]);
+    HeaderValue::from_str(&crate::ids::hex(&bytes)).unwrap_or_else(|_| HeaderValue::from_static("0"))
 }
 
 fn with_id(mut res: Response<Body>, id: &HeaderValue) -> Response<Body> {

@@ -3,6 +3,7 @@
 //! connections used inline (point reads take microseconds).
 
 mod epoch;
+pub use epoch::request_scope;
 mod lifecycle;
 mod orders;
 mod outbox;
