@@ -118,9 +118,9 @@ pub async fn start(
     match built.await {
         Ok((app, demo, dispatcher)) => {
             let own_metrics = metrics_listener.is_some();
-            // One request, one view of the store's read caches (`store::sqlite::request_scope`).
+            // One request, one view of the store's read caches (`store::cache::request_scope`).
             let one_epoch = axum::middleware::from_fn(|req: axum::extract::Request, next: axum::middleware::Next| {
-                store::sqlite::request_scope(next.run(req))
+                store::cache::request_scope(next.run(req))
             });
             let _ = slot.set(http::router(app.clone(), api_routes(), root_routes(!own_metrics)).layer(one_epoch));
             let metrics = metrics_listener.map(|listener| {

@@ -2,6 +2,7 @@
 //! chosen by the database URL's scheme. Every tenant-data method takes a `Scope`, so a query
 //! that forgets the client and mode filter cannot be written against this trait.
 
+pub mod cache;
 pub mod copy;
 mod lifecycle;
 pub mod postgres;

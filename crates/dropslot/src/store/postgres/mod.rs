@@ -35,6 +35,7 @@ use super::{
 };
 use crate::config::PostgresSettings;
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
+use crate::store::cache::{self, EpochCache, Stamp};
 
 /// The same versions and names as `SQLite`'s, one to one (a unit test compares them).
 pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -45,6 +46,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (5, "saved_address_uses", include_str!("../../../migrations/postgres/0005_saved_address_uses.sql")),
     (6, "dashboard_sessions", include_str!("../../../migrations/postgres/0006_dashboard_sessions.sql")),
     (7, "order_requests", include_str!("../../../migrations/postgres/0007_order_requests.sql")),
+    (8, "cache_epoch", include_str!("../../../migrations/postgres/0008_cache_epoch.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -58,7 +60,17 @@ pub struct PgStore {
     orders: std::sync::OnceLock<batch::Batcher>,
     order_writers: usize,
     stats: Arc<super::StoreStats>,
+    /// This store's identity in a request's kept epoch (`store::cache`).
+    epoch_id: usize,
+    /// Principals by token hash, and saved-address ids by pick-up text (found ones only: a
+    /// new address needs no bump), each valid while `cache_epoch.n` is unchanged.
+    principals: EpochCache<[u8; 32], Principal>,
+    saved_ids: EpochCache<(Scope, String), SavedAddressId>,
 }
+
+/// Bumps the cache epoch: a data-modifying CTE of the statement that makes the change (which
+/// appends `AND EXISTS (…)`: only when something changed), so it commits with the change.
+const BUMP_EPOCH: &str = "UPDATE cache_epoch SET n = n + 1 WHERE id = 1";
 
 impl PgStore {
     /// A pool over `url`; connects lazily, so a server that is down fails the first use
@@ -85,7 +97,30 @@ impl PgStore {
             orders: std::sync::OnceLock::new(),
             order_writers: settings.order_writers,
             stats: Arc::default(),
+            epoch_id: cache::epoch_id(),
+            principals: EpochCache::new(10_000),
+            saved_ids: EpochCache::new(4_096),
         })
+    }
+
+    /// The cache epoch: the one this request already read, else `cache_epoch.n` (one round
+    /// trip, where a token lookup is one too: a preview then finds its saved address in the
+    /// cache without a second).
+    async fn epoch(&self, c: &deadpool_postgres::Object) -> StoreResult<Stamp> {
+        if let Some(epoch) = cache::request_epoch(self.epoch_id) {
+            return Ok(epoch);
+        }
+        let n: i64 = c
+            .query_typed("SELECT n FROM cache_epoch WHERE id = 1", &[])
+            .await
+            .map_err(map_err)?
+            .first()
+            .map(|r| r.get(0))
+            .ok_or_else(|| StoreError::Corrupt("cache_epoch has no row".into()))?;
+        // The counter only grows from 0; a negative one was edited by hand: no cache.
+        let epoch = Stamp::try_from(n).map_err(|_| StoreError::Corrupt(format!("cache_epoch.n is {n}")))?;
+        cache::keep_request_epoch(self.epoch_id, epoch);
+        Ok(epoch)
     }
 
     /// Tells the outbox how many deliveries a committed unit of work queued.
@@ -329,11 +364,19 @@ impl Store for PgStore {
 
     async fn set_client_settings(&self, id: ClientId, settings_json: Option<String>) -> StoreResult<bool> {
         let c = self.conn().await?;
-        let n = c
-            .execute("UPDATE clients SET settings_json = $2 WHERE id = $1", &[&id.0, &settings_json])
+        let row = c
+            .query_one(
+                &format!(
+                    "WITH changed AS (UPDATE clients SET settings_json = $2 WHERE id = $1 RETURNING 1),
+                     bump AS ({BUMP_EPOCH} AND EXISTS (SELECT 1 FROM changed))
+                     SELECT count(*) FROM changed"
+                ),
+                &[&id.0, &settings_json],
+            )
             .await
             .map_err(map_err)?;
-        Ok(n == 1)
+        self.principals.clear();
+        Ok(row.get::<_, i64>(0) == 1)
     }
 
     async fn insert_token(&self, t: NewToken, now: Timestamp) -> StoreResult<()> {
@@ -349,6 +392,11 @@ impl Store for PgStore {
 
     async fn principal(&self, hash: &TokenHash) -> StoreResult<Option<Principal>> {
         let c = self.conn().await?;
+        // The epoch is read before the token (a change committed after this read bumps it).
+        let epoch = self.epoch(&c).await?;
+        if let Some(cached) = self.principals.get(&hash.0, epoch) {
+            return Ok(Some(cached));
+        }
         let row = c
             .query_opt(
                 "SELECT t.client_id, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
@@ -357,7 +405,12 @@ impl Store for PgStore {
             )
             .await
             .map_err(map_err)?;
-        row.as_ref().map(principal_row).transpose()
+        let found = row.as_ref().map(principal_row).transpose()?;
+        // Only a token that exists is cached: unknown ones cannot fill the cache.
+        if let Some(principal) = &found {
+            self.principals.put(hash.0, epoch, principal.clone());
+        }
+        Ok(found)
     }
 
     async fn list_tokens(&self, client: ClientId) -> StoreResult<Vec<TokenInfo>> {
@@ -383,11 +436,19 @@ impl Store for PgStore {
 
     async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
         let c = self.conn().await?;
-        let n = c
-            .execute("UPDATE tokens SET revoked_at = $2 WHERE prefix = $1 AND revoked_at IS NULL", &[&prefix, &now])
+        let row = c
+            .query_one(
+                &format!(
+                    "WITH revoked AS (UPDATE tokens SET revoked_at = $2 WHERE prefix = $1 AND revoked_at IS NULL RETURNING 1),
+                     bump AS ({BUMP_EPOCH} AND EXISTS (SELECT 1 FROM revoked))
+                     SELECT count(*) FROM revoked"
+                ),
+                &[&prefix, &now],
+            )
             .await
             .map_err(map_err)?;
-        Ok(n == 1)
+        self.principals.clear();
+        Ok(row.get::<_, i64>(0) == 1)
     }
 
     async fn create_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<Option<Principal>> {
@@ -448,6 +509,11 @@ impl Store for PgStore {
 
     async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>> {
         let c = self.conn().await?;
+        let epoch = self.epoch(&c).await?;
+        let key = (scope, normalized.to_string());
+        if let Some(cached) = self.saved_ids.get(&key, epoch) {
+            return Ok(Some(cached));
+        }
         let row = c
             .query_typed(
                 "SELECT id FROM saved_addresses WHERE client_id = $1 AND mode = $2 AND normalized = $3",
@@ -455,7 +521,12 @@ impl Store for PgStore {
             )
             .await
             .map_err(map_err)?;
-        row.first().map(|r| lifecycle::column(r, 0).map(SavedAddressId)).transpose()
+        let found = row.first().map(|r| lifecycle::column(r, 0).map(SavedAddressId)).transpose()?;
+        // Found ones only: an order that creates the address then bumps nothing.
+        if let Some(id) = found {
+            self.saved_ids.put(key, epoch, id);
+        }
+        Ok(found)
     }
 
     async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>> {
@@ -488,14 +559,19 @@ impl Store for PgStore {
 
     async fn delete_saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<bool> {
         let c = self.conn().await?;
-        let n = c
-            .execute(
-                "DELETE FROM saved_addresses WHERE client_id = $1 AND mode = $2 AND id = $3",
+        let row = c
+            .query_one(
+                &format!(
+                    "WITH deleted AS (DELETE FROM saved_addresses WHERE client_id = $1 AND mode = $2 AND id = $3 RETURNING 1),
+                     bump AS ({BUMP_EPOCH} AND EXISTS (SELECT 1 FROM deleted))
+                     SELECT count(*) FROM deleted"
+                ),
                 &[&scope.client.0, &scope.mode.as_str(), &id.0],
             )
             .await
             .map_err(map_err)?;
-        Ok(n == 1)
+        self.saved_ids.clear();
+        Ok(row.get::<_, i64>(0) == 1)
     }
 
     async fn idempotent_response(

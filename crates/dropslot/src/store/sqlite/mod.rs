@@ -3,7 +3,8 @@
 //! connections used inline (point reads take microseconds).
 
 mod epoch;
-pub use epoch::request_scope;
+
+use crate::store::cache::EpochCache;
 mod lifecycle;
 mod orders;
 mod outbox;
@@ -50,8 +51,8 @@ pub struct SqliteStore {
     /// The read caches of every preview (`epoch.rs`): principals by token hash, and the
     /// saved address (or none) of a pick-up text.
     epoch: epoch::Epoch,
-    principals: epoch::EpochCache<[u8; 32], Principal>,
-    saved_ids: epoch::EpochCache<(Scope, String), Option<SavedAddressId>>,
+    principals: EpochCache<[u8; 32], Principal>,
+    saved_ids: EpochCache<(Scope, String), Option<SavedAddressId>>,
 }
 
 /// The pooled read connections.
@@ -118,7 +119,7 @@ impl SqliteStore {
         let conns = (0..READERS).map(|_| connect(path).map(Mutex::new)).collect::<StoreResult<_>>()?;
         let readers = Arc::new(Readers { conns, next: AtomicUsize::new(0), stats: stats.clone() });
         let epoch = epoch::Epoch::open(path);
-        let (principals, saved_ids) = (epoch::EpochCache::new(10_000), epoch::EpochCache::new(4_096));
+        let (principals, saved_ids) = (EpochCache::new(10_000), EpochCache::new(4_096));
         Ok(SqliteStore { writer, readers, outbox, stats, epoch, principals, saved_ids })
     }
 

@@ -1,0 +1,97 @@
+//! Read caches shared by both backends (issue 13): what every request reads and almost never
+//! changes (a token's principal; which saved address a pick-up text is), each value tagged
+//! with the backend's **epoch** read before the value's database read. Every change to such
+//! data gives a new epoch in the same moment it commits (`SQLite`: the epoch file touched after
+//! the commit, `sqlite/epoch.rs`; `PostgreSQL`: a counter row bumped in the change's own
+//! transaction), so a cached value is stale from the very next epoch read, in every process.
+//!
+//! - A value lives at most `MAX_AGE`, which bounds what a hand edit of the database (or a
+//!   process killed between commit and touch, on `SQLite`) can leave stale.
+//! - Each cache is bounded; when full it starts over.
+//! - Within one HTTP request (`request_scope`, installed by the composition root on the
+//!   router), the epoch is read once, at the request's first cache lookup, and its later
+//!   lookups reuse it: the request sees the caches as of that instant, as if it had arrived
+//!   then. The next request reads the epoch afresh, so a revocation still fails it.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// The longest a cached value is used without reading the database again.
+pub const MAX_AGE: Duration = Duration::from_secs(1);
+
+/// An epoch: an opaque value that changes with every change to what the caches hold.
+pub type Stamp = u128;
+
+tokio::task_local! {
+    /// The epoch this request has read, and the `Epoch` it is of.
+    static REQUEST_EPOCH: Cell<Option<(usize, Stamp)>>;
+}
+
+/// Runs `request` so that its cache lookups read the epoch once (the router wraps every HTTP
+/// request in it). Work outside it (workers, the dispatcher) reads the epoch at every lookup.
+pub async fn request_scope<F: std::future::Future>(request: F) -> F::Output {
+    REQUEST_EPOCH.scope(Cell::new(None), request).await
+}
+
+/// Tells `Epoch`s apart in `REQUEST_EPOCH`.
+static NEXT_EPOCH_ID: AtomicUsize = AtomicUsize::new(0);
+
+/// A new identity for a store's epoch in `REQUEST_EPOCH`.
+pub fn epoch_id() -> usize {
+    NEXT_EPOCH_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The epoch of store `id` this request has read, if it has.
+pub fn request_epoch(id: usize) -> Option<Stamp> {
+    REQUEST_EPOCH.try_with(Cell::get).ok().flatten().filter(|(of, _)| *of == id).map(|(_, e)| e)
+}
+
+/// Keeps `epoch` of store `id` for the rest of this request (outside a request: nowhere).
+pub fn keep_request_epoch(id: usize, epoch: Stamp) {
+    let _ = REQUEST_EPOCH.try_with(|m| m.set(Some((id, epoch))));
+}
+
+/// Values by key, each valid in the epoch it was read in, for at most `MAX_AGE`.
+pub struct EpochCache<K, V> {
+    capacity: usize,
+    entries: Mutex<HashMap<K, Entry<V>>>,
+}
+
+struct Entry<V> {
+    epoch: Stamp,
+    read_at: Instant,
+    value: V,
+}
+
+impl<K: Eq + Hash, V: Clone> EpochCache<K, V> {
+    pub fn new(capacity: usize) -> Self {
+        EpochCache { capacity, entries: Mutex::new(HashMap::new()) }
+    }
+
+    /// The value of `key`, if it was read in `epoch` and recently.
+    pub fn get(&self, key: &K, epoch: Stamp) -> Option<V> {
+        let entries = self.entries.lock().ok()?;
+        let e = entries.get(key)?;
+        (e.epoch == epoch && e.read_at.elapsed() < MAX_AGE).then(|| e.value.clone())
+    }
+
+    /// Remembers a value read from the database after `epoch` was read.
+    pub fn put(&self, key: K, epoch: Stamp, value: V) {
+        let Ok(mut entries) = self.entries.lock() else { return };
+        if entries.len() >= self.capacity {
+            entries.clear();
+        }
+        entries.insert(key, Entry { epoch, read_at: Instant::now(), value });
+    }
+
+    /// Drops every value (this process's own change; the touch tells the others).
+    pub fn clear(&self) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.clear();
+        }
+    }
+}
