@@ -306,8 +306,6 @@ struct Sent {
     retry_after: Option<Duration>,
 }
 
-/// An HTTP client error in the integrator's words, with its cause; without the URL, which
-/// may carry a credential in its query (the log and the attempt record show the endpoint id).
 /// Records the attempts the deliveries hand over, every one waiting at the time in one store
 /// call (one transaction), instead of a transaction per attempt; each delivery hears when its
 /// attempt is committed. Ends when every sender is dropped.
@@ -326,6 +324,8 @@ async fn record_attempts(store: DynStore, mut recordings: mpsc::Receiver<Recordi
     }
 }
 
+/// An HTTP client error in the integrator's words, with its cause; without the URL, which
+/// may carry a credential in its query (the log and the attempt record show the endpoint id).
 fn describe(e: reqwest::Error, timeout: Duration) -> String {
     if e.is_timeout() {
         return format!("No answer within {} s.", timeout.as_secs_f64());

@@ -117,7 +117,8 @@ impl PgStore {
             .first()
             .map(|r| r.get(0))
             .ok_or_else(|| StoreError::Corrupt("cache_epoch has no row".into()))?;
-        // The counter only grows from 0; a negative one was edited by hand: no cache.
+        // The counter only grows from 0: a negative one was edited by hand, an error like any
+        // stored value that does not parse.
         let epoch = Stamp::try_from(n).map_err(|_| StoreError::Corrupt(format!("cache_epoch.n is {n}")))?;
         cache::keep_request_epoch(self.epoch_id, epoch);
         Ok(epoch)
