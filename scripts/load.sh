@@ -32,7 +32,11 @@
 #      CURVE (connection counts, e.g. "1 16 64 256": after the async phase, floor, preview
 #      and sync again at each; wrk threads are capped at the connections),
 #      SEED_ORDERS (e.g. 1000000: after that, sync orders are added through the API until the
-#      database holds that many, and floor, preview and sync are measured again on it).
+#      database holds that many, and floor, preview and sync are measured again on it),
+#      BASELINE (another dropslot binary, e.g. the build before a change; SQLite only: after
+#      the async phase it serves a fresh database of its own beside the restarted server, and
+#      preview and sync are run on both in ABBA order, BASELINE_PAIRS times (default 2), so a
+#      change is measured against its predecessor in one invocation, with the floor's run).
 # Every run also reports the serve processes' peak RSS (VmHWM) and, on SQLite, the largest
 # -wal file seen while sync ran (sampled every 0.2 s).
 #
@@ -374,6 +378,41 @@ ASYNC_POST_MS=$(((async_posted - async_start) / 1000000))
 log "peak RSS after async: $(peak_rss) KB"
 ASYNC_RATE=$(awk -v n="$ASYNC_SHIPMENTS" -v ms="$ASYNC_MS" 'BEGIN { printf "%.0f", n * 1000 / (ms > 0 ? ms : 1) }')
 
+# ---------------------------------------------------------------- paired runs against BASELINE
+if [[ -n ${BASELINE:-} ]]; then
+  [[ $BACKEND == sqlite && $PROCESSES == 1 ]] || die "BASELINE needs SQLite and one process"
+  [[ -x $BASELINE ]] || die "BASELINE=$BASELINE is not an executable"
+  DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_CONFIG=$ROOT/scripts/high-limits.toml \
+    "$BASELINE" serve --database "sqlite://$TMP/baseline.db" --listen 127.0.0.1:0 >"$TMP/baseline.log" 2>&1 &
+  PIDS+=($!)
+  BASE_PID=$!
+  BASE_URL=$(await_line "$TMP/baseline.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$BASE_PID")
+  BASE_URL=${BASE_URL#listening on }
+  BASE_TOKEN=$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$TMP/baseline.log") || die "the baseline printed no demo token"
+  # Its first orders, so that both databases hold the pick-up text as a saved address.
+  BODY_FILE="$BODY" TOKEN="$BASE_TOKEN" timeout 60 wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s scripts/load.lua \
+    "$BASE_URL$API/requests/sync" >/dev/null
+  MAIN_APPS=("${APPS[@]}")
+  MAIN_TOKEN=$TOKEN
+  declare -A PAIRED
+  # side NAME: point run() at the baseline (B) or the build under test (A).
+  side() {
+    if [[ $1 == B ]]; then APPS=("$BASE_URL"); TOKEN=$BASE_TOKEN; else APPS=("${MAIN_APPS[@]}"); TOKEN=$MAIN_TOKEN; fi
+  }
+  for ((k = 1; k <= ${BASELINE_PAIRS:-2}; k++)); do
+    for endpoint in preview sync; do
+      for who in B A A B; do
+        side "$who"
+        run "paired_${endpoint}_${who}_$k" "$API/requests/$endpoint"
+        PAIRED[${endpoint}_$who]+="${RPS[paired_${endpoint}_${who}_$k]} "
+      done
+    done
+  done
+  side A
+  kill "$BASE_PID"
+  wait "$BASE_PID" 2>/dev/null || true
+fi
+
 # ---------------------------------------------------------------- scaling curve
 # CURVE: floor, preview and sync at each connection count, on the database as it now is.
 for c in ${CURVE:-}; do
@@ -585,6 +624,14 @@ for c in ${CURVE:-}; do
     printf '%-12s %10.0f %9.2f %9.2f %9s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio"
   done
 done
+if [[ -n ${BASELINE:-} ]]; then
+  for endpoint in preview sync; do
+    # shellcheck disable=SC2086 # the rates are space-separated on purpose
+    read -r mean_a mean_b < <(printf '%s\n' ${PAIRED[${endpoint}_A]} | awk '{ s += $1 } END { printf "%.1f ", s / NR }'
+      printf '%s\n' ${PAIRED[${endpoint}_B]} | awk '{ s += $1 } END { printf "%.1f\n", s / NR }')
+    echo "paired $endpoint: this build ${PAIRED[${endpoint}_A]}req/s (mean $mean_a), BASELINE ${PAIRED[${endpoint}_B]}req/s (mean $mean_b): $(awk -v a="$mean_a" -v b="$mean_b" 'BEGIN { printf "%.3f", a / b }')x; against this run's floor $(awk -v a="$mean_a" -v f="${RPS[floor]}" 'BEGIN { printf "%.3f", a / f }') and $(awk -v b="$mean_b" -v f="${RPS[floor]}" 'BEGIN { printf "%.3f", b / f }')"
+  done
+fi
 if [[ -n ${SEED_ORDERS:-} ]]; then
   echo "on a database of $SEEDED orders:"
   for name in floor_seeded preview_seeded sync_seeded; do
