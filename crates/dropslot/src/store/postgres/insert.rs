@@ -49,6 +49,11 @@ saved_new AS (
     ON CONFLICT (client_id, mode, normalized) DO NOTHING
     RETURNING id, client_id, mode, normalized
 ),
+-- A new saved address changes what the read caches hold (that its text was no saved address):
+-- the cache epoch moves with it, in this statement. Orders that reuse addresses bump nothing.
+epoch_bump AS (
+    UPDATE cache_epoch SET n = n + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM saved_new)
+),
 saved AS (
     SELECT o.ord, coalesce(
         (SELECT s.id FROM saved_new s

@@ -62,10 +62,10 @@ pub struct PgStore {
     stats: Arc<super::StoreStats>,
     /// This store's identity in a request's kept epoch (`store::cache`).
     epoch_id: usize,
-    /// Principals by token hash, and saved-address ids by pick-up text (found ones only: a
-    /// new address needs no bump), each valid while `cache_epoch.n` is unchanged.
+    /// Principals by token hash, and saved-address ids by pick-up text ("none" too: an order
+    /// that creates the address bumps the epoch), each valid while `cache_epoch.n` is unchanged.
     principals: EpochCache<[u8; 32], Principal>,
-    saved_ids: EpochCache<(Scope, String), SavedAddressId>,
+    saved_ids: EpochCache<(Scope, String), Option<SavedAddressId>>,
 }
 
 /// Bumps the cache epoch: a data-modifying CTE of the statement that makes the change (which
@@ -513,7 +513,7 @@ impl Store for PgStore {
         let epoch = self.epoch(&c).await?;
         let key = (scope, normalized.to_string());
         if let Some(cached) = self.saved_ids.get(&key, epoch) {
-            return Ok(Some(cached));
+            return Ok(cached);
         }
         let row = c
             .query_typed(
@@ -523,10 +523,8 @@ impl Store for PgStore {
             .await
             .map_err(map_err)?;
         let found = row.first().map(|r| lifecycle::column(r, 0).map(SavedAddressId)).transpose()?;
-        // Found ones only: an order that creates the address then bumps nothing.
-        if let Some(id) = found {
-            self.saved_ids.put(key, epoch, id);
-        }
+        // "None" too: an order that creates this address bumps the epoch in its statement.
+        self.saved_ids.put(key, epoch, found);
         Ok(found)
     }
 
