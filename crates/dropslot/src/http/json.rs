@@ -63,6 +63,12 @@ pub fn plain(message: &str) -> String {
 /// Reads a typed request from a parsed body; a type error is a 400 at its dotted path, a
 /// value refused by the type's own rule a 422 at its path.
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
+    // Most bodies are valid: read them without tracking the path (the tracking wrapper was
+    // about 1.5 % of a preview), and only a failing one again, with it, for its error's path.
+    // The read is deterministic, so the second fails the same way.
+    if let Ok(typed) = T::deserialize(Strict(value)) {
+        return Ok(typed);
+    }
     serde_path_to_error::deserialize(Strict(value)).map_err(|e| {
         let mut path = dotted(e.path());
         let mut message = e.inner().to_string();
