@@ -117,7 +117,12 @@ const CYCLE_STEP_MS: u64 = 64;
 /// the random characters keep the code unguessable from its neighbours (docs/api.md,
 /// "Identifiers").
 pub fn cyclic_id(prefix: &str, random: usize) -> String {
-    let step = unix_millis() / CYCLE_STEP_MS;
+    cyclic_id_at(prefix, random, unix_millis())
+}
+
+/// [`cyclic_id`] at `millis` since the Unix epoch.
+fn cyclic_id_at(prefix: &str, random: usize, millis: u64) -> String {
+    let step = millis / CYCLE_STEP_MS;
     let mut s = String::with_capacity(prefix.len() + CYCLE_CHARS as usize + random);
     s.push_str(prefix);
     for i in (0..CYCLE_CHARS).rev() {
@@ -170,6 +175,15 @@ mod tests {
         assert_eq!(url_token().len(), URL_TOKEN_LEN);
         assert_ne!(url_token(), url_token());
         let (a, b) = (order_unique_id(), order_unique_id());
+        // Codes of one 64 ms step share their clock characters and sort after the step
+        // before; the clock wraps after 2^25 steps; the random part differs.
+        let at = 1_795_000_000_000; // 2026-11-18, a multiple of 64 ms
+        let (x, y) = (cyclic_id_at("DS", 12, at), cyclic_id_at("DS", 12, at + 63));
+        assert_eq!(x[..7], y[..7], "one step, one prefix");
+        assert_ne!(x[7..], y[7..], "random part");
+        let next = cyclic_id_at("DS", 12, at + 64);
+        assert!(next[..7] > x[..7] || x[2..7] == *"ZZZZZ", "the next step sorts after");
+        assert_eq!(cyclic_id_at("DS", 12, at)[..7], cyclic_id_at("DS", 12, at + 64 * (1 << 25))[..7], "wraps");
         assert_eq!(a.len(), 23);
         assert!(a[..8] <= b[..8], "time-ordered prefix");
     }
