@@ -14,6 +14,17 @@ pub fn dropslot(db: &str, args: &[&str]) -> std::process::Output {
         .expect("run dropslot")
 }
 
+/// A `serve` process, killed when dropped (also when an assertion fails, so a failing test
+/// leaves no server running).
+pub struct Serve(pub std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn stdout(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
@@ -325,8 +336,10 @@ fn a_server_error_is_logged_with_its_request_id_method_and_path() {
 fn two_processes_on_one_database_see_each_others_changes_at_once() {
     let test_db = crate::common::TestDb::fresh();
     let db = test_db.url();
-    let (mut a, base_a, token) = spawn_serve(&db);
-    let (mut b, base_b, none) = spawn_serve_with(&db, &[]);
+    let (a, base_a, token) = spawn_serve(&db);
+    let _a = Serve(a);
+    let (b, base_b, none) = spawn_serve_with(&db, &[]);
+    let _b = Serve(b);
     assert!(none.is_none(), "the second process finds the demo client");
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -373,8 +386,4 @@ fn two_processes_on_one_database_see_each_others_changes_at_once() {
         assert_eq!(preview(base_a.clone()).await, 401, "revoked in another process: refused at once");
         assert_eq!(preview(base_b.clone()).await, 401);
     });
-    for child in [&mut a, &mut b] {
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
 }

@@ -5,11 +5,12 @@
 //! (`DROPSLOT_TEST_DATABASE_URL` must name a `PostgreSQL` server).
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Output};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::cli::Serve;
 use crate::common::{API, TestDb, request, request_with_codes};
 
 /// Label and tracking links are built from this, so both servers print the same ones.
@@ -60,16 +61,6 @@ fn assert_fails(o: &Output, code: i32) -> String {
     let err = stderr(o);
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     err
-}
-
-/// A `serve` process, killed when dropped (also when an assertion fails).
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 struct Client {
