@@ -103,6 +103,14 @@ impl PgStore {
         })
     }
 
+    /// After this process committed a change of what the read caches hold (its statement bumped
+    /// the epoch): its own caches dropped too, for the rest of the request that made the change,
+    /// which keeps reading the epoch it read before (`store::cache::request_scope`).
+    fn changed(&self) {
+        self.principals.clear();
+        self.saved_ids.clear();
+    }
+
     /// The cache epoch: the one this request already read, else `cache_epoch.n` (one round
     /// trip, where a token lookup is one too: a preview then finds its saved address in the
     /// cache without a second).
@@ -376,7 +384,7 @@ impl Store for PgStore {
             )
             .await
             .map_err(map_err)?;
-        self.principals.clear();
+        self.changed();
         Ok(row.get::<_, i64>(0) == 1)
     }
 
@@ -448,7 +456,7 @@ impl Store for PgStore {
             )
             .await
             .map_err(map_err)?;
-        self.principals.clear();
+        self.changed();
         Ok(row.get::<_, i64>(0) == 1)
     }
 
@@ -569,7 +577,7 @@ impl Store for PgStore {
             )
             .await
             .map_err(map_err)?;
-        self.saved_ids.clear();
+        self.changed();
         Ok(row.get::<_, i64>(0) == 1)
     }
 

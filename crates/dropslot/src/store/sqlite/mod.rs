@@ -3,8 +3,6 @@
 //! connections used inline (point reads take microseconds).
 
 mod epoch;
-
-use crate::store::cache::EpochCache;
 mod lifecycle;
 mod orders;
 mod outbox;
@@ -28,6 +26,7 @@ use super::{
     StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::ids::{ClientId, CustomCode, SavedAddressId};
+use crate::store::cache::EpochCache;
 use outbox::Sink;
 use writer::Writer;
 pub use writer::map_err;
