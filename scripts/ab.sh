@@ -9,6 +9,9 @@
 #   scripts/ab.sh /tmp/before /tmp/after        # PAIRS=3 DURATION=10s CONNECTIONS=64
 #   ENDPOINT=sync scripts/ab.sh /tmp/before /tmp/after   # order creation (default: preview)
 #
+# POSTGRES=postgres://user@host:port/db: each server on a fresh PostgreSQL database of that
+# server instead (created beside `db`, dropped at the end); psql must be on the PATH.
+#
 # CONFIG_A / CONFIG_B: a configuration file for that server instead of the default one (the
 # same binary twice, with CONFIG_B turning something off, measures what that thing costs).
 #
@@ -30,9 +33,11 @@ command -v wrk >/dev/null || { echo "ab: wrk is missing (scripts/load.sh install
 
 TMP=$(mktemp -d)
 PIDS=()
+DATABASES=()
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  for db in "${DATABASES[@]}"; do psql -q "$POSTGRES" -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true; done
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -43,8 +48,15 @@ printf '%s' '{"pick_up_address":{"text":"100 King St W, Toronto, ON M5X 1A9"},"d
 start() {
   local name=$1 bin=$2 log=$TMP/$1.log extra=CONFIG_$1
   cp "${!extra:-scripts/high-limits.toml}" "$TMP/$name.toml"
+  local database="sqlite://$TMP/$name.db"
+  if [[ -n ${POSTGRES:-} ]]; then
+    local db="ab_${name,,}_$$"
+    psql -q "$POSTGRES" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+    DATABASES+=("$db")
+    database="${POSTGRES%/*}/$db"
+  fi
   DROPSLOT_NOW=2026-11-23T12:00:00Z RUST_LOG=${RUST_LOG:-info} DROPSLOT_CONFIG=$TMP/$name.toml \
-    "$bin" serve --database "sqlite://$TMP/$name.db" --listen 127.0.0.1:0 >"$log" 2>&1 &
+    "$bin" serve --database "$database" --listen 127.0.0.1:0 >"$log" 2>&1 &
   PIDS+=($!)
   local url=""
   for _ in $(seq 300); do

@@ -5,6 +5,7 @@
 //! so processes may start at once.
 
 mod batch;
+mod epoch;
 mod insert;
 mod lifecycle;
 mod orders;
@@ -62,6 +63,7 @@ pub struct PgStore {
     stats: Arc<super::StoreStats>,
     /// This store's identity in a request's kept epoch (`store::cache`).
     epoch_id: usize,
+    epoch_reads: epoch::EpochReads,
     /// Principals by token hash, and saved-address ids by pick-up text ("none" too: an order
     /// that creates the address bumps the epoch), each valid while `cache_epoch.n` is unchanged.
     principals: EpochCache<[u8; 32], Principal>,
@@ -91,6 +93,7 @@ impl PgStore {
             .recycle_timeout(Some(settings.connect_timeout))
             .build()
             .map_err(|e| StoreError::Invalid(format!("the PostgreSQL pool: {e}")))?;
+        let epoch_reads = epoch::EpochReads::new(pool.clone());
         Ok(PgStore {
             pool,
             outbox,
@@ -98,6 +101,7 @@ impl PgStore {
             order_writers: settings.order_writers,
             stats: Arc::default(),
             epoch_id: cache::epoch_id(),
+            epoch_reads,
             principals: EpochCache::new(10_000),
             saved_ids: EpochCache::new(4_096),
         })
@@ -111,23 +115,13 @@ impl PgStore {
         self.saved_ids.clear();
     }
 
-    /// The cache epoch: the one this request already read, else `cache_epoch.n` (one round
-    /// trip, where a token lookup is one too: a preview then finds its saved address in the
-    /// cache without a second).
-    async fn epoch(&self, c: &deadpool_postgres::Object) -> StoreResult<Stamp> {
+    /// The cache epoch: the one this request already read, else `cache_epoch.n`, read for
+    /// this request and every other waiting with it (`epoch::EpochReads`).
+    async fn epoch(&self) -> StoreResult<Stamp> {
         if let Some(epoch) = cache::request_epoch(self.epoch_id) {
             return Ok(epoch);
         }
-        let n: i64 = c
-            .query_typed("SELECT n FROM cache_epoch WHERE id = 1", &[])
-            .await
-            .map_err(map_err)?
-            .first()
-            .map(|r| r.get(0))
-            .ok_or_else(|| StoreError::Corrupt("cache_epoch has no row".into()))?;
-        // The counter only grows from 0: a negative one was edited by hand, an error like any
-        // stored value that does not parse.
-        let epoch = Stamp::try_from(n).map_err(|_| StoreError::Corrupt(format!("cache_epoch.n is {n}")))?;
+        let epoch = self.epoch_reads.read().await?;
         cache::keep_request_epoch(self.epoch_id, epoch);
         Ok(epoch)
     }
@@ -400,12 +394,12 @@ impl Store for PgStore {
     }
 
     async fn principal(&self, hash: &TokenHash) -> StoreResult<Option<Principal>> {
-        let c = self.conn().await?;
         // The epoch is read before the token (a change committed after this read bumps it).
-        let epoch = self.epoch(&c).await?;
+        let epoch = self.epoch().await?;
         if let Some(cached) = self.principals.get(&hash.0, epoch) {
             return Ok(Some(cached));
         }
+        let c = self.conn().await?;
         let row = c
             .query_opt(
                 "SELECT t.client_id, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
@@ -517,12 +511,12 @@ impl Store for PgStore {
     }
 
     async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>> {
-        let c = self.conn().await?;
-        let epoch = self.epoch(&c).await?;
+        let epoch = self.epoch().await?;
         let key = (scope, normalized.to_string());
         if let Some(cached) = self.saved_ids.get(&key, epoch) {
             return Ok(cached);
         }
+        let c = self.conn().await?;
         let row = c
             .query_typed(
                 "SELECT id FROM saved_addresses WHERE client_id = $1 AND mode = $2 AND normalized = $3",
