@@ -119,13 +119,13 @@ pub async fn start(
         Ok((app, demo, dispatcher)) => {
             let own_metrics = metrics_listener.is_some();
             // One request, one view of the store's read caches (`store::cache::request_scope`).
-            let one_epoch = axum::middleware::from_fn(|req: axum::extract::Request, next: axum::middleware::Next| {
-                store::cache::request_scope(next.run(req))
-            });
-            let _ = slot.set(http::router(app.clone(), api_routes(), root_routes(!own_metrics)).layer(one_epoch));
+            let routed = http::router(app.clone(), api_routes(), root_routes(!own_metrics));
+            let one_epoch = tower::util::MapFuture::new(routed, store::cache::request_scope);
+            let _ = slot.set(http::service(app.settings.body_limit, one_epoch));
             let metrics = metrics_listener.map(|listener| {
                 let metrics_slot: http::server::RouterSlot = Arc::default();
-                let _ = metrics_slot.set(http::router(app.clone(), axum::Router::new(), health::metrics_routes()));
+                let routed = http::router(app.clone(), axum::Router::new(), health::metrics_routes());
+                let _ = metrics_slot.set(http::service(app.settings.body_limit, routed));
                 tokio::spawn(http::server::serve(
                     listener,
                     app.settings.net,

@@ -166,11 +166,14 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     Error::Internal("handler panicked".into()).into_response()
 }
 
+/// What a listener serves: the router inside the middleware every request passes through.
+pub type HttpService = tower::util::BoxCloneSyncService<axum::extract::Request, Response, std::convert::Infallible>;
+
 /// The whole router: the domains' API routes under [`API`], their root routes (labels,
-/// icons, health) beside them, the 404/405 fallbacks and the middleware every response
-/// passes through. `http` knows no domain: the composition root hands the routes in.
+/// icons, health) beside them, the 404/405 fallbacks, and the per-route request metrics
+/// (which need the matched route). `http` knows no domain: the composition root hands the
+/// routes in, and wraps the result with [`service`].
 pub fn router(app: App, api: Router<App>, root: Router<App>) -> Router {
-    let body_limit = app.settings.body_limit;
     Router::new()
         .nest(API, api)
         .merge(root)
@@ -178,16 +181,36 @@ pub fn router(app: App, api: Router<App>, root: Router<App>) -> Router {
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(axum::middleware::from_fn_with_state(app.clone(), count_request))
         .with_state(app)
-        .layer(DefaultBodyLimit::max(body_limit))
-        .layer(CatchPanicLayer::custom(panic_response))
+}
+
+/// `routed` (the router, with whatever the composition root wrapped it in) inside the
+/// middleware every request and response passes through: request ids, the failure log line,
+/// the debug span, the panic guard and the body limit. They wrap the router once, not each
+/// of its routes as `Router::layer` would: that boxes every route once per layer, and a
+/// request then clones each box on its way in (issue 13's profile).
+pub fn service<S>(body_limit: usize, routed: S) -> HttpService
+where
+    S: tower::Service<axum::extract::Request, Response = Response, Error = std::convert::Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let stack = tower::ServiceBuilder::new()
+        .map_response(IntoResponse::into_response)
+        .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeId))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
+        .layer(axum::middleware::from_fn(log_failures))
         // Debug level: off by default, so a request's spans cost one cached level check.
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             let id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
             tracing::debug_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
         }))
-        .layer(axum::middleware::from_fn(log_failures))
-        .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
-        .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeId))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(DefaultBodyLimit::max(body_limit))
+        .service(routed);
+    tower::util::BoxCloneSyncService::new(stack)
 }
 
 #[cfg(test)]

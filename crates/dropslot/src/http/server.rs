@@ -25,7 +25,6 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderValue, Request, Response, StatusCode};
 use axum::response::IntoResponse;
@@ -43,7 +42,7 @@ use crate::error::Error;
 
 /// What the server routes to: nothing yet while the application starts (every request but
 /// `/healthz` is a 503), then the application's router.
-pub type RouterSlot = Arc<OnceLock<Router>>;
+pub type RouterSlot = Arc<OnceLock<super::HttpService>>;
 
 /// Serves `listener` until `stop` turns true, then stops accepting, lets in-flight requests
 /// finish for at most `grace` and closes what is left.
@@ -235,7 +234,7 @@ impl hyper::service::Service<Request<Incoming>> for Service {
         req.extensions_mut().insert(axum::extract::ConnectInfo(self.peer));
         let (router, watch, timeout) = (self.router.get().cloned(), self.watch.clone(), self.net.request_timeout);
         Box::pin(async move {
-            let id = request_id(&req);
+            let id = request_id(&mut req);
             let res = match router {
                 None if req.uri().path() == "/healthz" => crate::http::envelope(200, "ok", &serde_json::json!({})),
                 None => with_id(Error::Unavailable("starting").into_response(), &id),
@@ -254,10 +253,15 @@ impl hyper::service::Service<Request<Incoming>> for Service {
     }
 }
 
-/// The request's own `X-Request-Id`, else a new one (the router's layer does the same for
-/// the responses it makes; this is for the ones made here).
-fn request_id<B>(req: &Request<B>) -> HeaderValue {
-    req.headers().get("x-request-id").cloned().unwrap_or_else(new_request_id)
+/// The request's own `X-Request-Id`, else a new one, which the request then carries (so the
+/// router's layer, which gives one to a request without, finds it rather than making another).
+fn request_id<B>(req: &mut Request<B>) -> HeaderValue {
+    if let Some(id) = req.headers().get("x-request-id") {
+        return id.clone();
+    }
+    let id = new_request_id();
+    req.headers_mut().insert("x-request-id", id.clone());
+    id
 }
 
 /// 24 hex characters: 6 random bytes drawn once per process, then a 6-byte counter. Unique
