@@ -14,6 +14,7 @@ use deadpool_postgres::Pool;
 use tokio::sync::{mpsc, oneshot};
 
 use super::map_err;
+use super::sql::Sql;
 use crate::store::cache::Stamp;
 use crate::store::{StoreError, StoreResult};
 
@@ -65,11 +66,11 @@ async fn reader(pool: Pool, mut waiting: mpsc::UnboundedReceiver<Reply>) {
 
 async fn read_once(pool: &Pool) -> StoreResult<Stamp> {
     let c = pool.get().await.map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))?;
+    // Through the connection's statement cache (`Sql`): parsed and planned once per connection.
     let n: i64 = c
-        .query_typed("SELECT n FROM cache_epoch WHERE id = 1", &[])
+        .query_opt("SELECT n FROM cache_epoch WHERE id = 1", &[])
         .await
         .map_err(map_err)?
-        .first()
         .map(|r| r.get(0))
         .ok_or_else(|| StoreError::Corrupt("cache_epoch has no row".into()))?;
     // The counter only grows from 0: a negative one was edited by hand, an error like any
