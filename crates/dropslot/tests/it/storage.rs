@@ -70,3 +70,29 @@ fn sqlite_migrations_are_checked_against_what_was_applied() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("migration 999 (future), which this binary does not know"));
 }
+
+/// `PostgreSQL`: cached principals and saved addresses are used only under the cache epoch
+/// just read (one read shared by the requests waiting for it). With its counter row gone, a
+/// request whose token is cached is a 500, never served from the cache; with the row back,
+/// requests are served again (the shared reader survived the failed read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_missing_cache_epoch_refuses_requests_until_it_is_back() {
+    let s = TestServer::start().await;
+    if s.sqlite_file().is_some() {
+        return; // SQLite's epoch is a file (cli::two_processes_on_one_database_…).
+    }
+    let body = request(&[500.0]);
+    let r = s.preview(&body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(s.scalar("WITH d AS (DELETE FROM cache_epoch RETURNING 1) SELECT count(*) FROM d"), 1);
+    for _ in 0..3 {
+        let r = s.preview(&body).await;
+        crate::common::assert_envelope(&r, 500);
+    }
+    assert_eq!(
+        s.scalar("WITH i AS (INSERT INTO cache_epoch (id, n) VALUES (1, 7) RETURNING 1) SELECT count(*) FROM i"),
+        1
+    );
+    let r = s.preview(&body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}

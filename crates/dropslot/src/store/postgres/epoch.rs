@@ -67,12 +67,15 @@ async fn reader(pool: Pool, mut waiting: mpsc::UnboundedReceiver<Reply>) {
 async fn read_once(pool: &Pool) -> StoreResult<Stamp> {
     let c = pool.get().await.map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))?;
     // Through the connection's statement cache (`Sql`): parsed and planned once per connection.
+    // `try_get`: a column edited into another type is an error, never a panic that would
+    // stop the reader for every later request.
     let n: i64 = c
         .query_opt("SELECT n FROM cache_epoch WHERE id = 1", &[])
         .await
         .map_err(map_err)?
-        .map(|r| r.get(0))
-        .ok_or_else(|| StoreError::Corrupt("cache_epoch has no row".into()))?;
+        .ok_or_else(|| StoreError::Corrupt("cache_epoch has no row".into()))?
+        .try_get(0)
+        .map_err(|e| StoreError::Corrupt(format!("cache_epoch.n: {e}")))?;
     // The counter only grows from 0: a negative one was edited by hand, an error like any
     // stored value that does not parse.
     Stamp::try_from(n).map_err(|_| StoreError::Corrupt(format!("cache_epoch.n is {n}")))
