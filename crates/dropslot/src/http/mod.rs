@@ -12,7 +12,7 @@ use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::request_id::PropagateRequestIdLayer;
 use tower_http::trace::TraceLayer;
 
 pub use extract::{JsonBody, PathParam};
@@ -114,16 +114,6 @@ pub fn json_response(code: u16, body: impl Into<axum::body::Body>) -> Response {
     res
 }
 
-/// Request ids: 12 random bytes as 24 hex characters, unless the client sent one.
-#[derive(Clone, Copy)]
-struct MakeId;
-
-impl MakeRequestId for MakeId {
-    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
-        Some(RequestId::new(server::new_request_id()))
-    }
-}
-
 /// Counts every answered request and its latency under its route template (`unmatched`
 /// for a path no route has: a scanner's paths must not each become a series).
 async fn count_request(
@@ -184,7 +174,7 @@ pub fn router(app: App, api: Router<App>, root: Router<App>) -> Router {
 }
 
 /// `routed` (the router, with whatever the composition root wrapped it in) inside the
-/// middleware every request and response passes through: request ids, the failure log line,
+/// middleware every request and response passes through: the request id on the response, the failure log line,
 /// the debug span, the panic guard and the body limit. They wrap the router once, not each
 /// of its routes as `Router::layer` would: that boxes every route once per layer, and a
 /// request then clones each box on its way in (issue 13's profile).
@@ -199,7 +189,8 @@ where
 {
     let stack = tower::ServiceBuilder::new()
         .map_response(IntoResponse::into_response)
-        .layer(SetRequestIdLayer::new(REQUEST_ID.clone(), MakeId))
+        // Every request already carries an id: its own, or one the connection loop gave it
+        // (`server::request_id`); the response gets the same.
         .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
         .layer(axum::middleware::from_fn(log_failures))
         // Debug level: off by default, so a request's spans cost one cached level check.

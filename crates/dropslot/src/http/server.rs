@@ -253,8 +253,8 @@ impl hyper::service::Service<Request<Incoming>> for Service {
     }
 }
 
-/// The request's own `X-Request-Id`, else a new one, which the request then carries (so the
-/// router's layer, which gives one to a request without, finds it rather than making another).
+/// The request's own `X-Request-Id`, else a new one, which the request then carries: the one
+/// place a request gets its id (the router's stack copies it onto the response).
 fn request_id<B>(req: &mut Request<B>) -> HeaderValue {
     if let Some(id) = req.headers().get("x-request-id") {
         return id.clone();
@@ -267,7 +267,7 @@ fn request_id<B>(req: &mut Request<B>) -> HeaderValue {
 /// 24 hex characters: 6 random bytes drawn once per process, then a 6-byte counter. Unique
 /// across processes and restarts for log correlation, without a system call per request
 /// (a `getrandom` each was 1.7 % of a preview's profile); request ids are not secrets.
-pub(crate) fn new_request_id() -> HeaderValue {
+fn new_request_id() -> HeaderValue {
     static PROCESS: std::sync::LazyLock<[u8; 6]> = std::sync::LazyLock::new(crate::ids::random_bytes::<6>);
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

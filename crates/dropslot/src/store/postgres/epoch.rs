@@ -48,11 +48,7 @@ impl EpochReads {
 
 async fn reader(pool: Pool, mut waiting: mpsc::UnboundedReceiver<Reply>) {
     let mut batch = Vec::new();
-    while let Some(first) = waiting.recv().await {
-        batch.push(first);
-        while let Ok(more) = waiting.try_recv() {
-            batch.push(more);
-        }
+    while waiting.recv_many(&mut batch, usize::MAX).await > 0 {
         // Every request in `batch` asked before this read is sent.
         let read = read_once(&pool).await;
         for reply in batch.drain(..) {

@@ -48,8 +48,8 @@ pub struct SqliteStore {
     readers: Arc<Readers>,
     outbox: Arc<dyn Outbox>,
     stats: Arc<super::StoreStats>,
-    /// The read caches of every preview (`epoch.rs`): principals by token hash, and the
-    /// saved address (or none) of a pick-up text.
+    /// The read caches of every preview (`store/cache.rs`), valid under the epoch file
+    /// (`epoch.rs`): principals by token hash, and the saved address (or none) of a pick-up text.
     epoch: epoch::Epoch,
     principals: EpochCache<[u8; 32], Principal>,
     saved_ids: EpochCache<(Scope, String), Option<SavedAddressId>>,
