@@ -11,9 +11,6 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::PropagateRequestIdLayer;
-use tower_http::trace::TraceLayer;
 
 pub use extract::{JsonBody, PathParam};
 
@@ -77,8 +74,11 @@ impl<'a, T: Serialize> Envelope<'a, T> {
 
 impl<T: Serialize> IntoResponse for Envelope<'_, T> {
     fn into_response(self) -> Response {
-        match self.to_json() {
-            Ok(text) => json_response(self.code, text),
+        // The buffer starts at 4 KiB: from serde_json's 128 bytes it grew five times for a
+        // preview's 2 KB, a copy each time.
+        let mut out = Vec::with_capacity(4096);
+        match serde_json::to_writer(&mut out, &self) {
+            Ok(()) => json_response(self.code, out),
             Err(e) => Error::Internal(format!("serialising a response: {e}")).into_response(),
         }
     }
@@ -138,26 +138,19 @@ async fn count_request(
 /// Logs each 5xx once, at error level, with what the client can quote (its `X-Request-Id`),
 /// the method, the path and the error's detail (`ServerError`). The request span is at debug
 /// level, so this line is what joins an error to its request at the default level.
-async fn log_failures(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    // Reference-counted copies: nothing is allocated for a request that succeeds.
-    let method = req.method().clone();
-    let uri = req.uri().clone();
-    let id = req.headers().get(&REQUEST_ID).cloned();
-    let res = next.run(req).await;
-    if let Some(crate::error::ServerError(detail)) = res.extensions().get() {
-        let id = id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("");
-        tracing::error!(request_id = %id, method = %method, path = %uri.path(), status = res.status().as_u16(),
-            error = %detail, "request failed");
+/// What a listener serves: the router inside the edge every request and response passes
+/// through ([`service`]). Cloning it is a reference count.
+#[derive(Clone)]
+pub struct HttpService(std::sync::Arc<dyn Fn(axum::extract::Request) -> EdgeFuture + Send + Sync>);
+
+type EdgeFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>>;
+
+impl HttpService {
+    /// The response to `req` (never an error: a failure is an envelope).
+    pub fn call(&self, req: axum::extract::Request) -> EdgeFuture {
+        (self.0)(req)
     }
-    res
 }
-
-fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
-    Error::Internal("handler panicked".into()).into_response()
-}
-
-/// What a listener serves: the router inside the middleware every request passes through.
-pub type HttpService = tower::util::BoxCloneSyncService<axum::extract::Request, Response, std::convert::Infallible>;
 
 /// The whole router: the domains' API routes under [`API`], their root routes (labels,
 /// icons, health) beside them, the 404/405 fallbacks, and the per-route request metrics
@@ -173,11 +166,10 @@ pub fn router(app: App, api: Router<App>, root: Router<App>) -> Router {
         .with_state(app)
 }
 
-/// `routed` (the router, with whatever the composition root wrapped it in) inside the
-/// middleware every request and response passes through: the request id on the response, the failure log line,
-/// the debug span, the panic guard and the body limit. They wrap the router once, not each
-/// of its routes as `Router::layer` would: that boxes every route once per layer, and a
-/// request then clones each box on its way in (issue 13's profile).
+/// `routed` (the router, with whatever the composition root wrapped it in) inside the edge
+/// every request and response passes through, written out as one function ([`edge`]) rather
+/// than a stack of tower layers: each layer cost a clone, a box or a clock read per request
+/// (issue 13's profiles). The body limit is axum's own layer: it only marks the request.
 pub fn service<S>(body_limit: usize, routed: S) -> HttpService
 where
     S: tower::Service<axum::extract::Request, Response = Response, Error = std::convert::Infallible>
@@ -187,21 +179,61 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    let stack = tower::ServiceBuilder::new()
-        .map_response(IntoResponse::into_response)
-        // Every request already carries an id: its own, or one the connection loop gave it
-        // (`server::request_id`); the response gets the same.
-        .layer(PropagateRequestIdLayer::new(REQUEST_ID.clone()))
-        .layer(axum::middleware::from_fn(log_failures))
-        // Debug level: off by default, so a request's spans cost one cached level check.
-        .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
-            let id = req.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
-            tracing::debug_span!("request", method = %req.method(), path = %req.uri().path(), request_id = %id)
-        }))
-        .layer(CatchPanicLayer::custom(panic_response))
-        .layer(DefaultBodyLimit::max(body_limit))
-        .service(routed);
-    tower::util::BoxCloneSyncService::new(stack)
+    use tower::Layer;
+    let routed = DefaultBodyLimit::max(body_limit).layer(routed);
+    HttpService(std::sync::Arc::new(move |req| Box::pin(edge(routed.clone(), req))))
+}
+
+/// One request through the edge:
+/// - the request's id (the connection loop gave it one, `server::request_id`) goes onto the
+///   response;
+/// - a debug-level span (`request{method path request_id}`) around everything the request
+///   logs, with a line when it starts and one when it ends (status, latency); at `info` the
+///   span is off and none of this is computed;
+/// - a panic in a handler is a 500 envelope, never a dropped connection;
+/// - a server error is one `ERROR request failed` line with its detail, which the client
+///   never sees.
+async fn edge<S>(routed: S, req: axum::extract::Request) -> Response
+where
+    S: tower::Service<axum::extract::Request, Response = Response, Error = std::convert::Infallible>,
+{
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::task::Poll;
+    use tower::ServiceExt;
+    use tracing::Instrument;
+
+    // Reference-counted copies: nothing is allocated for a request that succeeds.
+    let id = req.headers().get(&REQUEST_ID).cloned();
+    let (method, uri) = (req.method().clone(), req.uri().clone());
+    let id_text = || id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("");
+    let span = tracing::debug_span!("request", method = %method, path = %uri.path(), request_id = %id_text());
+    let started = (!span.is_disabled()).then(std::time::Instant::now);
+    if started.is_some() {
+        tracing::debug!(parent: &span, "started processing request");
+    }
+    // The router is called inside the first poll, so a panic in `call` is caught too.
+    let mut routing = std::pin::pin!(routed.oneshot(req));
+    let caught = std::future::poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| routing.as_mut().poll(cx))) {
+        Ok(Poll::Ready(Ok(res))) => Poll::Ready(Some(res)),
+        Ok(Poll::Ready(Err(never))) => match never {},
+        Ok(Poll::Pending) => Poll::Pending,
+        Err(_panic) => Poll::Ready(None),
+    })
+    .instrument(span.clone())
+    .await;
+    let mut res = caught.unwrap_or_else(|| Error::Internal("handler panicked".into()).into_response());
+    if let Some(id) = &id {
+        res.headers_mut().entry(&REQUEST_ID).or_insert_with(|| id.clone());
+    }
+    if let Some(crate::error::ServerError(detail)) = res.extensions().get() {
+        tracing::error!(request_id = %id_text(), method = %method, path = %uri.path(), status = res.status().as_u16(),
+            error = %detail, "request failed");
+    }
+    if let Some(started) = started {
+        tracing::debug!(parent: &span, status = res.status().as_u16(), latency_ms = started.elapsed().as_secs_f64() * 1e3,
+            "finished processing request");
+    }
+    res
 }
 
 #[cfg(test)]

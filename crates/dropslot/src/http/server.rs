@@ -20,7 +20,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -35,7 +35,6 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tower::ServiceExt;
 
 use crate::config::NetLimits;
 use crate::error::Error;
@@ -105,16 +104,20 @@ const IDLE: u8 = 0;
 const HEAD: u8 = 1;
 const BUSY: u8 = 2;
 
-/// One connection's watchdog state, shared by its I/O wrapper and its service.
+/// One connection's watchdog state, shared by its I/O wrapper and its service. The I/O
+/// side only stores: nothing wakes the watchdog task per request. The watchdog wakes at the
+/// deadline, and at least every [`Watch::tick`], so a deadline moved earlier (idle → head)
+/// is still met exactly: it is never more than a tick away from the moment it was set.
 struct Watch {
     origin: Instant,
     phase: AtomicU8,
     /// Milliseconds after `origin` at which an idle or head phase expires.
     deadline_ms: AtomicU64,
+    /// Bytes of a response were written since the watchdog last looked (a slow reader's
+    /// response still being written keeps an idle connection open).
+    wrote: AtomicBool,
     /// Responses handed to hyper whose head has not been written yet.
     unwritten: AtomicU32,
-    /// Wakes the watchdog when the deadline moves earlier (idle → head).
-    sooner: tokio::sync::Notify,
     net: NetLimits,
 }
 
@@ -124,12 +127,18 @@ impl Watch {
             origin: Instant::now(),
             phase: AtomicU8::new(IDLE),
             deadline_ms: AtomicU64::new(0),
+            wrote: AtomicBool::new(false),
             unwritten: AtomicU32::new(0),
-            sooner: tokio::sync::Notify::new(),
             net,
         };
         w.arm(net.idle_timeout);
         w
+    }
+
+    /// How often the watchdog looks at least: a head deadline set between two looks is at
+    /// most this far away, and an idle connection's writes are judged over half its timeout.
+    fn tick(&self) -> Duration {
+        self.net.header_read_timeout.min(self.net.idle_timeout / 2).max(Duration::from_millis(10))
     }
 
     fn arm(&self, after: Duration) {
@@ -141,23 +150,32 @@ impl Watch {
         self.origin + Duration::from_millis(self.deadline_ms.load(Ordering::Relaxed))
     }
 
-    fn expired(&self) -> bool {
-        self.phase.load(Ordering::Relaxed) != BUSY && Instant::now() >= self.deadline()
+    /// The watchdog's look: true when the connection is to be closed. An idle connection
+    /// whose response was still being written since the last look gets a new idle period.
+    fn expired(&self, now: Instant) -> bool {
+        let wrote = self.wrote.swap(false, Ordering::Relaxed);
+        let phase = self.phase.load(Ordering::Relaxed);
+        if phase == BUSY || now < self.deadline() {
+            return false;
+        }
+        if phase == IDLE && wrote {
+            self.arm(self.net.idle_timeout);
+            return false;
+        }
+        true
     }
 
     /// Bytes arrived: an idle connection starts reading a request head.
     fn read(&self) {
         if self.phase.compare_exchange(IDLE, HEAD, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
             self.arm(self.net.header_read_timeout);
-            // The watchdog may be asleep until a later idle deadline.
-            self.sooner.notify_one();
         }
     }
 
-    /// Bytes left: a response still being written keeps an idle connection alive.
+    /// Bytes left.
     fn wrote(&self) {
-        if self.phase.load(Ordering::Relaxed) == IDLE {
-            self.arm(self.net.idle_timeout);
+        if !self.wrote.load(Ordering::Relaxed) {
+            self.wrote.store(true, Ordering::Relaxed);
         }
     }
 
@@ -193,17 +211,17 @@ async fn connection(
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
     let mut stopping = false;
+    let tick = watch.tick();
     loop {
+        // A request with the application has its own timeout: only the tick then.
+        let next_tick = Instant::now() + tick;
+        let look =
+            if watch.phase.load(Ordering::Relaxed) == BUSY { next_tick } else { watch.deadline().min(next_tick) };
         tokio::select! {
             _ = conn.as_mut() => return,
-            () = watch.sooner.notified() => {}
-            () = tokio::time::sleep_until(watch.deadline()) => {
-                if watch.expired() {
+            () = tokio::time::sleep_until(look) => {
+                if watch.expired(Instant::now()) {
                     return; // dropping the connection closes the socket
-                }
-                // A request is in flight, or the deadline moved: check again later.
-                if watch.deadline() <= Instant::now() {
-                    watch.arm(net.idle_timeout);
                 }
             }
             _ = stop.wait_for(|s| *s), if !stopping => {
@@ -232,21 +250,23 @@ impl hyper::service::Service<Request<Incoming>> for Service {
         self.watch.begin();
         // The peer's address, for what is limited per client address (label and tracking URLs).
         req.extensions_mut().insert(axum::extract::ConnectInfo(self.peer));
-        let (router, watch, timeout) = (self.router.get().cloned(), self.watch.clone(), self.net.request_timeout);
-        Box::pin(async move {
-            let id = request_id(&mut req);
-            let res = match router {
-                None if req.uri().path() == "/healthz" => crate::http::envelope(200, "ok", &serde_json::json!({})),
-                None => with_id(Error::Unavailable("starting").into_response(), &id),
-                Some(router) => match tokio::time::timeout(timeout, router.oneshot(req.map(Body::new))).await {
-                    Ok(Ok(res)) => res,
-                    Ok(Err(never)) => match never {},
-                    Err(_) => {
-                        tracing::warn!(request_id = ?id, "request timed out");
-                        with_id(Error::Unavailable("request timed out").into_response(), &id)
-                    }
-                },
+        let id = request_id(&mut req);
+        let (watch, timeout) = (self.watch.clone(), self.net.request_timeout);
+        let Some(router) = self.router.get() else {
+            let res = if req.uri().path() == "/healthz" {
+                crate::http::envelope(200, "ok", &serde_json::json!({}))
+            } else {
+                with_id(Error::Unavailable("starting").into_response(), &id)
             };
+            watch.end();
+            return Box::pin(std::future::ready(Ok(res)));
+        };
+        let routed = router.call(req.map(Body::new));
+        Box::pin(async move {
+            let res = tokio::time::timeout(timeout, routed).await.unwrap_or_else(|_| {
+                tracing::warn!(request_id = ?id, "request timed out");
+                with_id(Error::Unavailable("request timed out").into_response(), &id)
+            });
             watch.end();
             Ok(res)
         })
