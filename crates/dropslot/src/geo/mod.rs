@@ -10,7 +10,7 @@ use crate::config::ServiceArea;
 use dataset::Dataset;
 use postal::{Country, PostalCode};
 
-static EMBEDDED: LazyLock<Arc<Dataset>> = LazyLock::new(|| {
+static EMBEDDED: LazyLock<Arc<Dataset<'static>>> = LazyLock::new(|| {
     // The dataset is part of the binary and is parsed by a unit test, so this cannot fail.
     Arc::new(Dataset::parse(include_str!("../../data/postal-codes.tsv")).expect("embedded postal dataset parses"))
 });
@@ -52,7 +52,7 @@ impl GeoError {
 
 #[derive(Clone)]
 pub struct Geocoder {
-    dataset: Arc<Dataset>,
+    dataset: Arc<Dataset<'static>>,
 }
 
 impl Default for Geocoder {
@@ -78,10 +78,10 @@ impl Geocoder {
             text: text.to_string(),
             postal_code: code.normalized(),
             lookup_key: code.lookup_key().to_string(),
-            lat: place.lat.clone(),
-            lng: place.lng.clone(),
-            city: place.city.clone(),
-            region: place.region.clone(),
+            lat: place.lat.to_owned(),
+            lng: place.lng.to_owned(),
+            city: place.city.to_owned(),
+            region: place.region.to_owned(),
             zone,
         })
     }
