@@ -117,9 +117,13 @@ async fn write(app: &App, r: &ClaimedRequest) -> Result<(), Error> {
         return Err(StoreError::Corrupt("request terms without prices or limits".into()).into());
     };
     let terms = Terms { scope: r.scope, prices: Arc::new(prices), limits };
-    let body: serde_json::Value =
-        serde_json::from_str(&r.payload).map_err(|e| StoreError::Corrupt(format!("request payload: {e}")))?;
-    let payload: RequestPayload = crate::http::json::from_value(&body)?;
+    // The parsed body only lives until the typed payload is read from it: with a batch of
+    // 100-drop-off requests in flight, each would otherwise hold it through the write.
+    let payload: RequestPayload = {
+        let body: serde_json::Value =
+            serde_json::from_str(&r.payload).map_err(|e| StoreError::Corrupt(format!("request payload: {e}")))?;
+        crate::http::json::from_value(&body)?
+    };
     let prepared = super::prepare(app, &terms, payload, Purpose::AsyncOrder).await?;
     let now = app.clock.now();
     let (mut order, draft) = super::create::assemble(app, &terms, &prepared, now, None)?;
