@@ -15,7 +15,9 @@ use crate::store::SavedAddress;
 /// The saved-address endpoints, under the API prefix.
 pub fn routes() -> axum::Router<App> {
     use axum::routing::get;
-    axum::Router::new().route("/saved-addresses", get(list)).route("/saved-addresses/{id}", get(show).delete(remove))
+    axum::Router::new()
+        .route(crate::api_path!("/saved-addresses"), get(list))
+        .route(crate::api_path!("/saved-addresses/{id}"), get(show).delete(remove))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

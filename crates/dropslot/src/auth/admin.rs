@@ -20,10 +20,10 @@ const NO_ADMIN: &str = "When no admin token is configured, every admin route ans
 pub fn routes() -> axum::Router<App> {
     use axum::routing::{delete, post, put};
     axum::Router::new()
-        .route("/admin/clients", post(create_client))
-        .route("/admin/clients/{id}/settings", put(put_settings))
-        .route("/admin/clients/{id}/tokens", post(create_token).get(list_tokens))
-        .route("/admin/tokens/{prefix}", delete(revoke_token))
+        .route(crate::api_path!("/admin/clients"), post(create_client))
+        .route(crate::api_path!("/admin/clients/{id}/settings"), put(put_settings))
+        .route(crate::api_path!("/admin/clients/{id}/tokens"), post(create_token).get(list_tokens))
+        .route(crate::api_path!("/admin/tokens/{prefix}"), delete(revoke_token))
 }
 
 /// Proof that the request carried the configured admin token.

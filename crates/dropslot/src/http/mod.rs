@@ -17,7 +17,17 @@ pub use extract::{JsonBody, PathParam};
 use crate::app::App;
 use crate::error::Error;
 
-pub const API: &str = "/scheduled-service/api/v1";
+/// A path under the client API's prefix, joined at compile time: `api_path!("/orders")`. The
+/// domains' API routes are declared with it, so the router matches them whole; nesting them
+/// under the prefix cost a stripped copy of every request's URI (issue 13's profile).
+#[macro_export]
+macro_rules! api_path {
+    ($path:literal) => {
+        concat!("/scheduled-service/api/v1", $path)
+    };
+}
+
+pub const API: &str = api_path!("");
 static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// The interface's envelope, the one shape of every JSON response: `{"status", "code",
@@ -152,13 +162,13 @@ impl HttpService {
     }
 }
 
-/// The whole router: the domains' API routes under [`API`], their root routes (labels,
+/// The whole router: the domains' API routes (declared under [`API`] with [`api_path!`]), their root routes (labels,
 /// icons, health) beside them, the 404/405 fallbacks, and the per-route request metrics
 /// (which need the matched route). `http` knows no domain: the composition root hands the
 /// routes in, and wraps the result with [`service`].
 pub fn router(app: App, api: Router<App>, root: Router<App>) -> Router {
     Router::new()
-        .nest(API, api)
+        .merge(api)
         .merge(root)
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })

@@ -21,8 +21,8 @@ const MAX_PROOFS: usize = 10;
 pub fn routes() -> axum::Router<App> {
     use axum::routing::post;
     axum::Router::new()
-        .route("/ops/shipments/{unique_id}/transitions", post(transition))
-        .route("/ops/parcels/{pick_up_code}/pick-up-scan", post(scan))
+        .route(crate::api_path!("/ops/shipments/{unique_id}/transitions"), post(transition))
+        .route(crate::api_path!("/ops/parcels/{pick_up_code}/pick-up-scan"), post(scan))
 }
 
 /// A caller holding an `ops` token; any other token is a 403.

@@ -28,14 +28,17 @@ use request::{Purpose, RequestPayload, Rules, ValidRequest};
 pub fn routes() -> axum::Router<App> {
     use axum::routing::{delete, get, post};
     axum::Router::new()
-        .route("/requests/preview", post(preview::handle))
-        .route("/requests/sync", post(create::handle))
-        .route("/requests/async", post(asynchronous::accept))
-        .route("/requests/{request_id}", get(asynchronous::status))
-        .route("/orders", get(read::list))
-        .route("/orders/{unique_id}", get(read::one))
-        .route("/shipments/{unique_id}", get(read::shipment))
-        .route("/parcels/find/by-custom-code/{custom_code}", delete(delete::handle).get(read::by_custom_code))
+        .route(crate::api_path!("/requests/preview"), post(preview::handle))
+        .route(crate::api_path!("/requests/sync"), post(create::handle))
+        .route(crate::api_path!("/requests/async"), post(asynchronous::accept))
+        .route(crate::api_path!("/requests/{request_id}"), get(asynchronous::status))
+        .route(crate::api_path!("/orders"), get(read::list))
+        .route(crate::api_path!("/orders/{unique_id}"), get(read::one))
+        .route(crate::api_path!("/shipments/{unique_id}"), get(read::shipment))
+        .route(
+            crate::api_path!("/parcels/find/by-custom-code/{custom_code}"),
+            delete(delete::handle).get(read::by_custom_code),
+        )
 }
 
 /// What a request is validated and priced under: its tenant and the client's prices and

@@ -20,7 +20,7 @@ const BATCH: usize = 200;
 const MAX_SELECTED: usize = 1000;
 
 pub fn routes() -> axum::Router<App> {
-    axum::Router::new().route("/sandbox/scenarios/{scenario}", axum::routing::post(handle))
+    axum::Router::new().route(crate::api_path!("/sandbox/scenarios/{scenario}"), axum::routing::post(handle))
 }
 
 /// A caller with a test token: a live token gets 403 before its body is read.

@@ -12,7 +12,7 @@ use crate::http::{Envelope, envelope};
 
 pub fn routes() -> axum::Router<App> {
     use axum::routing::get;
-    axum::Router::new().route("/shipment-states", get(states))
+    axum::Router::new().route(crate::api_path!("/shipment-states"), get(states))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

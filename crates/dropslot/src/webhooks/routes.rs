@@ -43,12 +43,12 @@ const RESERVED_HEADERS: &[&str] = &[
 pub fn routes() -> axum::Router<App> {
     use axum::routing::{get, post};
     axum::Router::new()
-        .route("/webhooks", post(create).get(list))
-        .route("/webhooks/{id}", get(show).patch(update).delete(remove))
-        .route("/webhooks/{id}/rotate-secret", post(rotate))
-        .route("/webhooks/{id}/test", post(test))
-        .route("/webhooks/{id}/deliveries", get(deliveries))
-        .route("/webhooks/deliveries/{id}/resend", post(resend))
+        .route(crate::api_path!("/webhooks"), post(create).get(list))
+        .route(crate::api_path!("/webhooks/{id}"), get(show).patch(update).delete(remove))
+        .route(crate::api_path!("/webhooks/{id}/rotate-secret"), post(rotate))
+        .route(crate::api_path!("/webhooks/{id}/test"), post(test))
+        .route(crate::api_path!("/webhooks/{id}/deliveries"), get(deliveries))
+        .route(crate::api_path!("/webhooks/deliveries/{id}/resend"), post(resend))
 }
 
 /// A header the service sends with every delivery to this endpoint.

@@ -48,12 +48,21 @@ async fn openapi_json_is_the_committed_document() {
     );
 }
 
-/// `.route("path", get(..).post(..))` calls of a source file: (path, methods).
+/// `.route("path", get(..).post(..))` and `.route(crate::api_path!("path"), ..)` calls of a
+/// source file: (the path served, with the API prefix for the latter; methods).
 fn routes_in(text: &str) -> Vec<(String, Vec<String>)> {
     let mut found = Vec::new();
     for chunk in text.split(".route(").skip(1) {
-        let Some(rest) = chunk.trim_start().strip_prefix('"') else { continue };
+        let chunk = chunk.trim_start();
+        let (prefix, chunk) = match chunk.strip_prefix("crate::api_path!(") {
+            Some(rest) => (API, rest.trim_start()),
+            None => ("", chunk),
+        };
+        let Some(rest) = chunk.strip_prefix('"') else { continue };
         let Some((path, rest)) = rest.split_once('"') else { continue };
+        let path = format!("{prefix}{path}");
+        // The macro's own closing parenthesis.
+        let rest = if prefix.is_empty() { rest } else { rest.trim_start().strip_prefix(')').unwrap_or(rest) };
         // The handler argument: up to the parenthesis that closes `.route(`.
         let (mut depth, mut end) = (0i32, rest.len());
         for (i, c) in rest.char_indices() {
@@ -77,7 +86,7 @@ fn routes_in(text: &str) -> Vec<(String, Vec<String>)> {
             })
             .map(|m| m.to_ascii_uppercase())
             .collect();
-        found.push((path.to_string(), methods));
+        found.push((path, methods));
     }
     found
 }
@@ -98,18 +107,15 @@ fn every_route_in_the_sources_is_documented() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);
-    // Modules merged at the root by `lib.rs::root_routes`; the rest is nested under the API prefix.
-    let root = ["labels", "tracking", "health.rs", "openapi", "dashboard"];
+    // API routes are declared with `api_path!` (the prefix joined at compile time); the
+    // others are served at the root as written.
     let mut in_code = BTreeSet::new();
     for file in &files {
-        let rel = file.strip_prefix(&src).unwrap();
-        let top = rel.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
-        let prefix = if root.contains(&top.as_str()) { "" } else { API };
         let text = std::fs::read_to_string(file).unwrap();
         for (path, methods) in routes_in(&text) {
             assert!(!methods.is_empty(), "{}: no method found for {path}", file.display());
             for m in methods {
-                in_code.insert(format!("{m} {prefix}{path}"));
+                in_code.insert(format!("{m} {path}"));
             }
         }
     }
