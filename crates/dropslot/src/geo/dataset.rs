@@ -45,7 +45,8 @@ impl<'t> Dataset<'t> {
     /// line (1-based, the header being line 1).
     pub fn parse(tsv: &'t str) -> Result<Dataset<'t>, String> {
         let mut lines = tsv.split_inclusive('\n');
-        match lines.next().map(trim_end) {
+        let header = lines.next();
+        match header.map(trim_end) {
             Some(HEADER) => {}
             Some(other) => {
                 return Err(format!("line 1: expected header {HEADER:?}, got {other:?}"));
@@ -53,7 +54,8 @@ impl<'t> Dataset<'t> {
             None => return Err("line 1: empty file, expected a header".to_owned()),
         }
         let mut dataset = Dataset { text: tsv, ca: Vec::with_capacity(2_048), us: Vec::with_capacity(tsv.len() / 40) };
-        let mut start = tsv.len() - lines.clone().map(str::len).sum::<usize>();
+        // Where the current row starts in `tsv`.
+        let mut start = header.map_or(0, str::len);
         for (idx, raw) in lines.enumerate() {
             let line_no = idx + 2;
             let (country, code, _) = parse_row(trim_end(raw)).map_err(|e| format!("line {line_no}: {e}"))?;

@@ -145,9 +145,6 @@ async fn count_request(
     res
 }
 
-/// Logs each 5xx once, at error level, with what the client can quote (its `X-Request-Id`),
-/// the method, the path and the error's detail (`ServerError`). The request span is at debug
-/// level, so this line is what joins an error to its request at the default level.
 /// What a listener serves: the router inside the edge every request and response passes
 /// through ([`service`]). Cloning it is a reference count.
 #[derive(Clone)]
@@ -201,8 +198,10 @@ where
 ///   logs, with a line when it starts and one when it ends (status, latency); at `info` the
 ///   span is off and none of this is computed;
 /// - a panic in a handler is a 500 envelope, never a dropped connection;
-/// - a server error is one `ERROR request failed` line with its detail, which the client
-///   never sees.
+/// - a server error is one `ERROR request failed` line with what the client can quote (its
+///   `X-Request-Id`), the method, the path and the error's detail (`ServerError`), which the
+///   client never sees. The span is at debug level, so at the default level this line is
+///   what joins an error to its request.
 async fn edge<S>(routed: S, req: axum::extract::Request) -> Response
 where
     S: tower::Service<axum::extract::Request, Response = Response, Error = std::convert::Infallible>,

@@ -172,7 +172,7 @@ impl Watch {
         }
     }
 
-    /// Bytes left.
+    /// Bytes of a response left: noted for the watchdog's next look (no clock read here).
     fn wrote(&self) {
         if !self.wrote.load(Ordering::Relaxed) {
             self.wrote.store(true, Ordering::Relaxed);
