@@ -391,6 +391,42 @@ impl AsyncWrite for Watched {
 mod tests {
     use super::*;
 
+    fn limits() -> NetLimits {
+        NetLimits {
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 1,
+        }
+    }
+
+    /// The watchdog's looks, at chosen instants (no waiting): an idle connection closes at
+    /// its deadline unless a response was still being written since the previous look, which
+    /// gives it one more idle period; the write that follows every answer does not count once
+    /// a look has passed; a request with the application is never closed by the watchdog.
+    #[test]
+    fn the_watchdog_closes_idle_connections_unless_a_response_is_still_being_written() {
+        let w = Watch::new(limits());
+        assert!(w.tick() <= Duration::from_secs(10), "a look at least every header timeout");
+        w.begin();
+        assert!(!w.expired(w.deadline() + Duration::from_secs(3600)), "busy: never the watchdog's");
+        w.end();
+        w.wrote(); // the answer's bytes, right after it
+        let due = w.deadline();
+        assert!(!w.expired(due - Duration::from_secs(30)), "before the deadline");
+        assert!(w.expired(due), "no write since the last look: closed at the deadline");
+        // A slow reader: bytes left since the last look, so another idle period.
+        w.wrote();
+        assert!(!w.expired(due));
+        assert!(w.deadline() >= due);
+        assert!(w.expired(w.deadline()), "and closed at the next deadline with no write since");
+        // The first bytes of a request move the deadline to the header timeout.
+        w.read();
+        assert!(w.deadline() <= Instant::now() + Duration::from_secs(10));
+        assert!(w.expired(w.deadline()), "a head not finished in time");
+    }
+
     #[test]
     fn protocol_errors_become_envelopes() {
         let raw = protocol_error(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n\r\n");
