@@ -138,7 +138,7 @@ impl Error {
     }
 }
 
-/// What a 5xx response was, for the log line `http::log_failures` writes with the request's
+/// What a 5xx response was, for the log line `http::edge` writes with the request's
 /// id, method and path. A response extension: it never reaches the client.
 #[derive(Clone, Debug)]
 pub struct ServerError(pub std::sync::Arc<str>);
@@ -151,7 +151,7 @@ pub struct EmptyObject {}
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
-        // Logged by `http::log_failures`, with the request's id, method and path.
+        // Logged by `http::edge`, with the request's id, method and path.
         let failure = status
             .is_server_error()
             .then(|| ServerError(format!("{self:?}; source: {:?}", std::error::Error::source(&self)).into()));

@@ -261,7 +261,7 @@ pub(crate) fn page(status: StatusCode, body: Result<String, askama::Error>) -> R
     let mut res = match body {
         Ok(text) => (status, text).into_response(),
         Err(e) => {
-            // Logged with the request's id by `http::log_failures`.
+            // Logged with the request's id by `http::edge`.
             let mut res = (StatusCode::INTERNAL_SERVER_ERROR, "Internal server error.").into_response();
             res.extensions_mut().insert(ServerError(format!("dashboard template: {e}").into()));
             res
@@ -312,7 +312,7 @@ pub(crate) fn error_page(session: Option<&Session>, e: &Error) -> Response {
     let frame = session.map(|s| s.frame(""));
     let mut res = page(status, MessagePage { frame, title, message: &message, errors }.render());
     if status.is_server_error() {
-        // Logged with the request's id by `http::log_failures`.
+        // Logged with the request's id by `http::edge`.
         res.extensions_mut().insert(ServerError(format!("dashboard: {e:?}").into()));
     }
     res
