@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Turns the unpacked npm package `zipcodes` into the compact TSV that
-// dropslot embeds (crates/dropslot/data/postal-codes.tsv). Called by
+// dropslot embeds (crates/dropslot-core/data/postal-codes.tsv). Called by
 // derive-geodata.sh: `node derive-geodata.js <unpacked package dir> <version>`;
 // writes the TSV to stdout and a summary to stderr.
 'use strict';

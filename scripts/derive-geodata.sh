@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates crates/dropslot/data/postal-codes.tsv from the npm package
+# Regenerates crates/dropslot-core/data/postal-codes.tsv from the npm package
 # `zipcodes`. Development time only, run by hand; the service never touches
 # the network. The version and tarball hash are pinned so that a rerun
 # either reproduces the committed file byte for byte or fails loudly.
@@ -12,7 +12,7 @@ readonly INTEGRITY='sha512-V8NolFaJhsPamGeCv5lJdk60Q7JBiXI6e+8JDksPC1NJWZ0t7g1OF
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-out="$root/crates/dropslot/data/postal-codes.tsv"
+out="$root/crates/dropslot-core/data/postal-codes.tsv"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

@@ -9,10 +9,10 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dropslot::config::{Overrides, Settings};
-use dropslot::geo::Geocoder;
 use dropslot::orders::request::{Purpose, RequestPayload, Rules, ValidRequest, validate};
-use dropslot::quote::quote;
+use dropslot_core::config::{Overrides, Settings};
+use dropslot_core::geo::Geocoder;
+use dropslot_core::quote::quote;
 use jiff::Timestamp;
 
 const NOW: &str = "2026-11-23T12:00:00Z";

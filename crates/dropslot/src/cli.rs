@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
 
-use crate::config::{Overrides, Settings};
 use crate::http::API;
-use crate::ids::ClientId;
-use crate::store::{self, DynStore, TokenKind};
+use dropslot_core::config::{Overrides, Settings};
+use dropslot_core::ids::ClientId;
+use dropslot_store::{self, DynStore, TokenKind};
 
 #[derive(Parser, Debug)]
 #[command(name = "dropslot", version, about = "Scheduled same-day parcel delivery")]
@@ -64,17 +64,17 @@ enum Command {
 
 /// `--from`: a `sqlite://` URL (anything else is a usage error).
 fn sqlite_url(s: &str) -> Result<String, String> {
-    match store::DatabaseUrl::parse(s)? {
-        store::DatabaseUrl::Sqlite(_) => Ok(s.to_string()),
-        store::DatabaseUrl::Postgres(_) => Err("the source must be a sqlite:// URL".into()),
+    match dropslot_core::config::DatabaseUrl::parse(s)? {
+        dropslot_core::config::DatabaseUrl::Sqlite(_) => Ok(s.to_string()),
+        dropslot_core::config::DatabaseUrl::Postgres(_) => Err("the source must be a sqlite:// URL".into()),
     }
 }
 
 /// `--to`: a `postgres://` URL (anything else is a usage error).
 fn postgres_url(s: &str) -> Result<String, String> {
-    match store::DatabaseUrl::parse(s)? {
-        store::DatabaseUrl::Postgres(_) => Ok(s.to_string()),
-        store::DatabaseUrl::Sqlite(_) => Err("the target must be a postgres:// URL".into()),
+    match dropslot_core::config::DatabaseUrl::parse(s)? {
+        dropslot_core::config::DatabaseUrl::Postgres(_) => Ok(s.to_string()),
+        dropslot_core::config::DatabaseUrl::Sqlite(_) => Err("the target must be a postgres:// URL".into()),
     }
 }
 
@@ -160,7 +160,7 @@ async fn execute(cli: Cli) -> Result<(), String> {
         }
         Command::Token { command } => token(&settings, command).await,
         Command::Copy { from, to } => {
-            let copied = store::copy::run(&from, &to, &settings.postgres, outbox(&settings)).await?;
+            let copied = dropslot_store::copy::run(&from, &to, &settings.postgres, outbox(&settings)).await?;
             for c in copied {
                 println!("{:<20} {}", c.table, c.rows);
             }
@@ -200,12 +200,12 @@ async fn token(settings: &Settings, command: TokenCommand) -> Result<(), String>
 }
 
 async fn open(settings: &Settings) -> Result<DynStore, String> {
-    store::open(&settings.database, &settings.postgres, outbox(settings)).await.map_err(|e| e.to_string())
+    dropslot_store::open(&settings.database, &settings.postgres, outbox(settings)).await.map_err(|e| e.to_string())
 }
 
 /// The CLI changes no shipment, but every store is opened with the outbox that renders the
 /// events its writes could cause.
-fn outbox(settings: &Settings) -> std::sync::Arc<dyn store::Outbox> {
+fn outbox(settings: &Settings) -> std::sync::Arc<dyn dropslot_store::Outbox> {
     std::sync::Arc::new(crate::webhooks::Renderer::new(settings, std::sync::Arc::default()))
 }
 
@@ -242,7 +242,7 @@ async fn serve(mut settings: Settings) -> Result<(), String> {
     if settings.base_url == format!("http://{}", settings.listen) {
         settings.base_url = format!("http://{bound}");
     }
-    let running = crate::start(settings, listener, shutdown_signal()).await.map_err(|e| e.to_string())?;
+    let running = crate::root::start(settings, listener, shutdown_signal()).await.map_err(|e| e.to_string())?;
     let base = running.app.settings.base_url.clone();
     if let Some((client, token)) = &running.demo {
         println!("Demo client created (id {client}). Its test token, shown only now:\n\n  {token}\n");
@@ -250,7 +250,7 @@ async fn serve(mut settings: Settings) -> Result<(), String> {
             "Try a preview:\n\n  curl -s {base}{API}/requests/preview \\\n    -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' \\\n    -d '{{\"pick_up_address\":{{\"text\":\"100 King St W, Toronto, ON M5X 1A9\"}},\"drop_offs\":[{{\"address\":{{\"text\":\"290 Bremner Blvd, Toronto, ON M5V 3L9\"}},\"parcels\":[{{\"unit\":\"g\",\"values\":500}}]}}]}}'\n"
         );
     }
-    tracing::info!(%bound, database = %crate::config::redact_url(&running.app.settings.database), "dropslot listening");
+    tracing::info!(%bound, database = %dropslot_core::config::redact_url(&running.app.settings.database), "dropslot listening");
     println!("dropslot listening on http://{bound} (base URL {base})");
     running.finished().await;
     Ok(())

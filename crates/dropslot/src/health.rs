@@ -9,8 +9,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::app::App;
-use crate::error::{EmptyObject, Error};
-use crate::http::{Envelope, ErrorEnvelope, envelope};
+use crate::error::{EmptyObject, Envelope, Error, ErrorEnvelope, envelope};
 
 /// `/healthz`, `/readyz`, and `/metrics` unless it has a listener of its own
 /// (`server.metrics_listen`).

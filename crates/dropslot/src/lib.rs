@@ -1,170 +1,27 @@
-//! dropslot: scheduled same-day parcel delivery. The service library: domain (quote, orders,
-//! labels, geo), the HTTP edge and the storage backends; `main.rs` is only the CLI.
+//! dropslot's service: the HTTP edge, authentication, the domains' handlers, the pages and
+//! the CLI, over the pure core (`dropslot-core`) and the storage (`dropslot-store`).
+//! `root.rs` is the composition root; `main.rs` is only the CLI.
 
 pub mod addresses;
 pub mod app;
 pub mod auth;
 pub mod cli;
-pub mod clock;
-pub mod config;
 pub mod dashboard;
 pub mod error;
-pub mod geo;
 pub mod health;
 pub mod http;
-pub mod ids;
 pub mod labels;
 pub mod metrics;
-pub mod money;
 pub mod openapi;
 pub mod ops;
 pub mod orders;
-pub mod quote;
 pub mod ratelimit;
+pub mod root;
 pub mod sandbox;
 pub mod shipments;
-pub mod store;
 pub mod tracking;
 pub mod webhooks;
 
-use std::future::Future;
-use std::sync::Arc;
-
 pub use app::App;
-pub use config::Settings;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
-
-use crate::ids::ClientId;
-use crate::store::StoreError;
-
-/// A started service: the application, the demo client's token when the database was empty,
-/// and the server task, which ends once the shutdown future has resolved and the server has
-/// drained.
-pub struct Running {
-    pub app: App,
-    /// On an empty database: the demo client and its test token (shown once).
-    pub demo: Option<(ClientId, String)>,
-    server: tokio::task::JoinHandle<()>,
-    dispatcher: tokio::task::JoinHandle<()>,
-    /// The asynchronous order worker.
-    requests: tokio::task::JoinHandle<()>,
-    /// The `/metrics` listener's server and address, when it has its own (`metrics_listen`).
-    metrics: Option<tokio::task::JoinHandle<()>>,
-    pub metrics_addr: Option<std::net::SocketAddr>,
-}
-
-impl Running {
-    /// Waits until the server and the webhook dispatcher have stopped and drained.
-    pub async fn finished(self) {
-        let _ = self.server.await;
-        let _ = self.dispatcher.await;
-        let _ = self.requests.await;
-        if let Some(metrics) = self.metrics {
-            let _ = metrics.await;
-        }
-    }
-}
-
-/// The composition root: the only place that starts the HTTP server and the background
-/// workers (the webhook dispatcher, the asynchronous order worker), under one stop signal.
-///
-/// The port answers at once: 503 "starting" (with `Retry-After`) while the store is opened,
-/// migrated and checked for writes; then the routes and the dispatcher. When `shutdown`
-/// resolves, `/readyz` turns 503, the server stops accepting and in-flight requests get the
-/// grace period; the dispatcher stops claiming and drains its in-flight deliveries.
-pub async fn start(
-    settings: Settings,
-    listener: TcpListener,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<Running, StoreError> {
-    let (stop, stopping) = watch::channel(false);
-    let slot: http::server::RouterSlot = Arc::default();
-    let server = tokio::spawn(http::server::serve(
-        listener,
-        settings.net,
-        slot.clone(),
-        stopping.clone(),
-        settings.shutdown_grace,
-    ));
-    let signal = tokio::spawn(async move {
-        shutdown.await;
-        tracing::info!("shutting down: draining in-flight requests");
-        let _ = stop.send(true);
-    });
-    // The metrics listener is bound before anything else starts: a taken port stops the start.
-    let metrics_listener = match settings.metrics_listen {
-        None => None,
-        Some(addr) => Some(
-            TcpListener::bind(addr)
-                .await
-                .map_err(|e| StoreError::Invalid(format!("cannot listen for /metrics on {addr}: {e}")))?,
-        ),
-    };
-    let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
-    let built = async {
-        let app = App::build(settings, stopping.clone()).await?;
-        let demo = app.bootstrap_demo().await?;
-        let dispatcher = webhooks::dispatcher::Dispatcher::new(
-            app.store.clone(),
-            app.settings.webhooks.clone(),
-            app.outbox.wake(),
-            app.metrics.clone(),
-            app.clock.clone(),
-        )
-        .map_err(StoreError::Invalid)?;
-        Ok::<_, StoreError>((app, demo, dispatcher))
-    };
-    match built.await {
-        Ok((app, demo, dispatcher)) => {
-            let own_metrics = metrics_listener.is_some();
-            // One request, one view of the store's read caches (`store::cache::request_scope`).
-            let routed = http::router(app.clone(), api_routes(), root_routes(!own_metrics));
-            let one_epoch = tower::util::MapFuture::new(routed, store::cache::request_scope);
-            let _ = slot.set(http::service(app.settings.body_limit, one_epoch));
-            let metrics = metrics_listener.map(|listener| {
-                let metrics_slot: http::server::RouterSlot = Arc::default();
-                let routed = http::router(app.clone(), axum::Router::new(), health::metrics_routes());
-                let _ = metrics_slot.set(http::service(app.settings.body_limit, routed));
-                tokio::spawn(http::server::serve(
-                    listener,
-                    app.settings.net,
-                    metrics_slot,
-                    stopping.clone(),
-                    app.settings.shutdown_grace,
-                ))
-            });
-            let requests = tokio::spawn(orders::worker::run(app.clone(), stopping.clone()));
-            let dispatcher = tokio::spawn(dispatcher.run(stopping));
-            Ok(Running { app, demo, server, dispatcher, requests, metrics, metrics_addr })
-        }
-        Err(e) => {
-            signal.abort();
-            server.abort();
-            Err(e)
-        }
-    }
-}
-
-/// Every domain's routes under the API prefix.
-fn api_routes() -> axum::Router<App> {
-    axum::Router::new()
-        .merge(orders::routes())
-        .merge(shipments::routes())
-        .merge(sandbox::routes())
-        .merge(ops::routes())
-        .merge(addresses::routes())
-        .merge(webhooks::routes())
-        .merge(auth::admin::routes())
-}
-
-/// Every domain's routes at the root: labels and icons, the tracking page, health (with
-/// `/metrics` unless it has its own listener), the dashboard.
-fn root_routes(with_metrics: bool) -> axum::Router<App> {
-    axum::Router::new()
-        .merge(labels::routes())
-        .merge(tracking::routes())
-        .merge(health::routes(with_metrics))
-        .merge(openapi::routes())
-        .merge(dashboard::routes())
-}
+pub use dropslot_core::config::Settings;
+pub use root::{Running, start};

@@ -153,7 +153,7 @@ impl EncodeMetric for LatencyHistogram {
 
 /// The store's statistics, read at each scrape (attached once the store is open).
 #[derive(Debug, Default)]
-struct StoreCollector(std::sync::OnceLock<std::sync::Arc<crate::store::StoreStats>>);
+struct StoreCollector(std::sync::OnceLock<std::sync::Arc<dropslot_store::StoreStats>>);
 
 impl prometheus_client::collector::Collector for StoreCollector {
     fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
@@ -188,6 +188,11 @@ impl prometheus_client::collector::Collector for StoreCollector {
         )?)
     }
 }
+
+/// The per-route request metrics as the HTTP toolkit sees them: `None` when
+/// `http_metrics` is off, so a request then costs nothing.
+#[derive(Clone)]
+pub struct HttpMetrics(pub Option<std::sync::Arc<Metrics>>);
 
 pub struct Metrics {
     registry: Registry,
@@ -264,7 +269,7 @@ impl Metrics {
     }
 
     /// Reports the store's statistics from now on (once; later calls are ignored).
-    pub fn attach_store(&self, stats: std::sync::Arc<crate::store::StoreStats>) {
+    pub fn attach_store(&self, stats: std::sync::Arc<dropslot_store::StoreStats>) {
         let _ = self.store.0.set(stats);
     }
 

@@ -13,17 +13,17 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
 use axum::http::request::Parts;
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::HashMapStateStore;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
-use crate::app::App;
-use crate::config::Bucket;
 use crate::error::Error;
-use crate::store::TokenHash;
+use crate::metrics::{ClassLabels, Metrics};
+use dropslot_core::config::Bucket;
+use dropslot_store::TokenHash;
 
 /// What a request is counted as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,13 +63,13 @@ impl Class {
 /// refills with real time, so it never locks a token out for good).
 #[derive(Clone)]
 struct ServiceClock {
-    clock: crate::clock::Clock,
+    clock: dropslot_core::clock::Clock,
     started: std::time::Instant,
     pinned_at: Option<jiff::Timestamp>,
 }
 
 impl ServiceClock {
-    fn new(clock: crate::clock::Clock) -> ServiceClock {
+    fn new(clock: dropslot_core::clock::Clock) -> ServiceClock {
         let pinned_at = clock.is_pinned().then(|| clock.now());
         ServiceClock { clock, started: std::time::Instant::now(), pinned_at }
     }
@@ -113,6 +113,8 @@ pub struct Limiters {
     tokens: RwLock<TokenLimiters>,
     public: Option<(Bucket, Keyed<IpAddr>)>,
     public_checks: AtomicU64,
+    /// Where refusals are counted.
+    metrics: std::sync::Arc<Metrics>,
 }
 
 fn quota(b: Bucket) -> Option<Quota> {
@@ -122,10 +124,16 @@ fn quota(b: Bucket) -> Option<Quota> {
 }
 
 impl Limiters {
-    pub fn new(clock: crate::clock::Clock, public: Bucket) -> Limiters {
+    pub fn new(clock: dropslot_core::clock::Clock, public: Bucket, metrics: std::sync::Arc<Metrics>) -> Limiters {
         let clock = ServiceClock::new(clock);
         let public = quota(public).map(|q| (public, RateLimiter::hashmap_with_clock(q, clock.clone())));
-        Limiters { clock, tokens: RwLock::default(), public, public_checks: AtomicU64::new(0) }
+        Limiters { clock, tokens: RwLock::default(), public, public_checks: AtomicU64::new(0), metrics }
+    }
+
+    /// A refusal as the 429 error, counted in `/metrics`.
+    pub fn refuse(&self, r: Refused) -> Error {
+        self.metrics.rate_limited.get_or_create(&ClassLabels { class: r.class.name() }).inc();
+        Error::RateLimited { retry_after: r.retry_after_seconds(), policy: r.policy_header(), limit: r.limit_header() }
     }
 
     fn refused(&self, class: Class, bucket: Bucket, until: &governor::NotUntil<Duration>) -> Refused {
@@ -188,14 +196,19 @@ impl Refused {
 /// A label or tracking URL's caller, counted against its address's bucket (a 429 over it).
 pub struct PublicLimit;
 
-impl FromRequestParts<App> for PublicLimit {
+impl<S> FromRequestParts<S> for PublicLimit
+where
+    S: Send + Sync,
+    std::sync::Arc<Limiters>: FromRef<S>,
+{
     type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Error> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Error> {
         let Some(ConnectInfo(peer)) = parts.extensions.get::<ConnectInfo<SocketAddr>>().copied() else {
             return Ok(PublicLimit);
         };
-        app.limiters.check_address(peer.ip()).map_err(|r| app.refuse(r))?;
+        let limiters = std::sync::Arc::<Limiters>::from_ref(state);
+        limiters.check_address(peer.ip()).map_err(|r| limiters.refuse(r))?;
         Ok(PublicLimit)
     }
 }
@@ -206,8 +219,8 @@ mod tests {
 
     #[test]
     fn a_bucket_empties_and_refills_on_the_clock() {
-        let clock = crate::clock::Clock::pinned("2026-11-23T12:00:00Z".parse().unwrap());
-        let limiters = Limiters::new(clock.clone(), Bucket { per_second: 0, burst: 0 });
+        let clock = dropslot_core::clock::Clock::pinned("2026-11-23T12:00:00Z".parse().unwrap());
+        let limiters = Limiters::new(clock.clone(), Bucket { per_second: 0, burst: 0 }, std::sync::Arc::default());
         let b = Bucket { per_second: 2, burst: 3 };
         let t = TokenHash([7; 32]);
         for _ in 0..3 {

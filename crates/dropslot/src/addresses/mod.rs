@@ -7,17 +7,17 @@ use serde::Serialize;
 
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::{EmptyObject, Error, Result};
-use crate::http::{Envelope, ErrorEnvelope, PathParam, envelope};
-use crate::ids::SavedAddressId;
-use crate::store::SavedAddress;
+use crate::error::{EmptyObject, Envelope, Error, ErrorEnvelope, Result, envelope};
+use crate::http::PathParam;
+use dropslot_core::ids::SavedAddressId;
+use dropslot_store::SavedAddress;
 
 /// The saved-address endpoints, under the API prefix.
 pub fn routes() -> axum::Router<App> {
     use axum::routing::get;
     axum::Router::new()
-        .route(crate::api_path!("/saved-addresses"), get(list))
-        .route(crate::api_path!("/saved-addresses/{id}"), get(show).delete(remove))
+        .route(crate::http::api_path!("/saved-addresses"), get(list))
+        .route(crate::http::api_path!("/saved-addresses/{id}"), get(show).delete(remove))
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

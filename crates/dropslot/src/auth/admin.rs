@@ -7,10 +7,10 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
 use crate::app::App;
-use crate::error::{EmptyObject, Error, Result};
-use crate::http::{Envelope, ErrorEnvelope, JsonBody, PathParam, envelope};
-use crate::ids::ClientId;
-use crate::store::{TokenInfo, TokenKind};
+use crate::error::{EmptyObject, Envelope, Error, ErrorEnvelope, Result, envelope};
+use crate::http::{JsonBody, PathParam};
+use dropslot_core::ids::ClientId;
+use dropslot_store::{TokenInfo, TokenKind};
 
 /// What every admin operation can answer besides its own: the 404 when no admin token is
 /// configured is in each operation's description.
@@ -20,10 +20,10 @@ const NO_ADMIN: &str = "When no admin token is configured, every admin route ans
 pub fn routes() -> axum::Router<App> {
     use axum::routing::{delete, post, put};
     axum::Router::new()
-        .route(crate::api_path!("/admin/clients"), post(create_client))
-        .route(crate::api_path!("/admin/clients/{id}/settings"), put(put_settings))
-        .route(crate::api_path!("/admin/clients/{id}/tokens"), post(create_token).get(list_tokens))
-        .route(crate::api_path!("/admin/tokens/{prefix}"), delete(revoke_token))
+        .route(crate::http::api_path!("/admin/clients"), post(create_client))
+        .route(crate::http::api_path!("/admin/clients/{id}/settings"), put(put_settings))
+        .route(crate::http::api_path!("/admin/clients/{id}/tokens"), post(create_token).get(list_tokens))
+        .route(crate::http::api_path!("/admin/tokens/{prefix}"), delete(revoke_token))
 }
 
 /// Proof that the request carried the configured admin token.

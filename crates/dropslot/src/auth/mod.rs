@@ -13,10 +13,10 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::app::App;
-use crate::config::{Limits, PriceList};
 use crate::error::{Error, Result};
-use crate::ids::ClientId;
-use crate::store::{NewToken, Principal, Scope, TokenHash, TokenKind};
+use dropslot_core::config::{Limits, PriceList};
+use dropslot_core::ids::ClientId;
+use dropslot_store::{NewToken, Principal, Scope, TokenHash, TokenKind};
 
 /// A freshly minted token: the secret (shown once) and what is stored.
 pub struct MintedToken {
@@ -26,7 +26,7 @@ pub struct MintedToken {
 
 /// `ds_<kind>_` + 43 base64url characters (32 random bytes).
 pub fn mint(client: ClientId, kind: TokenKind) -> MintedToken {
-    let random = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(crate::ids::random_bytes::<32>());
+    let random = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(dropslot_core::ids::random_bytes::<32>());
     let secret = format!("ds_{}_{random}", kind.as_str());
     let prefix = secret[..secret.len() - random.len() + 8].to_string();
     let last4 = secret[secret.len() - 4..].to_string();
@@ -46,7 +46,7 @@ pub struct ClientSettings {
     #[serde(default)]
     pub limits: Option<Limits>,
     #[serde(default)]
-    pub rate_limits: Option<crate::config::RateLimits>,
+    pub rate_limits: Option<dropslot_core::config::RateLimits>,
 }
 
 impl ClientSettings {
@@ -54,13 +54,13 @@ impl ClientSettings {
     /// `limits`. Whatever passes here reads back through [`ClientSettings::load`].
     pub fn check(&self) -> Result<()> {
         if let Some(p) = &self.pricing {
-            crate::config::validate_pricing(p).map_err(|m| Error::invalid("pricing", m))?;
+            dropslot_core::config::validate_pricing(p).map_err(|m| Error::invalid("pricing", m))?;
         }
         if let Some(l) = &self.limits {
-            crate::config::validate_limits(l).map_err(|m| Error::invalid("limits", m))?;
+            dropslot_core::config::validate_limits(l).map_err(|m| Error::invalid("limits", m))?;
         }
         if let Some(r) = &self.rate_limits {
-            crate::config::validate_rate_limits(r).map_err(|m| Error::invalid("rate_limits", m))?;
+            dropslot_core::config::validate_rate_limits(r).map_err(|m| Error::invalid("rate_limits", m))?;
         }
         Ok(())
     }
@@ -112,7 +112,12 @@ pub(crate) fn bearer(parts: &Parts) -> Result<&str> {
 
 /// Takes one request from the token's bucket for this route's class (before the body is
 /// read): a 429 over it.
-pub(crate) fn limit(parts: &Parts, app: &App, rates: &crate::config::RateLimits, token: &TokenHash) -> Result<()> {
+pub(crate) fn limit(
+    parts: &Parts,
+    app: &App,
+    rates: &dropslot_core::config::RateLimits,
+    token: &TokenHash,
+) -> Result<()> {
     use crate::ratelimit::Class;
     let route = parts.extensions.get::<axum::extract::MatchedPath>().map_or("", axum::extract::MatchedPath::as_str);
     let class = Class::of_route(route);
@@ -121,7 +126,7 @@ pub(crate) fn limit(parts: &Parts, app: &App, rates: &crate::config::RateLimits,
         Class::Orders => rates.orders,
         Class::Other | Class::Public => rates.other,
     };
-    app.limiters.check_token(class, bucket, token).map_err(|r| app.refuse(r))
+    app.limiters.check_token(class, bucket, token).map_err(|r| app.limiters.refuse(r))
 }
 
 impl FromRequestParts<App> for Caller {

@@ -12,8 +12,8 @@ use super::{
 use crate::app::App;
 use crate::error::Error;
 use crate::http::PathParam;
-use crate::ids::SavedAddressId;
-use crate::store::{Mode, NewSession, SavedAddress, TokenInfo, TokenKind};
+use dropslot_core::ids::SavedAddressId;
+use dropslot_store::{Mode, NewSession, SavedAddress, TokenInfo, TokenKind};
 
 #[derive(Template)]
 #[template(path = "dashboard/sign_in.html")]

@@ -29,7 +29,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::app::App;
 use crate::error::{Error, FieldErrors, ServerError};
-use crate::store::{Mode, Scope, TokenKind};
+use dropslot_store::{Mode, Scope, TokenKind};
 
 /// A session ends after this long without a request.
 pub const IDLE: Duration = Duration::from_secs(30 * 60);
@@ -141,7 +141,7 @@ fn set_cookie(app: &App, name: &str, value: &str, max_age: Option<u64>) -> Heade
 /// 32 random bytes as base64url: session values and CSRF tokens.
 fn random_value() -> String {
     use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(crate::ids::random_bytes::<32>())
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(dropslot_core::ids::random_bytes::<32>())
 }
 
 /// Equal in time independent of where they differ.

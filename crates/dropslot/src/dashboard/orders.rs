@@ -10,12 +10,12 @@ use crate::app::App;
 use crate::error::{Error, FieldErrors};
 use crate::http::PathParam;
 use crate::http::page::{cursor, parse_cursor};
-use crate::ids::CustomCode;
 use crate::labels::LabelLink;
-use crate::money::Money;
-use crate::orders::view::{city_zone, local};
-use crate::shipments::{Scenario, Status};
-use crate::store::{LabelKind, OrderFilter, Selection, StoredShipment, Visibility};
+use dropslot_core::ids::CustomCode;
+use dropslot_core::money::Money;
+use dropslot_core::shipments::{Scenario, Status};
+use dropslot_core::time::{city_zone, local};
+use dropslot_store::{LabelKind, OrderFilter, Selection, StoredShipment, Visibility};
 
 const PAGE_SIZE: usize = 20;
 const MAX_SEARCH: usize = 200;
@@ -314,7 +314,7 @@ pub(super) async fn shipment(
         prices,
         labels,
         deletable: d.status.allows_parcel_deletion(),
-        scenarios: if session.scope.mode == crate::store::Mode::Test {
+        scenarios: if session.scope.mode == dropslot_store::Mode::Test {
             Scenario::ALL.into_iter().map(|s| (s.slug(), scenario_name(s))).collect()
         } else {
             Vec::new()

@@ -10,8 +10,8 @@ use super::{Fields, Frame, Ids, PageResult, Posted, Session, fail, field_list, m
 use crate::app::App;
 use crate::error::Error;
 use crate::http::page::{cursor, parse_cursor};
-use crate::store::{DeliveryState, StoredDelivery, StoredEndpoint};
 use crate::webhooks::routes::{self as api, AuthHeaderBody, EndpointBody};
+use dropslot_store::{DeliveryState, StoredDelivery, StoredEndpoint};
 
 const LOG_PAGE: usize = 20;
 

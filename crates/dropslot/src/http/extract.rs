@@ -3,12 +3,11 @@
 //! dotted field path (see `json.rs`).
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRef, FromRequest, Request};
 use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::app::App;
 use crate::error::{Error, FieldErrors};
 
 /// A path parameter; one that does not parse names nothing that exists: an enveloped 404.
@@ -41,10 +40,25 @@ fn identity_encoding(headers: &axum::http::HeaderMap) -> bool {
     })
 }
 
-impl<T: DeserializeOwned> FromRequest<App> for JsonBody<T> {
+/// How much of a body is read, and for how long: what [`JsonBody`] needs of the state.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyLimits {
+    /// Bytes; over it is a 413.
+    pub size: usize,
+    /// A body not received whole within it is a 408.
+    pub read_timeout: std::time::Duration,
+}
+
+impl<S, T> FromRequest<S> for JsonBody<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+    BodyLimits: FromRef<S>,
+{
     type Rejection = Error;
 
-    async fn from_request(req: Request, app: &App) -> Result<Self, Error> {
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        let limits = BodyLimits::from_ref(state);
         let json = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_json);
         if !json {
             return Err(Error::UnsupportedMediaType);
@@ -54,11 +68,11 @@ impl<T: DeserializeOwned> FromRequest<App> for JsonBody<T> {
         }
         // A declared length over the limit is refused before a byte of the body is read.
         let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > app.settings.body_limit as u64) {
+        if declared.is_some_and(|n| n > limits.size as u64) {
             return Err(Error::PayloadTooLarge);
         }
         // A body that stalls (trickled, or shorter than its Content-Length) is a 408.
-        let read = tokio::time::timeout(app.settings.net.body_read_timeout, Bytes::from_request(req, app));
+        let read = tokio::time::timeout(limits.read_timeout, Bytes::from_request(req, state));
         let bytes = read.await.map_err(|_| Error::BodyTimeout)?.map_err(|rejection| {
             if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                 Error::PayloadTooLarge

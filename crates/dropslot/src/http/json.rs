@@ -45,23 +45,8 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, Error> {
     })
 }
 
-/// Marks an error raised by a type's own parsing rule (an amount with three decimals): the
-/// JSON type was right, the value is not, so it is a 422 at its path rather than a 400.
-const INVALID_VALUE: &str = "\u{1}invalid:";
-
-/// A value error for a `Deserialize` impl to return; [`from_value`] makes it a 422.
-pub fn invalid_value<E: de::Error>(message: &str) -> E {
-    E::custom(format_args!("{INVALID_VALUE}{message}"))
-}
-
-/// A message with the value-error marker removed (for errors read outside [`from_value`],
-/// such as the configuration file's).
-pub fn plain(message: &str) -> String {
-    message.replace(INVALID_VALUE, "")
-}
-
 /// Reads a typed request from a parsed body; a type error is a 400 at its dotted path, a
-/// value refused by the type's own rule a 422 at its path.
+/// value refused by the type's own rule ([`dropslot_core::rule::invalid_value`]) a 422 at its path.
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
     // Most bodies are valid: read them without tracking the path (the tracking wrapper was
     // about 1.5 % of a preview), and only a failing one again, with it, for its error's path.
@@ -72,7 +57,7 @@ pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
     serde_path_to_error::deserialize(Strict(value)).map_err(|e| {
         let mut path = dotted(e.path());
         let mut message = e.inner().to_string();
-        if let Some(rule) = message.strip_prefix(INVALID_VALUE) {
+        if let Some(rule) = dropslot_core::rule::broken(&message) {
             return Error::Validation(FieldErrors::single(path, rule));
         }
         // serde's derive words these itself, in Rust terms: say them in the client's.

@@ -36,8 +36,8 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::config::NetLimits;
 use crate::error::Error;
+use dropslot_core::config::NetLimits;
 
 /// What the server routes to: nothing yet while the application starts (every request but
 /// `/healthz` is a 503), then the application's router.
@@ -254,7 +254,7 @@ impl hyper::service::Service<Request<Incoming>> for Service {
         let (watch, timeout) = (self.watch.clone(), self.net.request_timeout);
         let Some(router) = self.router.get() else {
             let res = if req.uri().path() == "/healthz" {
-                crate::http::envelope(200, "ok", &serde_json::json!({}))
+                crate::error::envelope(200, "ok", &serde_json::json!({}))
             } else {
                 with_id(Error::Unavailable("starting").into_response(), &id)
             };
@@ -288,13 +288,13 @@ fn request_id<B>(req: &mut Request<B>) -> HeaderValue {
 /// across processes and restarts for log correlation, without a system call per request
 /// (a `getrandom` each was 1.7 % of a preview's profile); request ids are not secrets.
 fn new_request_id() -> HeaderValue {
-    static PROCESS: std::sync::LazyLock<[u8; 6]> = std::sync::LazyLock::new(crate::ids::random_bytes::<6>);
+    static PROCESS: std::sync::LazyLock<[u8; 6]> = std::sync::LazyLock::new(dropslot_core::ids::random_bytes::<6>);
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut bytes = [0u8; 12];
     bytes[..6].copy_from_slice(&*PROCESS);
     bytes[6..].copy_from_slice(&n.to_be_bytes()[2..]);
-    HeaderValue::from_str(&crate::ids::hex(&bytes)).unwrap_or_else(|_| HeaderValue::from_static("0"))
+    HeaderValue::from_str(&dropslot_core::ids::hex(&bytes)).unwrap_or_else(|_| HeaderValue::from_static("0"))
 }
 
 fn with_id(mut res: Response<Body>, id: &HeaderValue) -> Response<Body> {
@@ -304,7 +304,7 @@ fn with_id(mut res: Response<Body>, id: &HeaderValue) -> Response<Body> {
 
 /// A complete HTTP/1.1 response with the error envelope, written straight to a socket.
 fn raw_response(status: StatusCode, message: &str) -> Vec<u8> {
-    let body = super::error_json(status.as_u16(), message, &crate::error::FieldErrors::new());
+    let body = crate::error::error_json(status.as_u16(), message, &crate::error::FieldErrors::new());
     let id = new_request_id();
     let retry = if status == StatusCode::SERVICE_UNAVAILABLE { "retry-after: 1\r\n" } else { "" };
     format!(

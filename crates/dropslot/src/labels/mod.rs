@@ -10,9 +10,9 @@ use dropslot_labels::{LabelFormat, LabelSize};
 use sha2::{Digest, Sha256};
 
 use crate::app::App;
-use crate::error::{Error, Result};
-use crate::http::{ErrorEnvelope, PathParam};
-use crate::store::LabelKind;
+use crate::error::{Error, ErrorEnvelope, Result};
+use crate::http::PathParam;
+use dropslot_store::LabelKind;
 
 const SIZES: [&str; 2] = ["4x6", "4x4"];
 const FORMATS: [&str; 2] = ["pdf", "zpl"];
@@ -101,7 +101,7 @@ async fn serve(
     let (Ok(size), Ok(format)) = (size.parse::<LabelSize>(), format.parse::<LabelFormat>()) else {
         return Err(Error::NotFound);
     };
-    if token.len() != crate::ids::URL_TOKEN_LEN {
+    if token.len() != dropslot_core::ids::URL_TOKEN_LEN {
         return Err(Error::NotFound);
     }
     let source = app.store.label_source(kind, &token).await?.ok_or(Error::NotFound)?;
@@ -148,7 +148,7 @@ fn etag(label: &dropslot_labels::Label, size: LabelSize, format: LabelFormat) ->
         .chain_update(format.as_str())
         .chain_update(env!("CARGO_PKG_VERSION"))
         .finalize();
-    format!("\"{}\"", crate::ids::hex(&digest[..12]))
+    format!("\"{}\"", dropslot_core::ids::hex(&digest[..12]))
 }
 
 /// `GET /static/icons/{code}.svg`: a parcel-box icon with the size's initial.

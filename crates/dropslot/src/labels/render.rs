@@ -3,7 +3,7 @@
 
 use dropslot_labels::{DropOffLabel, Label, ParcelLabel, Party, PickUpLabel};
 
-use crate::store::{
+use dropslot_store::{
     LabelKind, LabelSource, StoredDropOffAddress as DropOffAddress, StoredPickUpAddress as PickUpAddress,
 };
 

@@ -8,7 +8,6 @@
 //! The answers every operation shares (400/401/403/408/413/415/429/500/503, `X-Request-Id`)
 //! are added by [`responses::complete`] from the operation's security and request body.
 
-mod foreign;
 mod reference;
 mod responses;
 
@@ -37,7 +36,7 @@ use crate::app::App;
         crate::addresses::list,
         crate::addresses::show,
         crate::addresses::remove,
-        crate::shipments::routes::states,
+        crate::shipments::states,
         crate::sandbox::handle,
         crate::ops::transition,
         crate::ops::scan,
@@ -56,7 +55,7 @@ use crate::app::App;
         crate::auth::admin::list_tokens,
         crate::auth::admin::revoke_token,
     ),
-    components(schemas(crate::http::ErrorEnvelope))
+    components(schemas(crate::error::ErrorEnvelope))
 )]
 struct Api;
 
@@ -122,7 +121,7 @@ pub fn routes() -> axum::Router<App> {
     summary = "This OpenAPI 3.1 document",
     responses((status = 200, description = "The document (also committed as docs/openapi.json).", content_type = "application/json", body = Object)))]
 async fn openapi_json() -> Response {
-    let mut res = crate::http::json_response(200, JSON.as_str());
+    let mut res = crate::error::json_response(200, JSON.as_str());
     res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
     res.into_response()
 }

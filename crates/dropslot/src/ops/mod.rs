@@ -8,11 +8,11 @@ use serde::Deserialize;
 
 use crate::app::App;
 use crate::auth::{bearer, hash};
-use crate::error::{Error, FieldErrors, Result};
-use crate::http::{Envelope, ErrorEnvelope, JsonBody, PathParam, envelope};
+use crate::error::{Envelope, Error, ErrorEnvelope, FieldErrors, Result, envelope};
+use crate::http::{JsonBody, PathParam};
 use crate::orders::view::ShipmentView;
-use crate::shipments::{Actor, Move, Proof, Refusal, Status};
-use crate::store::{MoveOutcome, TokenKind, Visibility};
+use dropslot_core::shipments::{Actor, Move, Proof, Refusal, Status};
+use dropslot_store::{MoveOutcome, TokenKind, Visibility};
 
 /// Longest reason or proof value, in characters.
 const MAX_TEXT: usize = 500;
@@ -21,8 +21,8 @@ const MAX_PROOFS: usize = 10;
 pub fn routes() -> axum::Router<App> {
     use axum::routing::post;
     axum::Router::new()
-        .route(crate::api_path!("/ops/shipments/{unique_id}/transitions"), post(transition))
-        .route(crate::api_path!("/ops/parcels/{pick_up_code}/pick-up-scan"), post(scan))
+        .route(crate::http::api_path!("/ops/shipments/{unique_id}/transitions"), post(transition))
+        .route(crate::http::api_path!("/ops/parcels/{pick_up_code}/pick-up-scan"), post(scan))
 }
 
 /// A caller holding an `ops` token; any other token is a 403.

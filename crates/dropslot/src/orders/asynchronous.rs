@@ -14,11 +14,11 @@ use super::wire::{OrderObject, ShipmentObject};
 use super::{Prepared, Terms};
 use crate::app::App;
 use crate::auth::{Caller, ClientSettings};
-use crate::error::{Error, FieldErrors, Result};
-use crate::http::{API, Envelope, ErrorEnvelope, JsonBody, PathParam, envelope, json_response};
-use crate::ids;
-use crate::quote::schedule::iso;
-use crate::store::{CreateOrderError, NewRequest, RequestStatus, StoredRequest};
+use crate::error::{Envelope, Error, ErrorEnvelope, FieldErrors, Result, envelope, json_response};
+use crate::http::{API, JsonBody, PathParam};
+use dropslot_core::ids;
+use dropslot_core::time::iso;
+use dropslot_store::{CreateOrderError, NewRequest, RequestStatus, StoredRequest};
 
 const ACCEPTED: &str = "Order request accepted; it is being processed.";
 
@@ -89,7 +89,7 @@ pub fn request_completed(data: &RequestFinished<'_>) -> serde_json::Result<Strin
         event: &'static str,
         data: &'a RequestFinished<'a>,
     }
-    serde_json::to_string(&Body { event: crate::store::COMPLETED_EVENT, data })
+    serde_json::to_string(&Body { event: dropslot_store::COMPLETED_EVENT, data })
 }
 
 pub fn status_url(app: &App, request_id: &str) -> String {
@@ -143,7 +143,7 @@ pub(super) async fn accept(
         terms: stored_terms,
         drop_offs_count,
         created_at: iso(&now.to_zoned(city.tz.clone())),
-        due_ms: crate::store::queue_now_ms(),
+        due_ms: dropslot_store::queue_now_ms(),
         idempotency: claim.clone(),
         response: response.clone(),
     };
@@ -213,7 +213,7 @@ pub(super) async fn status(
 /// from the store and rendered by the same `ShipmentObject::from_stored` as the 201, so it is
 /// the 201's object (or, after a parcel was deleted since, the order as it is now). A
 /// completed request whose order cannot be read is an error, never a missing order.
-async fn order_object(app: &App, scope: crate::store::Scope, r: &StoredRequest) -> Result<Option<OrderObject>> {
+async fn order_object(app: &App, scope: dropslot_store::Scope, r: &StoredRequest) -> Result<Option<OrderObject>> {
     if r.status != RequestStatus::Completed {
         return Ok(None);
     }

@@ -12,11 +12,11 @@ use super::wire::{OrderObject, ShipmentObject};
 use super::{Prepared, Terms, custom_code_taken};
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::{Error, Result};
-use crate::http::{Envelope, ErrorEnvelope, JsonBody, json_response};
-use crate::ids;
-use crate::quote::schedule::iso;
-use crate::store::{
+use crate::error::{Envelope, Error, ErrorEnvelope, Result, json_response};
+use crate::http::JsonBody;
+use dropslot_core::ids;
+use dropslot_core::time::iso;
+use dropslot_store::{
     CreateOrderError, IdempotencyClaim, NewDropOff, NewOrder, NewParcel, NewPickUp, NewShipment, OrderIds, Scope,
     StoredDropOffAddress, StoredPickUpAddress, StoredShipment,
 };
@@ -279,7 +279,7 @@ impl Draft {
     }
 
     /// The draft shared with the store's render callback.
-    pub(super) fn shared(self) -> (std::sync::Arc<Draft>, crate::store::RenderFn) {
+    pub(super) fn shared(self) -> (std::sync::Arc<Draft>, dropslot_store::RenderFn) {
         let draft = std::sync::Arc::new(self);
         let shared = draft.clone();
         (draft, std::sync::Arc::new(move |ids: &OrderIds| shared.render(ids).map_err(|e| e.to_string())))

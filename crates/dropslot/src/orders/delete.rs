@@ -6,10 +6,10 @@ use axum::response::Response;
 
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::{EmptyObject, Error, Result};
-use crate::http::{Envelope, ErrorEnvelope, PathParam, envelope};
-use crate::ids::CustomCode;
-use crate::store::{DeleteOutcome, Scope};
+use crate::error::{EmptyObject, Envelope, Error, ErrorEnvelope, Result, envelope};
+use crate::http::PathParam;
+use dropslot_core::ids::CustomCode;
+use dropslot_store::{DeleteOutcome, Scope};
 
 #[utoipa::path(delete, path = "/parcels/find/by-custom-code/{custom_code}", tag = "Orders", operation_id = "delete_parcel",
     summary = "Delete a parcel by its custom code",

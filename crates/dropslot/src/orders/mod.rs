@@ -1,7 +1,7 @@
 //! Orders: preview (a quote with no writes), synchronous creation, parcel deletion and the
 //! client's reads of orders and parcels.
 //! Handlers parse, validate, quote, persist and answer; the rules live in `request` and
-//! `crate::quote`.
+//! `dropslot_core::quote`.
 
 pub mod asynchronous;
 pub(crate) mod create;
@@ -17,26 +17,26 @@ use std::sync::Arc;
 
 use crate::app::App;
 use crate::auth::Caller;
-use crate::config::{Limits, PriceList};
 use crate::error::{Error, FieldErrors, Result};
-use crate::ids::SavedAddressId;
-use crate::quote::{self, Quote, QuoteError};
-use crate::store::Scope;
+use dropslot_core::config::{Limits, PriceList};
+use dropslot_core::ids::SavedAddressId;
+use dropslot_core::quote::{self, Quote, QuoteError};
+use dropslot_store::Scope;
 use request::{Purpose, RequestPayload, Rules, ValidRequest};
 
 /// Preview, order creation and deletion by custom code, under the API prefix.
 pub fn routes() -> axum::Router<App> {
     use axum::routing::{delete, get, post};
     axum::Router::new()
-        .route(crate::api_path!("/requests/preview"), post(preview::handle))
-        .route(crate::api_path!("/requests/sync"), post(create::handle))
-        .route(crate::api_path!("/requests/async"), post(asynchronous::accept))
-        .route(crate::api_path!("/requests/{request_id}"), get(asynchronous::status))
-        .route(crate::api_path!("/orders"), get(read::list))
-        .route(crate::api_path!("/orders/{unique_id}"), get(read::one))
-        .route(crate::api_path!("/shipments/{unique_id}"), get(read::shipment))
+        .route(crate::http::api_path!("/requests/preview"), post(preview::handle))
+        .route(crate::http::api_path!("/requests/sync"), post(create::handle))
+        .route(crate::http::api_path!("/requests/async"), post(asynchronous::accept))
+        .route(crate::http::api_path!("/requests/{request_id}"), get(asynchronous::status))
+        .route(crate::http::api_path!("/orders"), get(read::list))
+        .route(crate::http::api_path!("/orders/{unique_id}"), get(read::one))
+        .route(crate::http::api_path!("/shipments/{unique_id}"), get(read::shipment))
         .route(
-            crate::api_path!("/parcels/find/by-custom-code/{custom_code}"),
+            crate::http::api_path!("/parcels/find/by-custom-code/{custom_code}"),
             delete(delete::handle).get(read::by_custom_code),
         )
 }

@@ -12,11 +12,11 @@ use super::wire::{
 };
 use crate::app::App;
 use crate::auth::Caller;
-use crate::config::PriceList;
-use crate::error::Result;
-use crate::http::{Envelope, ErrorEnvelope, JsonBody, envelope};
-use crate::quote::Quote;
-use crate::quote::schedule::iso;
+use crate::error::{Envelope, ErrorEnvelope, Result, envelope};
+use crate::http::JsonBody;
+use dropslot_core::config::PriceList;
+use dropslot_core::quote::Quote;
+use dropslot_core::time::iso;
 
 #[utoipa::path(post, path = "/requests/preview", tag = "Orders", operation_id = "preview",
     summary = "Preview the schedule and prices of a request",

@@ -8,12 +8,12 @@ use serde::Serialize;
 use super::view::{OrderView, ShipmentView};
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::{Error, Result};
+use crate::error::{Envelope, Error, ErrorEnvelope, Result, envelope};
+use crate::http::PathParam;
 use crate::http::page::{cursor, page_query};
-use crate::http::{Envelope, ErrorEnvelope, PathParam, envelope};
-use crate::ids::CustomCode;
-use crate::shipments::Status;
-use crate::store::{StoredOrder, Visibility};
+use dropslot_core::ids::CustomCode;
+use dropslot_core::shipments::Status;
+use dropslot_store::{StoredOrder, Visibility};
 
 /// `GET /shipments/{unique_id}`: one of the caller's drop-off shipments.
 #[utoipa::path(get, path = "/shipments/{unique_id}", tag = "Orders", operation_id = "get_shipment",

@@ -5,11 +5,11 @@ use std::collections::HashSet;
 
 use serde::Deserialize;
 
-use crate::config::{Limits, PriceList, ServiceArea};
 use crate::error::FieldErrors;
-use crate::geo::{Geocoder, Location};
-use crate::ids::CustomCode;
-use crate::quote::{DropOffRequest, Milligrams, QuoteRequest, pricing};
+use dropslot_core::config::{Limits, PriceList, ServiceArea};
+use dropslot_core::geo::{Geocoder, Location};
+use dropslot_core::ids::CustomCode;
+use dropslot_core::quote::{DropOffRequest, Milligrams, QuoteRequest, pricing};
 
 /// The request payload of preview and order creation. The schema states the shapes; the
 /// rules it cannot state (geocoding, limits, required receiver fields) answer 422 at a path.
@@ -431,7 +431,7 @@ pub fn normalize_address(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Overrides, Settings};
+    use dropslot_core::config::{Overrides, Settings};
     use proptest::prelude::*;
 
     fn any_text() -> impl Strategy<Value = Option<String>> {

@@ -1,15 +1,14 @@
 //! How a shipment reads back (CONTRACT §8, issue 8 item 5): the order-creation shape plus
 //! `status`, `attempts` and the events, with every time in its city's offset.
 
-use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::Serialize;
 
 use super::wire::ShipmentObject;
-use crate::config::ServiceArea;
-use crate::quote::schedule::iso;
-use crate::shipments::{Actor, Proof, Status};
-use crate::store::{StoredEvent, StoredOrder, StoredShipment};
+use dropslot_core::config::ServiceArea;
+use dropslot_core::shipments::{Actor, Proof, Status};
+use dropslot_core::time::{city_zone, local};
+use dropslot_store::{StoredEvent, StoredOrder, StoredShipment};
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct ShipmentView {
@@ -44,17 +43,6 @@ pub struct OrderView {
     pub unique_id: String,
     pub created_at: String,
     pub shipments: Vec<ShipmentView>,
-}
-
-/// The time zone of a configured city by name; UTC if the city has left the configuration
-/// (the instant stays right, only its offset is generic).
-pub fn city_zone(area: &ServiceArea, city: &str) -> TimeZone {
-    area.cities().iter().find(|c| c.name == city).map_or(TimeZone::UTC, |c| c.tz.clone())
-}
-
-/// An instant shown with its city's offset.
-pub fn local(at: Timestamp, tz: &TimeZone) -> String {
-    iso(&at.to_zoned(tz.clone()))
 }
 
 impl ShipmentView {

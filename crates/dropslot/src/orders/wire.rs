@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::labels::LabelLink;
-use crate::store::StoredDropOffAddress;
+use dropslot_store::StoredDropOffAddress;
 
-use crate::config::PaymentType;
-use crate::money::Money;
-use crate::quote::Totals;
+use dropslot_core::config::PaymentType;
+use dropslot_core::money::Money;
+use dropslot_core::quote::Totals;
 
 /// The only shipment type of the interface.
 pub const SAME: &str = "SAME";
@@ -243,9 +243,9 @@ pub struct ParcelObject {
 impl ShipmentObject {
     /// A stored shipment in the order-creation shape (live parcels only: a deleted parcel
     /// leaves the shipment, as it leaves its labels).
-    pub fn from_stored(base: &str, s: &crate::store::StoredShipment) -> ShipmentObject {
+    pub fn from_stored(base: &str, s: &dropslot_store::StoredShipment) -> ShipmentObject {
         use crate::labels;
-        use crate::store::LabelKind;
+        use dropslot_store::LabelKind;
         let (pick_up_links, pick_up_label) = labels::links(base, LabelKind::PickUp, &s.pick_up.label_token);
         let (drop_off_links, drop_off_label) = labels::links(base, LabelKind::DropOff, &s.drop_off.label_token);
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();

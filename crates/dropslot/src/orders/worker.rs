@@ -18,8 +18,8 @@ use super::request::{Purpose, RequestPayload};
 use crate::app::App;
 use crate::auth::ClientSettings;
 use crate::error::{Error, FieldErrors};
-use crate::quote::schedule::iso;
-use crate::store::{ClaimedRequest, CreateOrderError, LEASE_LOST, RequestEnd, StoreError, queue_now_ms};
+use dropslot_core::time::iso;
+use dropslot_store::{ClaimedRequest, CreateOrderError, LEASE_LOST, RequestEnd, StoreError, queue_now_ms};
 
 /// How long to sleep at most when nothing is due: requests another process accepted are
 /// only this process's to take over once their lease ends, so this needs no doorbell.

@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::{Error, FieldErrors, Result};
-use crate::http::{Envelope, ErrorEnvelope, JsonBody, PathParam};
-use crate::shipments::{Scenario, Status};
-use crate::store::{Mode, ScenarioResult, Selection};
+use crate::error::{Envelope, Error, ErrorEnvelope, FieldErrors, Result};
+use crate::http::{JsonBody, PathParam};
+use dropslot_core::shipments::{Scenario, Status};
+use dropslot_store::{Mode, ScenarioResult, Selection};
 
 /// Shipments moved per transaction: bounds the time one batch holds the writer.
 const BATCH: usize = 200;
@@ -20,7 +20,7 @@ const BATCH: usize = 200;
 const MAX_SELECTED: usize = 1000;
 
 pub fn routes() -> axum::Router<App> {
-    axum::Router::new().route(crate::api_path!("/sandbox/scenarios/{scenario}"), axum::routing::post(handle))
+    axum::Router::new().route(crate::http::api_path!("/sandbox/scenarios/{scenario}"), axum::routing::post(handle))
 }
 
 /// A caller with a test token: a live token gets 403 before its body is read.
@@ -128,7 +128,7 @@ pub struct Skipped {
 
 /// Runs `scenario` over the caller's test shipments that `selection` matches, in bounded
 /// batches (the API's endpoints and the dashboard's buttons both come here).
-pub async fn run(app: &App, scope: crate::store::Scope, scenario: Scenario, selection: Selection) -> Result<Outcome> {
+pub async fn run(app: &App, scope: dropslot_store::Scope, scenario: Scenario, selection: Selection) -> Result<Outcome> {
     if scope.mode != Mode::Test {
         return Err(Error::Forbidden("Sandbox scenarios take test tokens only; a live token cannot run them."));
     }

@@ -13,11 +13,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::app::App;
-use crate::error::{Error, Result};
-use crate::http::{ErrorEnvelope, PathParam};
-use crate::orders::view::{city_zone, local};
-use crate::shipments::Status;
-use crate::store::Tracking;
+use crate::error::{Error, ErrorEnvelope, Result};
+use crate::http::PathParam;
+use dropslot_core::shipments::Status;
+use dropslot_core::time::{city_zone, local};
+use dropslot_store::Tracking;
 
 const CSS: &str = include_str!("../../templates/track.css");
 
@@ -176,7 +176,7 @@ fn json_page(t: &Tracking, tz: &jiff::tz::TimeZone) -> Response {
         events: t.events.iter().map(|(status, at)| EventJson { status: *status, at: local(*at, tz) }).collect(),
     };
     match serde_json::to_string(&body) {
-        Ok(text) => crate::http::json_response(200, text),
+        Ok(text) => crate::error::json_response(200, text),
         Err(e) => Error::Internal(format!("tracking JSON: {e}")).into_response(),
     }
 }

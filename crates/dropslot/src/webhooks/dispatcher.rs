@@ -14,10 +14,10 @@ use tokio::sync::{Notify, Semaphore, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::{retry, signing, target};
-use crate::clock::Clock;
-use crate::config::WebhookSettings;
 use crate::metrics::{Metrics, Outcome};
-use crate::store::{AttemptOutcome, AttemptRecord, Claimed, DynStore};
+use dropslot_core::clock::Clock;
+use dropslot_core::config::WebhookSettings;
+use dropslot_store::{AttemptOutcome, AttemptRecord, Claimed, DynStore};
 
 /// Deliveries claimed per round at most.
 const BATCH: usize = 256;
@@ -142,7 +142,7 @@ impl Dispatcher {
         }
     }
 
-    async fn claim(&self, limit: usize) -> Result<Vec<Claimed>, crate::store::StoreError> {
+    async fn claim(&self, limit: usize) -> Result<Vec<Claimed>, dropslot_store::StoreError> {
         let cap = self.settings.per_endpoint_concurrency;
         let in_flight: Vec<(i64, usize)> = self.lock_in_flight().iter().map(|(e, n)| (*e, *n)).collect();
         let now = Timestamp::now().as_millisecond();

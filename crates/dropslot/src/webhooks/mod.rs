@@ -18,23 +18,23 @@ use tokio::sync::Notify;
 
 pub use routes::routes;
 
-use crate::config::Settings;
 use crate::metrics::Metrics;
-use crate::shipments::Status;
-use crate::store::{Outbox, StoredEvent, StoredParcel, StoredShipment};
+use dropslot_core::config::Settings;
+use dropslot_core::shipments::Status;
+use dropslot_store::{Outbox, StoredEvent, StoredParcel, StoredShipment};
 
 /// Every event kind an endpoint may subscribe to (or `*` for all).
 pub fn event_kinds() -> Vec<String> {
     let mut kinds: Vec<String> = Status::ALL.iter().map(|s| format!("same.shipment.{}", s.as_str())).collect();
     kinds.push("same.parcel.created".into());
-    kinds.push(crate::store::COMPLETED_EVENT.into());
+    kinds.push(dropslot_store::COMPLETED_EVENT.into());
     kinds
 }
 
 /// The outbox's renderer and the dispatcher's doorbell.
 pub struct Renderer {
     base_url: String,
-    area: crate::config::ServiceArea,
+    area: dropslot_core::config::ServiceArea,
     size_names: HashMap<String, String>,
     wake: Arc<Notify>,
     metrics: Arc<Metrics>,

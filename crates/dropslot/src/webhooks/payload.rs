@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::config::ServiceArea;
-use crate::orders::view::{city_zone, local};
-use crate::shipments::{Actor, Proof, Status};
-use crate::store::{StoredEvent, StoredParcel, StoredShipment};
+use dropslot_core::config::ServiceArea;
+use dropslot_core::shipments::{Actor, Proof, Status};
+use dropslot_core::time::{city_zone, local};
+use dropslot_store::{StoredEvent, StoredParcel, StoredShipment};
 
 #[derive(Serialize)]
 struct Body<'a, T: Serialize> {

@@ -32,7 +32,7 @@ pub fn parse_retry_after(value: &str, now: Timestamp) -> Option<Duration> {
 
 /// A uniform random number in [0, 1).
 pub fn unit() -> f64 {
-    (u64::from_le_bytes(crate::ids::random_bytes::<8>()) >> 11) as f64 / (1u64 << 53) as f64
+    (u64::from_le_bytes(dropslot_core::ids::random_bytes::<8>()) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 #[cfg(test)]

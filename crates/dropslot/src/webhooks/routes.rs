@@ -12,10 +12,10 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::{event_kinds, payload, signing, target};
 use crate::app::App;
 use crate::auth::Caller;
-use crate::error::{EmptyObject, Error, FieldErrors, Result};
+use crate::error::{EmptyObject, Envelope, Error, ErrorEnvelope, FieldErrors, Result, envelope};
 use crate::http::page::{cursor, page_query};
-use crate::http::{Envelope, ErrorEnvelope, JsonBody, PathParam, envelope};
-use crate::store::{
+use crate::http::{JsonBody, PathParam};
+use dropslot_store::{
     AuthHeader, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome, Scope, StoredAttempt, StoredDelivery,
     StoredEndpoint,
 };
@@ -43,12 +43,12 @@ const RESERVED_HEADERS: &[&str] = &[
 pub fn routes() -> axum::Router<App> {
     use axum::routing::{get, post};
     axum::Router::new()
-        .route(crate::api_path!("/webhooks"), post(create).get(list))
-        .route(crate::api_path!("/webhooks/{id}"), get(show).patch(update).delete(remove))
-        .route(crate::api_path!("/webhooks/{id}/rotate-secret"), post(rotate))
-        .route(crate::api_path!("/webhooks/{id}/test"), post(test))
-        .route(crate::api_path!("/webhooks/{id}/deliveries"), get(deliveries))
-        .route(crate::api_path!("/webhooks/deliveries/{id}/resend"), post(resend))
+        .route(crate::http::api_path!("/webhooks"), post(create).get(list))
+        .route(crate::http::api_path!("/webhooks/{id}"), get(show).patch(update).delete(remove))
+        .route(crate::http::api_path!("/webhooks/{id}/rotate-secret"), post(rotate))
+        .route(crate::http::api_path!("/webhooks/{id}/test"), post(test))
+        .route(crate::http::api_path!("/webhooks/{id}/deliveries"), get(deliveries))
+        .route(crate::http::api_path!("/webhooks/deliveries/{id}/resend"), post(resend))
 }
 
 /// A header the service sends with every delivery to this endpoint.

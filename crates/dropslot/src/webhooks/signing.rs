@@ -8,7 +8,7 @@ use sha2::Sha256;
 
 /// A new signing secret: `whsec_` + base64 of 32 random bytes.
 pub fn new_secret() -> String {
-    format!("whsec_{}", STANDARD.encode(crate::ids::random_bytes::<32>()))
+    format!("whsec_{}", STANDARD.encode(dropslot_core::ids::random_bytes::<32>()))
 }
 
 /// The HMAC key of a `whsec_` secret; a stored secret that does not decode is an error.

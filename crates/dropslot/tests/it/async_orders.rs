@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use dropslot::auth::ClientSettings;
-use dropslot::store::{NewRequest, Scope};
+use dropslot_store::{NewRequest, Scope};
 use serde_json::{Value, json};
 
 use crate::common::{DROP_OFF, GENEROUS_LIMITS, PICK_UP, TestDb, TestServer, assert_envelope, cents};
@@ -220,7 +220,7 @@ async fn a_custom_code_taken_meanwhile_fails_the_request_at_its_path() {
         limits: Some(s.app.settings.limits),
         rate_limits: None,
     };
-    let scope = Scope { client: dropslot::ids::ClientId(1), mode: dropslot::store::Mode::Test };
+    let scope = Scope { client: dropslot_core::ids::ClientId(1), mode: dropslot_store::Mode::Test };
     let request = NewRequest {
         request_id: "RQ0000000000MEANWHILE001".into(),
         payload: body.to_string(),

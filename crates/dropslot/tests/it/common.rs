@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use dropslot::App;
-use dropslot::config::{Overrides, Settings};
+use dropslot_core::config::{Overrides, Settings};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;

@@ -533,7 +533,7 @@ async fn sqlite_the_port_answers_503_while_starting() {
     .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let overrides = dropslot::config::Overrides {
+    let overrides = dropslot_core::config::Overrides {
         database: Some(format!("sqlite://{}", path.display())),
         now: Some(crate::common::NOW.into()),
         ..Default::default()

@@ -48,13 +48,13 @@ async fn openapi_json_is_the_committed_document() {
     );
 }
 
-/// `.route("path", get(..).post(..))` and `.route(crate::api_path!("path"), ..)` calls of a
+/// `.route("path", get(..).post(..))` and `.route(crate::http::api_path!("path"), ..)` calls of a
 /// source file: (the path served, with the API prefix for the latter; methods).
 fn routes_in(text: &str) -> Vec<(String, Vec<String>)> {
     let mut found = Vec::new();
     for chunk in text.split(".route(").skip(1) {
         let chunk = chunk.trim_start();
-        let (prefix, chunk) = match chunk.strip_prefix("crate::api_path!(") {
+        let (prefix, chunk) = match chunk.strip_prefix("crate::http::api_path!(") {
             Some(rest) => (API, rest.trim_start()),
             None => ("", chunk),
         };

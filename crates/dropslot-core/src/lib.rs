@@ -1,0 +1,12 @@
+//! dropslot's pure core: the domain's types and rules as plain functions over plain data.
+//! It names no HTTP type, no database driver and no store: Cargo refuses an upward import.
+
+pub mod clock;
+pub mod config;
+pub mod geo;
+pub mod ids;
+pub mod money;
+pub mod quote;
+pub mod rule;
+pub mod shipments;
+pub mod time;

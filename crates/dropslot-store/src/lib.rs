@@ -1,0 +1,282 @@
+//! The storage seam: one async trait both backends (`SQLite`, `PostgreSQL`) implement,
+//! chosen by the database URL's scheme. Every tenant-data method takes a `Scope`, so a query
+//! that forgets the client and mode filter cannot be written against this trait.
+
+pub mod cache;
+pub mod copy;
+mod lifecycle;
+pub mod postgres;
+mod requests;
+pub mod sqlite;
+mod types;
+mod webhooks;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+
+pub use lifecycle::*;
+pub use requests::*;
+pub use types::*;
+pub use webhooks::*;
+
+use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached or is overloaded: a 503, safe to retry.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    #[error("database error: {0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("stored data is inconsistent: {0}")]
+    Corrupt(String),
+    /// The database named cannot be used as given (a wrong URL, not a regular file): not
+    /// retryable, the operator must change it.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// How the backend's writing and reading went, for `/metrics`: kept by the backend in
+/// atomics, read at each scrape.
+#[derive(Debug, Default)]
+pub struct StoreStats {
+    /// Write transactions that committed a batch of jobs (`SQLite`: the group-commit writer;
+    /// `PostgreSQL`: the order batcher).
+    pub batches: std::sync::atomic::AtomicU64,
+    /// Jobs in those batches (their mean size is `batched_jobs / batches`).
+    pub batched_jobs: std::sync::atomic::AtomicU64,
+    /// Jobs waiting for the writer (or the order batcher) now.
+    pub queued: std::sync::atomic::AtomicI64,
+    /// Reads that had to wait for a connection (every pooled one was busy).
+    pub read_waits: std::sync::atomic::AtomicU64,
+}
+
+impl StoreStats {
+    /// One batch of `jobs` taken from the queue and written.
+    pub fn batch(&self, jobs: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.batches.fetch_add(1, Relaxed);
+        self.batched_jobs.fetch_add(jobs as u64, Relaxed);
+        self.queued.fetch_sub(jobs as i64, Relaxed);
+    }
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// The backend's write and read statistics (shared; updated as it works).
+    fn stats(&self) -> Arc<StoreStats>;
+    /// Brings the schema up to date; returns the versions applied now.
+    async fn migrate(&self) -> StoreResult<Vec<i64>>;
+    /// Proves the database takes writes: a small committed write (`/readyz`, and the check
+    /// at start). Fails while the database is read-only, full, locked or unreachable.
+    async fn ping(&self) -> StoreResult<()>;
+
+    // Clients and tokens (CONTRACT §1).
+    async fn create_client(&self, name: &str, now: Timestamp) -> StoreResult<ClientId>;
+    async fn client_count(&self) -> StoreResult<i64>;
+    async fn client_exists(&self, id: ClientId) -> StoreResult<bool>;
+    /// Replaces a client's negotiated terms (`None` = the configuration's); false if no client.
+    async fn set_client_settings(&self, id: ClientId, settings_json: Option<String>) -> StoreResult<bool>;
+    async fn insert_token(&self, token: NewToken, now: Timestamp) -> StoreResult<()>;
+    async fn principal(&self, hash: &TokenHash) -> StoreResult<Option<Principal>>;
+    async fn list_tokens(&self, client: ClientId) -> StoreResult<Vec<TokenInfo>>;
+    /// Revokes the one live token with this display prefix; false if none matched.
+    async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool>;
+
+    // Dashboard sessions (issue 11): server-side records keyed by the cookie's SHA-256.
+    /// Starts a session for the unrevoked token whose hash is `token`; `None` (and nothing
+    /// written) when the token is unknown or revoked.
+    async fn create_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<Option<Principal>>;
+    /// The session, if its token is still unrevoked and it was last seen at or after
+    /// `idle_since_ms`; a session seen more than a minute before `now_ms` is marked seen now.
+    async fn session(&self, session: &TokenHash, idle_since_ms: i64, now_ms: i64)
+    -> StoreResult<Option<SessionRecord>>;
+    /// Ends a session (sign-out); ending one that does not exist is not an error.
+    async fn end_session(&self, session: &TokenHash) -> StoreResult<()>;
+
+    // Saved pick-up addresses (CONTRACT §3.4).
+    /// The id of the saved address with this normalised text (a preview's `saved_address_id`).
+    async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>>;
+    async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>>;
+    async fn list_saved_addresses(&self, scope: Scope) -> StoreResult<Vec<SavedAddress>>;
+    async fn delete_saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<bool>;
+
+    // Orders (CONTRACT §3.3) and parcels (§4).
+    async fn idempotent_response(
+        &self,
+        scope: Scope,
+        key: &str,
+        since: Timestamp,
+    ) -> StoreResult<Option<StoredResponse>>;
+    /// Writes the whole order in one transaction with its saved address, its first events
+    /// and the idempotency record (whose body `render` produces from the new row ids).
+    async fn create_order(
+        &self,
+        scope: Scope,
+        order: NewOrder,
+        render: RenderFn,
+    ) -> Result<CreatedOrder, CreateOrderError>;
+    async fn delete_parcel_by_custom_code(
+        &self,
+        scope: Scope,
+        code: &CustomCode,
+        now: Timestamp,
+    ) -> StoreResult<DeleteOutcome>;
+
+    // Asynchronous order requests (CONTRACT §3.5). A request is completed by `create_order`
+    // with `NewOrder::completes`: the order and the completion commit together.
+    /// Writes an accepted request (and its idempotency record) before the 202.
+    async fn queue_request(&self, scope: Scope, request: NewRequest) -> Result<(), CreateOrderError>;
+    async fn order_request(&self, scope: Scope, request_id: &str) -> StoreResult<Option<StoredRequest>>;
+    /// Claims up to `limit` due requests (queued, or processing with an ended lease) until
+    /// `lease_until_ms`, oldest first; each is `processing` from then on.
+    async fn claim_requests(&self, now_ms: i64, lease_until_ms: i64, limit: usize) -> StoreResult<Vec<ClaimedRequest>>;
+    /// Ends a claimed request as failed with `errors_json`, queueing its webhook; false when
+    /// the claim was lost meanwhile (nothing written).
+    async fn fail_request(&self, end: RequestEnd, errors_json: String) -> StoreResult<bool>;
+    /// When the next unfinished request falls due, if any.
+    async fn next_request_due_ms(&self) -> StoreResult<Option<i64>>;
+
+    // The shipment lifecycle (CONTRACT §4, §6): every change is planned by `shipments` from
+    // rows loaded in the changing transaction and persisted with its numbered events.
+    /// The caller's test drop-off shipments any selector matches, by row id, oldest first.
+    async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>>;
+    /// Runs a scenario over one bounded batch of candidates, in one transaction.
+    async fn run_scenario(
+        &self,
+        scope: Scope,
+        ids: Vec<i64>,
+        scenario: dropslot_core::shipments::Scenario,
+        now: Timestamp,
+    ) -> StoreResult<Vec<ScenarioResult>>;
+    /// Operations staff move a live drop-off shipment (any client's), by tracking code.
+    async fn ops_move(
+        &self,
+        unique_id: &str,
+        m: dropslot_core::shipments::Move,
+        now: Timestamp,
+    ) -> StoreResult<MoveOutcome>;
+    /// A pick-up scan of a live parcel by its pick-up code.
+    async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome>;
+
+    // Reads.
+    async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>>;
+    async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>>;
+    /// Newest first, before the row id `before` (the cursor).
+    async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>>;
+    /// Like [`Store::orders`], only the orders `filter` matches (the dashboard's search).
+    async fn find_orders(
+        &self,
+        scope: Scope,
+        filter: &OrderFilter,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredOrder>>;
+    /// The live parcel with this custom code (its pick-up code) and its shipment.
+    async fn parcel_by_custom_code(
+        &self,
+        scope: Scope,
+        code: &CustomCode,
+    ) -> StoreResult<Option<(String, StoredShipment)>>;
+    /// The public tracking page's facts, by tracking code; no scope (the code is public).
+    async fn tracking(&self, code: &str) -> StoreResult<Option<Tracking>>;
+
+    // Labels: looked up by their unguessable token, no scope (the token is the credential).
+    async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>>;
+
+    // Webhook endpoints (CONTRACT §5), scoped like every tenant row.
+    async fn create_endpoint(&self, scope: Scope, e: NewEndpoint, now: Timestamp) -> StoreResult<StoredEndpoint>;
+    async fn endpoints(&self, scope: Scope) -> StoreResult<Vec<StoredEndpoint>>;
+    async fn endpoint(&self, scope: Scope, id: i64) -> StoreResult<Option<StoredEndpoint>>;
+    /// Disabling an endpoint fails its unfinished deliveries; enabling replays nothing.
+    async fn update_endpoint(
+        &self,
+        scope: Scope,
+        id: i64,
+        patch: EndpointPatch,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>>;
+    async fn delete_endpoint(&self, scope: Scope, id: i64, now: Timestamp) -> StoreResult<bool>;
+    /// A new signing secret; the previous one keeps signing until `previous_until_ms`.
+    async fn rotate_secret(
+        &self,
+        scope: Scope,
+        id: i64,
+        secret: String,
+        previous_until_ms: i64,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>>;
+    /// Queues a test event (`event`, `body`) to one endpoint, whatever it subscribes to.
+    async fn queue_test(
+        &self,
+        scope: Scope,
+        id: i64,
+        event: &str,
+        body: String,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredDelivery>>;
+    /// An endpoint's deliveries, newest first, before the delivery id `before` (the cursor);
+    /// `None` when the endpoint is not the caller's.
+    async fn deliveries(
+        &self,
+        scope: Scope,
+        endpoint: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Option<Vec<StoredDelivery>>>;
+    /// Queues the delivery's message to its endpoint again, as a new delivery.
+    async fn resend(&self, scope: Scope, delivery: i64) -> StoreResult<ResendOutcome>;
+
+    // The dispatcher (system clock, Unix ms).
+    /// Claims up to `limit` due deliveries until `lease_until_ms`, at most one per (endpoint,
+    /// shipment) stream so order holds, and no more per endpoint than `per_endpoint` counting
+    /// the claimer's `in_flight` (endpoint, count) pairs.
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+        per_endpoint: usize,
+        in_flight: Vec<(i64, usize)>,
+    ) -> StoreResult<Vec<Claimed>>;
+    /// Records attempts and moves their deliveries (and their streams, and their endpoints'
+    /// health), all in one transaction: every one of them is committed, or none.
+    async fn record_attempts(&self, attempts: Vec<AttemptRecord>) -> StoreResult<()>;
+    /// When the next pending delivery falls due, if any.
+    async fn next_due_ms(&self) -> StoreResult<Option<i64>>;
+    /// Deliveries not yet delivered or failed.
+    async fn queue_depth(&self) -> StoreResult<i64>;
+}
+
+pub type DynStore = Arc<dyn Store>;
+
+/// `text` for a `LIKE … ESCAPE '\'` pattern: its `%`, `_` and `\` match themselves.
+pub(crate) fn like_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if matches!(ch, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Opens the backend named by the URL's scheme (async: a network backend connects here),
+/// with the outbox that renders the webhook events its changes cause.
+/// `pg` sizes the `PostgreSQL` pool (unused on `SQLite`).
+#[allow(clippy::unused_async)]
+pub async fn open(
+    url: &str,
+    pg: &dropslot_core::config::PostgresSettings,
+    outbox: Arc<dyn Outbox>,
+) -> StoreResult<DynStore> {
+    match dropslot_core::config::DatabaseUrl::parse(url).map_err(StoreError::Invalid)? {
+        dropslot_core::config::DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(&path, outbox)?)),
+        dropslot_core::config::DatabaseUrl::Postgres(url) => Ok(Arc::new(postgres::PgStore::open(&url, pg, outbox)?)),
+    }
+}

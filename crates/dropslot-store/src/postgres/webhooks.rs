@@ -1,0 +1,685 @@
+//! Webhook endpoints, deliveries and the dispatcher's claims on `PostgreSQL`. Several
+//! processes' dispatchers and API handlers write at once, so what `SQLite`'s single writer
+//! thread gave for free is row locks here; every function runs in the caller's transaction.
+//!
+//! Lock order, to keep concurrent units of work from deadlocking: an endpoint's row before
+//! its deliveries' rows, and deliveries in id order (a stream's oldest first). Rows read to
+//! decide an `UPDATE` are locked `FOR NO KEY UPDATE`: the lock that `UPDATE` takes anyway,
+//! taken at the read. Unlike `FOR UPDATE` it does not conflict with the key-share lock an
+//! insert's foreign key takes (an attempt's row on its delivery, a delivery's on its
+//! endpoint), which would make a stale claimer's attempt deadlock with the current one.
+
+use std::collections::HashMap;
+
+use super::sql::Sql;
+use jiff::Timestamp;
+use tokio_postgres::Row;
+use tokio_postgres::types::FromSql;
+
+use super::map_err;
+use super::outbox::{add_delivery, enqueue, now_ms};
+use crate::{
+    AttemptOutcome, AttemptRecord, AuthHeader, Claimed, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome,
+    Scope, StoreError, StoredAttempt, StoredDelivery, StoredEndpoint,
+};
+
+/// A column as `T`: a type the schema does not have is corrupt data, never a panic.
+fn col<'a, T: FromSql<'a>>(r: &'a Row, i: usize) -> Result<T, StoreError> {
+    r.try_get(i).map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
+}
+
+/// A stored BIGINT narrowed to its Rust type (an attempt count, an HTTP status).
+fn narrow<T: TryFrom<i64>>(v: i64, what: &str) -> Result<T, StoreError> {
+    T::try_from(v).map_err(|_| StoreError::Corrupt(format!("stored {what} {v}")))
+}
+
+fn narrow_opt<T: TryFrom<i64>>(v: Option<i64>, what: &str) -> Result<Option<T>, StoreError> {
+    v.map(|v| narrow(v, what)).transpose()
+}
+
+const ENDPOINT_COLUMNS: &str = "id, url, events_json, description, enabled, disabled_reason, auth_header_name,
+    auth_header_value, secret, previous_expires_ms, failing_since_ms, last_success_ms, last_error, created_at,
+    updated_at";
+
+fn endpoint_row(r: &Row) -> Result<StoredEndpoint, StoreError> {
+    let value: Option<String> = col(r, 7)?;
+    Ok(StoredEndpoint {
+        id: col(r, 0)?,
+        url: col(r, 1)?,
+        events: super::json_column(col(r, 2)?, "endpoint events")?,
+        description: col(r, 3)?,
+        enabled: col(r, 4)?,
+        disabled_reason: col(r, 5)?,
+        auth_header_name: col(r, 6)?,
+        auth_header_last4: value.map(|v| last4(&v)),
+        secret: col(r, 8)?,
+        previous_expires_ms: col(r, 9)?,
+        failing_since_ms: col(r, 10)?,
+        last_success_ms: col(r, 11)?,
+        last_error: col(r, 12)?,
+        created_at: col::<Timestamp>(r, 13)?.to_string(),
+        updated_at: col::<Timestamp>(r, 14)?.to_string(),
+    })
+}
+
+/// The last 4 characters of a header value (fewer when it is that short).
+fn last4(v: &str) -> String {
+    let chars: Vec<char> = v.chars().collect();
+    chars[chars.len().saturating_sub(4)..].iter().collect()
+}
+
+pub(super) async fn endpoint(c: &impl Sql, scope: Scope, id: i64) -> Result<Option<StoredEndpoint>, StoreError> {
+    endpoint_locked(c, scope, id, "").await
+}
+
+/// [`endpoint`] with a row lock clause (`""` for none).
+async fn endpoint_locked(
+    c: &impl Sql,
+    scope: Scope,
+    id: i64,
+    lock: &str,
+) -> Result<Option<StoredEndpoint>, StoreError> {
+    c.query_opt(
+        &format!(
+            "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints
+             WHERE id = $1 AND client_id = $2 AND mode = $3 AND deleted_at IS NULL {lock}"
+        ),
+        &[&id, &scope.client.0, &scope.mode.as_str()],
+    )
+    .await
+    .map_err(map_err)?
+    .as_ref()
+    .map(endpoint_row)
+    .transpose()
+}
+
+pub(super) async fn endpoints(c: &impl Sql, scope: Scope) -> Result<Vec<StoredEndpoint>, StoreError> {
+    c.query(
+        &format!(
+            "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints
+             WHERE client_id = $1 AND mode = $2 AND deleted_at IS NULL ORDER BY id"
+        ),
+        &[&scope.client.0, &scope.mode.as_str()],
+    )
+    .await
+    .map_err(map_err)?
+    .iter()
+    .map(endpoint_row)
+    .collect()
+}
+
+pub(super) async fn create_endpoint(
+    c: &impl Sql,
+    scope: Scope,
+    e: &NewEndpoint,
+    now: Timestamp,
+) -> Result<StoredEndpoint, StoreError> {
+    let events = super::to_json(&e.events)?;
+    let (name, value) = e.auth_header.as_ref().map(|h| (&h.name, &h.value)).unzip();
+    let row = c
+        .query_one(
+            &format!(
+                "INSERT INTO webhook_endpoints (client_id, mode, url, events_json, description, enabled,
+                    auth_header_name, auth_header_value, secret, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) RETURNING {ENDPOINT_COLUMNS}"
+            ),
+            &[
+                &scope.client.0,
+                &scope.mode.as_str(),
+                &e.url,
+                &events,
+                &e.description,
+                &e.enabled,
+                &name,
+                &value,
+                &e.secret,
+                &now,
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+    endpoint_row(&row)
+}
+
+/// Fails an endpoint's unfinished deliveries (it was disabled or deleted): nothing is sent
+/// to it any more, and re-enabling replays nothing. Locks them in id order first (the
+/// order a finishing attempt locks its stream in), waiting for in-flight claims and
+/// attempts to commit, whose deliveries it then sees as they left them.
+async fn fail_unfinished(c: &impl Sql, endpoint: i64, why: &str) -> Result<(), StoreError> {
+    c.execute(
+        "WITH unfinished AS MATERIALIZED (
+            SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND state IN ('waiting', 'pending')
+            ORDER BY id FOR NO KEY UPDATE)
+         UPDATE webhook_deliveries d SET state = 'failed', finished_ms = $3, last_error = $2
+         FROM unfinished u WHERE d.id = u.id AND d.state IN ('waiting', 'pending')",
+        &[&endpoint, &why, &now_ms()],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
+pub(super) async fn update_endpoint(
+    c: &impl Sql,
+    scope: Scope,
+    id: i64,
+    p: &EndpointPatch,
+    now: Timestamp,
+) -> Result<Option<StoredEndpoint>, StoreError> {
+    // Locked: whether this change disables the endpoint (and fails its queue) is decided on
+    // `before`, which a concurrent change or a dispatcher's disable must not move meanwhile.
+    let Some(before) = endpoint_locked(c, scope, id, "FOR NO KEY UPDATE").await? else { return Ok(None) };
+    let events = p.events.as_ref().map(super::to_json).transpose()?;
+    let header = p.auth_header.as_ref().map(|h| h.as_ref().map(|h| (h.name.clone(), h.value.clone())).unzip());
+    let (set_header, name, value): (bool, Option<String>, Option<String>) = match header {
+        None => (false, None, None),
+        Some((n, v)) => (true, n, v),
+    };
+    let row = c
+        .query_one(
+            &format!(
+                "UPDATE webhook_endpoints SET
+                    url = coalesce($2::text, url),
+                    events_json = coalesce($3::text, events_json),
+                    description = coalesce($4::text, description),
+                    enabled = coalesce($5::boolean, enabled),
+                    auth_header_name = CASE WHEN $6::boolean THEN $7::text ELSE auth_header_name END,
+                    auth_header_value = CASE WHEN $6::boolean THEN $8::text ELSE auth_header_value END,
+                    disabled_reason = CASE WHEN coalesce($5::boolean, enabled) THEN NULL ELSE disabled_reason END,
+                    failing_since_ms = CASE WHEN $5::boolean AND NOT enabled THEN NULL ELSE failing_since_ms END,
+                    updated_at = $9
+                 WHERE id = $1 RETURNING {ENDPOINT_COLUMNS}"
+            ),
+            &[&id, &p.url, &events, &p.description, &p.enabled, &set_header, &name, &value, &now],
+        )
+        .await
+        .map_err(map_err)?;
+    if before.enabled && p.enabled == Some(false) {
+        fail_unfinished(c, id, "the endpoint was disabled").await?;
+    }
+    endpoint_row(&row).map(Some)
+}
+
+pub(super) async fn delete_endpoint(c: &impl Sql, scope: Scope, id: i64, now: Timestamp) -> Result<bool, StoreError> {
+    // The row stays for the delivery log's sake, without its credentials. The `UPDATE` locks
+    // it, so of two concurrent deletes only one matches `deleted_at IS NULL`.
+    let n = c
+        .execute(
+            "UPDATE webhook_endpoints SET deleted_at = $4, enabled = false, auth_header_value = NULL, secret = '',
+                previous_secret = NULL
+             WHERE id = $1 AND client_id = $2 AND mode = $3 AND deleted_at IS NULL",
+            &[&id, &scope.client.0, &scope.mode.as_str(), &now],
+        )
+        .await
+        .map_err(map_err)?;
+    if n == 1 {
+        fail_unfinished(c, id, "the endpoint was deleted").await?;
+    }
+    Ok(n == 1)
+}
+
+pub(super) async fn rotate_secret(
+    c: &impl Sql,
+    scope: Scope,
+    id: i64,
+    secret: &str,
+    previous_until_ms: i64,
+    now: Timestamp,
+) -> Result<Option<StoredEndpoint>, StoreError> {
+    c.query_opt(
+        &format!(
+            "UPDATE webhook_endpoints SET previous_secret = secret, previous_expires_ms = $5, secret = $4,
+                updated_at = $6
+             WHERE id = $1 AND client_id = $2 AND mode = $3 AND deleted_at IS NULL RETURNING {ENDPOINT_COLUMNS}"
+        ),
+        &[&id, &scope.client.0, &scope.mode.as_str(), &secret, &previous_until_ms, &now],
+    )
+    .await
+    .map_err(map_err)?
+    .as_ref()
+    .map(endpoint_row)
+    .transpose()
+}
+
+pub(super) async fn queue_test(
+    c: &impl Sql,
+    scope: Scope,
+    id: i64,
+    event: &str,
+    body: &str,
+    now: Timestamp,
+) -> Result<Option<i64>, StoreError> {
+    // Shared lock: a concurrent delete or disable waits for this commit and then fails the
+    // new delivery, or commits first and this sees the endpoint gone; never a delivery
+    // queued to an endpoint that was deleted meanwhile.
+    if endpoint_locked(c, scope, id, "FOR SHARE").await?.is_none() {
+        return Ok(None);
+    }
+    let ids = enqueue(c, (scope.client.0, scope.mode.as_str()), event, body, None, &[id], now).await?;
+    Ok(ids.first().copied())
+}
+
+const DELIVERY_COLUMNS: &str = "d.id, d.endpoint_id, m.webhook_id, m.event, d.state, d.attempts, d.next_attempt_ms,
+    d.queued_ms, d.finished_ms, d.last_status, d.last_error";
+
+fn delivery_row(r: &Row) -> Result<StoredDelivery, StoreError> {
+    let state = super::parsed(col(r, 4)?, "delivery state", DeliveryState::parse)?;
+    Ok(StoredDelivery {
+        id: col(r, 0)?,
+        endpoint_id: col(r, 1)?,
+        webhook_id: col(r, 2)?,
+        event: col(r, 3)?,
+        state,
+        attempts: narrow(col(r, 5)?, "attempt count")?,
+        next_attempt_ms: if state == DeliveryState::Pending { Some(col(r, 6)?) } else { None },
+        queued_ms: col(r, 7)?,
+        finished_ms: col(r, 8)?,
+        last_status: narrow_opt(col(r, 9)?, "HTTP status")?,
+        last_error: col(r, 10)?,
+        log: Vec::new(),
+    })
+}
+
+fn attempt_row(r: &Row) -> Result<StoredAttempt, StoreError> {
+    Ok(StoredAttempt {
+        attempt: narrow(col(r, 1)?, "attempt number")?,
+        at: col::<Timestamp>(r, 2)?.to_string(),
+        status: narrow_opt(col(r, 3)?, "HTTP status")?,
+        latency_ms: col(r, 4)?,
+        response: col(r, 5)?,
+        error: col(r, 6)?,
+    })
+}
+
+/// The attempts of `deliveries`, oldest first, as (delivery id, attempt): one query for a
+/// whole page, not one per delivery.
+async fn attempts(c: &impl Sql, deliveries: &[i64]) -> Result<Vec<(i64, StoredAttempt)>, StoreError> {
+    c.query(
+        "SELECT delivery_id, attempt, at, status, latency_ms, response, error FROM webhook_attempts
+         WHERE delivery_id = ANY($1) ORDER BY id",
+        &[&deliveries],
+    )
+    .await
+    .map_err(map_err)?
+    .iter()
+    .map(|r| Ok((col(r, 0)?, attempt_row(r)?)))
+    .collect()
+}
+
+/// Fills each delivery's log.
+async fn with_attempts(c: &impl Sql, list: &mut [StoredDelivery]) -> Result<(), StoreError> {
+    if list.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = list.iter().map(|d| d.id).collect();
+    let at: HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    for (delivery, a) in attempts(c, &ids).await? {
+        if let Some(d) = at.get(&delivery).and_then(|&i| list.get_mut(i)) {
+            d.log.push(a);
+        }
+    }
+    Ok(())
+}
+
+/// One delivery of the caller's, with its attempts.
+pub(super) async fn delivery(c: &impl Sql, scope: Scope, id: i64) -> Result<Option<StoredDelivery>, StoreError> {
+    let Some(row) = c
+        .query_opt(
+            &format!(
+                "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries d
+                 JOIN webhook_messages m ON m.id = d.message_id
+                 WHERE d.id = $1 AND m.client_id = $2 AND m.mode = $3"
+            ),
+            &[&id, &scope.client.0, &scope.mode.as_str()],
+        )
+        .await
+        .map_err(map_err)?
+    else {
+        return Ok(None);
+    };
+    let mut d = [delivery_row(&row)?];
+    with_attempts(c, &mut d).await?;
+    let [d] = d;
+    Ok(Some(d))
+}
+
+pub(super) async fn deliveries(
+    c: &impl Sql,
+    scope: Scope,
+    endpoint_id: i64,
+    before: Option<i64>,
+    limit: usize,
+) -> Result<Option<Vec<StoredDelivery>>, StoreError> {
+    if endpoint(c, scope, endpoint_id).await?.is_none() {
+        return Ok(None);
+    }
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut list = c
+        .query(
+            &format!(
+                "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries d
+                 JOIN webhook_messages m ON m.id = d.message_id
+                 WHERE d.endpoint_id = $1 AND ($2::bigint IS NULL OR d.id < $2) ORDER BY d.id DESC LIMIT $3"
+            ),
+            &[&endpoint_id, &before, &limit],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(delivery_row)
+        .collect::<Result<Vec<_>, _>>()?;
+    with_attempts(c, &mut list).await?;
+    Ok(Some(list))
+}
+
+pub(super) async fn resend(c: &impl Sql, scope: Scope, id: i64) -> Result<ResendOutcome, StoreError> {
+    // The endpoint's row share-locked, as in `queue_test`: `enabled` stays true until the new
+    // delivery is committed, and a disable or delete waiting on it then fails that one too.
+    let found = c
+        .query_opt(
+            "SELECT d.message_id, d.endpoint_id, d.ordering_key, e.enabled FROM webhook_deliveries d
+             JOIN webhook_endpoints e ON e.id = d.endpoint_id
+             WHERE d.id = $1 AND e.client_id = $2 AND e.mode = $3 AND e.deleted_at IS NULL
+             FOR SHARE OF e",
+            &[&id, &scope.client.0, &scope.mode.as_str()],
+        )
+        .await
+        .map_err(map_err)?;
+    let Some(r) = found else { return Ok(ResendOutcome::NotFound) };
+    let (message, endpoint, key, enabled): (i64, i64, Option<i64>, bool) =
+        (col(&r, 0)?, col(&r, 1)?, col(&r, 2)?, col(&r, 3)?);
+    if !enabled {
+        return Ok(ResendOutcome::EndpointDisabled);
+    }
+    let new = add_delivery(c, message, endpoint, key).await?;
+    let d =
+        delivery(c, scope, new).await?.ok_or_else(|| StoreError::Corrupt("a delivery vanished mid-change".into()))?;
+    Ok(ResendOutcome::Queued(d))
+}
+
+/// Fails due deliveries (locked by this claim) whose endpoint was disabled or deleted, with
+/// the rest of their streams. Disabling fails an endpoint's queue in its own transaction, but a
+/// change that read the endpoint as enabled just before can commit its deliveries just after;
+/// those are caught here, never sent. (On `SQLite` the single writer orders the two.)
+async fn fail_orphans(c: &impl Sql, ids: &[i64]) -> Result<(), StoreError> {
+    c.execute(
+        "UPDATE webhook_deliveries d SET state = 'failed', finished_ms = $2,
+            last_error = 'the endpoint was disabled or deleted'
+         WHERE d.id = ANY($1)
+            OR (d.state = 'waiting' AND (d.endpoint_id, d.ordering_key) IN
+                (SELECT o.endpoint_id, o.ordering_key FROM webhook_deliveries o WHERE o.id = ANY($1)))",
+        &[&ids, &now_ms()],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
+/// Claims due deliveries, the longest due first, within each endpoint's share of the
+/// claimer's pool (endpoints already at their share are not even read). Only stream heads
+/// are `pending`, and a claimed one is not due again before its lease ends, so a stream
+/// never has two deliveries in flight.
+///
+/// Across processes: the candidates are locked `FOR UPDATE OF d SKIP LOCKED`, so a row
+/// another dispatcher is claiming (or an attempt is finishing) is passed over, never waited
+/// for nor taken twice; one whose claim committed after this statement began is re-checked
+/// by the lock against `next_attempt_ms <= $1` (now its lease's end) and dropped. Only the
+/// delivery rows are locked (`OF d`): the joined endpoint and message are just read, so
+/// claimers of one endpoint's deliveries do not skip each other. The chosen ones get their
+/// lease and claim tag while still locked; the others are released at the commit.
+pub(super) async fn claim(
+    c: &impl Sql,
+    now_ms: i64,
+    lease_until_ms: i64,
+    limit: usize,
+    per_endpoint: usize,
+    in_flight: &[(i64, usize)],
+) -> Result<Vec<Claimed>, StoreError> {
+    let mut counts: HashMap<i64, usize> = in_flight.iter().copied().collect();
+    let busy: Vec<i64> = in_flight.iter().filter(|(_, n)| *n >= per_endpoint).map(|(e, _)| *e).collect();
+    let scan = i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX);
+    let rows = c
+        .query(
+            "SELECT d.id, d.endpoint_id, d.attempts, m.webhook_id, m.body, e.url, e.secret, e.previous_secret,
+                e.previous_expires_ms, e.auth_header_name, e.auth_header_value, e.enabled
+             FROM webhook_deliveries d
+             JOIN webhook_messages m ON m.id = d.message_id
+             JOIN webhook_endpoints e ON e.id = d.endpoint_id
+             WHERE d.state = 'pending' AND d.next_attempt_ms <= $1 AND d.endpoint_id <> ALL($3::bigint[])
+             ORDER BY d.next_attempt_ms LIMIT $2
+             FOR UPDATE OF d SKIP LOCKED",
+            &[&now_ms, &scan, &busy],
+        )
+        .await
+        .map_err(map_err)?;
+    let mut claimed = Vec::with_capacity(rows.len().min(limit));
+    let mut orphans: Vec<i64> = Vec::new();
+    for r in &rows {
+        if claimed.len() == limit {
+            break;
+        }
+        let endpoint_id: i64 = col(r, 1)?;
+        if !col::<bool>(r, 11)? {
+            orphans.push(col(r, 0)?);
+            continue;
+        }
+        let n = counts.entry(endpoint_id).or_default();
+        if *n >= per_endpoint {
+            continue;
+        }
+        *n += 1;
+        let attempts: u32 = narrow(col(r, 2)?, "attempt count")?;
+        let previous: Option<String> = col(r, 7)?;
+        let until: Option<i64> = col(r, 8)?;
+        let name: Option<String> = col(r, 9)?;
+        let value: Option<String> = col(r, 10)?;
+        claimed.push(Claimed {
+            delivery_id: col(r, 0)?,
+            claim: i64::from_le_bytes(dropslot_core::ids::random_bytes::<8>()),
+            endpoint_id,
+            attempt: attempts
+                .checked_add(1)
+                .ok_or_else(|| StoreError::Corrupt(format!("stored attempt count {attempts}")))?,
+            webhook_id: col(r, 3)?,
+            body: col(r, 4)?,
+            url: col(r, 5)?,
+            secret: col(r, 6)?,
+            previous_secret: previous.zip(until),
+            auth_header: name.zip(value).map(|(name, value)| AuthHeader { name, value }),
+        });
+    }
+    if !orphans.is_empty() {
+        fail_orphans(c, &orphans).await?;
+    }
+    if claimed.is_empty() {
+        return Ok(claimed);
+    }
+    let ids: Vec<i64> = claimed.iter().map(|d| d.delivery_id).collect();
+    let tags: Vec<i64> = claimed.iter().map(|d| d.claim).collect();
+    c.execute(
+        "UPDATE webhook_deliveries d SET next_attempt_ms = $1, claim = chosen.claim
+         FROM unnest($2::bigint[], $3::bigint[]) AS chosen (id, claim) WHERE d.id = chosen.id",
+        &[&lease_until_ms, &ids, &tags],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(claimed)
+}
+
+/// Moves the oldest waiting delivery of the finished delivery's stream to `pending` (the
+/// finished one has left the stream, so the stream's next unfinished one is it; the `IN`
+/// matches the partial index's condition, which keeps this a point lookup).
+///
+/// The finished delivery's row is already locked by the `UPDATE` that finished it, so a
+/// concurrent `add_delivery` to this stream that locks the stream's rows waits for this
+/// commit. The stream's head is locked here before it is promoted: a head finished by a
+/// transaction that committed meanwhile fails the lock's re-check and the next row is
+/// taken, and of two promoters of one stream the second waits, then finds the head
+/// `pending` and leaves it.
+async fn promote_next(c: &impl Sql, delivery: i64) -> Result<(), StoreError> {
+    // The stream's lock (see `outbox::lock_stream`): an append racing this finish either
+    // committed before (and is promoted here) or sees the head finished (and is `pending`).
+    let stream = c
+        .query_opt("SELECT endpoint_id, ordering_key FROM webhook_deliveries WHERE id = $1", &[&delivery])
+        .await
+        .map_err(map_err)?;
+    if let Some(r) = stream {
+        if let Some(key) = r.get::<_, Option<i64>>(1) {
+            super::outbox::lock_stream(c, r.get(0), key).await?;
+        }
+    }
+    c.execute(
+        "UPDATE webhook_deliveries SET state = 'pending', next_attempt_ms = LEAST(next_attempt_ms, $2::bigint)
+         WHERE state = 'waiting' AND id = (
+            SELECT n.id FROM webhook_deliveries n JOIN webhook_deliveries d
+                ON n.endpoint_id = d.endpoint_id AND n.ordering_key = d.ordering_key
+            WHERE d.id = $1 AND n.state IN ('waiting', 'pending')
+            ORDER BY n.id LIMIT 1 FOR NO KEY UPDATE OF n)",
+        &[&delivery, &now_ms()],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
+/// Records an attempt. The endpoint's row is written (or, before a disable, locked) first,
+/// then the delivery's, then its stream's: the order `update_endpoint`, `delete_endpoint`
+/// and `disable` lock them in, so a client disabling the endpoint meanwhile waits instead
+/// of deadlocking. The endpoint's health does not depend on whether the claim still holds,
+/// so writing it first changes nothing else.
+pub(super) async fn record_attempt(c: &impl Sql, a: &AttemptRecord) -> Result<(), StoreError> {
+    let at_ms = a.at.as_millisecond();
+    let failing_since = match a.outcome {
+        AttemptOutcome::Delivered => {
+            // A healthy endpoint's row is rewritten at most once a second, not per delivery;
+            // and whether it is due is read first, without a lock: an `UPDATE` whose
+            // condition turns out false still waits for a concurrent writer of the row, so
+            // every delivery to the endpoint would queue behind the one rewriting it.
+            let due = c
+                .query_one(
+                    "SELECT failing_since_ms IS NOT NULL OR last_error IS NOT NULL OR last_success_ms IS NULL
+                        OR last_success_ms < $2::bigint - 1000
+                     FROM webhook_endpoints WHERE id = $1",
+                    &[&a.endpoint_id, &at_ms],
+                )
+                .await
+                .map_err(map_err)?;
+            if col::<bool>(&due, 0)? {
+                c.execute(
+                    "UPDATE webhook_endpoints SET failing_since_ms = NULL, last_success_ms = $2, last_error = NULL
+                     WHERE id = $1 AND (failing_since_ms IS NOT NULL OR last_error IS NOT NULL
+                        OR last_success_ms IS NULL OR last_success_ms < $2::bigint - 1000)",
+                    &[&a.endpoint_id, &at_ms],
+                )
+                .await
+                .map_err(map_err)?;
+            }
+            None
+        }
+        AttemptOutcome::DisableEndpoint => {
+            // Locked now, written by `disable` after the delivery (which records the 410).
+            c.execute("SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE", &[&a.endpoint_id])
+                .await
+                .map_err(map_err)?;
+            None
+        }
+        AttemptOutcome::Retry(_) | AttemptOutcome::Failed => c
+            .query_opt(
+                "UPDATE webhook_endpoints SET failing_since_ms = coalesce(failing_since_ms, $2), last_error = $3
+                 WHERE id = $1 RETURNING failing_since_ms",
+                &[&a.endpoint_id, &at_ms, &a.error],
+            )
+            .await
+            .map_err(map_err)?
+            .map(|r| col::<Option<i64>>(&r, 0))
+            .transpose()?
+            .flatten(),
+    };
+    c.execute(
+        "INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, response, error)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        &[&a.delivery_id, &i64::from(a.attempt), &a.at, &a.status.map(i64::from), &a.latency_ms, &a.response, &a.error],
+    )
+    .await
+    .map_err(map_err)?;
+    let (state, next) = match a.outcome {
+        AttemptOutcome::Delivered => ("delivered", None),
+        AttemptOutcome::Retry(at) => ("pending", Some(at)),
+        AttemptOutcome::Failed | AttemptOutcome::DisableEndpoint => ("failed", None),
+    };
+    // Only the claim that made the attempt moves the delivery: if its lease ran out and
+    // another dispatcher took it over, that one decides. The `UPDATE` locks the row, so
+    // the check and the move are one step against a concurrent claim or attempt.
+    let moved = c
+        .execute(
+            "UPDATE webhook_deliveries SET state = $3, attempts = $4,
+                next_attempt_ms = coalesce($5::bigint, next_attempt_ms), claim = NULL,
+                finished_ms = CASE WHEN $5::bigint IS NULL THEN $6::bigint ELSE NULL END, last_status = $7,
+                last_error = $8
+             WHERE id = $1 AND claim = $2 AND state = 'pending'",
+            &[
+                &a.delivery_id,
+                &a.claim,
+                &state,
+                &i64::from(a.attempt),
+                &next,
+                &at_ms,
+                &a.status.map(i64::from),
+                &a.error,
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+    if moved == 1 && next.is_none() {
+        promote_next(c, a.delivery_id).await?;
+    }
+    match a.outcome {
+        AttemptOutcome::Delivered => {}
+        AttemptOutcome::DisableEndpoint => {
+            let why = a.error.clone().unwrap_or_else(|| "disabled".into());
+            disable(c, a.endpoint_id, &why, at_ms).await?;
+        }
+        AttemptOutcome::Retry(_) | AttemptOutcome::Failed => {
+            if failing_since.is_some_and(|s| at_ms - s >= a.disable_after_ms) {
+                disable(c, a.endpoint_id, "no successful delivery for too long", at_ms).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The service disables an endpoint: its status says why, its queue is failed. The
+/// `UPDATE` locks the row, so of two concurrent disables only one matches `enabled` and
+/// fails the queue.
+async fn disable(c: &impl Sql, endpoint: i64, why: &str, at_ms: i64) -> Result<(), StoreError> {
+    let n = c
+        .execute(
+            "UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2, last_error = $2,
+                failing_since_ms = coalesce(failing_since_ms, $3)
+             WHERE id = $1 AND enabled",
+            &[&endpoint, &why, &at_ms],
+        )
+        .await
+        .map_err(map_err)?;
+    if n == 1 {
+        tracing::warn!(endpoint_id = endpoint, reason = why, "webhook endpoint disabled");
+        fail_unfinished(c, endpoint, why).await?;
+    }
+    Ok(())
+}
+
+pub(super) async fn next_due_ms(c: &impl Sql) -> Result<Option<i64>, StoreError> {
+    let row = c
+        .query_one("SELECT min(next_attempt_ms) FROM webhook_deliveries WHERE state = 'pending'", &[])
+        .await
+        .map_err(map_err)?;
+    col(&row, 0)
+}
+
+pub(super) async fn queue_depth(c: &impl Sql) -> Result<i64, StoreError> {
+    let row = c
+        .query_one("SELECT count(*) FROM webhook_deliveries WHERE state IN ('waiting', 'pending')", &[])
+        .await
+        .map_err(map_err)?;
+    col(&row, 0)
+}

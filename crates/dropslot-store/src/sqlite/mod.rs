@@ -1,0 +1,853 @@
+//! The `SQLite` backend: WAL mode, foreign keys on, synchronous=FULL (a commit is durable
+//! before it is acknowledged). One writer thread with group commit; a small pool of read
+//! connections used inline (point reads take microseconds).
+
+mod epoch;
+mod lifecycle;
+mod orders;
+mod outbox;
+mod reads;
+mod requests;
+mod webhooks;
+mod writer;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use jiff::Timestamp;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{
+    AttemptRecord, Claimed, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind,
+    LabelSource, MoveOutcome, NewEndpoint, NewOrder, NewRequest, NewSession, NewToken, OrderFilter, Outbox, Principal,
+    RenderFn, RequestEnd, ResendOutcome, SavedAddress, ScenarioResult, Scope, Selection, SessionRecord, Store,
+    StoreError, StoreResult, StoredDelivery, StoredEndpoint, StoredOrder, StoredRequest, StoredResponse,
+    StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
+};
+use crate::cache::EpochCache;
+use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
+use outbox::Sink;
+use writer::Writer;
+pub use writer::map_err;
+
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../../migrations/sqlite/0001_init.sql")),
+    (2, "health_probe", include_str!("../../migrations/sqlite/0002_health_probe.sql")),
+    (3, "lifecycle", include_str!("../../migrations/sqlite/0003_lifecycle.sql")),
+    (4, "webhooks", include_str!("../../migrations/sqlite/0004_webhooks.sql")),
+    (5, "saved_address_uses", include_str!("../../migrations/sqlite/0005_saved_address_uses.sql")),
+    (6, "dashboard_sessions", include_str!("../../migrations/sqlite/0006_dashboard_sessions.sql")),
+    (7, "order_requests", include_str!("../../migrations/sqlite/0007_order_requests.sql")),
+    (8, "cache_epoch", include_str!("../../migrations/sqlite/0008_cache_epoch.sql")),
+];
+const READERS: usize = 4;
+
+pub struct SqliteStore {
+    writer: Writer,
+    readers: Arc<Readers>,
+    outbox: Arc<dyn Outbox>,
+    stats: Arc<super::StoreStats>,
+    /// The read caches of every preview (`store/cache.rs`), valid under the epoch file
+    /// (`epoch.rs`): principals by token hash, and the saved address (or none) of a pick-up text.
+    epoch: epoch::Epoch,
+    principals: EpochCache<[u8; 32], Principal>,
+    saved_ids: EpochCache<(Scope, String), Option<SavedAddressId>>,
+}
+
+/// The pooled read connections.
+struct Readers {
+    conns: Vec<Mutex<Connection>>,
+    next: AtomicUsize,
+    stats: Arc<super::StoreStats>,
+}
+
+impl Readers {
+    /// Runs a read on a free pooled connection (WAL readers never wait for the writer).
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> StoreResult<T> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        for i in 0..self.conns.len() {
+            if let Ok(conn) = self.conns[(start + i) % self.conns.len()].try_lock() {
+                return f(&conn).map_err(map_err);
+            }
+        }
+        self.stats.read_waits.fetch_add(1, Ordering::Relaxed);
+        let conn =
+            self.conns[start % self.conns.len()].lock().map_err(|_| StoreError::Corrupt("reader poisoned".into()))?;
+        f(&conn).map_err(map_err)
+    }
+}
+
+fn connect(path: &str) -> StoreResult<Connection> {
+    let conn = Connection::open(path).map_err(map_err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(map_err)?;
+    // A fresh file starts in rollback-journal mode, and two processes switching it to WAL at
+    // once can deadlock on its locks; SQLite then answers "busy" at once instead of calling the
+    // busy handler. The switch is retried, bounded by the same 5 s.
+    let started = std::time::Instant::now();
+    loop {
+        match conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = FULL;
+             PRAGMA foreign_keys = ON;
+             PRAGMA temp_store = MEMORY;",
+        ) {
+            Ok(()) => break,
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < std::time::Duration::from_secs(5) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => return Err(map_err(e)),
+        }
+    }
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+impl SqliteStore {
+    pub fn open(path: &str, outbox: Arc<dyn Outbox>) -> StoreResult<SqliteStore> {
+        // `/dev/null` or a directory would "open" and leave `-journal`/`-wal` files beside it.
+        if let Ok(meta) = std::fs::metadata(path) {
+            if !meta.is_file() {
+                return Err(StoreError::Invalid(format!("{path}: not a regular file; sqlite needs a database file")));
+            }
+        }
+        let stats = Arc::new(super::StoreStats::default());
+        let writer = Writer::start(connect(path)?, stats.clone());
+        let conns = (0..READERS).map(|_| connect(path).map(Mutex::new)).collect::<StoreResult<_>>()?;
+        let readers = Arc::new(Readers { conns, next: AtomicUsize::new(0), stats: stats.clone() });
+        let epoch = epoch::Epoch::open(path);
+        let (principals, saved_ids) = (EpochCache::new(10_000), EpochCache::new(4_096));
+        Ok(SqliteStore { writer, readers, outbox, stats, epoch, principals, saved_ids })
+    }
+
+    /// A write that may cause webhook events: `work` renders them through the outbox into
+    /// its own transaction; once committed, the outbox hears how many deliveries it queued.
+    async fn write_events<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection, &mut Sink<'_>) -> Result<T, E> + Send + 'static,
+    {
+        let outbox = self.outbox.clone();
+        let (value, queued) = self
+            .writer
+            .write(move |c| {
+                let mut sink = Sink { outbox: &*outbox, queued: 0 };
+                let value = work(c, &mut sink)?;
+                Ok::<_, E>((value, sink.queued))
+            })
+            .await?;
+        if queued > 0 {
+            self.outbox.queued(queued);
+        }
+        Ok(value)
+    }
+
+    /// After a committed change of what the read caches hold: this process's caches dropped,
+    /// and the epoch touched for every other process.
+    fn changed(&self) -> StoreResult<()> {
+        self.principals.clear();
+        self.saved_ids.clear();
+        self.epoch.touch()
+    }
+
+    /// A point read (an indexed row or two: microseconds), run inline on the caller's thread.
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> StoreResult<T> {
+        self.readers.read(f)
+    }
+
+    /// A read whose size grows with the data (a list, a label's whole order): run on the
+    /// blocking pool, so a large one cannot stall a runtime worker thread.
+    async fn read_blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let readers = self.readers.clone();
+        tokio::task::spawn_blocking(move || readers.read(f))
+            .await
+            .map_err(|e| StoreError::Corrupt(format!("a read task failed: {e}")))?
+    }
+}
+
+/// SHA-256 of a migration's SQL, hex: recorded when it is applied, compared on every start.
+fn checksum(sql: &str) -> String {
+    use sha2::{Digest, Sha256};
+    dropslot_core::ids::hex(&Sha256::digest(sql.as_bytes()))
+}
+
+/// Applies the missing migrations, each recorded with its checksum. Refuses to go on when an
+/// applied migration's SQL has changed since, or the database has one this binary does not
+/// know (it was migrated by a newer binary).
+fn migrate(c: &Connection) -> Result<Vec<i64>, String> {
+    let db = |e: rusqlite::Error| e.to_string();
+    c.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL, checksum TEXT)",
+    )
+    .map_err(db)?;
+    // Databases migrated before checksums existed lack the column: add it, and record the
+    // checksums of what this binary ships for the versions already applied.
+    let has_checksum: bool = c
+        .query_row("SELECT count(*) > 0 FROM pragma_table_info('schema_migrations') WHERE name = 'checksum'", [], |r| {
+            r.get(0)
+        })
+        .map_err(db)?;
+    if !has_checksum {
+        c.execute_batch("ALTER TABLE schema_migrations ADD COLUMN checksum TEXT").map_err(db)?;
+    }
+    let applied: Vec<(i64, String, Option<String>)> = c
+        .prepare("SELECT version, name, checksum FROM schema_migrations ORDER BY version")
+        .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect())
+        .map_err(db)?;
+    for (version, name, recorded) in &applied {
+        let Some((_, _, sql)) = MIGRATIONS.iter().find(|(v, _, _)| v == version) else {
+            return Err(format!(
+                "the database has migration {version} ({name}), which this binary does not know: it was migrated by a newer dropslot"
+            ));
+        };
+        let shipped = checksum(sql);
+        match recorded {
+            Some(r) if *r != shipped => {
+                return Err(format!(
+                    "migration {version} ({name}) has changed since it was applied to this database (checksum {r}, this binary has {shipped}); applied migrations must never be edited"
+                ));
+            }
+            Some(_) => {}
+            None => {
+                c.execute("UPDATE schema_migrations SET checksum = ?2 WHERE version = ?1", params![version, shipped])
+                    .map_err(db)?;
+            }
+        }
+    }
+    let mut done = Vec::new();
+    for (version, name, sql) in MIGRATIONS {
+        if applied.iter().any(|(v, _, _)| v == version) {
+            continue;
+        }
+        c.execute_batch(sql).map_err(db)?;
+        c.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at, checksum) VALUES (?1, ?2, ?3, ?4)",
+            params![version, name, now_text(Timestamp::now()), checksum(sql)],
+        )
+        .map_err(db)?;
+        done.push(*version);
+    }
+    Ok(done)
+}
+
+fn now_text(now: Timestamp) -> String {
+    now.to_string()
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    fn stats(&self) -> Arc<super::StoreStats> {
+        self.stats.clone()
+    }
+
+    async fn migrate(&self) -> StoreResult<Vec<i64>> {
+        self.writer.write(|c| migrate(c).map_err(StoreError::Invalid)).await
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        // Through the writer, committed like any order: it fails exactly when orders would.
+        let at = now_text(Timestamp::now());
+        self.writer
+            .write(move |c| {
+                c.prepare_cached(
+                    "INSERT INTO health_probe (id, checked_at) VALUES (1, ?1)
+                     ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
+                )
+                .and_then(|mut s| s.execute([&at]))
+                .map(drop)
+                .map_err(map_err)
+            })
+            .await
+    }
+
+    async fn create_client(&self, name: &str, now: Timestamp) -> StoreResult<ClientId> {
+        let name = name.to_string();
+        self.writer
+            .write(move |c| {
+                c.execute("INSERT INTO clients (name, created_at) VALUES (?1, ?2)", params![name, now_text(now)])
+                    .map_err(map_err)?;
+                Ok(ClientId(c.last_insert_rowid()))
+            })
+            .await
+    }
+
+    async fn client_count(&self) -> StoreResult<i64> {
+        self.read(|c| c.query_row("SELECT count(*) FROM clients", [], |r| r.get(0)))
+    }
+
+    async fn client_exists(&self, id: ClientId) -> StoreResult<bool> {
+        self.read(|c| c.query_row("SELECT EXISTS (SELECT 1 FROM clients WHERE id = ?1)", [id.0], |r| r.get(0)))
+    }
+
+    async fn set_client_settings(&self, id: ClientId, settings_json: Option<String>) -> StoreResult<bool> {
+        let changed = self
+            .writer
+            .write(move |c| {
+                let n = c
+                    .execute("UPDATE clients SET settings_json = ?2 WHERE id = ?1", params![id.0, settings_json])
+                    .map_err(map_err)?;
+                Ok(n == 1)
+            })
+            .await?;
+        if changed {
+            self.changed()?;
+        }
+        Ok(changed)
+    }
+
+    async fn insert_token(&self, t: NewToken, now: Timestamp) -> StoreResult<()> {
+        self.writer
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO tokens (client_id, kind, hash, prefix, last4, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![t.client.0, t.kind.as_str(), &t.hash.0[..], t.prefix, t.last4, now_text(now)],
+                )
+                .map_err(map_err)?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn principal(&self, hash: &TokenHash) -> StoreResult<Option<Principal>> {
+        // The epoch is read before the database (epoch.rs says why).
+        let epoch = self.epoch.read();
+        if let Some(cached) = epoch.and_then(|e| self.principals.get(&hash.0, e)) {
+            return Ok(Some(cached));
+        }
+        let found = self.read(|c| {
+            c.prepare_cached(
+                "SELECT t.client_id, t.kind, c.settings_json FROM tokens t JOIN clients c ON c.id = t.client_id
+                 WHERE t.hash = ?1 AND t.revoked_at IS NULL",
+            )?
+            .query_row([&hash.0[..]], principal_row)
+            .optional()
+        })?;
+        // Only a token that exists is cached: unknown ones cannot fill the cache.
+        if let (Some(epoch), Some(principal)) = (epoch, &found) {
+            self.principals.put(hash.0, epoch, principal.clone());
+        }
+        Ok(found)
+    }
+
+    async fn list_tokens(&self, client: ClientId) -> StoreResult<Vec<TokenInfo>> {
+        self.read(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT prefix, last4, kind, created_at, revoked_at FROM tokens WHERE client_id = ?1 ORDER BY id",
+            )?;
+            st.query_map([client.0], |r| {
+                Ok(TokenInfo {
+                    prefix: r.get(0)?,
+                    last4: r.get(1)?,
+                    kind: parsed(r, 2, "token kind", TokenKind::parse)?,
+                    created_at: r.get(3)?,
+                    revoked_at: r.get(4)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
+        let prefix = prefix.to_string();
+        let revoked = self
+            .writer
+            .write(move |c| {
+                let n = c
+                    .execute(
+                        "UPDATE tokens SET revoked_at = ?2 WHERE prefix = ?1 AND revoked_at IS NULL",
+                        params![prefix, now_text(now)],
+                    )
+                    .map_err(map_err)?;
+                Ok(n == 1)
+            })
+            .await?;
+        if revoked {
+            // Every process's cached principal of this token is stale from here on.
+            self.changed()?;
+        }
+        Ok(revoked)
+    }
+
+    async fn create_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<Option<Principal>> {
+        let token = *token;
+        self.writer
+            .write(move |c| {
+                let found = c
+                    .prepare_cached(
+                        "SELECT t.client_id, t.kind, c.settings_json, t.id FROM tokens t JOIN clients c ON c.id = t.client_id
+                         WHERE t.hash = ?1 AND t.revoked_at IS NULL",
+                    )
+                    .and_then(|mut st| {
+                        st.query_row([&token.0[..]], |r| Ok((r.get::<_, i64>(3)?, principal_row(r)?))).optional()
+                    })
+                    .map_err(map_err)?;
+                let Some((token_id, principal)) = found else { return Ok(None) };
+                c.prepare_cached(
+                    "INSERT INTO dashboard_sessions (hash, token_id, csrf, created_ms, last_seen_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?4)",
+                )
+                .and_then(|mut st| {
+                    st.execute(params![&session.hash.0[..], token_id, session.csrf, session.now_ms])
+                })
+                .map_err(map_err)?;
+                Ok(Some(principal))
+            })
+            .await
+    }
+
+    async fn session(
+        &self,
+        session: &TokenHash,
+        idle_since_ms: i64,
+        now_ms: i64,
+    ) -> StoreResult<Option<SessionRecord>> {
+        let found = self.read(|c| {
+            c.prepare_cached(
+                "SELECT t.client_id, t.kind, c.settings_json, s.csrf, t.prefix, s.last_seen_ms
+                 FROM dashboard_sessions s JOIN tokens t ON t.id = s.token_id JOIN clients c ON c.id = t.client_id
+                 WHERE s.hash = ?1 AND t.revoked_at IS NULL AND s.last_seen_ms >= ?2",
+            )?
+            .query_row(params![&session.0[..], idle_since_ms], |r| {
+                Ok((
+                    SessionRecord { principal: principal_row(r)?, csrf: r.get(3)?, token_prefix: r.get(4)? },
+                    r.get::<_, i64>(5)?,
+                ))
+            })
+            .optional()
+        })?;
+        let Some((record, last_seen)) = found else { return Ok(None) };
+        if last_seen < now_ms - 60_000 {
+            let hash = *session;
+            self.writer
+                .write(move |c| {
+                    c.execute(
+                        "UPDATE dashboard_sessions SET last_seen_ms = ?2 WHERE hash = ?1 AND last_seen_ms < ?2",
+                        params![&hash.0[..], now_ms],
+                    )
+                    .map_err(map_err)?;
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok(Some(record))
+    }
+
+    async fn end_session(&self, session: &TokenHash) -> StoreResult<()> {
+        let hash = *session;
+        self.writer
+            .write(move |c| {
+                c.execute("DELETE FROM dashboard_sessions WHERE hash = ?1", [&hash.0[..]]).map_err(map_err)?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>> {
+        let epoch = self.epoch.read();
+        let key = (scope, normalized.to_string());
+        if let Some(cached) = epoch.and_then(|e| self.saved_ids.get(&key, e)) {
+            return Ok(cached);
+        }
+        let found = self.read(|c| {
+            c.prepare_cached("SELECT id FROM saved_addresses WHERE client_id = ?1 AND mode = ?2 AND normalized = ?3")?
+                .query_row(params![scope.client.0, scope.mode.as_str(), normalized], |r| r.get(0).map(SavedAddressId))
+                .optional()
+        })?;
+        // "None" too: an order that creates this address touches the epoch after its commit.
+        if let Some(epoch) = epoch {
+            self.saved_ids.put(key, epoch, found);
+        }
+        Ok(found)
+    }
+
+    async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>> {
+        self.read(|c| {
+            c.prepare_cached(
+                "SELECT id, text, use_count, created_at, last_used_at FROM saved_addresses
+                 WHERE client_id = ?1 AND mode = ?2 AND id = ?3",
+            )?
+            .query_row(params![scope.client.0, scope.mode.as_str(), id.0], saved_address_row)
+            .optional()
+        })
+    }
+
+    async fn list_saved_addresses(&self, scope: Scope) -> StoreResult<Vec<SavedAddress>> {
+        self.read_blocking(move |c| {
+            let mut st = c.prepare_cached(
+                "SELECT id, text, use_count, created_at, last_used_at FROM saved_addresses
+                 WHERE client_id = ?1 AND mode = ?2 ORDER BY last_used_at DESC, id DESC",
+            )?;
+            st.query_map(params![scope.client.0, scope.mode.as_str()], saved_address_row)?.collect()
+        })
+        .await
+    }
+
+    async fn delete_saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<bool> {
+        let deleted = self
+            .writer
+            .write(move |c| {
+                let n = c
+                    .execute(
+                        "DELETE FROM saved_addresses WHERE client_id = ?1 AND mode = ?2 AND id = ?3",
+                        params![scope.client.0, scope.mode.as_str(), id.0],
+                    )
+                    .map_err(map_err)?;
+                Ok(n == 1)
+            })
+            .await?;
+        if deleted {
+            self.changed()?;
+        }
+        Ok(deleted)
+    }
+
+    async fn idempotent_response(
+        &self,
+        scope: Scope,
+        key: &str,
+        since: Timestamp,
+    ) -> StoreResult<Option<StoredResponse>> {
+        self.read(|c| {
+            c.prepare_cached(
+                "SELECT request_hash, status, body FROM idempotency_keys
+                 WHERE client_id = ?1 AND mode = ?2 AND key = ?3 AND created_at >= ?4",
+            )?
+            .query_row(params![scope.client.0, scope.mode.as_str(), key, since.as_second()], |r| {
+                Ok(StoredResponse { request_hash: r.get(0)?, status: r.get(1)?, body: r.get(2)? })
+            })
+            .optional()
+        })
+    }
+
+    async fn create_order(
+        &self,
+        scope: Scope,
+        order: NewOrder,
+        render: RenderFn,
+    ) -> Result<CreatedOrder, CreateOrderError> {
+        let (created, new_address) =
+            self.write_events(move |c, sink| orders::insert_order(c, sink, scope, &order, &render)).await?;
+        if new_address {
+            // The order is committed and answered whatever happens here: a failed touch only
+            // means other processes may show no saved_address_id for this text for up to 1 s.
+            if let Err(e) = self.changed() {
+                tracing::warn!(error = %e, "a new saved address");
+            }
+        }
+        Ok(created)
+    }
+
+    async fn delete_parcel_by_custom_code(
+        &self,
+        scope: Scope,
+        code: &CustomCode,
+        now: Timestamp,
+    ) -> StoreResult<DeleteOutcome> {
+        let code = code.clone();
+        self.write_events(move |c, sink| orders::delete_parcel(c, sink, scope, &code, now)).await
+    }
+
+    async fn queue_request(&self, scope: Scope, request: NewRequest) -> Result<(), CreateOrderError> {
+        self.writer.write(move |c| requests::queue(c, scope, &request)).await
+    }
+
+    async fn order_request(&self, scope: Scope, request_id: &str) -> StoreResult<Option<StoredRequest>> {
+        self.read(|c| requests::get(c, scope, request_id))
+    }
+
+    async fn claim_requests(&self, now_ms: i64, lease_until_ms: i64, limit: usize) -> StoreResult<Vec<ClaimedRequest>> {
+        self.writer.write(move |c| requests::claim(c, now_ms, lease_until_ms, limit)).await
+    }
+
+    async fn fail_request(&self, end: RequestEnd, errors_json: String) -> StoreResult<bool> {
+        self.write_events(move |c, sink| requests::fail(c, sink, &end, &errors_json)).await
+    }
+
+    async fn next_request_due_ms(&self) -> StoreResult<Option<i64>> {
+        self.read(requests::next_due_ms)
+    }
+
+    async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>> {
+        self.read_blocking(move |c| lifecycle::sandbox_candidates(c, scope, &selection)).await
+    }
+
+    async fn run_scenario(
+        &self,
+        scope: Scope,
+        ids: Vec<i64>,
+        scenario: dropslot_core::shipments::Scenario,
+        now: Timestamp,
+    ) -> StoreResult<Vec<ScenarioResult>> {
+        self.write_events(move |c, sink| lifecycle::run_scenario(c, sink, scope, &ids, scenario, now)).await
+    }
+
+    async fn ops_move(
+        &self,
+        unique_id: &str,
+        m: dropslot_core::shipments::Move,
+        now: Timestamp,
+    ) -> StoreResult<MoveOutcome> {
+        let unique_id = unique_id.to_string();
+        self.write_events(move |c, sink| lifecycle::ops_move(c, sink, &unique_id, &m, now)).await
+    }
+
+    async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome> {
+        let code = pick_up_code.to_string();
+        self.write_events(move |c, sink| lifecycle::pick_up_scan(c, sink, &code, now)).await
+    }
+
+    async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>> {
+        self.read(|c| reads::shipment(c, visible, unique_id))
+    }
+
+    async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>> {
+        let unique_id = unique_id.to_string();
+        self.read_blocking(move |c| reads::order(c, scope, &unique_id)).await
+    }
+
+    async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>> {
+        self.read_blocking(move |c| reads::orders(c, scope, before, limit)).await
+    }
+
+    async fn find_orders(
+        &self,
+        scope: Scope,
+        filter: &OrderFilter,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredOrder>> {
+        let filter = filter.clone();
+        self.read_blocking(move |c| reads::find_orders(c, scope, &filter, before, limit)).await
+    }
+
+    async fn parcel_by_custom_code(
+        &self,
+        scope: Scope,
+        code: &CustomCode,
+    ) -> StoreResult<Option<(String, StoredShipment)>> {
+        self.read(|c| reads::parcel_by_custom_code(c, scope, code.as_str()))
+    }
+
+    async fn tracking(&self, code: &str) -> StoreResult<Option<Tracking>> {
+        self.read(|c| reads::tracking(c, code))
+    }
+
+    async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
+        let token = token.to_string();
+        self.read_blocking(move |c| orders::label_source(c, kind, &token)).await
+    }
+
+    async fn create_endpoint(&self, scope: Scope, e: NewEndpoint, now: Timestamp) -> StoreResult<StoredEndpoint> {
+        self.writer.write(move |c| webhooks::create_endpoint(c, scope, &e, now)).await
+    }
+
+    async fn endpoints(&self, scope: Scope) -> StoreResult<Vec<StoredEndpoint>> {
+        self.read_blocking(move |c| webhooks::endpoints(c, scope)).await
+    }
+
+    async fn endpoint(&self, scope: Scope, id: i64) -> StoreResult<Option<StoredEndpoint>> {
+        self.read(|c| webhooks::endpoint(c, scope, id))
+    }
+
+    async fn update_endpoint(
+        &self,
+        scope: Scope,
+        id: i64,
+        patch: EndpointPatch,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>> {
+        self.writer.write(move |c| webhooks::update_endpoint(c, scope, id, &patch, now)).await
+    }
+
+    async fn delete_endpoint(&self, scope: Scope, id: i64, now: Timestamp) -> StoreResult<bool> {
+        self.writer.write(move |c| webhooks::delete_endpoint(c, scope, id, now)).await
+    }
+
+    async fn rotate_secret(
+        &self,
+        scope: Scope,
+        id: i64,
+        secret: String,
+        previous_until_ms: i64,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>> {
+        self.writer.write(move |c| webhooks::rotate_secret(c, scope, id, &secret, previous_until_ms, now)).await
+    }
+
+    async fn queue_test(
+        &self,
+        scope: Scope,
+        id: i64,
+        event: &str,
+        body: String,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredDelivery>> {
+        let event = event.to_string();
+        let queued = self
+            .write_events(move |c, sink| {
+                let Some(d) = webhooks::queue_test(c, scope, id, &event, &body, now)? else { return Ok(None) };
+                sink.queued += 1;
+                webhooks::delivery(c, scope, d).map_err(map_err)
+            })
+            .await?;
+        Ok(queued)
+    }
+
+    async fn deliveries(
+        &self,
+        scope: Scope,
+        endpoint: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Option<Vec<StoredDelivery>>> {
+        self.read_blocking(move |c| webhooks::deliveries(c, scope, endpoint, before, limit)).await
+    }
+
+    async fn resend(&self, scope: Scope, delivery: i64) -> StoreResult<ResendOutcome> {
+        self.write_events(move |c, sink| {
+            let outcome = webhooks::resend(c, scope, delivery)?;
+            if matches!(outcome, ResendOutcome::Queued(_)) {
+                sink.queued += 1;
+            }
+            Ok(outcome)
+        })
+        .await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+        per_endpoint: usize,
+        in_flight: Vec<(i64, usize)>,
+    ) -> StoreResult<Vec<Claimed>> {
+        self.writer.write(move |c| webhooks::claim(c, now_ms, lease_until_ms, limit, per_endpoint, &in_flight)).await
+    }
+
+    async fn record_attempts(&self, attempts: Vec<AttemptRecord>) -> StoreResult<()> {
+        self.writer.write(move |c| attempts.iter().try_for_each(|a| webhooks::record_attempt(c, a))).await
+    }
+
+    async fn next_due_ms(&self) -> StoreResult<Option<i64>> {
+        self.read(webhooks::next_due_ms)
+    }
+
+    async fn queue_depth(&self) -> StoreResult<i64> {
+        self.read_blocking(webhooks::queue_depth).await
+    }
+}
+
+/// The unique indexes whose violation a caller turns into a field error, by name, with the
+/// columns `SQLite` names in its message for each (it reports columns, not index names).
+const UNIQUE_INDEXES: &[(&str, &str)] =
+    &[("parcels_live_custom_code", "parcels.client_id, parcels.mode, parcels.custom_code")];
+
+/// The name of the unique index a write violated, if it is one of [`UNIQUE_INDEXES`].
+pub(crate) fn violated_constraint(e: &rusqlite::Error) -> Option<&'static str> {
+    let rusqlite::Error::SqliteFailure(f, Some(msg)) = e else { return None };
+    if f.extended_code != rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE {
+        return None;
+    }
+    let columns = msg.strip_prefix("UNIQUE constraint failed: ")?;
+    UNIQUE_INDEXES.iter().find(|(_, cols)| *cols == columns).map(|(name, _)| *name)
+}
+
+/// A principal from a row whose first three columns are a token's client, its kind and the
+/// client's settings.
+fn principal_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Principal> {
+    Ok(Principal {
+        client: ClientId(r.get(0)?),
+        kind: parsed(r, 1, "token kind", TokenKind::parse)?,
+        settings_json: r.get(2)?,
+    })
+}
+
+/// A text column parsed into its type (a token kind, a status): a value this binary does not
+/// know is an error, never a guess.
+pub(crate) fn parsed<T>(
+    r: &rusqlite::Row<'_>,
+    i: usize,
+    what: &str,
+    parse: fn(&str) -> Option<T>,
+) -> rusqlite::Result<T> {
+    let text: String = r.get(i)?;
+    parse(&text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!("unknown {what} {text:?}").into(),
+        )
+    })
+}
+
+/// A stored JSON column read into its storage struct; one that does not parse is an error.
+pub(crate) fn json_column<T: serde::de::DeserializeOwned>(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<T> {
+    let text: String = r.get(i)?;
+    serde_json::from_str(&text)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)))
+}
+
+/// A storage struct as a JSON column.
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> rusqlite::Result<String> {
+    serde_json::to_string(value).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+fn saved_address_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SavedAddress> {
+    Ok(SavedAddress {
+        id: SavedAddressId(r.get(0)?),
+        text: r.get(1)?,
+        use_count: r.get(2)?,
+        created_at: r.get(3)?,
+        last_used_at: r.get(4)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Migration 0003 numbers the events a database already holds, per shipment, in order.
+    #[test]
+    fn lifecycle_migration_numbers_existing_events() {
+        let c = Connection::open_in_memory().unwrap();
+        for (_, _, sql) in &MIGRATIONS[..2] {
+            c.execute_batch(sql).unwrap();
+        }
+        for (kind, id, status) in [
+            ("drop_off", 1, "scheduled"),
+            ("pick_up", 1, "scheduled"),
+            ("drop_off", 1, "deleted"),
+            ("drop_off", 2, "scheduled"),
+        ] {
+            c.execute(
+                "INSERT INTO shipment_events (shipment_kind, shipment_id, status, at, actor) VALUES (?1, ?2, ?3, 'x', 'client')",
+                params![kind, id, status],
+            )
+            .unwrap();
+        }
+        c.execute_batch(MIGRATIONS[2].2).unwrap();
+        let seqs: Vec<(String, i64, i64)> = c
+            .prepare("SELECT shipment_kind, shipment_id, seq FROM shipment_events ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let expected = [("drop_off", 1, 1), ("pick_up", 1, 1), ("drop_off", 1, 2), ("drop_off", 2, 1)];
+        assert_eq!(seqs, expected.map(|(k, i, s)| (k.to_string(), i, s)));
+        // The unique index guards the numbering from now on.
+        assert!(
+            c.execute("INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, at, actor) VALUES ('drop_off', 1, 2, 's', 'x', 'ops')", [])
+                .is_err()
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! The single `SQLite` writer: one thread owns the write connection and commits whatever jobs
+//! are queued together in one transaction (group commit), each inside its own savepoint so a
+//! failing job rolls back alone. A reply is sent only after the COMMIT is durable.
+
+use std::panic::AssertUnwindSafe;
+
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::StoreError;
+
+/// Jobs committed together at most; bounds the latency one batch adds.
+const MAX_BATCH: usize = 256;
+/// Jobs waiting at most; senders wait (asynchronously) beyond that.
+const QUEUE: usize = 8192;
+
+trait Job: Send {
+    /// Runs inside the job's savepoint; `false` rolls the savepoint back.
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Called after the batch's COMMIT (or its failure).
+    fn finish(self: Box<Self>, committed: Result<(), &str>);
+}
+
+struct TypedJob<T, E, F> {
+    work: Option<F>,
+    outcome: Option<Result<T, E>>,
+    reply: oneshot::Sender<Result<T, E>>,
+}
+
+impl<T, E, F> Job for TypedJob<T, E, F>
+where
+    T: Send,
+    E: From<StoreError> + Send,
+    F: FnOnce(&Connection) -> Result<T, E> + Send,
+{
+    fn run(&mut self, conn: &Connection) -> bool {
+        let Some(work) = self.work.take() else { return false };
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| work(conn)))
+            .unwrap_or_else(|_| Err(StoreError::Corrupt("a write job panicked".into()).into()));
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ok
+    }
+
+    fn finish(self: Box<Self>, committed: Result<(), &str>) {
+        let this = *self;
+        let result = match (committed, this.outcome) {
+            (Ok(()), Some(outcome)) => outcome,
+            // A failed job's error stands even if the batch failed too.
+            (Err(_), Some(Err(e))) => Err(e),
+            (Err(why), _) => Err(StoreError::Unavailable(format!("commit failed: {why}")).into()),
+            (Ok(()), None) => Err(StoreError::Corrupt("write job did not run".into()).into()),
+        };
+        // The requester may have gone away; the data is committed either way.
+        let _ = this.reply.send(result);
+    }
+}
+
+#[derive(Clone)]
+pub struct Writer {
+    tx: mpsc::Sender<Box<dyn Job>>,
+    stats: std::sync::Arc<crate::StoreStats>,
+}
+
+impl Writer {
+    /// Starts the writer thread over `conn`; it stops when every `Writer` handle is dropped.
+    pub fn start(conn: Connection, stats: std::sync::Arc<crate::StoreStats>) -> Writer {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let counted = stats.clone();
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || run(conn, rx, &counted))
+            .expect("spawn the SQLite writer thread");
+        Writer { tx, stats }
+    }
+
+    /// Runs `work` in the next batch transaction; resolves after it is committed.
+    pub async fn write<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        let job: Box<dyn Job> = Box::new(TypedJob { work: Some(work), outcome: None, reply });
+        self.stats.queued.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.tx.send(job).await.is_err() {
+            self.stats.queued.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            return Err(E::from(StoreError::Unavailable("the database writer has stopped".into())));
+        }
+        rx.await.map_err(|_| E::from(StoreError::Unavailable("the database writer has stopped".into())))?
+    }
+}
+
+#[allow(clippy::needless_pass_by_value)] // the thread owns the connection
+fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>, stats: &crate::StoreStats) {
+    let mut batch: Vec<Box<dyn Job>> = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = rx.blocking_recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        stats.batch(batch.len());
+        commit_batch(&conn, &mut batch);
+    }
+}
+
+fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn Job>>) {
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        let why = e.to_string();
+        for job in batch.drain(..) {
+            job.finish(Err(&why));
+        }
+        return;
+    }
+    for job in batch.iter_mut() {
+        let ok = conn.execute_batch("SAVEPOINT job").is_ok() && job.run(conn);
+        let end = if ok { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
+        if let Err(e) = conn.execute_batch(end) {
+            tracing::error!(error = %e, "savepoint end failed");
+        }
+    }
+    let committed = conn.execute_batch("COMMIT").map_err(|e| e.to_string());
+    if committed.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    let why = committed.as_ref().err().map(String::as_str);
+    for job in batch.drain(..) {
+        job.finish(why.map_or(Ok(()), Err));
+    }
+}
+
+/// Maps a rusqlite error: busy, locked, read-only, full, I/O and permission errors →
+/// unavailable (a 503: the request was fine, the database cannot take it now); the rest →
+/// backend (a 500).
+pub fn map_err(e: rusqlite::Error) -> StoreError {
+    use rusqlite::ErrorCode;
+    match e.sqlite_error_code() {
+        Some(
+            ErrorCode::DatabaseBusy
+            | ErrorCode::DatabaseLocked
+            | ErrorCode::SystemIoFailure
+            | ErrorCode::DiskFull
+            | ErrorCode::ReadOnly
+            | ErrorCode::PermissionDenied
+            | ErrorCode::CannotOpen,
+        ) => StoreError::Unavailable(e.to_string()),
+        _ => StoreError::Backend(Box::new(e)),
+    }
+}

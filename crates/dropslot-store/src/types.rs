@@ -1,0 +1,462 @@
+//! Records crossing the storage seam: plain data, no SQL and no HTTP.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{StoredDropOff, StoredParcel, StoredPickUp, StoredShipment};
+use dropslot_core::ids::CustomCode;
+use dropslot_core::ids::{
+    ClientId, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId,
+};
+use dropslot_core::money::Money;
+use dropslot_core::quote::{Milligrams, Totals};
+
+/// Test and live data never mix: every tenant row carries its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Test,
+    Live,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Test => "test",
+            Mode::Live => "live",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "test" => Some(Mode::Test),
+            "live" => Some(Mode::Live),
+            _ => None,
+        }
+    }
+}
+
+/// The tenant partition a request may see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Scope {
+    pub client: ClientId,
+    pub mode: Mode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenKind {
+    Test,
+    Live,
+    Ops,
+}
+
+impl TokenKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::Test => "test",
+            TokenKind::Live => "live",
+            TokenKind::Ops => "ops",
+        }
+    }
+    pub fn parse(s: &str) -> Option<TokenKind> {
+        match s {
+            "test" => Some(TokenKind::Test),
+            "live" => Some(TokenKind::Live),
+            "ops" => Some(TokenKind::Ops),
+            _ => None,
+        }
+    }
+    /// The data a token of this kind works on (ops staff move live shipments).
+    pub fn mode(self) -> Mode {
+        match self {
+            TokenKind::Test => Mode::Test,
+            TokenKind::Live | TokenKind::Ops => Mode::Live,
+        }
+    }
+}
+
+/// SHA-256 of the token: what is stored and looked up; the token itself never is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenHash(pub [u8; 32]);
+
+#[derive(Debug, Clone)]
+pub struct NewToken {
+    pub client: ClientId,
+    pub kind: TokenKind,
+    pub hash: TokenHash,
+    /// Shown in listings and used to revoke: `ds_test_` plus 8 characters.
+    pub prefix: String,
+    pub last4: String,
+}
+
+/// A token as listed: never the token itself.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TokenInfo {
+    /// The kind prefix and the first 8 random characters: identifies the token.
+    pub prefix: String,
+    pub last4: String,
+    pub kind: TokenKind,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
+/// Who a valid token speaks for.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub client: ClientId,
+    pub kind: TokenKind,
+    /// The client's negotiated overrides as JSON (`ClientSettings`), if any.
+    pub settings_json: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SavedAddress {
+    pub id: SavedAddressId,
+    pub text: String,
+    pub use_count: i64,
+    pub created_at: String,
+    pub last_used_at: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredResponse {
+    pub request_hash: String,
+    pub status: u16,
+    pub body: String,
+}
+
+/// The pick-up address as stored (`pick_up_shipments.address_json`). A storage struct of its
+/// own, not the API's wire struct, so renaming an API field can never break old rows; its
+/// JSON keys are frozen. Required keys that are missing make the row unreadable (an error,
+/// never a default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredPickUpAddress {
+    pub text: String,
+    pub postal_code: String,
+    pub city: String,
+    /// As the dataset gives them (decimal text).
+    pub lat: String,
+    pub lng: String,
+    #[serde(default)]
+    pub person_name: Option<String>,
+    #[serde(default)]
+    pub person_phone: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub saved_address_id: Option<i64>,
+}
+
+/// The drop-off address as stored (`drop_off_shipments.address_json`): the submitted fields
+/// and the geocoded ones. Frozen JSON keys, like [`StoredPickUpAddress`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredDropOffAddress {
+    pub text: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub person_name: Option<String>,
+    #[serde(default)]
+    pub person_phone: Option<String>,
+    #[serde(default)]
+    pub person_email: Option<String>,
+    #[serde(default)]
+    pub sender_person_name: Option<String>,
+    #[serde(default)]
+    pub sender_person_phone: Option<String>,
+    #[serde(default)]
+    pub sender_person_email: Option<String>,
+    #[serde(default)]
+    pub sender_name: Option<String>,
+    #[serde(default)]
+    pub sender_address_text: Option<String>,
+    pub postal_code: String,
+    pub lat: f64,
+    pub lng: f64,
+    pub region: String,
+    pub location_service_postal_code: String,
+}
+
+/// Everything about a new order, computed before it reaches the store.
+#[derive(Debug, Clone)]
+pub struct NewOrder {
+    pub unique_id: String,
+    /// In the pick-up city's time zone (stored and shown with that offset).
+    pub created_at: jiff::Zoned,
+    pub pick_up: NewPickUp,
+    pub shipments: Vec<NewShipment>,
+    pub idempotency: Option<IdempotencyClaim>,
+    /// Set when this order completes an asynchronous request: the request is marked
+    /// completed (with the rendered response) in the order's own transaction, and only if
+    /// this claim still holds it.
+    pub completes: Option<super::RequestEnd>,
+}
+
+impl NewOrder {
+    /// Its drop-off shipments as a read would load them once written (no events), with the
+    /// row ids the store assigned, or 0 before. The created response and the creation's
+    /// webhooks render from these, so neither can differ from a later read.
+    pub fn stored_shipments(&self, ids: Option<&OrderIds>) -> Vec<StoredShipment> {
+        use dropslot_core::shipments::Status;
+        use dropslot_core::time::iso;
+        let p = &self.pick_up;
+        let pick_up = StoredPickUp {
+            id: ids.map_or(PickUpShipmentId(0), |i| i.pick_up),
+            unique_id: p.unique_id.clone(),
+            label_token: p.label_token.clone(),
+            scheduled_date: p.scheduled_date.to_string(),
+            start_at: iso(&p.start),
+            end_at: iso(&p.end),
+            status: Status::Scheduled,
+            slot_name: p.slot_name.clone(),
+            address_text: p.address.text.clone(),
+        };
+        self.shipments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let d = &s.drop_off;
+                let assigned = ids.and_then(|ids| ids.shipments.get(i));
+                StoredShipment {
+                    order_unique_id: self.unique_id.clone(),
+                    drop_off_index: i,
+                    shipment_order: assigned.map_or(ShipmentOrderId(0), |a| a.shipment_order),
+                    shipment_order_unique_id: s.unique_id.clone(),
+                    totals: s.totals,
+                    pick_up: pick_up.clone(),
+                    drop_off: StoredDropOff {
+                        id: assigned.map_or(DropOffShipmentId(0), |a| a.drop_off),
+                        unique_id: d.unique_id.clone(),
+                        label_token: d.label_token.clone(),
+                        scheduled_date: d.scheduled_date.to_string(),
+                        slot_code: d.slot_code.clone(),
+                        slot_name: d.slot_name.clone(),
+                        start_at: iso(&d.start),
+                        end_at: iso(&d.end),
+                        city: d.city.clone(),
+                        address: d.address.clone(),
+                        status: Status::Scheduled,
+                        attempts: 0,
+                        max_attempts: d.max_attempts,
+                    },
+                    parcels: s
+                        .parcels
+                        .iter()
+                        .map(|p| StoredParcel {
+                            pick_up_code: p.pick_up_code.clone(),
+                            custom_code: p.custom_code.as_ref().map(|c| c.as_str().to_string()),
+                            size_code: p.size_code.clone(),
+                            label_token: p.label_token.clone(),
+                        })
+                        .collect(),
+                    events: Vec::new(),
+                }
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct IdempotencyClaim {
+    pub key: String,
+    pub request_hash: String,
+    /// Records created before this are expired and may be replaced.
+    pub expired_before: jiff::Timestamp,
+    pub now: jiff::Timestamp,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewPickUp {
+    pub unique_id: String,
+    pub label_token: String,
+    pub scheduled_date: jiff::civil::Date,
+    pub slot_code: String,
+    pub slot_name: String,
+    /// The slot, in the pick-up city's time zone.
+    pub start: jiff::Zoned,
+    pub end: jiff::Zoned,
+    pub address: StoredPickUpAddress,
+    pub saved_text: String,
+    pub saved_normalized: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewShipment {
+    pub unique_id: String,
+    pub drop_off: NewDropOff,
+    pub parcels: Vec<NewParcel>,
+    pub min_price: Money,
+    pub tax_bp: u32,
+    pub totals: Totals,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewDropOff {
+    /// Also the tracking code.
+    pub unique_id: String,
+    pub label_token: String,
+    pub scheduled_date: jiff::civil::Date,
+    pub slot_code: String,
+    pub slot_name: String,
+    /// The slot, in the drop-off zone's city's time zone.
+    pub start: jiff::Zoned,
+    pub end: jiff::Zoned,
+    pub zone_code: String,
+    pub warehouse: String,
+    pub city: String,
+    pub address: StoredDropOffAddress,
+    /// The client's maximum of delivery attempts when the order was made.
+    pub max_attempts: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewParcel {
+    pub pick_up_code: String,
+    pub custom_code: Option<CustomCode>,
+    pub size_code: String,
+    pub weight: Milligrams,
+    pub price: Money,
+    pub label_token: String,
+}
+
+/// Row ids assigned by the store, in the order of the `NewOrder`'s shipments and parcels.
+#[derive(Debug, Clone)]
+pub struct OrderIds {
+    pub order: OrderId,
+    pub pick_up: PickUpShipmentId,
+    pub saved_address: SavedAddressId,
+    pub shipments: Vec<ShipmentIds>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ShipmentIds {
+    pub shipment_order: ShipmentOrderId,
+    pub drop_off: DropOffShipmentId,
+    pub parcels: Vec<ParcelId>,
+}
+
+/// Renders the response body from the assigned ids. The store calls it inside the
+/// transaction only when an idempotency record or a completed request must hold the body.
+pub type RenderFn = std::sync::Arc<dyn Fn(&OrderIds) -> Result<String, String> + Send + Sync>;
+
+#[derive(Debug, Clone)]
+pub struct CreatedOrder {
+    pub ids: OrderIds,
+    /// The rendered body when the store had to render it (idempotency), else `None`.
+    pub body: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreateOrderError {
+    /// A parcel's custom code is held by a live parcel of this client and mode.
+    #[error("custom code taken at drop_offs.{drop_off}.parcels.{parcel}")]
+    CustomCodeTaken { drop_off: usize, parcel: usize },
+    /// A concurrent request with the same idempotency key committed first.
+    #[error("idempotency key already used")]
+    IdempotencyKeyTaken,
+    #[error(transparent)]
+    Store(#[from] super::StoreError),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    NotFound,
+    /// The drop-off shipment is past pick-up: its status.
+    TooLate(dropslot_core::shipments::Status),
+    Deleted {
+        shipment_deleted: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabelKind {
+    PickUp,
+    DropOff,
+    Parcel,
+}
+
+impl LabelKind {
+    pub fn as_path(self) -> &'static str {
+        match self {
+            LabelKind::PickUp => "pick-up",
+            LabelKind::DropOff => "drop-off",
+            LabelKind::Parcel => "parcel",
+        }
+    }
+    pub fn from_path(s: &str) -> Option<LabelKind> {
+        match s {
+            "pick-up" => Some(LabelKind::PickUp),
+            "drop-off" => Some(LabelKind::DropOff),
+            "parcel" => Some(LabelKind::Parcel),
+            _ => None,
+        }
+    }
+}
+
+/// What a label shows, read back from the order's rows.
+#[derive(Debug, Clone)]
+pub struct LabelSource {
+    pub kind: LabelKind,
+    pub deleted: bool,
+    pub pick_up_unique_id: String,
+    pub pick_up_address: StoredPickUpAddress,
+    pub pick_up_date: String,
+    pub pick_up_slot_name: String,
+    /// Every drop-off of the pick-up, with the sizes of its live parcels.
+    pub drop_offs: Vec<LabelDropOff>,
+    /// For parcel labels: which drop-off (index into `drop_offs`) and which parcel.
+    pub parcel: Option<LabelParcel>,
+    /// For drop-off labels: which drop-off.
+    pub drop_off_index: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct LabelDropOff {
+    pub tracking_code: String,
+    pub address: StoredDropOffAddress,
+    pub scheduled_date: String,
+    pub slot_name: String,
+    pub zone_code: String,
+    pub warehouse: String,
+    pub parcel_sizes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LabelParcel {
+    pub pick_up_code: String,
+    pub custom_code: Option<String>,
+    pub size_code: String,
+    /// 1-based position among the shipment's parcels, and their count.
+    pub index: u32,
+    pub count: u32,
+}
+
+/// A new dashboard session (issue 11): the SHA-256 of its cookie value (the value itself is
+/// never stored), its CSRF token, and when it starts (Unix ms on the request clock).
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    pub hash: TokenHash,
+    pub csrf: String,
+    pub now_ms: i64,
+}
+
+/// A live dashboard session: who it speaks for (its token's principal; a revoked token ends
+/// it), the CSRF token its forms carry, and its token's display prefix.
+#[derive(Debug, Clone)]
+pub struct SessionRecord {
+    pub principal: Principal,
+    pub csrf: String,
+    pub token_prefix: String,
+}
+
+/// The dashboard's order search: every given condition holds for some drop-off shipment of
+/// the order (`None` = any).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrderFilter {
+    /// A drop-off shipment's current status.
+    pub status: Option<dropslot_core::shipments::Status>,
+    /// A drop-off shipment's scheduled date, `YYYY-MM-DD`.
+    pub date: Option<String>,
+    /// The order's id, a drop-off's tracking code or a live parcel's custom code (exact,
+    /// case-insensitive), or part of a receiver's name (case-insensitive).
+    pub text: Option<String>,
+}

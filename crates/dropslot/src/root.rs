@@ -1,0 +1,163 @@
+//! The composition root: the only place that starts the HTTP server and the background
+//! workers, and the only module that names every domain (their routes, the outbox renderer).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use dropslot_core::config::Settings;
+use dropslot_core::ids::ClientId;
+use dropslot_store::{StoreError, TokenKind};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::app::App;
+use crate::{
+    addresses, auth, dashboard, health, http, labels, metrics, openapi, ops, orders, sandbox, shipments, tracking,
+    webhooks,
+};
+
+/// A started service: the application, the demo client's token when the database was empty,
+/// and the server task, which ends once the shutdown future has resolved and the server has
+/// drained.
+pub struct Running {
+    pub app: App,
+    /// On an empty database: the demo client and its test token (shown once).
+    pub demo: Option<(ClientId, String)>,
+    server: tokio::task::JoinHandle<()>,
+    dispatcher: tokio::task::JoinHandle<()>,
+    /// The asynchronous order worker.
+    requests: tokio::task::JoinHandle<()>,
+    /// The `/metrics` listener's server and address, when it has its own (`metrics_listen`).
+    metrics: Option<tokio::task::JoinHandle<()>>,
+    pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+impl Running {
+    /// Waits until the server and the webhook dispatcher have stopped and drained.
+    pub async fn finished(self) {
+        let _ = self.server.await;
+        let _ = self.dispatcher.await;
+        let _ = self.requests.await;
+        if let Some(metrics) = self.metrics {
+            let _ = metrics.await;
+        }
+    }
+}
+
+/// The composition root: the only place that starts the HTTP server and the background
+/// workers (the webhook dispatcher, the asynchronous order worker), under one stop signal.
+///
+/// The port answers at once: 503 "starting" (with `Retry-After`) while the store is opened,
+/// migrated and checked for writes; then the routes and the dispatcher. When `shutdown`
+/// resolves, `/readyz` turns 503, the server stops accepting and in-flight requests get the
+/// grace period; the dispatcher stops claiming and drains its in-flight deliveries.
+pub async fn start(
+    settings: Settings,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<Running, StoreError> {
+    let (stop, stopping) = watch::channel(false);
+    let slot: http::server::RouterSlot = Arc::default();
+    let server = tokio::spawn(http::server::serve(
+        listener,
+        settings.net,
+        slot.clone(),
+        stopping.clone(),
+        settings.shutdown_grace,
+    ));
+    let signal = tokio::spawn(async move {
+        shutdown.await;
+        tracing::info!("shutting down: draining in-flight requests");
+        let _ = stop.send(true);
+    });
+    // The metrics listener is bound before anything else starts: a taken port stops the start.
+    let metrics_listener = match settings.metrics_listen {
+        None => None,
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .map_err(|e| StoreError::Invalid(format!("cannot listen for /metrics on {addr}: {e}")))?,
+        ),
+    };
+    let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
+    let built = async {
+        let metrics = Arc::new(metrics::Metrics::default());
+        let outbox = Arc::new(webhooks::Renderer::new(&settings, metrics.clone()));
+        let wake = outbox.wake();
+        let app = App::build(settings, metrics, outbox, stopping.clone()).await?;
+        let demo = bootstrap_demo(&app).await?;
+        let dispatcher = webhooks::dispatcher::Dispatcher::new(
+            app.store.clone(),
+            app.settings.webhooks.clone(),
+            wake,
+            app.metrics.clone(),
+            app.clock.clone(),
+        )
+        .map_err(StoreError::Invalid)?;
+        Ok::<_, StoreError>((app, demo, dispatcher))
+    };
+    match built.await {
+        Ok((app, demo, dispatcher)) => {
+            let own_metrics = metrics_listener.is_some();
+            // One request, one view of the store's read caches (`dropslot_store::cache::request_scope`).
+            let routed = http::router(app.clone(), api_routes(), root_routes(!own_metrics));
+            let one_epoch = tower::util::MapFuture::new(routed, dropslot_store::cache::request_scope);
+            let _ = slot.set(http::service(app.settings.body_limit, one_epoch));
+            let metrics = metrics_listener.map(|listener| {
+                let metrics_slot: http::server::RouterSlot = Arc::default();
+                let routed = http::router(app.clone(), axum::Router::new(), health::metrics_routes());
+                let _ = metrics_slot.set(http::service(app.settings.body_limit, routed));
+                tokio::spawn(http::server::serve(
+                    listener,
+                    app.settings.net,
+                    metrics_slot,
+                    stopping.clone(),
+                    app.settings.shutdown_grace,
+                ))
+            });
+            let requests = tokio::spawn(orders::worker::run(app.clone(), stopping.clone()));
+            let dispatcher = tokio::spawn(dispatcher.run(stopping));
+            Ok(Running { app, demo, server, dispatcher, requests, metrics, metrics_addr })
+        }
+        Err(e) => {
+            signal.abort();
+            server.abort();
+            Err(e)
+        }
+    }
+}
+
+/// On an empty database: a demo client and its test token (shown once).
+async fn bootstrap_demo(app: &App) -> Result<Option<(ClientId, String)>, StoreError> {
+    if app.store.client_count().await? > 0 {
+        return Ok(None);
+    }
+    let now = app.clock.now();
+    let client = app.store.create_client("Demo Merchant", now).await?;
+    let minted = auth::mint(client, TokenKind::Test);
+    app.store.insert_token(minted.stored, now).await?;
+    Ok(Some((client, minted.secret)))
+}
+
+/// Every domain's routes under the API prefix.
+fn api_routes() -> axum::Router<App> {
+    axum::Router::new()
+        .merge(orders::routes())
+        .merge(shipments::routes())
+        .merge(sandbox::routes())
+        .merge(ops::routes())
+        .merge(addresses::routes())
+        .merge(webhooks::routes())
+        .merge(auth::admin::routes())
+}
+
+/// Every domain's routes at the root: labels and icons, the tracking page, health (with
+/// `/metrics` unless it has its own listener), the dashboard.
+fn root_routes(with_metrics: bool) -> axum::Router<App> {
+    axum::Router::new()
+        .merge(labels::routes())
+        .merge(tracking::routes())
+        .merge(health::routes(with_metrics))
+        .merge(openapi::routes())
+        .merge(dashboard::routes())
+}
