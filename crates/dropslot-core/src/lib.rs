@@ -10,3 +10,4 @@ pub mod quote;
 pub mod rule;
 pub mod shipments;
 pub mod time;
+pub mod webhooks;

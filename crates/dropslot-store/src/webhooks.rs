@@ -238,17 +238,7 @@ pub struct Claimed {
     pub auth_header: Option<AuthHeader>,
 }
 
-/// What an attempt decided for its delivery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttemptOutcome {
-    Delivered,
-    /// Try again at this instant (Unix ms).
-    Retry(i64),
-    /// Out of retries.
-    Failed,
-    /// The endpoint answered 410 Gone: disable it now.
-    DisableEndpoint,
-}
+pub use dropslot_core::webhooks::AttemptOutcome;
 
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {

@@ -16,6 +16,8 @@ use jiff::Timestamp;
 use tokio_postgres::Row;
 use tokio_postgres::types::FromSql;
 
+use dropslot_core::webhooks::{EndpointWrite, Health, plan as attempt_plan};
+
 use super::map_err;
 use super::outbox::{add_delivery, enqueue, now_ms};
 use crate::{
@@ -542,59 +544,51 @@ async fn promote_next(c: &impl Sql, delivery: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Records an attempt. The endpoint's row is written (or, before a disable, locked) first,
-/// then the delivery's, then its stream's: the order `update_endpoint`, `delete_endpoint`
-/// and `disable` lock them in, so a client disabling the endpoint meanwhile waits instead
-/// of deadlocking. The endpoint's health does not depend on whether the claim still holds,
-/// so writing it first changes nothing else.
+/// Records an attempt: loads the endpoint's health, lets the core's planner decide
+/// (`dropslot_core::webhooks::plan`), and persists the plan. The endpoint's row is read
+/// (and, before any write, locked) first, then the delivery's, then its stream's: the order
+/// `update_endpoint`, `delete_endpoint` and `disable` lock them in, so a client disabling the
+/// endpoint meanwhile waits instead of deadlocking. The endpoint's health does not depend on
+/// whether the claim still holds, so writing it first changes nothing else.
 pub(super) async fn record_attempt(c: &impl Sql, a: &AttemptRecord) -> Result<(), StoreError> {
     let at_ms = a.at.as_millisecond();
-    let failing_since = match a.outcome {
-        AttemptOutcome::Delivered => {
-            // A healthy endpoint's row is rewritten at most once a second, not per delivery;
-            // and whether it is due is read first, without a lock: an `UPDATE` whose
-            // condition turns out false still waits for a concurrent writer of the row, so
-            // every delivery to the endpoint would queue behind the one rewriting it.
-            let due = c
-                .query_one(
-                    "SELECT failing_since_ms IS NOT NULL OR last_error IS NOT NULL OR last_success_ms IS NULL
-                        OR last_success_ms < $2::bigint - 1000
-                     FROM webhook_endpoints WHERE id = $1",
-                    &[&a.endpoint_id, &at_ms],
-                )
-                .await
-                .map_err(map_err)?;
-            if col::<bool>(&due, 0)? {
+    // A success reads the health without a lock: most successes write nothing (a healthy
+    // endpoint is rewritten at most once a second), and a locking read would queue every
+    // delivery to the endpoint behind the one rewriting it. A failure locks it: its streak's
+    // start and the disable decision must see every other failure.
+    let read = if a.outcome == AttemptOutcome::Delivered {
+        "SELECT failing_since_ms, last_success_ms, last_error IS NOT NULL FROM webhook_endpoints WHERE id = $1"
+    } else {
+        "SELECT failing_since_ms, last_success_ms, last_error IS NOT NULL FROM webhook_endpoints WHERE id = $1
+         FOR NO KEY UPDATE"
+    };
+    let health = match c.query_opt(read, &[&a.endpoint_id]).await.map_err(map_err)? {
+        Some(r) => Some(Health { failing_since_ms: col(&r, 0)?, last_success_ms: col(&r, 1)?, has_error: col(&r, 2)? }),
+        None => None,
+    };
+    let plan = attempt_plan(a.outcome, a.error.as_deref(), health.unwrap_or_default(), at_ms, a.disable_after_ms);
+    if health.is_some() {
+        match &plan.endpoint {
+            EndpointWrite::Keep | EndpointWrite::Disable { .. } => {}
+            EndpointWrite::Healthy { last_success_ms } => {
                 c.execute(
                     "UPDATE webhook_endpoints SET failing_since_ms = NULL, last_success_ms = $2, last_error = NULL
-                     WHERE id = $1 AND (failing_since_ms IS NOT NULL OR last_error IS NOT NULL
-                        OR last_success_ms IS NULL OR last_success_ms < $2::bigint - 1000)",
-                    &[&a.endpoint_id, &at_ms],
+                     WHERE id = $1",
+                    &[&a.endpoint_id, last_success_ms],
                 )
                 .await
                 .map_err(map_err)?;
             }
-            None
-        }
-        AttemptOutcome::DisableEndpoint => {
-            // Locked now, written by `disable` after the delivery (which records the 410).
-            c.execute("SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE", &[&a.endpoint_id])
+            EndpointWrite::Failing { failing_since_ms } => {
+                c.execute(
+                    "UPDATE webhook_endpoints SET failing_since_ms = $2, last_error = $3 WHERE id = $1",
+                    &[&a.endpoint_id, failing_since_ms, &a.error],
+                )
                 .await
                 .map_err(map_err)?;
-            None
+            }
         }
-        AttemptOutcome::Retry(_) | AttemptOutcome::Failed => c
-            .query_opt(
-                "UPDATE webhook_endpoints SET failing_since_ms = coalesce(failing_since_ms, $2), last_error = $3
-                 WHERE id = $1 RETURNING failing_since_ms",
-                &[&a.endpoint_id, &at_ms, &a.error],
-            )
-            .await
-            .map_err(map_err)?
-            .map(|r| col::<Option<i64>>(&r, 0))
-            .transpose()?
-            .flatten(),
-    };
+    }
     c.execute(
         "INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, response, error)
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -602,11 +596,7 @@ pub(super) async fn record_attempt(c: &impl Sql, a: &AttemptRecord) -> Result<()
     )
     .await
     .map_err(map_err)?;
-    let (state, next) = match a.outcome {
-        AttemptOutcome::Delivered => ("delivered", None),
-        AttemptOutcome::Retry(at) => ("pending", Some(at)),
-        AttemptOutcome::Failed | AttemptOutcome::DisableEndpoint => ("failed", None),
-    };
+    let (state, next) = (plan.delivery.as_str(), plan.delivery.next_attempt_ms());
     // Only the claim that made the attempt moves the delivery: if its lease ran out and
     // another dispatcher took it over, that one decides. The `UPDATE` locks the row, so
     // the check and the move are one step against a concurrent claim or attempt.
@@ -633,17 +623,9 @@ pub(super) async fn record_attempt(c: &impl Sql, a: &AttemptRecord) -> Result<()
     if moved == 1 && next.is_none() {
         promote_next(c, a.delivery_id).await?;
     }
-    match a.outcome {
-        AttemptOutcome::Delivered => {}
-        AttemptOutcome::DisableEndpoint => {
-            let why = a.error.clone().unwrap_or_else(|| "disabled".into());
-            disable(c, a.endpoint_id, &why, at_ms).await?;
-        }
-        AttemptOutcome::Retry(_) | AttemptOutcome::Failed => {
-            if failing_since.is_some_and(|s| at_ms - s >= a.disable_after_ms) {
-                disable(c, a.endpoint_id, "no successful delivery for too long", at_ms).await?;
-            }
-        }
+    // Disabling fails the endpoint's unfinished deliveries, so it comes after this one moved.
+    if let (Some(_), EndpointWrite::Disable { reason, failing_since_ms }) = (health, &plan.endpoint) {
+        disable(c, a.endpoint_id, reason, *failing_since_ms).await?;
     }
     Ok(())
 }

@@ -4,11 +4,13 @@
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use dropslot_core::webhooks::{EndpointWrite, Health, plan as attempt_plan};
+
 use super::map_err;
 use super::outbox::{add_delivery, enqueue, now_ms};
 use crate::{
-    AttemptOutcome, AttemptRecord, AuthHeader, Claimed, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome,
-    Scope, StoreError, StoredAttempt, StoredDelivery, StoredEndpoint,
+    AttemptRecord, AuthHeader, Claimed, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome, Scope, StoreError,
+    StoredAttempt, StoredDelivery, StoredEndpoint,
 };
 
 const ENDPOINT_COLUMNS: &str = "id, url, events_json, description, enabled, disabled_reason, auth_header_name,
@@ -390,6 +392,9 @@ fn promote_next(c: &Connection, delivery: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Records an attempt: loads the endpoint's health, lets the core's planner decide
+/// (`dropslot_core::webhooks::plan`), and persists the plan. The writer serialises this job
+/// with every other write, so nothing changes between the load and the writes.
 pub(super) fn record_attempt(c: &Connection, a: &AttemptRecord) -> Result<(), StoreError> {
     c.prepare_cached(
         "INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, response, error)
@@ -400,11 +405,19 @@ pub(super) fn record_attempt(c: &Connection, a: &AttemptRecord) -> Result<(), St
     })
     .map_err(map_err)?;
     let at_ms = a.at.as_millisecond();
-    let (state, next) = match a.outcome {
-        AttemptOutcome::Delivered => ("delivered", None),
-        AttemptOutcome::Retry(at) => ("pending", Some(at)),
-        AttemptOutcome::Failed | AttemptOutcome::DisableEndpoint => ("failed", None),
-    };
+    let health = c
+        .prepare_cached(
+            "SELECT failing_since_ms, last_success_ms, last_error IS NOT NULL FROM webhook_endpoints WHERE id = ?1",
+        )
+        .and_then(|mut s| {
+            s.query_row([a.endpoint_id], |r| {
+                Ok(Health { failing_since_ms: r.get(0)?, last_success_ms: r.get(1)?, has_error: r.get(2)? })
+            })
+            .optional()
+        })
+        .map_err(map_err)?;
+    let plan = attempt_plan(a.outcome, a.error.as_deref(), health.unwrap_or_default(), at_ms, a.disable_after_ms);
+    let (state, next) = (plan.delivery.as_str(), plan.delivery.next_attempt_ms());
     // Only the claim that made the attempt moves the delivery: if its lease ran out and
     // another dispatcher took it over, that one decides.
     let moved = c
@@ -419,34 +432,26 @@ pub(super) fn record_attempt(c: &Connection, a: &AttemptRecord) -> Result<(), St
     if moved == 1 && next.is_none() {
         promote_next(c, a.delivery_id)?;
     }
-    match a.outcome {
-        AttemptOutcome::Delivered => {
-            // A healthy endpoint's row is rewritten at most once a second, not per delivery.
+    if health.is_none() {
+        // The endpoint was deleted meanwhile: there is no health to write.
+        return Ok(());
+    }
+    match plan.endpoint {
+        EndpointWrite::Keep => {}
+        EndpointWrite::Healthy { last_success_ms } => {
             c.prepare_cached(
                 "UPDATE webhook_endpoints SET failing_since_ms = NULL, last_success_ms = ?2, last_error = NULL
-                 WHERE id = ?1 AND (failing_since_ms IS NOT NULL OR last_error IS NOT NULL
-                    OR last_success_ms IS NULL OR last_success_ms < ?2 - 1000)",
+                 WHERE id = ?1",
             )
-            .and_then(|mut s| s.execute(params![a.endpoint_id, at_ms]))
+            .and_then(|mut s| s.execute(params![a.endpoint_id, last_success_ms]))
             .map_err(map_err)?;
         }
-        AttemptOutcome::DisableEndpoint => {
-            let why = a.error.clone().unwrap_or_else(|| "disabled".into());
-            disable(c, a.endpoint_id, &why, at_ms)?;
+        EndpointWrite::Failing { failing_since_ms } => {
+            c.prepare_cached("UPDATE webhook_endpoints SET failing_since_ms = ?2, last_error = ?3 WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![a.endpoint_id, failing_since_ms, a.error]))
+                .map_err(map_err)?;
         }
-        AttemptOutcome::Retry(_) | AttemptOutcome::Failed => {
-            let since: Option<i64> = c
-                .prepare_cached(
-                    "UPDATE webhook_endpoints SET failing_since_ms = coalesce(failing_since_ms, ?2), last_error = ?3
-                     WHERE id = ?1 RETURNING failing_since_ms",
-                )
-                .and_then(|mut s| s.query_row(params![a.endpoint_id, at_ms, a.error], |r| r.get(0)).optional())
-                .map_err(map_err)?
-                .flatten();
-            if since.is_some_and(|s| at_ms - s >= a.disable_after_ms) {
-                disable(c, a.endpoint_id, "no successful delivery for too long", at_ms)?;
-            }
-        }
+        EndpointWrite::Disable { reason, failing_since_ms } => disable(c, a.endpoint_id, &reason, failing_since_ms)?,
     }
     Ok(())
 }

@@ -1,0 +1,214 @@
+//! Webhook delivery rules (CONTRACT §5): what one attempt decides for its delivery and its
+//! endpoint. Pure: both backends load the endpoint's health, call [`plan`], and persist
+//! what it says, so the rule is written once.
+
+/// What the dispatcher's attempt came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    Delivered,
+    /// Try again at this instant (Unix ms).
+    Retry(i64),
+    /// Out of retries.
+    Failed,
+    /// The endpoint answered 410 Gone: disable it now.
+    DisableEndpoint,
+}
+
+/// A delivery's state after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryState {
+    Delivered,
+    /// Still pending, due at this instant (Unix ms).
+    Retry(i64),
+    Failed,
+}
+
+impl DeliveryState {
+    /// The stored state's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Delivered => "delivered",
+            DeliveryState::Retry(_) => "pending",
+            DeliveryState::Failed => "failed",
+        }
+    }
+
+    /// When it is due again; `None` once it is finished (its stream's next one moves up).
+    pub fn next_attempt_ms(self) -> Option<i64> {
+        match self {
+            DeliveryState::Retry(at) => Some(at),
+            DeliveryState::Delivered | DeliveryState::Failed => None,
+        }
+    }
+}
+
+/// An endpoint's health as stored, read in the attempt's transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Health {
+    /// Since when it has failed without a success in between (Unix ms).
+    pub failing_since_ms: Option<i64>,
+    /// Its last success (Unix ms).
+    pub last_success_ms: Option<i64>,
+    /// Whether a last error is shown.
+    pub has_error: bool,
+}
+
+/// What an attempt writes to its endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndpointWrite {
+    /// Nothing: a healthy endpoint's row is rewritten at most once a second, not per delivery.
+    Keep,
+    /// Healthy again: no failing streak, no error, this success.
+    Healthy { last_success_ms: i64 },
+    /// Failing since this instant (the streak's start, kept), with this error.
+    Failing { failing_since_ms: i64 },
+    /// Disable it, for this reason (its unfinished deliveries fail with it).
+    Disable { reason: String, failing_since_ms: i64 },
+}
+
+/// The whole decision of one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptPlan {
+    pub delivery: DeliveryState,
+    pub endpoint: EndpointWrite,
+}
+
+/// The reason shown when an endpoint has failed for `disable_after` without a success.
+pub const FAILING_TOO_LONG: &str = "no successful delivery for too long";
+
+/// How often a healthy endpoint's last success is rewritten at most (ms).
+pub const HEALTH_WRITE_EVERY_MS: i64 = 1000;
+
+/// Decides an attempt made at `at_ms` with `outcome` (and its `error` text, if any) against
+/// the endpoint's `health` before it. An endpoint that has failed, without a success, for
+/// `disable_after_ms` or longer is disabled; a 410 disables it at once.
+pub fn plan(
+    outcome: AttemptOutcome,
+    error: Option<&str>,
+    health: Health,
+    at_ms: i64,
+    disable_after_ms: i64,
+) -> AttemptPlan {
+    let delivery = match outcome {
+        AttemptOutcome::Delivered => DeliveryState::Delivered,
+        AttemptOutcome::Retry(at) => DeliveryState::Retry(at),
+        AttemptOutcome::Failed | AttemptOutcome::DisableEndpoint => DeliveryState::Failed,
+    };
+    let failing_since_ms = health.failing_since_ms.unwrap_or(at_ms);
+    let endpoint = match outcome {
+        AttemptOutcome::Delivered => {
+            let unhealthy = health.failing_since_ms.is_some() || health.has_error;
+            let stale = health.last_success_ms.is_none_or(|s| s < at_ms - HEALTH_WRITE_EVERY_MS);
+            if unhealthy || stale { EndpointWrite::Healthy { last_success_ms: at_ms } } else { EndpointWrite::Keep }
+        }
+        AttemptOutcome::DisableEndpoint => {
+            EndpointWrite::Disable { reason: error.unwrap_or("disabled").to_string(), failing_since_ms }
+        }
+        AttemptOutcome::Retry(_) | AttemptOutcome::Failed => {
+            if at_ms - failing_since_ms >= disable_after_ms {
+                EndpointWrite::Disable { reason: FAILING_TOO_LONG.to_string(), failing_since_ms }
+            } else {
+                EndpointWrite::Failing { failing_since_ms }
+            }
+        }
+    };
+    AttemptPlan { delivery, endpoint }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const FIVE_DAYS: i64 = 5 * 24 * 3_600_000;
+
+    fn outcome() -> impl Strategy<Value = AttemptOutcome> {
+        prop_oneof![
+            4 => Just(AttemptOutcome::Delivered),
+            4 => (0..i64::from(u32::MAX)).prop_map(AttemptOutcome::Retry),
+            2 => Just(AttemptOutcome::Failed),
+            1 => Just(AttemptOutcome::DisableEndpoint),
+        ]
+    }
+
+    /// Applies a plan to the stored health the way a backend persists it.
+    fn persist(health: &mut Health, write: &EndpointWrite, error: Option<&str>) {
+        match write {
+            EndpointWrite::Keep => {}
+            EndpointWrite::Healthy { last_success_ms } => {
+                *health = Health { failing_since_ms: None, last_success_ms: Some(*last_success_ms), has_error: false };
+            }
+            EndpointWrite::Failing { failing_since_ms } | EndpointWrite::Disable { failing_since_ms, .. } => {
+                health.failing_since_ms = Some(*failing_since_ms);
+                health.has_error = error.is_some() || matches!(write, EndpointWrite::Disable { .. });
+            }
+        }
+    }
+
+    proptest! {
+        /// Any sequence of outcomes, at increasing instants: every delivery ends in a state the
+        /// CONTRACT allows (delivered, pending with its due time, failed); the endpoint is
+        /// disabled exactly when a 410 comes or its failing streak reaches the threshold, and
+        /// a success ends the streak.
+        #[test]
+        fn every_sequence_ends_in_an_allowed_state_and_disables_at_the_threshold(
+            steps in prop::collection::vec((outcome(), 0..FIVE_DAYS / 2), 1..40),
+        ) {
+            let mut health = Health::default();
+            let mut at = 1_000_000;
+            let mut streak_start: Option<i64> = None;
+            for (outcome, gap) in steps {
+                at += gap;
+                let error = (outcome != AttemptOutcome::Delivered).then_some("HTTP 500");
+                let p = plan(outcome, error, health, at, FIVE_DAYS);
+                match (outcome, p.delivery) {
+                    (AttemptOutcome::Delivered, DeliveryState::Delivered)
+                    | (AttemptOutcome::Failed | AttemptOutcome::DisableEndpoint, DeliveryState::Failed) => {}
+                    (AttemptOutcome::Retry(due), DeliveryState::Retry(planned)) => prop_assert_eq!(due, planned),
+                    other => prop_assert!(false, "{other:?} is not an allowed move"),
+                }
+                prop_assert_eq!(p.delivery.next_attempt_ms().is_some(), p.delivery.as_str() == "pending");
+                if outcome == AttemptOutcome::Delivered {
+                    streak_start = None;
+                    let failing = matches!(p.endpoint, EndpointWrite::Failing { .. } | EndpointWrite::Disable { .. });
+                    prop_assert!(!failing, "a success never marks the endpoint failing");
+                } else {
+                    let start = *streak_start.get_or_insert(at);
+                    let disabled = matches!(p.endpoint, EndpointWrite::Disable { .. });
+                    let due = outcome == AttemptOutcome::DisableEndpoint || at - start >= FIVE_DAYS;
+                    prop_assert_eq!(disabled, due, "at {} with a streak from {}", at, start);
+                    if disabled {
+                        // A disabled endpoint takes no more attempts: the sequence ends here.
+                        return Ok(());
+                    }
+                }
+                persist(&mut health, &p.endpoint, error);
+            }
+        }
+    }
+
+    #[test]
+    fn the_threshold_is_inclusive_and_a_success_resets_the_streak() {
+        let failing = Health { failing_since_ms: Some(0), last_success_ms: None, has_error: true };
+        let just_under = plan(AttemptOutcome::Failed, Some("e"), failing, FIVE_DAYS - 1, FIVE_DAYS);
+        assert_eq!(just_under.endpoint, EndpointWrite::Failing { failing_since_ms: 0 });
+        let at = plan(AttemptOutcome::Retry(9), Some("e"), failing, FIVE_DAYS, FIVE_DAYS);
+        assert_eq!(at.endpoint, EndpointWrite::Disable { reason: FAILING_TOO_LONG.into(), failing_since_ms: 0 });
+        let healed = plan(AttemptOutcome::Delivered, None, failing, FIVE_DAYS + 5, FIVE_DAYS);
+        assert_eq!(healed.endpoint, EndpointWrite::Healthy { last_success_ms: FIVE_DAYS + 5 });
+    }
+
+    #[test]
+    fn a_healthy_endpoint_is_rewritten_at_most_once_a_second() {
+        let healthy = Health { failing_since_ms: None, last_success_ms: Some(10_000), has_error: false };
+        assert_eq!(plan(AttemptOutcome::Delivered, None, healthy, 11_000, FIVE_DAYS).endpoint, EndpointWrite::Keep);
+        assert_eq!(
+            plan(AttemptOutcome::Delivered, None, healthy, 11_001, FIVE_DAYS).endpoint,
+            EndpointWrite::Healthy { last_success_ms: 11_001 }
+        );
+        let gone = plan(AttemptOutcome::DisableEndpoint, Some("HTTP 410"), healthy, 12_000, FIVE_DAYS);
+        assert_eq!(gone.endpoint, EndpointWrite::Disable { reason: "HTTP 410".into(), failing_since_ms: 12_000 });
+        assert_eq!(gone.delivery, DeliveryState::Failed);
+    }
+}
