@@ -5,6 +5,7 @@ pub mod clock;
 pub mod config;
 pub mod geo;
 pub mod ids;
+pub mod labels;
 pub mod money;
 pub mod quote;
 pub mod rule;

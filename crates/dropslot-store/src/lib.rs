@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod copy;
+mod labels;
 mod lifecycle;
 pub mod postgres;
 mod requests;

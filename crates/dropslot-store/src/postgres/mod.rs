@@ -731,7 +731,7 @@ impl Store for PgStore {
     }
 
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
-        orders::label_source(&self.conn().await?, kind, token).await
+        orders::label_rows(&self.conn().await?, kind, token).await?.map(crate::labels::assemble).transpose()
     }
 
     async fn create_endpoint(&self, scope: Scope, e: NewEndpoint, now: Timestamp) -> StoreResult<StoredEndpoint> {

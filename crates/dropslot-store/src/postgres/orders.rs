@@ -10,7 +10,8 @@ use super::sql::Sql;
 use super::lifecycle::{apply, column, narrow, status_column};
 use super::map_err;
 use super::outbox::Sink;
-use crate::{DeleteOutcome, LabelDropOff, LabelKind, LabelParcel, LabelSource, Scope, StoreError, StoredPickUpAddress};
+use crate::labels::{self, LabelParcelRow, LabelRows};
+use crate::{DeleteOutcome, LabelDropOff, LabelKind, Scope, StoreError};
 use dropslot_core::ids::{CustomCode, DropOffShipmentId, ParcelId, PickUpShipmentId, ShipmentOrderId};
 use dropslot_core::money::{Money, TaxRate};
 use dropslot_core::quote::Totals;
@@ -169,15 +170,8 @@ async fn deletion_snapshot(
     }))
 }
 
-/// A parcel of a label's pick-up: its drop-off shipment, id, pick-up code, custom code, size
-/// code and whether it is deleted.
-type LabelParcelRow = (i64, i64, String, Option<String>, String, bool);
-
-pub(super) async fn label_source(
-    c: &impl Sql,
-    kind: LabelKind,
-    token: &str,
-) -> Result<Option<LabelSource>, StoreError> {
+/// A label's rows (`labels::assemble` makes the source from them).
+pub(super) async fn label_rows(c: &impl Sql, kind: LabelKind, token: &str) -> Result<Option<LabelRows>, StoreError> {
     // Resolve the token to (pick-up id, drop-off id, parcel id).
     let target: Option<(i64, Option<i64>, Option<i64>)> = match kind {
         LabelKind::PickUp => c
@@ -215,18 +209,10 @@ pub(super) async fn label_source(
         .await
         .map_err(map_err)?
         .ok_or_else(|| StoreError::Corrupt(format!("pick-up shipment {pick_up} is missing")))?;
-    let pick_up_unique_id: String = column(&r, 0)?;
-    let pick_up_address: StoredPickUpAddress = super::json_column(column(&r, 1)?, "pick-up address")?;
-    let pick_up_date: String = column(&r, 2)?;
-    let pick_up_slot_name: String = column(&r, 3)?;
     let pick_up_status: String = column(&r, 4)?;
-    let mut drop_offs = Vec::new();
-    let mut drop_off_index = 0;
-    let mut deleted = kind == LabelKind::PickUp && pick_up_status == "deleted";
-    let mut parcel = None;
-    let rows: Vec<(i64, LabelDropOff, String)> = c
+    let drop_offs = c
         .query_typed(
-            "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status
+            "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status = 'deleted'
              FROM drop_off_shipments WHERE pick_up_shipment_id = $1 ORDER BY id",
             &[(&pick_up, Type::INT8)],
         )
@@ -250,7 +236,7 @@ pub(super) async fn label_source(
         })
         .collect::<Result<_, StoreError>>()?;
     // Every parcel of the pick-up in one read, by drop-off and position.
-    let all_parcels: Vec<LabelParcelRow> = c
+    let parcels = c
         .query_typed(
             "SELECT drop_off_shipment_id, id, pick_up_code, custom_code, size_code, deleted_at IS NOT NULL
              FROM parcels
@@ -261,45 +247,26 @@ pub(super) async fn label_source(
         .await
         .map_err(map_err)?
         .iter()
-        .map(|r| Ok((column(r, 0)?, column(r, 1)?, column(r, 2)?, column(r, 3)?, column(r, 4)?, column(r, 5)?)))
+        .map(|r| {
+            Ok(LabelParcelRow {
+                drop_off: column(r, 0)?,
+                id: column(r, 1)?,
+                pick_up_code: column(r, 2)?,
+                custom_code: column(r, 3)?,
+                size_code: column(r, 4)?,
+                deleted: column(r, 5)?,
+            })
+        })
         .collect::<Result<_, StoreError>>()?;
-    for (i, (id, mut d, status)) in rows.into_iter().enumerate() {
-        let parcels: Vec<&LabelParcelRow> = all_parcels.iter().filter(|p| p.0 == id).collect();
-        d.parcel_sizes = parcels.iter().filter(|p| !p.5).map(|p| p.4.clone()).collect();
-        if Some(id) == drop_off_id {
-            drop_off_index = i;
-            if kind == LabelKind::DropOff {
-                deleted = status == "deleted";
-            }
-            if let Some(pid) = parcel_id {
-                let live: Vec<_> = parcels.iter().filter(|p| !p.5).collect();
-                let me = parcels.iter().find(|p| p.1 == pid);
-                if let Some(me) = me {
-                    deleted = me.5;
-                    let index = live.iter().position(|p| p.1 == pid).map_or(0, |x| x + 1);
-                    parcel = Some(LabelParcel {
-                        pick_up_code: me.2.clone(),
-                        custom_code: me.3.clone(),
-                        size_code: me.4.clone(),
-                        index: u32::try_from(index)
-                            .map_err(|_| StoreError::Corrupt(format!("parcel position {index}")))?,
-                        count: u32::try_from(live.len())
-                            .map_err(|_| StoreError::Corrupt(format!("parcel count {}", live.len())))?,
-                    });
-                }
-            }
-        }
-        drop_offs.push(d);
-    }
-    Ok(Some(LabelSource {
+    Ok(Some(LabelRows {
         kind,
-        deleted,
-        pick_up_unique_id,
-        pick_up_address,
-        pick_up_date,
-        pick_up_slot_name,
+        target: labels::target(drop_off_id, parcel_id),
+        pick_up_unique_id: column(&r, 0)?,
+        pick_up_address: super::json_column(column(&r, 1)?, "pick-up address")?,
+        pick_up_date: column(&r, 2)?,
+        pick_up_slot_name: column(&r, 3)?,
+        pick_up_deleted: pick_up_status == "deleted",
         drop_offs,
-        parcel,
-        drop_off_index,
+        parcels,
     }))
 }

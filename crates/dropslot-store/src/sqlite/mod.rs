@@ -642,7 +642,7 @@ impl Store for SqliteStore {
 
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
         let token = token.to_string();
-        self.read_blocking(move |c| orders::label_source(c, kind, &token)).await
+        self.read_blocking(move |c| orders::label_rows(c, kind, &token)).await?.map(crate::labels::assemble).transpose()
     }
 
     async fn create_endpoint(&self, scope: Scope, e: NewEndpoint, now: Timestamp) -> StoreResult<StoredEndpoint> {

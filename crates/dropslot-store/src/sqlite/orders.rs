@@ -7,9 +7,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::lifecycle::{apply, record_event, status_column};
 use super::map_err;
 use super::outbox::{self, Sink};
+use crate::labels::{self, LabelParcelRow, LabelRows};
 use crate::{
-    CreateOrderError, CreatedOrder, DeleteOutcome, IdempotencyClaim, LabelDropOff, LabelKind, LabelParcel, LabelSource,
-    NewOrder, OrderIds, RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress,
+    CreateOrderError, CreatedOrder, DeleteOutcome, IdempotencyClaim, LabelDropOff, LabelKind, NewOrder, OrderIds,
+    RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress,
 };
 use dropslot_core::ids::{
     CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId,
@@ -318,7 +319,8 @@ fn deletion_snapshot(c: &Connection, scope: Scope, code: &CustomCode) -> rusqlit
     }))
 }
 
-pub(super) fn label_source(c: &Connection, kind: LabelKind, token: &str) -> rusqlite::Result<Option<LabelSource>> {
+/// A label's rows (`labels::assemble` makes the source from them).
+pub(super) fn label_rows(c: &Connection, kind: LabelKind, token: &str) -> rusqlite::Result<Option<LabelRows>> {
     // Resolve the token to (pick-up id, drop-off id, parcel id).
     let target: Option<(i64, Option<i64>, Option<i64>)> = match kind {
         LabelKind::PickUp => c
@@ -349,15 +351,11 @@ pub(super) fn label_source(c: &Connection, kind: LabelKind, token: &str) -> rusq
             "SELECT unique_id, address_json, scheduled_date, slot_name, status FROM pick_up_shipments WHERE id = ?1",
         )?
         .query_row([pick_up], |r| Ok((r.get(0)?, super::json_column(r, 1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
-    let mut drop_offs = Vec::new();
-    let mut drop_off_index = 0;
-    let mut deleted = kind == LabelKind::PickUp && pick_up_status == "deleted";
-    let mut parcel = None;
-    let mut st = c.prepare_cached(
-        "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status
-         FROM drop_off_shipments WHERE pick_up_shipment_id = ?1 ORDER BY id",
-    )?;
-    let rows: Vec<(i64, LabelDropOff, String)> = st
+    let drop_offs = c
+        .prepare_cached(
+            "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status = 'deleted'
+             FROM drop_off_shipments WHERE pick_up_shipment_id = ?1 ORDER BY id",
+        )?
         .query_map([pick_up], |r| {
             Ok((
                 r.get(0)?,
@@ -374,47 +372,33 @@ pub(super) fn label_source(c: &Connection, kind: LabelKind, token: &str) -> rusq
             ))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    for (i, (id, mut d, status)) in rows.into_iter().enumerate() {
-        let mut ps = c.prepare_cached(
-            "SELECT id, pick_up_code, custom_code, size_code, deleted_at IS NOT NULL
-             FROM parcels WHERE drop_off_shipment_id = ?1 ORDER BY position",
-        )?;
-        let parcels: Vec<(i64, String, Option<String>, String, bool)> = ps
-            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        d.parcel_sizes = parcels.iter().filter(|p| !p.4).map(|p| p.3.clone()).collect();
-        if Some(id) == drop_off_id {
-            drop_off_index = i;
-            if kind == LabelKind::DropOff {
-                deleted = status == "deleted";
-            }
-            if let Some(pid) = parcel_id {
-                let live: Vec<_> = parcels.iter().filter(|p| !p.4).collect();
-                let me = parcels.iter().find(|p| p.0 == pid);
-                if let Some(me) = me {
-                    deleted = me.4;
-                    let index = live.iter().position(|p| p.0 == pid).map_or(0, |x| x + 1);
-                    parcel = Some(LabelParcel {
-                        pick_up_code: me.1.clone(),
-                        custom_code: me.2.clone(),
-                        size_code: me.3.clone(),
-                        index: index as u32,
-                        count: live.len() as u32,
-                    });
-                }
-            }
-        }
-        drop_offs.push(d);
-    }
-    Ok(Some(LabelSource {
+    // Every parcel of the pick-up in one read, by drop-off and position.
+    let parcels = c
+        .prepare_cached(
+            "SELECT p.drop_off_shipment_id, p.id, p.pick_up_code, p.custom_code, p.size_code, p.deleted_at IS NOT NULL
+             FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+             WHERE d.pick_up_shipment_id = ?1 ORDER BY p.drop_off_shipment_id, p.position",
+        )?
+        .query_map([pick_up], |r| {
+            Ok(LabelParcelRow {
+                drop_off: r.get(0)?,
+                id: r.get(1)?,
+                pick_up_code: r.get(2)?,
+                custom_code: r.get(3)?,
+                size_code: r.get(4)?,
+                deleted: r.get(5)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(Some(LabelRows {
         kind,
-        deleted,
+        target: labels::target(drop_off_id, parcel_id),
         pick_up_unique_id,
         pick_up_address,
         pick_up_date,
         pick_up_slot_name,
+        pick_up_deleted: pick_up_status == "deleted",
         drop_offs,
-        parcel,
-        drop_off_index,
+        parcels,
     }))
 }
