@@ -4,7 +4,9 @@
 
 use jiff::Timestamp;
 
-use super::{StoreError, StoredEvent, StoredParcel, StoredShipment};
+use dropslot_core::shipments::{self, ShipmentKind};
+
+use super::{NewOrder, OrderIds, StoreError, StoredEvent, StoredParcel, StoredShipment};
 
 /// A change's recorded events `(drop-off shipment, event)` grouped by shipment, shipments
 /// in the order they first appear and each one's events in order: one outbox call each.
@@ -88,6 +90,40 @@ pub(crate) fn plan(
         }
     }
     Ok(queued)
+}
+
+/// A new order's drop-off shipments as a read will load them, each with its first event
+/// (`scheduled`, stored with the id `event_id` gives): what the creation's webhooks render.
+/// Both backends build them here from what they inserted, never from a re-read, so the
+/// webhooks cannot differ from the created response.
+pub(crate) fn created_events(
+    o: &NewOrder,
+    ids: &OrderIds,
+    event_id: impl Fn(i64) -> Option<i64>,
+) -> Result<Vec<(StoredShipment, StoredEvent)>, StoreError> {
+    let created = o.created_at.timestamp();
+    o.stored_shipments(Some(ids))
+        .into_iter()
+        .map(|shipment| {
+            let drop_off = shipment.drop_off.id.0;
+            let id = event_id(drop_off).ok_or_else(|| {
+                StoreError::Corrupt(format!("drop-off shipment {drop_off} was inserted without its first event"))
+            })?;
+            let e = shipments::created(ShipmentKind::DropOff, drop_off);
+            let scheduled = StoredEvent {
+                id,
+                seq: 1,
+                from: e.from,
+                to: e.to,
+                at: created,
+                actor: e.actor,
+                reason: e.reason,
+                attempt: e.attempt,
+                proof: e.proof,
+            };
+            Ok((shipment, scheduled))
+        })
+        .collect()
 }
 
 /// `msg_` + 22 base64url characters (16 random bytes): a message's stable `webhook-id`.

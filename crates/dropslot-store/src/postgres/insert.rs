@@ -12,10 +12,10 @@ use super::lifecycle::column;
 use super::map_err;
 use super::outbox::{self, Sink};
 use super::sql::Sql;
-use crate::webhooks::plan;
+use crate::webhooks::{created_events, plan};
 use crate::{
     CreateOrderError, CreatedOrder, IdempotencyClaim, NewDropOff, NewOrder, OrderIds, RenderFn, Scope, ShipmentIds,
-    StoreError, StoredEvent,
+    StoreError,
 };
 use dropslot_core::ids::{
     CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId,
@@ -460,23 +460,7 @@ async fn queue_webhooks(
         let tenant = (scope.client.0, scope.mode.as_str().to_string());
         let Some(subscribers) = by_tenant.get(&tenant).filter(|_| subscribed(n)) else { continue };
         let created = o.created_at.timestamp();
-        for shipment in o.stored_shipments(Some(ids)) {
-            let drop_off = shipment.drop_off.id.0;
-            let id = *got.events.get(&drop_off).ok_or_else(|| {
-                StoreError::Corrupt(format!("drop-off shipment {drop_off} was inserted without its first event"))
-            })?;
-            let e = shipments::created(ShipmentKind::DropOff, drop_off);
-            let scheduled = StoredEvent {
-                id,
-                seq: 1,
-                from: e.from,
-                to: e.to,
-                at: created,
-                actor: e.actor,
-                reason: e.reason,
-                attempt: e.attempt,
-                proof: e.proof,
-            };
+        for (shipment, scheduled) in created_events(o, ids, |drop_off| got.events.get(&drop_off).copied())? {
             let mut busy = vec![false; subscribers.len()];
             let queued = plan(sink.outbox, subscribers, &mut busy, &shipment, &[scheduled], true, created)?;
             planned.add((tenant.0, &tenant.1), created, queued);

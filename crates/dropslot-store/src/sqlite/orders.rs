@@ -82,6 +82,7 @@ pub(super) fn insert_order(
     record_event(c, &shipments::created(ShipmentKind::PickUp, pick_up.0), created, &created_at)?;
 
     let mut shipments = Vec::with_capacity(o.shipments.len());
+    let mut first_events = std::collections::HashMap::with_capacity(o.shipments.len());
     for (i, s) in o.shipments.iter().enumerate() {
         let t = &s.totals;
         c.prepare_cached(
@@ -155,10 +156,11 @@ pub(super) fn insert_order(
                 Err(e) => return Err(map_err(e).into()),
             }
         }
-        outbox::shipment_events(c, sink, drop_off.0, &[scheduled], true, created)?;
+        first_events.insert(drop_off.0, scheduled.id);
         shipments.push(ShipmentIds { shipment_order, drop_off, parcels });
     }
     let ids = OrderIds { order, pick_up, saved_address, shipments };
+    outbox::order_created(c, sink, o, &ids, &first_events)?;
     let mut body = None;
     if let Some(claim) = &o.idempotency {
         let rendered = render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;

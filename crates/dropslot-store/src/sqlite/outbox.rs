@@ -6,8 +6,10 @@ use rusqlite::{Connection, params};
 
 use super::map_err;
 use super::reads::shipment_without_events;
-use crate::webhooks::{Subscriber, plan};
-use crate::{Outbox, StoreError, StoredEvent};
+use std::collections::HashMap;
+
+use crate::webhooks::{Subscriber, created_events, plan};
+use crate::{NewOrder, OrderIds, Outbox, StoreError, StoredEvent, StoredShipment};
 
 /// The outbox a write job renders with, and how many deliveries it queued (reported after
 /// the commit).
@@ -134,19 +136,57 @@ pub(super) fn shipment_events(
     sink: &mut Sink<'_>,
     drop_off: i64,
     events: &[StoredEvent],
-    created: bool,
     now: Timestamp,
 ) -> Result<(), StoreError> {
     let subscribers = subscribers(c, drop_off)?;
+    if subscribers.is_empty() {
+        return Ok(());
+    }
+    let shipment = shipment_without_events(c, drop_off).map_err(map_err)?;
+    let mut busy = subscribers.iter().map(|s| stream_busy(c, s.id, drop_off)).collect::<Result<Vec<_>, _>>()?;
+    queue(c, sink, &subscribers, &mut busy, &shipment, events, false, now)
+}
+
+/// A new order's webhooks (`webhooks::created_events`: each drop-off's `scheduled` and its
+/// parcels' `same.parcel.created`), queued to its tenant's endpoints. With no endpoint,
+/// nothing is built or rendered.
+pub(super) fn order_created(
+    c: &Connection,
+    sink: &mut Sink<'_>,
+    o: &NewOrder,
+    ids: &OrderIds,
+    events: &HashMap<i64, i64>,
+) -> Result<(), StoreError> {
+    // Every shipment of an order is the same tenant's: its first one names the endpoints.
+    let Some(first) = ids.shipments.first() else { return Ok(()) };
+    let subscribers = subscribers(c, first.drop_off.0)?;
+    if subscribers.is_empty() {
+        return Ok(());
+    }
+    let now = o.created_at.timestamp();
+    for (shipment, scheduled) in created_events(o, ids, |drop_off| events.get(&drop_off).copied())? {
+        // A new shipment's streams are empty.
+        let mut busy = vec![false; subscribers.len()];
+        queue(c, sink, &subscribers, &mut busy, &shipment, &[scheduled], true, now)?;
+    }
+    Ok(())
+}
+
+/// Renders what `plan` queues and writes its messages and deliveries.
+#[allow(clippy::too_many_arguments)]
+fn queue(
+    c: &Connection,
+    sink: &mut Sink<'_>,
+    subscribers: &[Subscriber],
+    busy: &mut [bool],
+    shipment: &StoredShipment,
+    events: &[StoredEvent],
+    created: bool,
+    now: Timestamp,
+) -> Result<(), StoreError> {
     let Some(first) = subscribers.first() else { return Ok(()) };
     let tenant = (first.client, first.mode.as_str());
-    let shipment = shipment_without_events(c, drop_off).map_err(map_err)?;
-    let mut busy = if created {
-        vec![false; subscribers.len()]
-    } else {
-        subscribers.iter().map(|s| stream_busy(c, s.id, drop_off)).collect::<Result<_, _>>()?
-    };
-    for q in plan(sink.outbox, &subscribers, &mut busy, &shipment, events, created, now)? {
+    for q in plan(sink.outbox, subscribers, busy, shipment, events, created, now)? {
         let message = insert_message(c, tenant, &q.event, &q.body, now)?;
         for (endpoint, behind) in q.deliveries {
             insert_delivery(c, message, endpoint, Some(q.shipment), behind)?;
@@ -164,7 +204,7 @@ pub(super) fn changes(
     now: Timestamp,
 ) -> Result<(), StoreError> {
     for (shipment, mine) in crate::webhooks::by_shipment(events) {
-        shipment_events(c, sink, shipment, &mine, false, now)?;
+        shipment_events(c, sink, shipment, &mine, now)?;
     }
     Ok(())
 }
