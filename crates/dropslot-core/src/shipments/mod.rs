@@ -7,8 +7,8 @@
 //! A change follows one pattern on every backend (docs/architecture.md, "Where the rules
 //! live"): inside one transaction the backend loads a *snapshot* of the rows the rule needs,
 //! a function here turns it into a *plan*, and the backend persists the plan. The `SQLite`
-//! writer runs the three steps in one job (its single writer serialises them); `PostgreSQL` will
-//! run them in one transaction that loads with `SELECT … FOR UPDATE`. No rule is applied to
+//! writer runs the three steps in one job (its single writer serialises them); `PostgreSQL`
+//! runs them in one transaction that loads with `SELECT … FOR UPDATE`. No rule is applied to
 //! data read outside the transaction that writes its outcome.
 
 mod deletion;
