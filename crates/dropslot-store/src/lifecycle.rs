@@ -104,6 +104,10 @@ pub struct StoredParcel {
     pub pick_up_code: String,
     pub custom_code: Option<String>,
     pub size_code: String,
+    /// The size's name in the price list the order was priced with: known only for a parcel
+    /// just created (`WrittenOrder`), whose `same.parcel.created` shows it. The name is not
+    /// stored, so a read leaves it `None`.
+    pub size_name: Option<String>,
     pub label_token: String,
 }
 

@@ -191,68 +191,86 @@ pub struct NewOrder {
     pub completes: Option<super::RequestEnd>,
 }
 
-impl NewOrder {
-    /// Its drop-off shipments as a read would load them once written (no events), with the
-    /// row ids the store assigned, or 0 before. The created response and the creation's
-    /// webhooks render from these, so neither can differ from a later read.
-    pub fn stored_shipments(&self, ids: Option<&OrderIds>) -> Vec<StoredShipment> {
-        use dropslot_core::shipments::Status;
-        use dropslot_core::time::iso;
-        let p = &self.pick_up;
-        let pick_up = StoredPickUp {
-            id: ids.map_or(PickUpShipmentId(0), |i| i.pick_up),
-            unique_id: p.unique_id.clone(),
-            label_token: p.label_token.clone(),
-            scheduled_date: p.scheduled_date.to_string(),
-            start_at: iso(&p.start),
-            end_at: iso(&p.end),
-            status: Status::Scheduled,
-            slot_name: p.slot_name.clone(),
-            address_text: p.address.text.clone(),
-        };
-        self.shipments
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let d = &s.drop_off;
-                let assigned = ids.and_then(|ids| ids.shipments.get(i));
-                StoredShipment {
-                    order_unique_id: self.unique_id.clone(),
-                    drop_off_index: i,
-                    shipment_order: assigned.map_or(ShipmentOrderId(0), |a| a.shipment_order),
-                    shipment_order_unique_id: s.unique_id.clone(),
-                    totals: s.totals,
-                    pick_up: pick_up.clone(),
-                    drop_off: StoredDropOff {
-                        id: assigned.map_or(DropOffShipmentId(0), |a| a.drop_off),
-                        unique_id: d.unique_id.clone(),
-                        label_token: d.label_token.clone(),
-                        scheduled_date: d.scheduled_date.to_string(),
-                        slot_code: d.slot_code.clone(),
-                        slot_name: d.slot_name.clone(),
-                        start_at: iso(&d.start),
-                        end_at: iso(&d.end),
-                        city: d.city.clone(),
-                        address: d.address.clone(),
-                        status: Status::Scheduled,
-                        attempts: 0,
-                        max_attempts: d.max_attempts,
-                    },
-                    parcels: s
-                        .parcels
-                        .iter()
-                        .map(|p| StoredParcel {
-                            pick_up_code: p.pick_up_code.clone(),
-                            custom_code: p.custom_code.as_ref().map(|c| c.as_str().to_string()),
-                            size_code: p.size_code.clone(),
-                            label_token: p.label_token.clone(),
-                        })
-                        .collect(),
-                    events: Vec::new(),
-                }
-            })
-            .collect()
+/// A new order as a read loads it once written: the store answers every creation with it,
+/// built from what it inserted and the ids it assigned, and renders the creation's webhooks
+/// from it. The 201, the webhooks and a later read therefore cannot differ, and the service
+/// never drafts stored rows of its own.
+#[derive(Debug, Clone)]
+pub struct WrittenOrder {
+    pub ids: OrderIds,
+    pub unique_id: String,
+    /// In the pick-up city's time zone.
+    pub created_at: jiff::Zoned,
+    /// Its drop-off shipments (no events yet), in the order of the request.
+    pub shipments: Vec<StoredShipment>,
+}
+
+impl WrittenOrder {
+    pub(crate) fn new(o: &NewOrder, ids: OrderIds) -> WrittenOrder {
+        let shipments = stored_shipments(o, &ids);
+        WrittenOrder { ids, unique_id: o.unique_id.clone(), created_at: o.created_at.clone(), shipments }
     }
+}
+
+/// `o`'s drop-off shipments as a read loads them, with the ids the store assigned.
+fn stored_shipments(o: &NewOrder, ids: &OrderIds) -> Vec<StoredShipment> {
+    use dropslot_core::shipments::Status;
+    use dropslot_core::time::iso;
+    let p = &o.pick_up;
+    let pick_up = StoredPickUp {
+        id: ids.pick_up,
+        unique_id: p.unique_id.clone(),
+        label_token: p.label_token.clone(),
+        scheduled_date: p.scheduled_date.to_string(),
+        start_at: iso(&p.start),
+        end_at: iso(&p.end),
+        status: Status::Scheduled,
+        slot_name: p.slot_name.clone(),
+        address_text: p.address.text.clone(),
+    };
+    o.shipments
+        .iter()
+        .zip(&ids.shipments)
+        .enumerate()
+        .map(|(i, (s, assigned))| {
+            let d = &s.drop_off;
+            StoredShipment {
+                order_unique_id: o.unique_id.clone(),
+                drop_off_index: i,
+                shipment_order: assigned.shipment_order,
+                shipment_order_unique_id: s.unique_id.clone(),
+                totals: s.totals,
+                pick_up: pick_up.clone(),
+                drop_off: StoredDropOff {
+                    id: assigned.drop_off,
+                    unique_id: d.unique_id.clone(),
+                    label_token: d.label_token.clone(),
+                    scheduled_date: d.scheduled_date.to_string(),
+                    slot_code: d.slot_code.clone(),
+                    slot_name: d.slot_name.clone(),
+                    start_at: iso(&d.start),
+                    end_at: iso(&d.end),
+                    city: d.city.clone(),
+                    address: d.address.clone(),
+                    status: Status::Scheduled,
+                    attempts: 0,
+                    max_attempts: d.max_attempts,
+                },
+                parcels: s
+                    .parcels
+                    .iter()
+                    .map(|p| StoredParcel {
+                        pick_up_code: p.pick_up_code.clone(),
+                        custom_code: p.custom_code.as_ref().map(|c| c.as_str().to_string()),
+                        size_code: p.size_code.clone(),
+                        size_name: Some(p.size_name.clone()),
+                        label_token: p.label_token.clone(),
+                    })
+                    .collect(),
+                events: Vec::new(),
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone)]
@@ -313,6 +331,9 @@ pub struct NewParcel {
     pub pick_up_code: String,
     pub custom_code: Option<CustomCode>,
     pub size_code: String,
+    /// The size's name in the price list the order was priced with (the client's own, or
+    /// the configuration's). Not stored: only the creation's webhooks show it.
+    pub size_name: String,
     pub weight: Milligrams,
     pub price: Money,
     pub label_token: String,
@@ -334,13 +355,13 @@ pub struct ShipmentIds {
     pub parcels: Vec<ParcelId>,
 }
 
-/// Renders the response body from the assigned ids. The store calls it inside the
+/// Renders the response body from the order as written. The store calls it inside the
 /// transaction only when an idempotency record or a completed request must hold the body.
-pub type RenderFn = std::sync::Arc<dyn Fn(&OrderIds) -> Result<String, String> + Send + Sync>;
+pub type RenderFn = std::sync::Arc<dyn Fn(&WrittenOrder) -> Result<String, String> + Send + Sync>;
 
 #[derive(Debug, Clone)]
 pub struct CreatedOrder {
-    pub ids: OrderIds,
+    pub order: WrittenOrder,
     /// The rendered body when the store had to render it (idempotency), else `None`.
     pub body: Option<String>,
 }

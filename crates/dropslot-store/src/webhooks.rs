@@ -6,7 +6,7 @@ use jiff::Timestamp;
 
 use dropslot_core::shipments::{self, ShipmentKind};
 
-use super::{NewOrder, OrderIds, StoreError, StoredEvent, StoredParcel, StoredShipment};
+use super::{StoreError, StoredEvent, StoredParcel, StoredShipment, WrittenOrder};
 
 /// A change's recorded events `(drop-off shipment, event)` grouped by shipment, shipments
 /// in the order they first appear and each one's events in order: one outbox call each.
@@ -92,18 +92,17 @@ pub(crate) fn plan(
     Ok(queued)
 }
 
-/// A new order's drop-off shipments as a read will load them, each with its first event
-/// (`scheduled`, stored with the id `event_id` gives): what the creation's webhooks render.
-/// Both backends build them here from what they inserted, never from a re-read, so the
-/// webhooks cannot differ from the created response.
+/// A new order's drop-off shipments, each with its first event (`scheduled`, stored with
+/// the id `event_id` gives): what the creation's webhooks render. Both backends take them
+/// from the order as written, never from a re-read.
 pub(crate) fn created_events(
-    o: &NewOrder,
-    ids: &OrderIds,
+    written: &WrittenOrder,
     event_id: impl Fn(i64) -> Option<i64>,
-) -> Result<Vec<(StoredShipment, StoredEvent)>, StoreError> {
-    let created = o.created_at.timestamp();
-    o.stored_shipments(Some(ids))
-        .into_iter()
+) -> Result<Vec<(&StoredShipment, StoredEvent)>, StoreError> {
+    let created = written.created_at.timestamp();
+    written
+        .shipments
+        .iter()
         .map(|shipment| {
             let drop_off = shipment.drop_off.id.0;
             let id = event_id(drop_off).ok_or_else(|| {

@@ -18,7 +18,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use super::insert::insert_orders;
 use super::map_err;
 use super::outbox::Sink;
-use crate::{CreateOrderError, NewOrder, OrderIds, Outbox, Scope, StoreError};
+use crate::{CreateOrderError, NewOrder, Outbox, Scope, StoreError, WrittenOrder};
 
 /// Orders in one batch at most, and drop-offs (a batch stops growing at either).
 const MAX_ORDERS: usize = 64;
@@ -29,7 +29,7 @@ const QUEUE: usize = 4_096;
 struct Job {
     scope: Scope,
     order: NewOrder,
-    reply: oneshot::Sender<Result<OrderIds, CreateOrderError>>,
+    reply: oneshot::Sender<Result<WrittenOrder, CreateOrderError>>,
 }
 
 pub(super) struct Batcher {
@@ -55,7 +55,7 @@ impl Batcher {
     }
 
     /// Writes one order in the next batch; its ids once committed.
-    pub(super) async fn create(&self, scope: Scope, order: NewOrder) -> Result<OrderIds, CreateOrderError> {
+    pub(super) async fn create(&self, scope: Scope, order: NewOrder) -> Result<WrittenOrder, CreateOrderError> {
         let stopped = || StoreError::Unavailable("the order writer has stopped".into());
         let (reply, answer) = oneshot::channel();
         self.stats.queued.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -117,14 +117,14 @@ async fn commit(
     pool: &Pool,
     outbox: &dyn Outbox,
     orders: &[(Scope, &NewOrder)],
-) -> Result<Vec<OrderIds>, CreateOrderError> {
+) -> Result<Vec<WrittenOrder>, CreateOrderError> {
     let mut conn = pool.get().await.map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))?;
     let tx = conn.transaction().await.map_err(map_err)?;
     let mut sink = Sink { outbox, queued: 0 };
-    let ids = insert_orders(&tx, &mut sink, orders).await?;
+    let written = insert_orders(&tx, &mut sink, orders).await?;
     tx.commit().await.map_err(map_err)?;
     if sink.queued > 0 {
         outbox.queued(sink.queued);
     }
-    Ok(ids)
+    Ok(written)
 }

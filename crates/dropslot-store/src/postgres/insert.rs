@@ -15,7 +15,7 @@ use super::sql::Sql;
 use crate::webhooks::{created_events, plan};
 use crate::{
     CreateOrderError, CreatedOrder, IdempotencyClaim, NewDropOff, NewOrder, OrderIds, RenderFn, Scope, ShipmentIds,
-    StoreError,
+    StoreError, WrittenOrder,
 };
 use dropslot_core::ids::{
     CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId,
@@ -336,7 +336,7 @@ pub(super) async fn insert_orders(
     c: &impl Sql,
     sink: &mut Sink<'_>,
     orders: &[(Scope, &NewOrder)],
-) -> Result<Vec<OrderIds>, CreateOrderError> {
+) -> Result<Vec<WrittenOrder>, CreateOrderError> {
     let k = Columns::of(orders)?;
     let first = shipments::created(ShipmentKind::DropOff, 0);
     let rows = c
@@ -427,7 +427,7 @@ pub(super) async fn insert_orders(
                 parcels,
             });
         }
-        all.push(OrderIds { order, pick_up, saved_address, shipments });
+        all.push(WrittenOrder::new(o, OrderIds { order, pick_up, saved_address, shipments }));
     }
     queue_webhooks(c, sink, orders, &all, &got).await?;
     Ok(all)
@@ -440,7 +440,7 @@ async fn queue_webhooks(
     c: &impl Sql,
     sink: &mut Sink<'_>,
     orders: &[(Scope, &NewOrder)],
-    ids: &[OrderIds],
+    written: &[WrittenOrder],
     got: &Inserted,
 ) -> Result<(), StoreError> {
     let subscribed = |n: usize| ordinal(n).is_ok_and(|key| got.subscribers.get(&key).is_some_and(|&k| k > 0));
@@ -456,13 +456,13 @@ async fn queue_webhooks(
     }
     let by_tenant = outbox::subscribers_of(c, &tenants).await?;
     let mut planned = outbox::Planned::default();
-    for (n, ((scope, o), ids)) in orders.iter().zip(ids).enumerate() {
+    for (n, ((scope, _), w)) in orders.iter().zip(written).enumerate() {
         let tenant = (scope.client.0, scope.mode.as_str().to_string());
         let Some(subscribers) = by_tenant.get(&tenant).filter(|_| subscribed(n)) else { continue };
-        let created = o.created_at.timestamp();
-        for (shipment, scheduled) in created_events(o, ids, |drop_off| got.events.get(&drop_off).copied())? {
+        let created = w.created_at.timestamp();
+        for (shipment, scheduled) in created_events(w, |drop_off| got.events.get(&drop_off).copied())? {
             let mut busy = vec![false; subscribers.len()];
-            let queued = plan(sink.outbox, subscribers, &mut busy, &shipment, &[scheduled], true, created)?;
+            let queued = plan(sink.outbox, subscribers, &mut busy, shipment, &[scheduled], true, created)?;
             planned.add((tenant.0, &tenant.1), created, queued);
         }
     }
@@ -489,13 +489,13 @@ pub(super) async fn insert_order(
         // filled in below, before the commit.
         claim_idempotency_key(c, scope, claim, 201, "").await?;
     }
-    let ids = insert_orders(c, sink, &[(scope, o)])
+    let written = insert_orders(c, sink, &[(scope, o)])
         .await?
         .pop()
         .ok_or_else(|| StoreError::Corrupt("the order insert returned no order".into()))?;
     let mut body = None;
     if let Some(claim) = &o.idempotency {
-        let rendered = render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;
+        let rendered = render(&written).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;
         let n = c
             .execute_typed(
                 "UPDATE idempotency_keys SET body = $4 WHERE client_id = $1 AND mode = $2 AND key = $3",
@@ -509,9 +509,9 @@ pub(super) async fn insert_order(
         body = Some(rendered);
     }
     if let Some(end) = &o.completes {
-        super::requests::complete(c, sink, scope, end, ids.order.0).await?;
+        super::requests::complete(c, sink, scope, end, written.ids.order.0).await?;
     }
-    Ok(CreatedOrder { ids, body })
+    Ok(CreatedOrder { order: written, body })
 }
 
 /// Claims `claim`'s key with this status and body, replacing an expired record: taken when

@@ -614,8 +614,8 @@ impl Store for PgStore {
             let batcher = self
                 .orders
                 .get_or_init(|| batch::Batcher::start(&self.pool, &self.outbox, self.order_writers, &self.stats));
-            let ids = batcher.create(scope, order).await?;
-            return Ok(CreatedOrder { ids, body: None });
+            let order = batcher.create(scope, order).await?;
+            return Ok(CreatedOrder { order, body: None });
         }
         let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
         let created = in_tx!(self, |tx| insert::insert_order(tx, &mut sink, scope, &order, &render).await?);

@@ -139,6 +139,7 @@ fn shipment_row(r: &Row) -> Result<StoredShipment, StoreError> {
             pick_up_code,
             custom_code,
             size_code,
+            size_name: None,
             label_token,
         })
         .collect();

@@ -10,7 +10,7 @@ use super::outbox::{self, Sink};
 use crate::labels::{self, LabelParcelRow, LabelRows};
 use crate::{
     CreateOrderError, CreatedOrder, DeleteOutcome, IdempotencyClaim, LabelDropOff, LabelKind, NewOrder, OrderIds,
-    RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress,
+    RenderFn, Scope, ShipmentIds, StoreError, StoredPickUpAddress, WrittenOrder,
 };
 use dropslot_core::ids::{
     CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId,
@@ -159,11 +159,11 @@ pub(super) fn insert_order(
         first_events.insert(drop_off.0, scheduled.id);
         shipments.push(ShipmentIds { shipment_order, drop_off, parcels });
     }
-    let ids = OrderIds { order, pick_up, saved_address, shipments };
-    outbox::order_created(c, sink, o, &ids, &first_events)?;
+    let written = WrittenOrder::new(o, OrderIds { order, pick_up, saved_address, shipments });
+    outbox::order_created(c, sink, &written, &first_events)?;
     let mut body = None;
     if let Some(claim) = &o.idempotency {
-        let rendered = render(&ids).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;
+        let rendered = render(&written).map_err(|e| StoreError::Corrupt(format!("the order response: {e}")))?;
         c.prepare_cached(
             "INSERT INTO idempotency_keys (client_id, mode, key, request_hash, status, body, created_at)
              VALUES (?1, ?2, ?3, ?4, 201, ?5, ?6)",
@@ -175,9 +175,9 @@ pub(super) fn insert_order(
         body = Some(rendered);
     }
     if let Some(end) = &o.completes {
-        super::requests::complete(c, sink, scope, end, ids.order.0)?;
+        super::requests::complete(c, sink, scope, end, written.ids.order.0)?;
     }
-    Ok((CreatedOrder { ids, body }, new_address))
+    Ok((CreatedOrder { order: written, body }, new_address))
 }
 
 /// Makes room for a new record of `claim`'s key: taken when a record within the window

@@ -9,7 +9,7 @@ use super::reads::shipment_without_events;
 use std::collections::HashMap;
 
 use crate::webhooks::{Subscriber, created_events, plan};
-use crate::{NewOrder, OrderIds, Outbox, StoreError, StoredEvent, StoredShipment};
+use crate::{Outbox, StoreError, StoredEvent, StoredShipment, WrittenOrder};
 
 /// The outbox a write job renders with, and how many deliveries it queued (reported after
 /// the commit).
@@ -153,21 +153,20 @@ pub(super) fn shipment_events(
 pub(super) fn order_created(
     c: &Connection,
     sink: &mut Sink<'_>,
-    o: &NewOrder,
-    ids: &OrderIds,
+    written: &WrittenOrder,
     events: &HashMap<i64, i64>,
 ) -> Result<(), StoreError> {
     // Every shipment of an order is the same tenant's: its first one names the endpoints.
-    let Some(first) = ids.shipments.first() else { return Ok(()) };
+    let Some(first) = written.ids.shipments.first() else { return Ok(()) };
     let subscribers = subscribers(c, first.drop_off.0)?;
     if subscribers.is_empty() {
         return Ok(());
     }
-    let now = o.created_at.timestamp();
-    for (shipment, scheduled) in created_events(o, ids, |drop_off| events.get(&drop_off).copied())? {
+    let now = written.created_at.timestamp();
+    for (shipment, scheduled) in created_events(written, |drop_off| events.get(&drop_off).copied())? {
         // A new shipment's streams are empty.
         let mut busy = vec![false; subscribers.len()];
-        queue(c, sink, &subscribers, &mut busy, &shipment, &[scheduled], true, now)?;
+        queue(c, sink, &subscribers, &mut busy, shipment, &[scheduled], true, now)?;
     }
     Ok(())
 }

@@ -109,6 +109,7 @@ pub(super) fn shipment_without_events(c: &Connection, id: i64) -> rusqlite::Resu
                 pick_up_code: r.get(0)?,
                 custom_code: r.get(1)?,
                 size_code: r.get(2)?,
+                size_name: None,
                 label_token: r.get(3)?,
             })
         })?

@@ -123,7 +123,7 @@ pub(super) async fn accept(
         Keyed::Fresh(claim) => claim,
     };
     let terms = caller.terms();
-    let prepared = super::prepare(&app, &terms, payload, Purpose::AsyncOrder).await?;
+    let prepared = super::prepare(&app, &terms, payload, Purpose::AsyncOrder, now).await?;
     codes_free(&app, &terms, &prepared).await?;
     let request_id = ids::request_id();
     let url = status_url(&app, &request_id);

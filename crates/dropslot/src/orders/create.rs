@@ -7,7 +7,7 @@ use axum::response::Response;
 use jiff::{SignedDuration, Timestamp};
 use sha2::{Digest, Sha256};
 
-use super::request::{Purpose, RequestPayload, normalize_address};
+use super::request::{Purpose, RequestPayload, normalize_address, trimmed};
 use super::wire::{OrderObject, ShipmentObject};
 use super::{Prepared, Terms, custom_code_taken};
 use crate::app::App;
@@ -17,8 +17,8 @@ use crate::http::JsonBody;
 use dropslot_core::ids;
 use dropslot_core::time::iso;
 use dropslot_store::{
-    CreateOrderError, IdempotencyClaim, NewDropOff, NewOrder, NewParcel, NewPickUp, NewShipment, OrderIds, Scope,
-    StoredDropOffAddress, StoredPickUpAddress, StoredShipment,
+    CreateOrderError, IdempotencyClaim, NewDropOff, NewOrder, NewParcel, NewPickUp, NewShipment, RenderFn, Scope,
+    StoredDropOffAddress, StoredPickUpAddress, WrittenOrder,
 };
 
 const IDEMPOTENCY_WINDOW: SignedDuration = SignedDuration::from_hours(24);
@@ -48,17 +48,16 @@ pub(super) async fn handle(
         Keyed::Fresh(claim) => claim,
     };
     let terms = caller.terms();
-    let prepared = super::prepare(&app, &terms, payload, Purpose::Order).await?;
-    let (order, draft) = assemble(&app, &terms, &prepared, now, claim.clone())?;
-    let (draft, render) = draft.shared();
-    match app.store.create_order(caller.scope, order, render).await {
+    let order = order_at(&app, &terms, payload, Purpose::Order, now, claim.clone()).await?;
+    match app.store.create_order(caller.scope, order, renderer(&app.settings.base_url)).await {
         // Rendered here, on a request worker, unless the store needed the body in its
         // transaction: the single writer is the throughput bottleneck.
         Ok(created) => {
             app.metrics.orders_created.get_or_create(&crate::metrics::OrderLabels { kind: "sync" }).inc();
             let body = match created.body {
                 Some(body) => body,
-                None => draft.render(&created.ids).map_err(|e| Error::Internal(format!("the order response: {e}")))?,
+                None => render(&app.settings.base_url, &created.order)
+                    .map_err(|e| Error::Internal(format!("the order response: {e}")))?,
             };
             Ok(json_response(201, body))
         }
@@ -142,23 +141,53 @@ async fn replay(app: &App, scope: Scope, key: &str, request_hash: &str, now: Tim
     Ok(Some(res))
 }
 
-/// The order's rows and the response waiting for its row ids.
-pub(super) fn assemble(
+/// Validates and quotes `payload` at `now` and turns it into the order to store, dated
+/// `now`: the one instant a request read from the clock, for its slots and its `created_at`
+/// alike.
+pub(super) async fn order_at(
+    app: &App,
+    terms: &Terms,
+    payload: RequestPayload,
+    purpose: Purpose,
+    now: Timestamp,
+    claim: Option<IdempotencyClaim>,
+) -> Result<NewOrder> {
+    let prepared = super::prepare(app, terms, payload, purpose, now).await?;
+    new_order(app, terms, &prepared, now, claim)
+}
+
+/// The 201 body of an order as the store wrote it, rendered by the same
+/// `ShipmentObject::from_stored` as every read: a created order and the same order read back
+/// cannot differ.
+pub(super) fn render(base: &str, order: &WrittenOrder) -> serde_json::Result<String> {
+    let shipments = order.shipments.iter().map(|s| ShipmentObject::from_stored(base, s)).collect();
+    let object = OrderObject { unique_id: order.unique_id.clone(), created_at: iso(&order.created_at), shipments };
+    Envelope::success(201, CREATED, &object).to_json()
+}
+
+/// [`render`] for the store, which calls it in the order's transaction when the body must be
+/// stored with it (an idempotency key, a completed request).
+pub(super) fn renderer(base: &str) -> RenderFn {
+    let base = base.to_string();
+    std::sync::Arc::new(move |order: &WrittenOrder| render(&base, order).map_err(|e| e.to_string()))
+}
+
+/// The request as it is stored: built once, from the validated request and its quote.
+fn new_order(
     app: &App,
     terms: &Terms,
     p: &Prepared,
     now: Timestamp,
     claim: Option<IdempotencyClaim>,
-) -> Result<(NewOrder, Draft)> {
+) -> Result<NewOrder> {
     let area = &app.settings.area;
-    let base = &app.settings.base_url;
     let city = area.city(p.quote.pick_up_city);
     let tax = area.region(city.region).tax;
     let created = now.to_zoned(city.tz.clone());
     let pu = &p.quote.pick_up;
     let pick_up_token = ids::url_token();
-    let pick_up_address = super::preview::pick_up_address(app, &p.request, &p.quote, None);
-    let text = p.request.pick_up.location.text.clone();
+    let (a, l) = (&p.request.pick_up.address, &p.request.pick_up.location);
+    let text = l.text.clone();
     let new_pick_up = NewPickUp {
         unique_id: ids::pick_up_unique_id(),
         label_token: pick_up_token,
@@ -168,14 +197,14 @@ pub(super) fn assemble(
         start: pu.start.clone(),
         end: pu.end.clone(),
         address: StoredPickUpAddress {
-            text: pick_up_address.text.clone(),
-            postal_code: pick_up_address.postal_code.clone(),
-            city: pick_up_address.city.clone(),
-            lat: pick_up_address.lat.clone(),
-            lng: pick_up_address.lng.clone(),
-            person_name: pick_up_address.person_name.clone(),
-            person_phone: pick_up_address.person_phone.clone(),
-            description: pick_up_address.description.clone(),
+            text: l.text.clone(),
+            postal_code: l.postal_code.clone(),
+            city: city.name.clone(),
+            lat: l.lat.clone(),
+            lng: l.lng.clone(),
+            person_name: trimmed(&a.person_name),
+            person_phone: trimmed(&a.person_phone),
+            description: trimmed(&a.description),
             saved_address_id: None,
         },
         saved_normalized: normalize_address(&text),
@@ -218,6 +247,7 @@ pub(super) fn assemble(
                 pick_up_code: ids::pick_up_code(),
                 custom_code: parcel.custom_code.clone(),
                 size_code: terms.prices.sizes[parcel.size].code.clone(),
+                size_name: terms.prices.sizes[parcel.size].name.clone(),
                 weight: parcel.weight,
                 price: *price,
                 label_token: ids::url_token(),
@@ -254,51 +284,55 @@ pub(super) fn assemble(
         idempotency: claim,
         completes: None,
     };
-    let draft = Draft::new(base, &order);
-    Ok((order, draft))
+    Ok(order)
 }
 
-/// The response body, complete but for the row ids the store assigns: the new rows as a
-/// read would load them, rendered by the same `ShipmentObject::from_stored` as every read,
-/// so a created order and the same order read back cannot differ.
-pub(super) struct Draft {
-    base: String,
-    unique_id: String,
-    created_at: String,
-    shipments: Vec<StoredShipment>,
-}
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
 
-impl Draft {
-    fn new(base: &str, o: &NewOrder) -> Draft {
-        Draft {
-            base: base.to_string(),
-            unique_id: o.unique_id.clone(),
-            created_at: iso(&o.created_at),
-            shipments: o.stored_shipments(None),
-        }
-    }
+    use super::*;
+    use dropslot_core::config::{Overrides, Settings};
+    use dropslot_core::ids::ClientId;
+    use dropslot_store::Mode;
 
-    /// The draft shared with the store's render callback.
-    pub(super) fn shared(self) -> (std::sync::Arc<Draft>, dropslot_store::RenderFn) {
-        let draft = std::sync::Arc::new(self);
-        let shared = draft.clone();
-        (draft, std::sync::Arc::new(move |ids: &OrderIds| shared.render(ids).map_err(|e| e.to_string())))
-    }
-
-    pub(super) fn render(&self, ids: &OrderIds) -> serde_json::Result<String> {
-        let shipments = self
-            .shipments
-            .iter()
-            .zip(&ids.shipments)
-            .map(|(s, assigned)| {
-                let mut object = ShipmentObject::from_stored(&self.base, s);
-                object.shipment_order_id = assigned.shipment_order.0;
-                object.pick_up_shipment.id = ids.pick_up.0;
-                object.drop_off_shipment.id = assigned.drop_off.0;
-                object
-            })
-            .collect();
-        let object = OrderObject { unique_id: self.unique_id.clone(), created_at: self.created_at.clone(), shipments };
-        Envelope::success(201, CREATED, &object).to_json()
+    /// An order is quoted and dated at the one instant its request read. The clock is pinned
+    /// at 07:00 in Toronto, when the 09:00 pick-up slot is still open; an order drafted at
+    /// 08:30, after that slot closed, is dated 08:30 and picked up at noon. (An end-to-end
+    /// test cannot tell the reads apart: a pinned clock answers the same instant each time.)
+    #[tokio::test]
+    async fn an_order_is_quoted_and_dated_at_one_instant() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let overrides = Overrides {
+            database: Some(format!("sqlite://{}", dir.path().join("dropslot.db").display())),
+            now: Some("2026-11-23T12:00:00Z".into()),
+            ..Overrides::default()
+        };
+        let settings = Settings::from_toml_fragment("", &overrides).expect("settings");
+        let metrics = Arc::new(crate::metrics::Metrics::default());
+        let outbox = Arc::new(crate::webhooks::Renderer::new(&settings, metrics.clone()));
+        let (_stop, stopping) = tokio::sync::watch::channel(false);
+        let app = App::build(settings, metrics, outbox, stopping).await.expect("app");
+        let terms = Terms {
+            scope: Scope { client: ClientId(1), mode: Mode::Test },
+            prices: app.default_prices.clone(),
+            limits: app.settings.limits,
+        };
+        let payload = crate::http::json::from_value(&serde_json::json!({
+            "pick_up_address": {"text": "100 King St W, Toronto, ON M5X 1A9"},
+            "drop_offs": [{"address": {"text": "290 Bremner Blvd, Toronto, ON M5V 3L9",
+                "person_name": "Jane Doe", "person_phone": "+1 416 555 0100"},
+                "parcels": [{"unit": "g", "values": 500}]}]
+        }))
+        .expect("payload");
+        let now: Timestamp = "2026-11-23T13:30:00Z".parse().expect("instant");
+        let order = order_at(&app, &terms, payload, Purpose::Order, now, None).await.expect("order");
+        assert_eq!(order.created_at.timestamp(), now);
+        assert_eq!(iso(&order.created_at), "2026-11-23T08:30:00-05:00");
+        assert_eq!(
+            iso(&order.pick_up.start),
+            "2026-11-23T12:00:00-05:00",
+            "quoted at 08:30, not at the clock's 07:00 (the 09:00 slot)"
+        );
     }
 }

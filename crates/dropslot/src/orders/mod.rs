@@ -22,6 +22,7 @@ use dropslot_core::config::{Limits, PriceList};
 use dropslot_core::ids::SavedAddressId;
 use dropslot_core::quote::{self, Quote, QuoteError};
 use dropslot_store::Scope;
+use jiff::Timestamp;
 use request::{Purpose, RequestPayload, Rules, ValidRequest};
 
 /// Preview, order creation and deletion by custom code, under the API prefix.
@@ -65,8 +66,15 @@ pub struct Prepared {
 }
 
 /// Resolves a saved pick-up address, validates against the caller's limits and prices, and
-/// quotes at the current instant.
-pub async fn prepare(app: &App, terms: &Terms, mut payload: RequestPayload, purpose: Purpose) -> Result<Prepared> {
+/// quotes at `now`. A request reads the clock once and passes that instant here and to
+/// whatever else it dates (an order's `created_at`), so the quote and the order agree.
+pub async fn prepare(
+    app: &App,
+    terms: &Terms,
+    mut payload: RequestPayload,
+    purpose: Purpose,
+    now: Timestamp,
+) -> Result<Prepared> {
     let mut saved_address = None;
     if let Some(addr) = payload.pick_up_address.as_mut() {
         if let Some(id) = addr.saved_address_id {
@@ -85,8 +93,8 @@ pub async fn prepare(app: &App, terms: &Terms, mut payload: RequestPayload, purp
         area: &app.settings.area,
     };
     let request = request::validate(payload, &rules).map_err(Error::Validation)?;
-    let quote = quote::quote(&request.quote_request(), &terms.prices, &app.settings.area, app.clock.now()).map_err(
-        |e| match e {
+    let quote =
+        quote::quote(&request.quote_request(), &terms.prices, &app.settings.area, now).map_err(|e| match e {
             QuoteError::NoPickUpSlot => {
                 Error::invalid("pick_up_address", "No pick-up slot is available for this address in the next year.")
             }
@@ -98,8 +106,7 @@ pub async fn prepare(app: &App, terms: &Terms, mut payload: RequestPayload, purp
                 "drop_offs",
                 "No single day serves the pick-up and every drop-off; send them in separate requests.",
             ),
-        },
-    )?;
+        })?;
     Ok(Prepared { request, quote, saved_address })
 }
 

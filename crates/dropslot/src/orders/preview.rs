@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use axum::extract::State;
 use axum::response::Response;
 
-use super::request::{Purpose, RequestPayload, ValidRequest, normalize_address};
+use super::request::{Purpose, RequestPayload, ValidRequest, normalize_address, trimmed};
 use super::wire::{
     DropOffPreview, DropOffPreviewAddress, DropOffSlot, ParcelPreview, ParcelSummary, PickUpAddress, PickUpPreview,
     PickUpSlot, PreviewObject, SAME, SummaryEntry,
@@ -32,7 +32,7 @@ pub(super) async fn handle(
     caller: Caller,
     JsonBody(payload, _): JsonBody<RequestPayload>,
 ) -> Result<Response> {
-    let prepared = super::prepare(&app, &caller.terms(), payload, Purpose::Preview).await?;
+    let prepared = super::prepare(&app, &caller.terms(), payload, Purpose::Preview, app.clock.now()).await?;
     let saved = if let Some(id) = prepared.saved_address {
         Some(id.0)
     } else {
@@ -46,7 +46,6 @@ pub(super) async fn handle(
 /// The pick-up address as the interface shows it back (also stored with an order).
 pub fn pick_up_address(app: &App, req: &ValidRequest, quote: &Quote, saved: Option<i64>) -> PickUpAddress {
     let (a, l) = (&req.pick_up.address, &req.pick_up.location);
-    let trimmed = |v: &Option<String>| v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string);
     PickUpAddress {
         saved_address_id: saved,
         lat: l.lat.clone(),

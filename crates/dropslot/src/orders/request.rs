@@ -428,6 +428,11 @@ pub fn normalize_address(text: &str) -> String {
     out
 }
 
+/// An optional text field as shown and stored: trimmed, and absent when nothing is left.
+pub fn trimmed(v: &Option<String>) -> Option<String> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -124,14 +124,13 @@ async fn write(app: &App, r: &ClaimedRequest) -> Result<(), Error> {
             serde_json::from_str(&r.payload).map_err(|e| StoreError::Corrupt(format!("request payload: {e}")))?;
         crate::http::json::from_value(&body)?
     };
-    let prepared = super::prepare(app, &terms, payload, Purpose::AsyncOrder).await?;
     let now = app.clock.now();
-    let (mut order, draft) = super::create::assemble(app, &terms, &prepared, now, None)?;
-    let completed_at = iso(&now.to_zoned(app.settings.area.city(prepared.quote.pick_up_city).tz.clone()));
+    let mut order = super::create::order_at(app, &terms, payload, Purpose::AsyncOrder, now, None).await?;
+    // Completed as the order is created: the same instant, in the pick-up city's offset.
+    let completed_at = iso(&order.created_at);
     let event_body = finished_body(app, r, "completed", Some(&order.unique_id), &completed_at, &empty_errors())?;
     order.completes = Some(RequestEnd { id: r.id, claim: r.claim, completed_at, at: now, event_body });
-    let (_, render) = draft.shared();
-    match app.store.create_order(r.scope, order, render).await {
+    match app.store.create_order(r.scope, order, super::create::renderer(&app.settings.base_url)).await {
         Ok(_) => {
             app.metrics.orders_created.get_or_create(&crate::metrics::OrderLabels { kind: "async" }).inc();
             Ok(())

@@ -10,7 +10,6 @@ pub(crate) mod routes;
 pub mod signing;
 pub mod target;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -35,7 +34,6 @@ pub fn event_kinds() -> Vec<String> {
 pub struct Renderer {
     base_url: String,
     area: dropslot_core::config::ServiceArea,
-    size_names: HashMap<String, String>,
     wake: Arc<Notify>,
     metrics: Arc<Metrics>,
 }
@@ -45,7 +43,6 @@ impl Renderer {
         Renderer {
             base_url: settings.base_url.clone(),
             area: settings.area.clone(),
-            size_names: settings.pricing.sizes.iter().map(|s| (s.code.clone(), s.name.clone())).collect(),
             wake: Arc::new(Notify::new()),
             metrics,
         }
@@ -57,7 +54,7 @@ impl Renderer {
     }
 
     fn context(&self) -> payload::Context<'_> {
-        payload::Context { base_url: &self.base_url, area: &self.area, size_names: &self.size_names }
+        payload::Context { base_url: &self.base_url, area: &self.area }
     }
 }
 

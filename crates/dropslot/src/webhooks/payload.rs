@@ -1,8 +1,6 @@
 //! Event bodies (CONTRACT §5): `{"event": "...", "data": {...}}`. Rendered once, inside the
 //! transaction that causes the event; every attempt sends the same bytes.
 
-use std::collections::HashMap;
-
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -21,8 +19,6 @@ struct Body<'a, T: Serialize> {
 pub struct Context<'a> {
     pub base_url: &'a str,
     pub area: &'a ServiceArea,
-    /// Size code → display name (an unknown code shows as itself).
-    pub size_names: &'a HashMap<String, String>,
 }
 
 #[derive(Serialize)]
@@ -128,7 +124,7 @@ pub fn shipment_event(cx: &Context<'_>, s: &StoredShipment, e: &StoredEvent) -> 
 /// recommended ones).
 #[derive(Serialize)]
 struct ParcelCreated<'a> {
-    parcel_size: String,
+    parcel_size: &'a str,
     parcel_code: &'a str,
     pickup_code: &'a str,
     trigger_datetime: String,
@@ -168,8 +164,11 @@ struct ExtraData {
 pub fn parcel_created(cx: &Context<'_>, s: &StoredShipment, p: &StoredParcel, at: Timestamp) -> Result<String, String> {
     let d = &s.drop_off;
     let when = local(at, &city_zone(cx.area, &d.city));
+    // The name in the price list the order was priced with (the client's own, or the
+    // configuration's): only a parcel just created carries it.
+    let size_name = p.size_name.as_deref().ok_or_else(|| format!("parcel {}: no size name", p.pick_up_code))?;
     let data = ParcelCreated {
-        parcel_size: cx.size_names.get(&p.size_code).cloned().unwrap_or_else(|| p.size_code.clone()),
+        parcel_size: size_name,
         parcel_code: &p.size_code,
         pickup_code: &p.pick_up_code,
         trigger_datetime: when.clone(),

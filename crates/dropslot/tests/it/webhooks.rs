@@ -99,6 +99,48 @@ async fn deliveries_are_signed_and_carry_the_auth_header() {
     assert!(!listed.body.to_string().contains(secret), "the secret is shown once");
 }
 
+/// `parcel_size` is the size class's display name in the price list the order was priced
+/// with (docs/webhooks.md): a client's own list names its sizes (a default code renamed, a
+/// code of its own) for its sync and async orders alike; the default list still names the
+/// demo client's.
+#[tokio::test]
+async fn parcel_created_names_sizes_from_the_clients_own_price_list() {
+    let s = TestServer::start_with(FAST).await;
+    let (id, test, _, _) = s.new_client("Colis Express").await;
+    let terms = json!({"pricing": {"min_price": "20.00", "payment_type": {"id": 2, "code": "card", "name": "Card"},
+    "sizes": [
+        {"code": "small", "name": "Petit colis", "max_grams": 1000, "price": "7.50", "note": "Jusqu'à 1 kg"},
+        {"code": "bulky", "name": "Colis volumineux", "max_grams": 30000, "price": "19.00", "note": "Jusqu'à 30 kg"}
+    ]}});
+    let r =
+        s.send(s.http.put(s.url(&format!("/admin/clients/{id}/settings"))).bearer_auth(ADMIN_TOKEN).json(&terms)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (own, default) = (Receiver::start().await, Receiver::start().await);
+    subscribe(&s, &test, json!({"url": own.url, "events": ["same.parcel.created"]})).await;
+    subscribe(&s, &s.token, json!({"url": default.url, "events": ["same.parcel.created"]})).await;
+    let sizes = |got: &[Received]| -> Vec<(String, String)> {
+        got.iter()
+            .map(|r| {
+                let d = &r.json()["data"];
+                (d["parcel_code"].as_str().unwrap().into(), d["parcel_size"].as_str().unwrap().into())
+            })
+            .collect()
+    };
+    let o = order(&s, &test, &request(&[500.0, 5000.0])).await;
+    let codes: Vec<&Value> =
+        o["shipments"][0]["parcels"].as_array().unwrap().iter().map(|p| &p["parcel_size_code"]).collect();
+    assert_eq!(codes, [&json!("small"), &json!("bulky")]);
+    let expected = [("small".to_string(), "Petit colis".to_string()), ("bulky".into(), "Colis volumineux".into())];
+    assert_eq!(sizes(&own.delivered(2).await), expected);
+    // The asynchronous worker writes under the terms the request was accepted with.
+    let r = s.post("/requests/async", &test, &request(&[500.0, 5000.0])).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(sizes(&own.delivered(4).await[2..]), expected);
+    order(&s, &s.token, &request(&[500.0, 3000.0])).await;
+    let expected = [("small".to_string(), "Small".to_string()), ("medium".into(), "Medium".into())];
+    assert_eq!(sizes(&default.delivered(2).await), expected);
+}
+
 /// A receiver that fails twice then succeeds gets the event again with the same
 /// `webhook-id`; the shipment's later events wait for it, so order holds under retries.
 #[tokio::test]
