@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use deadpool_postgres::Pool;
+use super::Connections;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::insert::insert_orders;
@@ -41,7 +41,7 @@ impl Batcher {
     /// Starts the writers (on the current Tokio runtime); they stop when the batcher is
     /// dropped and the queue is empty.
     pub(super) fn start(
-        pool: &Pool,
+        pool: &Connections,
         outbox: &Arc<dyn Outbox>,
         writers: usize,
         stats: &Arc<crate::StoreStats>,
@@ -69,7 +69,7 @@ impl Batcher {
 
 async fn writer(
     jobs: Arc<Mutex<mpsc::Receiver<Job>>>,
-    pool: Pool,
+    pool: Connections,
     outbox: Arc<dyn Outbox>,
     stats: Arc<crate::StoreStats>,
 ) {
@@ -93,7 +93,7 @@ async fn writer(
 }
 
 /// Writes a batch, or, when it fails, each of its orders alone; answers every order.
-async fn write(pool: &Pool, outbox: &dyn Outbox, batch: Vec<Job>) {
+async fn write(pool: &Connections, outbox: &dyn Outbox, batch: Vec<Job>) {
     if batch.len() > 1 {
         let orders: Vec<(Scope, &NewOrder)> = batch.iter().map(|j| (j.scope, &j.order)).collect();
         if let Ok(ids) = commit(pool, outbox, &orders).await {
@@ -114,11 +114,11 @@ async fn write(pool: &Pool, outbox: &dyn Outbox, batch: Vec<Job>) {
 
 /// `orders` in one transaction; their ids once committed.
 async fn commit(
-    pool: &Pool,
+    pool: &Connections,
     outbox: &dyn Outbox,
     orders: &[(Scope, &NewOrder)],
 ) -> Result<Vec<WrittenOrder>, CreateOrderError> {
-    let mut conn = pool.get().await.map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))?;
+    let mut conn = pool.get().await?;
     let tx = conn.transaction().await.map_err(map_err)?;
     let mut sink = Sink { outbox, queued: 0 };
     let written = insert_orders(&tx, &mut sink, orders).await?;

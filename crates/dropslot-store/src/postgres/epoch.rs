@@ -10,7 +10,7 @@
 
 use std::sync::OnceLock;
 
-use deadpool_postgres::Pool;
+use super::Connections;
 use tokio::sync::{mpsc, oneshot};
 
 use super::map_err;
@@ -21,14 +21,14 @@ use crate::{StoreError, StoreResult};
 type Reply = oneshot::Sender<StoreResult<Stamp>>;
 
 pub(super) struct EpochReads {
-    pool: Pool,
+    pool: Connections,
     /// The reader's queue, started by the first read (it needs the runtime). The reader
     /// stops when this is dropped.
     queue: OnceLock<mpsc::UnboundedSender<Reply>>,
 }
 
 impl EpochReads {
-    pub(super) fn new(pool: Pool) -> EpochReads {
+    pub(super) fn new(pool: Connections) -> EpochReads {
         EpochReads { pool, queue: OnceLock::new() }
     }
 
@@ -46,7 +46,7 @@ impl EpochReads {
     }
 }
 
-async fn reader(pool: Pool, mut waiting: mpsc::UnboundedReceiver<Reply>) {
+async fn reader(pool: Connections, mut waiting: mpsc::UnboundedReceiver<Reply>) {
     let mut batch = Vec::new();
     while waiting.recv_many(&mut batch, usize::MAX).await > 0 {
         // Every request in `batch` asked before this read is sent.
@@ -60,8 +60,8 @@ async fn reader(pool: Pool, mut waiting: mpsc::UnboundedReceiver<Reply>) {
     }
 }
 
-async fn read_once(pool: &Pool) -> StoreResult<Stamp> {
-    let c = pool.get().await.map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))?;
+async fn read_once(pool: &Connections) -> StoreResult<Stamp> {
+    let c = pool.get().await?;
     // Through the connection's statement cache (`Sql`): parsed and planned once per connection.
     // `try_get`: a column edited into another type is an error, never a panic that would
     // stop the reader for every later request.

@@ -55,7 +55,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
 const MIGRATION_LOCK: i64 = 0x6472_6f70_736c_6f74;
 
 pub struct PgStore {
-    pool: Pool,
+    pool: Connections,
     outbox: Arc<dyn Outbox>,
     /// Started by the first order (it needs the runtime).
     orders: std::sync::OnceLock<batch::Batcher>,
@@ -70,6 +70,21 @@ pub struct PgStore {
     saved_ids: EpochCache<(Scope, String), Option<SavedAddressId>>,
 }
 
+/// The connection pool, and the server it connects to: every connection is taken here, so
+/// every failure to get one names the server and its reason (`pool_error`).
+#[derive(Clone)]
+pub(crate) struct Connections {
+    pool: Pool,
+    /// `host:port` (never the URL: it may hold a password).
+    server: Arc<str>,
+}
+
+impl Connections {
+    pub(crate) async fn get(&self) -> StoreResult<deadpool_postgres::Object> {
+        self.pool.get().await.map_err(|e| pool_error(e, &self.server))
+    }
+}
+
 /// Bumps the cache epoch: a data-modifying CTE of the statement that makes the change (which
 /// appends `AND EXISTS (…)`: only when something changed), so it commits with the change.
 const BUMP_EPOCH: &str = "UPDATE cache_epoch SET n = n + 1 WHERE id = 1";
@@ -81,6 +96,7 @@ impl PgStore {
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
             StoreError::Invalid(format!("{}: not a PostgreSQL URL: {e}", dropslot_core::config::redact_url(url)))
         })?;
+        let server: Arc<str> = server_of(&config).into();
         config.connect_timeout(settings.connect_timeout);
         config.options(format!("-c statement_timeout={}", settings.statement_timeout.as_millis()));
         config.application_name("dropslot");
@@ -93,6 +109,7 @@ impl PgStore {
             .recycle_timeout(Some(settings.connect_timeout))
             .build()
             .map_err(|e| StoreError::Invalid(format!("the PostgreSQL pool: {e}")))?;
+        let pool = Connections { pool, server };
         let epoch_reads = epoch::EpochReads::new(pool.clone());
         Ok(PgStore {
             pool,
@@ -141,7 +158,7 @@ impl PgStore {
         if start.elapsed() > std::time::Duration::from_millis(1) {
             self.stats.read_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        got.map_err(|e| StoreError::Unavailable(format!("no database connection: {e}")))
+        got
     }
 }
 
@@ -175,6 +192,57 @@ pub fn map_err(e: tokio_postgres::Error) -> StoreError {
     } else {
         StoreError::Backend(describe(&e).into())
     }
+}
+
+/// `host:port` of a configuration's first server (a socket directory shows as its path).
+pub(crate) fn server_of(config: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(h)) => h.clone(),
+        Some(Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_string(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!("{host}:{port}")
+}
+
+/// Why no connection could be had from the pool, in the words of the server or of the
+/// operating system, with the server it was for: `database "x" does not exist`, `role "y"
+/// does not exist`, `connection refused (127.0.0.1:5439)`. Never the URL (it may hold a
+/// password). Always retryable: the server may come back, or the operator fix it.
+#[allow(clippy::needless_pass_by_value, reason = "used as `.map_err(|e| pool_error(e, server))`")]
+pub(crate) fn pool_error(e: deadpool_postgres::PoolError, server: &str) -> StoreError {
+    use deadpool_postgres::{PoolError, TimeoutType};
+    let why = match &e {
+        PoolError::Backend(e) => connect_error(e),
+        PoolError::Timeout(TimeoutType::Create | TimeoutType::Wait) => {
+            "no connection within the connect timeout (server down, overloaded, or the pool exhausted)".to_string()
+        }
+        other => other.to_string(),
+    };
+    StoreError::Unavailable(format!("cannot connect to PostgreSQL at {server}: {why}"))
+}
+
+/// A connection attempt's failure: the server's message (`FATAL 3D000: database "x" does not
+/// exist`), else the innermost cause (`connection refused`), lower-cased as a clause.
+pub(crate) fn connect_error(e: &tokio_postgres::Error) -> String {
+    if e.as_db_error().is_some() {
+        return describe(e);
+    }
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+        let text = match io.kind() {
+            std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+            std::io::ErrorKind::TimedOut => "connection timed out".to_string(),
+            _ => io.to_string(),
+        };
+        return text;
+    }
+    let text = cause.to_string();
+    if text == e.to_string() { text } else { format!("{e}: {text}") }
 }
 
 /// The server's own words for a database error (`tokio_postgres` displays only "db error"):

@@ -387,3 +387,96 @@ fn two_processes_on_one_database_see_each_others_changes_at_once() {
         assert_eq!(preview(base_b.clone()).await, 401);
     });
 }
+
+/// A PostgreSQL URL that cannot be used says why, in the server's or the system's words,
+/// and where (`host:port`), never with the password: a closed port on every backend; a
+/// missing database and an unknown role where the suite runs on PostgreSQL.
+#[test]
+fn postgres_connection_errors_say_why_and_where() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let refused = format!("postgres://postgres:s3cret-pw@127.0.0.1:{closed}/postgres");
+    for args in [&["migrate"][..], &["client", "create", "--name", "x"], &["serve", "--listen", "127.0.0.1:0"]] {
+        let out = dropslot(&refused, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("connection refused") && err.contains(&format!("127.0.0.1:{closed}")), "{args:?}: {err}");
+        assert!(!err.contains("s3cret-pw"), "the password is never printed: {err}");
+        assert!(!err.contains("creating a new object"), "the pool's words are not the reason: {err}");
+    }
+    let Ok(admin) = std::env::var("DROPSLOT_TEST_DATABASE_URL") else { return };
+    if !admin.starts_with("postgres") {
+        return;
+    }
+    let mut url = url::Url::parse(&admin).unwrap();
+    url.set_path("/dropslot_no_such_db");
+    let err = String::from_utf8_lossy(&dropslot(url.as_str(), &["migrate"]).stderr).into_owned();
+    assert!(err.contains(r#"database "dropslot_no_such_db" does not exist"#), "{err}");
+    let mut url = url::Url::parse(&admin).unwrap();
+    url.set_username("dropslot_nobody").unwrap();
+    url.set_password(Some("s3cret-pw")).unwrap();
+    let err = String::from_utf8_lossy(&dropslot(url.as_str(), &["migrate"]).stderr).into_owned();
+    assert!(err.contains(r#"role "dropslot_nobody" does not exist"#), "{err}");
+    assert!(!err.contains("s3cret-pw"), "{err}");
+}
+
+/// While serving, a database that went away is a 503 whose log line says why in the
+/// server's words (PostgreSQL only: its database is dropped under the running server).
+#[test]
+fn postgres_a_database_gone_while_serving_is_a_503_whose_log_line_says_why() {
+    let test_db = crate::common::TestDb::fresh();
+    let crate::common::TestDb::Postgres { admin, url, name } = &test_db else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dropslot"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("DATABASE_URL", url)
+        .env("DROPSLOT_NOW", crate::common::NOW)
+        .env_remove("DROPSLOT_CONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _server = Serve(child);
+    let (tx, log) = std::sync::mpsc::channel();
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| drop(tx.send(l))));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut token = None;
+    while let Ok(line) = log.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        if let Some(t) = line.split_whitespace().find(|w| w.starts_with("ds_test_")) {
+            token = Some(t.trim_matches('\'').to_string());
+        }
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    let token = token.expect("serve printed a demo token and listens");
+    crate::common::psql(admin, &format!("DROP DATABASE {name} WITH (FORCE)"));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let preview = format!("http://127.0.0.1:{port}{}/requests/preview", crate::common::API);
+    let http = reqwest::Client::new();
+    // The pool's connections were closed with the database: the first request may fail on
+    // one of them ("connection closed"); the next ones open new connections, which the
+    // server refuses, and the log line gives its reason.
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        let status =
+            rt.block_on(http.post(&preview).bearer_auth(&token).json(&crate::common::request(&[500.0])).send());
+        assert_eq!(status.unwrap().status(), 503, "a database that is gone is a retryable 503");
+        while let Ok(line) = log.try_recv() {
+            seen.push(line);
+        }
+        if seen.iter().any(|l| {
+            l.contains(&format!(r#"database \"{name}\" does not exist"#))
+                || l.contains(&format!(r#"database "{name}" does not exist"#))
+        }) {
+            let line = seen.iter().find(|l| l.contains("does not exist")).unwrap();
+            assert!(line.contains("request failed") && line.contains("cannot connect to PostgreSQL at"), "{line}");
+            return;
+        }
+        // Wait for the server's next log line rather than spinning.
+        if let Ok(line) = log.recv_timeout(Duration::from_millis(200)) {
+            seen.push(line);
+        }
+    }
+    panic!("no log line gave the server's reason: {seen:#?}");
+}

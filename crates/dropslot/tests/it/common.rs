@@ -94,7 +94,7 @@ impl Drop for TestDb {
 }
 
 /// Runs one statement with `psql` (the auditor's own connection); its output, trimmed.
-fn psql(url: &str, sql: &str) -> String {
+pub fn psql(url: &str, sql: &str) -> String {
     let out = std::process::Command::new("psql")
         .args([url, "-v", "ON_ERROR_STOP=1", "-qtAc", sql])
         .output()
