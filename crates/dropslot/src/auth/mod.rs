@@ -95,11 +95,7 @@ pub struct Caller {
 /// The token from `Authorization: Bearer <token>` (the scheme is case-insensitive, RFC 9110
 /// §11.1). Missing or malformed → 401; the header sent twice → 400, never "the first one".
 pub(crate) fn bearer(parts: &Parts) -> Result<&str> {
-    let mut values = parts.headers.get_all(AUTHORIZATION).iter();
-    let value = values.next().ok_or(Error::Unauthorized)?;
-    if values.next().is_some() {
-        return Err(crate::http::repeated_header("Authorization"));
-    }
+    let value = crate::http::single(&parts.headers, &AUTHORIZATION, "Authorization")?.ok_or(Error::Unauthorized)?;
     let value = value.to_str().map_err(|_| Error::Unauthorized)?;
     let (scheme, token) = value.split_once(' ').ok_or(Error::Unauthorized)?;
     let token = token.trim();

@@ -215,7 +215,9 @@ impl Fields {
 
 /// Reads an urlencoded form within the size and time limits.
 async fn read_form(req: Request, app: &App) -> Result<Fields, Response> {
-    let form = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+    let content_type = crate::http::single(req.headers(), &header::CONTENT_TYPE, "Content-Type");
+    let content_type = content_type.map_err(|e| error_page(None, &e))?;
+    let form = content_type.and_then(|v| v.to_str().ok()).is_some_and(|v| {
         v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"))
     });
     if !form {

@@ -59,7 +59,8 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
         let limits = BodyLimits::from_ref(state);
-        let json = req.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(is_json);
+        let content_type = super::single(req.headers(), &CONTENT_TYPE, "Content-Type")?;
+        let json = content_type.and_then(|v| v.to_str().ok()).is_some_and(is_json);
         if !json {
             return Err(Error::UnsupportedMediaType);
         }

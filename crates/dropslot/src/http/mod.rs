@@ -32,11 +32,27 @@ pub const API: &str = api_path!("");
 static REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// A header that must appear at most once was sent several times: 400 at `header.<Name>`.
-pub fn repeated_header(name: &str) -> Error {
+fn repeated_header(name: &str) -> Error {
     Error::BadRequest {
         message: format!("The {name} header was sent more than once."),
         errors: crate::error::FieldErrors::single(format!("header.{name}"), "Send this header once."),
     }
+}
+
+/// The one value of a header that may appear at most once (`shown` is its name as the error
+/// names it). Sent twice it is ambiguous, and refused, even with equal values: the first one
+/// never silently wins.
+pub fn single<'a>(
+    headers: &'a axum::http::HeaderMap,
+    name: &HeaderName,
+    shown: &str,
+) -> Result<Option<&'a axum::http::HeaderValue>, Error> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(repeated_header(shown));
+    }
+    Ok(first)
 }
 
 /// Counts every answered request and its latency under its route template (`unmatched`

@@ -108,11 +108,8 @@ pub(super) async fn key_taken(
 /// The `Idempotency-Key` header: once at most, 1–255 printable ASCII characters (space to
 /// `~`; a tab or any control character is refused).
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
-    let mut values = headers.get_all("idempotency-key").iter();
-    let Some(value) = values.next() else { return Ok(None) };
-    if values.next().is_some() {
-        return Err(crate::http::repeated_header("Idempotency-Key"));
-    }
+    static IDEMPOTENCY_KEY: axum::http::HeaderName = axum::http::HeaderName::from_static("idempotency-key");
+    let Some(value) = crate::http::single(headers, &IDEMPOTENCY_KEY, "Idempotency-Key")? else { return Ok(None) };
     let bytes = value.as_bytes();
     if !bytes.iter().all(|b| (b' '..=b'~').contains(b)) {
         return Err(Error::invalid("header.Idempotency-Key", "The idempotency key must be printable ASCII."));
