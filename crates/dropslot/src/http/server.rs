@@ -208,17 +208,18 @@ async fn connection(
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The watchdog does the header timeout: hyper's would also cut kept-alive idle time.
     builder.header_read_timeout(None).keep_alive(true);
-    let conn = builder.serve_connection(io, service);
-    tokio::pin!(conn);
+    let mut conn = builder.serve_connection(io, service);
     let mut stopping = false;
     let tick = watch.tick();
-    loop {
+    let done = loop {
         // A request with the application has its own timeout: only the tick then.
         let next_tick = Instant::now() + tick;
         let look =
             if watch.phase.load(Ordering::Relaxed) == BUSY { next_tick } else { watch.deadline().min(next_tick) };
         tokio::select! {
-            _ = conn.as_mut() => return,
+            // Done with HTTP (the client closed, or hyper closes after a response): the
+            // socket comes back for a lingering close instead of being dropped.
+            done = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => break done,
             () = tokio::time::sleep_until(look) => {
                 if watch.expired(Instant::now()) {
                     return; // dropping the connection closes the socket
@@ -226,10 +227,41 @@ async fn connection(
             }
             _ = stop.wait_for(|s| *s), if !stopping => {
                 stopping = true;
-                conn.as_mut().graceful_shutdown();
+                Pin::new(&mut conn).graceful_shutdown();
             }
         }
+    };
+    if done.is_ok() {
+        linger(conn.into_parts().io.into_inner().inner).await;
     }
+}
+
+/// What a lingering close reads and discards at most, and for how long.
+pub const LINGER_BYTES: usize = 4 << 20;
+pub const LINGER_TIME: Duration = Duration::from_secs(2);
+
+/// A lingering close (RFC 9112 §9.6): the response is whole, so the write side is shut
+/// (the client reads it to its end), then whatever the client is still sending is read and
+/// thrown away, up to [`LINGER_BYTES`] or [`LINGER_TIME`], before the socket closes. Closing
+/// with unread bytes would make the kernel reset the connection, and a client that writes
+/// its whole body before reading (an early 413, 401, 415 or 429) would get a broken pipe
+/// instead of the answer. A client that has sent everything reads the end and closes at once.
+async fn linger(mut stream: TcpStream) {
+    use tokio::io::AsyncReadExt;
+    if stream.shutdown().await.is_err() {
+        return;
+    }
+    let mut buf = vec![0u8; 64 << 10];
+    let mut left = LINGER_BYTES;
+    let _ = tokio::time::timeout(LINGER_TIME, async {
+        while left > 0 {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    })
+    .await;
 }
 
 /// The per-connection service: routes to the application, or answers 503 while it starts.

@@ -667,3 +667,42 @@ fn database_urls_that_cannot_mean_a_file_are_refused() {
     );
     assert!(had || !journal.exists(), "left /dev/null-journal behind");
 }
+
+/// Issue 27: a client that writes its whole body before reading (Python's urllib and many
+/// HTTP libraries) gets the early refusal's envelope, not a broken pipe: the server reads
+/// and discards what is still in flight before it closes (a lingering close). A 2 MiB body
+/// refused at once for its declared length (413), for its missing token (401) and for its
+/// media type (415), several times each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_early_refusal_reaches_a_client_that_sends_its_whole_body_first() {
+    let s = TestServer::start().await;
+    let addr = s.base.trim_start_matches("http://").to_string();
+    let token = s.token.clone();
+    let cases: [(&str, &str, u16); 3] = [
+        ("Authorization: Bearer TOKEN\r\nContent-Type: application/json\r\n", "413", 413),
+        ("Content-Type: application/json\r\n", "401", 401),
+        ("Authorization: Bearer TOKEN\r\nContent-Type: text/plain\r\n", "415", 415),
+    ];
+    tokio::task::spawn_blocking(move || {
+        let body = vec![b' '; 2 << 20];
+        for (headers, name, status) in cases {
+            for attempt in 0..4 {
+                let mut c = TcpStream::connect(&addr).unwrap();
+                c.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+                let head = format!(
+                    "POST /scheduled-service/api/v1/requests/sync HTTP/1.1\r\nHost: x\r\n{}Content-Length: {}\r\n\r\n",
+                    headers.replace("TOKEN", &token),
+                    body.len()
+                );
+                c.write_all(head.as_bytes()).unwrap();
+                // The whole body before reading a byte, as urllib does.
+                c.write_all(&body).unwrap_or_else(|e| panic!("{name}, attempt {attempt}: writing the body: {e}"));
+                let (response, _) = read_until_closed(&mut c, Duration::from_secs(10));
+                assert!(response.starts_with(&format!("HTTP/1.1 {status}")), "{name}, attempt {attempt}: {response:?}");
+                assert_eq!(body_of(&response)["code"], status, "{response}");
+            }
+        }
+    })
+    .await
+    .unwrap();
+}
