@@ -197,3 +197,25 @@ impl IntoResponse for Error {
         res
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every 503 tells the client when to retry: starting, draining, a request that timed
+    /// out, a database that is unavailable.
+    #[test]
+    fn every_503_carries_retry_after() {
+        let unavailable = dropslot_store::StoreError::Unavailable("down".into());
+        for e in [
+            Error::Unavailable("starting"),
+            Error::Unavailable("draining"),
+            Error::Unavailable("request timed out"),
+            Error::Store(unavailable),
+        ] {
+            let res = e.into_response();
+            assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(res.headers()[header::RETRY_AFTER], "1");
+        }
+    }
+}

@@ -585,7 +585,9 @@ async fn sqlite_the_port_answers_503_while_starting() {
     let body: Value = r.json().await.unwrap();
     assert_eq!((body["status"].as_str(), body["code"].as_u64()), (Some("error"), Some(503)));
     assert_eq!(http.get(format!("{base}/healthz")).send().await.unwrap().status(), 200);
-    assert_eq!(http.get(format!("{base}/readyz")).send().await.unwrap().status(), 503);
+    let ready = http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+    assert_eq!(ready.headers()["retry-after"], "1", "a load balancer learns when to look again");
     lock.execute_batch("COMMIT").unwrap();
     let running = starting.await.unwrap().expect("started once the lock is released");
     let (_, token) = running.demo.clone().unwrap();
