@@ -23,14 +23,16 @@ pub fn metrics_routes() -> Router<App> {
     Router::new().route("/metrics", get(metrics))
 }
 
-/// The Prometheus text exposition (unauthenticated, like `/healthz`).
+/// The Prometheus text exposition (unauthenticated, like `/healthz`), in the format the
+/// scraper's `Accept` prefers.
 #[utoipa::path(get, path = "/metrics", tag = "Service", operation_id = "metrics",
     summary = "Prometheus metrics",
-    description = "The OpenMetrics text format. Absent here when `--metrics-listen` gives it a listener of its own.",
+    description = "The OpenMetrics text format, or the classic `text/plain; version=0.0.4` when `Accept` prefers it. Absent here when `--metrics-listen` gives it a listener of its own.",
     responses((status = 200, description = "The metrics.", content_type = "application/openmetrics-text", body = String)))]
-async fn metrics(State(app): State<App>) -> Response {
-    let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-    ([(axum::http::header::CONTENT_TYPE, content_type)], app.metrics.render()).into_response()
+async fn metrics(State(app): State<App>, headers: axum::http::HeaderMap) -> Response {
+    let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = crate::metrics::Exposition::negotiate(accept);
+    ([(axum::http::header::CONTENT_TYPE, format.content_type())], app.metrics.render_as(format)).into_response()
 }
 
 #[utoipa::path(get, path = "/healthz", tag = "Service", operation_id = "healthz",

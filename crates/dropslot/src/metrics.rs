@@ -286,4 +286,81 @@ impl Metrics {
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
     }
+
+    /// The metrics in the format the scraper asked for.
+    pub fn render_as(&self, format: Exposition) -> String {
+        match format {
+            Exposition::OpenMetrics => self.render(),
+            Exposition::Classic => classic(&self.render()),
+        }
+    }
+}
+
+/// The two text formats a Prometheus scraper reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exposition {
+    /// `application/openmetrics-text; version=1.0.0`: what Prometheus asks for first.
+    OpenMetrics,
+    /// `text/plain; version=0.0.4`: the classic format, for scrapers that know no other.
+    Classic,
+}
+
+impl Exposition {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Exposition::Classic => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+
+    /// The format an `Accept` header prefers: the classic one only when `text/plain` is
+    /// acceptable with a higher quality than OpenMetrics (or OpenMetrics not at all);
+    /// OpenMetrics without an `Accept`, for `*/*`, and on a tie.
+    pub fn negotiate(accept: Option<&str>) -> Exposition {
+        let Some(accept) = accept else { return Exposition::OpenMetrics };
+        let (mut open, mut plain) = (0.0f32, 0.0f32);
+        for item in accept.split(',') {
+            let mut parts = item.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("").to_ascii_lowercase();
+            let q = parts
+                .filter_map(|p| p.strip_prefix("q=").or_else(|| p.strip_prefix("Q=")))
+                .find_map(|q| q.parse::<f32>().ok())
+                .unwrap_or(1.0);
+            match media.as_str() {
+                "application/openmetrics-text" => open = open.max(q),
+                "text/plain" => plain = plain.max(q),
+                "*/*" | "application/*" => open = open.max(q),
+                _ => {}
+            }
+        }
+        if plain > open { Exposition::Classic } else { Exposition::OpenMetrics }
+    }
+}
+
+/// OpenMetrics text as the classic format: a counter's `# HELP` and `# TYPE` name its
+/// samples (`x_total`, where OpenMetrics names the family `x`), and the `# UNIT` and `# EOF`
+/// lines the classic format does not have are left out. Samples are the same in both.
+fn classic(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .filter(|name| !name.ends_with("_total"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|tag| {
+            let rest = line.strip_prefix(tag)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters.contains(name).then(|| format!("{tag}{name}_total {tail}"))
+        });
+        match renamed {
+            Some(line) => out.push_str(&line),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }

@@ -11,9 +11,15 @@ use crate::common::{TestServer, request};
 
 /// The samples of a `/metrics` body, parsed independently; panics if it does not parse.
 fn parse(body: &str) -> Vec<Value> {
+    parse_as(body, &[])
+}
+
+/// The same with the parser `args` (`--classic`: the classic text format's parser).
+fn parse_as(body: &str, args: &[&str]) -> Vec<Value> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/parse-metrics.py");
     let mut child = Command::new("python3")
         .arg(script)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -105,4 +111,37 @@ async fn http_metrics_can_be_turned_off() {
     let samples = parse(&text);
     assert_eq!(value(&samples, "dropslot_http_requests_total", &[]), 0, "{text}");
     assert_eq!(value(&samples, "dropslot_orders_created_total", &[("kind", "sync")]), 1, "{text}");
+}
+
+/// Issue 27: `/metrics` honours `Accept`. Prometheus' classic `text/plain; version=0.0.4`
+/// gets the classic format, whose `# TYPE` lines name the samples (so its parser types every
+/// sample: none is read as untyped), without OpenMetrics' `# EOF`; no `Accept` and
+/// Prometheus' own preference still get OpenMetrics.
+#[tokio::test]
+async fn metrics_answer_the_classic_format_to_a_classic_scraper() {
+    let s = TestServer::start().await;
+    assert_eq!(s.order(&request(&[500.0])).await.status, 201);
+    let classic = "text/plain; version=0.0.4";
+    let res = s.http.get(format!("{}/metrics", s.base)).header("Accept", classic).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"].to_str().unwrap().starts_with(classic), "{:?}", res.headers());
+    let body = res.text().await.unwrap();
+    assert!(!body.contains("# EOF"), "{body}");
+    let samples = parse_as(&body, &["--classic"]);
+    assert!(value(&samples, "dropslot_orders_created_total", &[("kind", "sync")]) == 1, "{body}");
+    let untyped: Vec<_> = samples.iter().filter(|s| s["type"] == "unknown" || s["type"] == "untyped").collect();
+    assert!(untyped.is_empty(), "samples the classic parser could not type (TYPE names differ): {untyped:?}");
+    // Prometheus' own Accept (OpenMetrics first), and none at all: OpenMetrics.
+    let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    for accept in [Some(prometheus), None] {
+        let mut req = s.http.get(format!("{}/metrics", s.base));
+        if let Some(a) = accept {
+            req = req.header("Accept", a);
+        }
+        let res = req.send().await.unwrap();
+        assert!(res.headers()["content-type"].to_str().unwrap().starts_with("application/openmetrics-text"));
+        let body = res.text().await.unwrap();
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        parse(&body);
+    }
 }
