@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
 use axum::http::request::Parts;
-use governor::middleware::NoOpMiddleware;
+use governor::middleware::{NoOpMiddleware, StateInformationMiddleware};
 use governor::state::keyed::HashMapStateStore;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
@@ -88,7 +88,8 @@ impl governor::clock::Clock for ServiceClock {
 }
 
 type Keyed<K> = RateLimiter<K, HashMapStateStore<K>, ServiceClock, NoOpMiddleware<Duration>>;
-type Direct = RateLimiter<NotKeyed, InMemoryState, ServiceClock, NoOpMiddleware<Duration>>;
+/// A token's bucket reports what is left after each request (the `RateLimit` header).
+type Direct = RateLimiter<NotKeyed, InMemoryState, ServiceClock, StateInformationMiddleware>;
 /// One bucket per token (its SHA-256), class and terms. Checking one is a compare-and-swap;
 /// the map is only written when a token is first seen (or its client's terms change).
 type TokenLimiters = HashMap<(Class, Bucket, [u8; 32]), Direct>;
@@ -141,16 +142,20 @@ impl Limiters {
         Refused { class, bucket, retry_after: until.wait_time_from(self.clock.now()) }
     }
 
-    /// Takes one request of `class` from the token's bucket.
-    pub fn check_token(&self, class: Class, bucket: Bucket, token: &TokenHash) -> Result<(), Refused> {
-        let Some(q) = quota(bucket) else { return Ok(()) };
+    /// Takes one request of `class` from the token's bucket: what is left (`None` when the
+    /// bucket is off), or the refusal.
+    pub fn check_token(&self, class: Class, bucket: Bucket, token: &TokenHash) -> Result<Option<Allowed>, Refused> {
+        let Some(q) = quota(bucket) else { return Ok(None) };
+        let allowed = |s: governor::middleware::StateSnapshot| {
+            Some(Allowed { class, bucket, remaining: s.remaining_burst_capacity() })
+        };
         let key = (class, bucket, token.0);
         // A poisoned map only means another request panicked while inserting: its contents
         // are still whole.
         {
             let map = self.tokens.read().unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(limiter) = map.get(&key) {
-                return limiter.check().map_err(|until| self.refused(class, bucket, &until));
+                return limiter.check().map(allowed).map_err(|until| self.refused(class, bucket, &until));
             }
         }
         let mut map = self.tokens.write().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -159,8 +164,10 @@ impl Limiters {
         if map.len() >= MAX_TOKEN_BUCKETS {
             map.clear();
         }
-        let limiter = map.entry(key).or_insert_with(|| RateLimiter::direct_with_clock(q, self.clock.clone()));
-        limiter.check().map_err(|until| self.refused(class, bucket, &until))
+        let limiter = map.entry(key).or_insert_with(|| {
+            RateLimiter::direct_with_clock(q, self.clock.clone()).with_middleware::<StateInformationMiddleware>()
+        });
+        limiter.check().map(allowed).map_err(|until| self.refused(class, bucket, &until))
     }
 
     /// Takes one request from the client address's bucket for public URLs.
@@ -173,6 +180,35 @@ impl Limiters {
     }
 }
 
+/// A request let through, and what its bucket has left.
+#[derive(Debug, Clone, Copy)]
+pub struct Allowed {
+    pub class: Class,
+    pub bucket: Bucket,
+    pub remaining: u32,
+}
+
+impl Allowed {
+    /// `RateLimit-Policy`, as on a 429.
+    pub fn policy_header(&self) -> String {
+        policy(self.class, self.bucket)
+    }
+
+    /// `RateLimit`: what remains, and the seconds until the bucket is full again.
+    pub fn limit_header(&self) -> String {
+        let missing = u64::from(self.bucket.burst.max(1).saturating_sub(self.remaining));
+        let refill = missing.div_ceil(u64::from(self.bucket.per_second.max(1)));
+        format!("\"{}\";r={};t={refill}", self.class.name(), self.remaining)
+    }
+}
+
+/// A bucket as a quota of `burst` requests over the seconds it takes to refill
+/// (draft-ietf-httpapi-ratelimit-headers).
+fn policy(class: Class, bucket: Bucket) -> String {
+    let window = u64::from(bucket.burst.max(1)).div_ceil(u64::from(bucket.per_second.max(1)));
+    format!("\"{}\";q={};w={}", class.name(), bucket.burst, window.max(1))
+}
+
 impl Refused {
     /// Whole seconds to wait, at least 1 (`Retry-After`).
     pub fn retry_after_seconds(&self) -> u64 {
@@ -183,8 +219,7 @@ impl Refused {
     /// `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers): the bucket as a quota of
     /// `burst` requests over the seconds it takes to refill.
     pub fn policy_header(&self) -> String {
-        let window = u64::from(self.bucket.burst.max(1)).div_ceil(u64::from(self.bucket.per_second.max(1)));
-        format!("\"{}\";q={};w={}", self.class.name(), self.bucket.burst, window.max(1))
+        policy(self.class, self.bucket)
     }
 
     /// `RateLimit`: nothing remains until the reset.

@@ -122,7 +122,12 @@ pub(crate) fn limit(
         Class::Orders => rates.orders,
         Class::Other | Class::Public => rates.other,
     };
-    app.limiters.check_token(class, bucket, token).map_err(|r| app.limiters.refuse(r))
+    let allowed = app.limiters.check_token(class, bucket, token).map_err(|r| app.limiters.refuse(r))?;
+    // The response, whatever it turns out to be, tells the client what is left.
+    if let (Some(a), Some(slot)) = (allowed, parts.extensions.get::<crate::http::RateLimitHeaders>()) {
+        slot.set(&a.policy_header(), &a.limit_header());
+    }
+    Ok(())
 }
 
 impl FromRequestParts<App> for Caller {

@@ -55,6 +55,19 @@ pub fn single<'a>(
     Ok(first)
 }
 
+/// The `RateLimit-Policy` and `RateLimit` values a request's rate-limit check left: the edge
+/// puts them on the request's response, whatever it is (a 429 carries its own).
+#[derive(Clone, Default)]
+pub struct RateLimitHeaders(std::sync::Arc<std::sync::OnceLock<(axum::http::HeaderValue, axum::http::HeaderValue)>>);
+
+impl RateLimitHeaders {
+    pub fn set(&self, policy: &str, limit: &str) {
+        if let (Ok(p), Ok(l)) = (policy.parse(), limit.parse()) {
+            let _ = self.0.set((p, l));
+        }
+    }
+}
+
 /// Counts every answered request and its latency under its route template (`unmatched`
 /// for a path no route has: a scanner's paths must not each become a series).
 async fn count_request(
@@ -138,7 +151,7 @@ where
 ///   `X-Request-Id`), the method, the path and the error's detail (`ServerError`), which the
 ///   client never sees. The span is at debug level, so at the default level this line is
 ///   what joins an error to its request.
-async fn edge<S>(routed: S, req: axum::extract::Request) -> Response
+async fn edge<S>(routed: S, mut req: axum::extract::Request) -> Response
 where
     S: tower::Service<axum::extract::Request, Response = Response, Error = std::convert::Infallible>,
 {
@@ -147,8 +160,10 @@ where
     use tower::ServiceExt;
     use tracing::Instrument;
 
-    // Reference-counted copies: nothing is allocated for a request that succeeds.
+    // Reference-counted copies; the rate-limit slot is the one allocation of a request.
     let id = req.headers().get(&REQUEST_ID).cloned();
+    let rate = RateLimitHeaders::default();
+    req.extensions_mut().insert(rate.clone());
     let (method, uri) = (req.method().clone(), req.uri().clone());
     let id_text = || id.as_ref().and_then(|v| v.to_str().ok()).unwrap_or("");
     let span = tracing::debug_span!("request", method = %method, path = %uri.path(), request_id = %id_text());
@@ -169,6 +184,13 @@ where
     let mut res = caught.unwrap_or_else(|| Error::Internal("handler panicked".into()).into_response());
     if let Some(id) = &id {
         res.headers_mut().entry(&REQUEST_ID).or_insert_with(|| id.clone());
+    }
+    if let Some((policy, limit)) = rate.0.get() {
+        let headers = res.headers_mut();
+        if !headers.contains_key("ratelimit") {
+            headers.insert("ratelimit-policy", policy.clone());
+            headers.insert("ratelimit", limit.clone());
+        }
     }
     if let Some(crate::error::ServerError(detail)) = res.extensions().get() {
         tracing::error!(request_id = %id_text(), method = %method, path = %uri.path(), status = res.status().as_u16(),

@@ -47,7 +47,8 @@ fn complete_operation(op: &mut Operation) {
     if body {
         bad_request.push(
             "The body is not valid JSON or not an object, a number is out of range, nesting is too deep, a key \
-             appears twice, or a field has the wrong JSON type (`errors` names the path).",
+             appears twice, or a field has the wrong JSON type (`errors` names the path). `Content-Type` was sent \
+             more than once (`header.Content-Type`).",
         );
     }
     if authenticated {
@@ -70,7 +71,8 @@ fn complete_operation(op: &mut Operation) {
         add(op, 413, "The body is larger than the limit (1 MiB by default).");
         add(op, 415, "The body is not sent as JSON (`Content-Type`), or is compressed (`Content-Encoding`).");
     }
-    if schemes.iter().any(|s| RATE_LIMITED.contains(&s.as_str())) {
+    let rate_limited = schemes.iter().any(|s| RATE_LIMITED.contains(&s.as_str()));
+    if rate_limited {
         add(op, 429, "Over this token's rate limit; retry after `Retry-After` seconds.");
     }
     add(op, 500, "A bug; nothing internal is shown, the error is logged with the request id.");
@@ -81,7 +83,7 @@ fn complete_operation(op: &mut Operation) {
     );
     for (status, response) in &mut op.responses.responses {
         if let RefOr::T(response) = response {
-            decorate(status, response);
+            decorate(status, response, rate_limited);
         }
     }
 }
@@ -103,9 +105,16 @@ fn string_header(description: &str) -> Header {
     h
 }
 
-/// The headers an answer of this status carries.
-fn decorate(status: &str, response: &mut Response) {
+/// The headers an answer of this status carries (`rate_limited`: the operation counts against
+/// a token's bucket, so every answer after the check tells what is left).
+fn decorate(status: &str, response: &mut Response, rate_limited: bool) {
     let mut headers = vec![("X-Request-Id", "The request's id: the one sent, else 24 hex characters. Logs carry it.")];
+    if rate_limited && status.starts_with('2') {
+        headers.extend([
+            ("RateLimit-Policy", "The token's bucket for this operation's class (IETF draft `RateLimit` fields): `\"<class>\";q=<burst>;w=<seconds to refill>`."),
+            ("RateLimit", "What remains of it after this request: `\"<class>\";r=<remaining>;t=<seconds until full>`."),
+        ]);
+    }
     match status {
         "401" => headers.push(("WWW-Authenticate", "`Bearer realm=\"dropslot\"`.")),
         "429" => headers.extend([

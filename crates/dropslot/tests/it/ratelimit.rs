@@ -108,3 +108,35 @@ async fn label_and_tracking_urls_are_limited_per_address() {
     assert_eq!(label.status, 429, "labels share the address's bucket");
     assert_eq!(s.get("/orders", &s.token).await.status, 200, "the API is not limited by address");
 }
+
+/// Issue 27: a successful answer tells the client its bucket before its first 429
+/// (`RateLimit-Policy` and `RateLimit`, draft-ietf-httpapi-ratelimit-headers), counting down
+/// request by request; an error after the check (a 422) carries them too; a public URL,
+/// which no token limits, carries none of the token's.
+#[tokio::test]
+async fn successful_answers_carry_the_rate_limit_headers() {
+    let s = TestServer::start_with(TIGHT).await;
+    let body = request(&[500.0]);
+    let first = s.preview(&body).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(header(&first, "ratelimit-policy"), "\"preview\";q=3;w=3");
+    let r1 = header(&first, "ratelimit").to_string();
+    assert!(r1.starts_with("\"preview\";r=2;t="), "{r1}");
+    // What remains counts down (real time refills one a second, so allow for a slow step).
+    let remaining = |r: &Reply| -> u32 {
+        let value = header(r, "ratelimit");
+        value.split(";r=").nth(1).and_then(|v| v.split(';').next()?.parse().ok()).unwrap_or_else(|| panic!("{value}"))
+    };
+    let second = s.preview(&body).await;
+    assert!(remaining(&second) <= 2, "{:?}", second.headers);
+    let mut bad = body.clone();
+    bad["drop_offs"][0]["parcels"][0]["values"] = json!(-1);
+    let refused = s.preview(&bad).await;
+    assert_eq!(refused.status, 422);
+    assert!(remaining(&refused) < remaining(&first), "{:?}", refused.headers);
+    // Another class has its own bucket and policy.
+    let list = s.get("/orders", &s.token).await;
+    assert_eq!(header(&list, "ratelimit-policy"), "\"other\";q=50;w=50");
+    let health = s.http.get(format!("{}/healthz", s.base)).send().await.unwrap();
+    assert!(health.headers().get("ratelimit").is_none());
+}
