@@ -4,7 +4,8 @@
 # zxing-cpp barcode decoder (+ Pillow) for the labels, and the Standard Webhooks
 # reference library (PyPI standardwebhooks) for webhook signatures, the Prometheus client
 # library's OpenMetrics parser (PyPI prometheus_client) for /metrics, Schemathesis (PyPI,
-# pinned: its configuration format moves) for the OpenAPI fuzzing; Debian's chromium and
+# pinned: its configuration format moves) for the OpenAPI fuzzing, openapi-python-client (PyPI,
+# pinned) to generate a client from docs/openapi.json and drive the server with it; Debian's chromium and
 # chromium-driver, and axe-core from npm (into target/browser-deps), for the dashboard's
 # browser tests.
 # Idempotent: each step runs only when its tool is missing.
@@ -41,9 +42,16 @@ if ! python3 -c 'import zxingcpp, PIL, standardwebhooks, prometheus_client, sche
             schemathesis==4.32.5
 fi
 
+# The OpenAPI test generates a Python client from docs/openapi.json with the real generator.
+if ! command -v openapi-python-client >/dev/null 2>&1; then
+    python3 -m pip install --quiet openapi-python-client==0.29.1 httpx \
+        || python3 -m pip install --quiet --break-system-packages openapi-python-client==0.29.1 httpx
+fi
+
 command -v pdftoppm >/dev/null
 [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]
 [ -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]
 python3 -c 'import zxingcpp, PIL, standardwebhooks, prometheus_client, schemathesis'
 command -v schemathesis >/dev/null
+command -v openapi-python-client >/dev/null
 echo "test-deps: ok"

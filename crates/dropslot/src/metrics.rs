@@ -314,8 +314,8 @@ impl Exposition {
     }
 
     /// The format an `Accept` header prefers: the classic one only when `text/plain` is
-    /// acceptable with a higher quality than OpenMetrics (or OpenMetrics not at all);
-    /// OpenMetrics without an `Accept`, for `*/*`, and on a tie.
+    /// acceptable with a higher quality than `OpenMetrics` (or `OpenMetrics` not at all);
+    /// `OpenMetrics` without an `Accept`, for `*/*`, and on a tie.
     pub fn negotiate(accept: Option<&str>) -> Exposition {
         let Some(accept) = accept else { return Exposition::OpenMetrics };
         let (mut open, mut plain) = (0.0f32, 0.0f32);
@@ -327,9 +327,8 @@ impl Exposition {
                 .find_map(|q| q.parse::<f32>().ok())
                 .unwrap_or(1.0);
             match media.as_str() {
-                "application/openmetrics-text" => open = open.max(q),
+                "application/openmetrics-text" | "*/*" | "application/*" => open = open.max(q),
                 "text/plain" => plain = plain.max(q),
-                "*/*" | "application/*" => open = open.max(q),
                 _ => {}
             }
         }
@@ -337,8 +336,8 @@ impl Exposition {
     }
 }
 
-/// OpenMetrics text as the classic format: a counter's `# HELP` and `# TYPE` name its
-/// samples (`x_total`, where OpenMetrics names the family `x`), and the `# UNIT` and `# EOF`
+/// `OpenMetrics` text as the classic format: a counter's `# HELP` and `# TYPE` name its
+/// samples (`x_total`, where `OpenMetrics` names the family `x`), and the `# UNIT` and `# EOF`
 /// lines the classic format does not have are left out. Samples are the same in both.
 fn classic(openmetrics: &str) -> String {
     let counters: std::collections::HashSet<&str> = openmetrics

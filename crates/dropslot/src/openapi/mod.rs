@@ -8,6 +8,7 @@
 //! The answers every operation shares (400/401/403/408/413/415/429/500/503, `X-Request-Id`)
 //! are added by [`responses::complete`] from the operation's security and request body.
 
+mod names;
 mod reference;
 mod responses;
 
@@ -105,10 +106,14 @@ pub fn document() -> utoipa::openapi::OpenApi {
     doc
 }
 
-/// The document's JSON text, built once.
+/// The document's JSON text, built once, with the schema names a person would write
+/// (`names.rs`).
 pub static JSON: LazyLock<String> = LazyLock::new(|| {
+    let mut doc = document();
+    let renames = names::readable(&mut doc);
     // Serialising plain maps and strings cannot fail; if it ever did, the answer says so.
-    serde_json::to_string_pretty(&document()).map_or_else(|e| format!("{{\"error\":\"{e}\"}}"), |text| text + "\n")
+    serde_json::to_string_pretty(&doc)
+        .map_or_else(|e| format!("{{\"error\":\"{e}\"}}"), |text| names::retarget(text + "\n", &renames))
 });
 
 /// `/openapi.json` and the `/docs` page, at the root, without a token.

@@ -156,5 +156,5 @@ pub fn summary(app: &App, prices: &PriceList, sizes: impl Iterator<Item = usize>
             })
             .count += 1;
     }
-    BTreeMap::from([(SAME, by_size)])
+    ParcelSummary(BTreeMap::from([(SAME, by_size)]))
 }

@@ -114,8 +114,11 @@ pub struct DropOffSlot<'a> {
     pub to_time: u16,
 }
 
-/// `{"SAME": {size code: {code, note, icon_url, count}}}`.
-pub type ParcelSummary = BTreeMap<&'static str, BTreeMap<String, SummaryEntry>>;
+/// `{"SAME": {size code: {code, note, icon_url, count}}}`. A struct rather than an alias, so
+/// its entries are the named schema `SummaryEntry` (a generated client's model), not inlined.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(transparent)]
+pub struct ParcelSummary(pub BTreeMap<&'static str, BTreeMap<String, SummaryEntry>>);
 
 #[derive(Serialize, Clone, utoipa::ToSchema)]
 pub struct SummaryEntry {
