@@ -1,6 +1,6 @@
 //! The operator interface of CONTRACT §9: `serve`, `migrate`, `client create`,
-//! `token create|list|revoke`, and `copy` (`SQLite` to `PostgreSQL`). Exit codes: 0 success,
-//! 2 usage, 1 failure (reason on stderr).
+//! `token create|list|revoke`, `copy` (`SQLite` to `PostgreSQL`) and `backup` (`SQLite`).
+//! Exit codes: 0 success, 2 usage, 1 failure (reason on stderr).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,6 +59,15 @@ enum Command {
         /// The database to fill: `postgres://…`, migrated first; it must hold no data.
         #[arg(long, value_parser = postgres_url)]
         to: String,
+    },
+    /// Copy the running `SQLite` database to PATH, consistently, while the server keeps
+    /// writing; checks the copy and prints its path, size and pages. (`PostgreSQL`: `pg_dump`.)
+    Backup {
+        /// Where the copy goes; it must not exist unless `--force`.
+        path: PathBuf,
+        /// Replace an existing file at PATH.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -166,7 +175,29 @@ async fn execute(cli: Cli) -> Result<(), String> {
             }
             Ok(())
         }
+        Command::Backup { path, force } => backup(&settings, path, force).await,
     }
+}
+
+/// `SQLite` only: the store's online backup, off the runtime's threads. `PostgreSQL` is refused
+/// before anything is opened or written.
+async fn backup(settings: &Settings, path: PathBuf, force: bool) -> Result<(), String> {
+    let source = match dropslot_core::config::DatabaseUrl::parse(&settings.database)? {
+        dropslot_core::config::DatabaseUrl::Sqlite(source) => source,
+        dropslot_core::config::DatabaseUrl::Postgres(_) => {
+            return Err("backup copies a SQLite database; on PostgreSQL use pg_dump -Fc (or WAL archiving), \
+                        see docs/operations.md, \"Backups\""
+                .into());
+        }
+    };
+    let taken = tokio::task::spawn_blocking({
+        let path = path.clone();
+        move || dropslot_store::sqlite::backup::run(&source, &path, force)
+    })
+    .await
+    .map_err(|e| format!("the backup stopped: {e}"))??;
+    println!("{}: {} bytes, {} pages", path.display(), taken.bytes, taken.pages);
+    Ok(())
 }
 
 async fn token(settings: &Settings, command: TokenCommand) -> Result<(), String> {

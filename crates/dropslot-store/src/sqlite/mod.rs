@@ -2,6 +2,7 @@
 //! before it is acknowledged). One writer thread with group commit; a small pool of read
 //! connections used inline (point reads take microseconds).
 
+pub mod backup;
 mod epoch;
 mod lifecycle;
 mod orders;
