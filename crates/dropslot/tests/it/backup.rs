@@ -106,16 +106,7 @@ fn sqlite_a_backup_under_a_stream_of_orders_holds_every_acknowledged_order() {
         before.len()
     );
     // One snapshot: no order without its pick-up, drop-off and parcel.
-    let partial: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM orders o WHERE
-               (SELECT count(*) FROM pick_up_shipments p WHERE p.order_id = o.id) <> 1
-            OR (SELECT count(*) FROM shipment_orders s JOIN drop_off_shipments d ON d.shipment_order_id = s.id
-                 JOIN parcels x ON x.drop_off_shipment_id = d.id WHERE s.order_id = o.id) <> 1",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let partial = crate::common::partial_orders(&conn);
     assert_eq!(partial, 0, "{during} orders were acknowledged while the backup ran or after");
     drop(conn);
 

@@ -239,16 +239,7 @@ fn sqlite_every_acknowledged_order_survives_a_kill_9() {
     }
     assert_eq!(missing, 0, "acknowledged orders lost after kill -9");
     // Atomic: every committed order is whole (one drop-off, one parcel, its events).
-    let partial: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM orders o WHERE
-               (SELECT count(*) FROM pick_up_shipments p WHERE p.order_id = o.id) <> 1
-            OR (SELECT count(*) FROM shipment_orders s JOIN drop_off_shipments d ON d.shipment_order_id = s.id
-                 JOIN parcels x ON x.drop_off_shipment_id = d.id WHERE s.order_id = o.id) <> 1",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let partial = crate::common::partial_orders(&conn);
     assert_eq!(partial, 0);
 }
 

@@ -94,6 +94,20 @@ impl Drop for TestDb {
 }
 
 /// Runs one statement with `psql` (the auditor's own connection); its output, trimmed.
+/// Orders in a SQLite file that are not whole (a one-drop-off, one-parcel order without its
+/// pick-up, drop-off or parcel): 0 when every committed order is atomic.
+pub fn partial_orders(conn: &rusqlite::Connection) -> i64 {
+    conn.query_row(
+        "SELECT count(*) FROM orders o WHERE
+           (SELECT count(*) FROM pick_up_shipments p WHERE p.order_id = o.id) <> 1
+        OR (SELECT count(*) FROM shipment_orders s JOIN drop_off_shipments d ON d.shipment_order_id = s.id
+             JOIN parcels x ON x.drop_off_shipment_id = d.id WHERE s.order_id = o.id) <> 1",
+        [],
+        |r| r.get(0),
+    )
+    .expect("the audit query")
+}
+
 pub fn psql(url: &str, sql: &str) -> String {
     let out = std::process::Command::new("psql")
         .args([url, "-v", "ON_ERROR_STOP=1", "-qtAc", sql])
