@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, FromRef, FromRequestParts};
+use axum::http::HeaderValue;
 use axum::http::request::Parts;
 use governor::middleware::{NoOpMiddleware, StateInformationMiddleware};
 use governor::state::keyed::HashMapStateStore;
@@ -92,7 +93,8 @@ type Keyed<K> = RateLimiter<K, HashMapStateStore<K>, ServiceClock, NoOpMiddlewar
 type Direct = RateLimiter<NotKeyed, InMemoryState, ServiceClock, StateInformationMiddleware>;
 /// One bucket per token (its SHA-256), class and terms. Checking one is a compare-and-swap;
 /// the map is only written when a token is first seen (or its client's terms change).
-type TokenLimiters = HashMap<(Class, Bucket, [u8; 32]), Direct>;
+/// Each with its `RateLimit-Policy` value, which depends only on the key's class and terms.
+type TokenLimiters = HashMap<(Class, Bucket, [u8; 32]), (Direct, HeaderValue)>;
 
 /// A refusal: which bucket, and when a request would be let through again.
 #[derive(Debug, Clone, Copy)]
@@ -146,16 +148,19 @@ impl Limiters {
     /// bucket is off), or the refusal.
     pub fn check_token(&self, class: Class, bucket: Bucket, token: &TokenHash) -> Result<Option<Allowed>, Refused> {
         let Some(q) = quota(bucket) else { return Ok(None) };
-        let allowed = |s: governor::middleware::StateSnapshot| {
-            Some(Allowed { class, bucket, remaining: s.remaining_burst_capacity() })
+        let allowed = |s: governor::middleware::StateSnapshot, policy: &HeaderValue| {
+            Some(Allowed { class, bucket, remaining: s.remaining_burst_capacity(), policy: policy.clone() })
         };
         let key = (class, bucket, token.0);
         // A poisoned map only means another request panicked while inserting: its contents
         // are still whole.
         {
             let map = self.tokens.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(limiter) = map.get(&key) {
-                return limiter.check().map(allowed).map_err(|until| self.refused(class, bucket, &until));
+            if let Some((limiter, policy)) = map.get(&key) {
+                return limiter
+                    .check()
+                    .map(|s| allowed(s, policy))
+                    .map_err(|until| self.refused(class, bucket, &until));
             }
         }
         let mut map = self.tokens.write().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -164,10 +169,13 @@ impl Limiters {
         if map.len() >= MAX_TOKEN_BUCKETS {
             map.clear();
         }
-        let limiter = map.entry(key).or_insert_with(|| {
-            RateLimiter::direct_with_clock(q, self.clock.clone()).with_middleware::<StateInformationMiddleware>()
+        let (limiter, policy) = map.entry(key).or_insert_with(|| {
+            let limiter =
+                RateLimiter::direct_with_clock(q, self.clock.clone()).with_middleware::<StateInformationMiddleware>();
+            let policy = HeaderValue::try_from(policy(class, bucket)).unwrap_or(HeaderValue::from_static(""));
+            (limiter, policy)
         });
-        limiter.check().map(allowed).map_err(|until| self.refused(class, bucket, &until))
+        limiter.check().map(|s| allowed(s, policy)).map_err(|until| self.refused(class, bucket, &until))
     }
 
     /// Takes one request from the client address's bucket for public URLs.
@@ -181,24 +189,22 @@ impl Limiters {
 }
 
 /// A request let through, and what its bucket has left.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Allowed {
     pub class: Class,
     pub bucket: Bucket,
     pub remaining: u32,
+    /// `RateLimit-Policy`, as on a 429 (made once per bucket).
+    pub policy: HeaderValue,
 }
 
 impl Allowed {
-    /// `RateLimit-Policy`, as on a 429.
-    pub fn policy_header(&self) -> String {
-        policy(self.class, self.bucket)
-    }
-
     /// `RateLimit`: what remains, and the seconds until the bucket is full again.
-    pub fn limit_header(&self) -> String {
+    pub fn limit_header(&self) -> HeaderValue {
         let missing = u64::from(self.bucket.burst.max(1).saturating_sub(self.remaining));
         let refill = missing.div_ceil(u64::from(self.bucket.per_second.max(1)));
-        format!("\"{}\";r={};t={refill}", self.class.name(), self.remaining)
+        let text = format!("\"{}\";r={};t={refill}", self.class.name(), self.remaining);
+        HeaderValue::try_from(text).unwrap_or(HeaderValue::from_static(""))
     }
 }
 

@@ -125,7 +125,7 @@ pub(crate) fn limit(
     let allowed = app.limiters.check_token(class, bucket, token).map_err(|r| app.limiters.refuse(r))?;
     // The response, whatever it turns out to be, tells the client what is left.
     if let (Some(a), Some(slot)) = (allowed, parts.extensions.get::<crate::http::RateLimitHeaders>()) {
-        slot.set(&a.policy_header(), &a.limit_header());
+        slot.set(a.policy.clone(), a.limit_header());
     }
     Ok(())
 }

@@ -61,12 +61,13 @@ pub fn single<'a>(
 pub struct RateLimitHeaders(std::sync::Arc<std::sync::OnceLock<(axum::http::HeaderValue, axum::http::HeaderValue)>>);
 
 impl RateLimitHeaders {
-    pub fn set(&self, policy: &str, limit: &str) {
-        if let (Ok(p), Ok(l)) = (policy.parse(), limit.parse()) {
-            let _ = self.0.set((p, l));
-        }
+    pub fn set(&self, policy: axum::http::HeaderValue, limit: axum::http::HeaderValue) {
+        let _ = self.0.set((policy, limit));
     }
 }
+
+static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 
 /// Counts every answered request and its latency under its route template (`unmatched`
 /// for a path no route has: a scanner's paths must not each become a series).
@@ -187,9 +188,9 @@ where
     }
     if let Some((policy, limit)) = rate.0.get() {
         let headers = res.headers_mut();
-        if !headers.contains_key("ratelimit") {
-            headers.insert("ratelimit-policy", policy.clone());
-            headers.insert("ratelimit", limit.clone());
+        if !headers.contains_key(&RATELIMIT) {
+            headers.insert(&RATELIMIT_POLICY, policy.clone());
+            headers.insert(&RATELIMIT, limit.clone());
         }
     }
     if let Some(crate::error::ServerError(detail)) = res.extensions().get() {
