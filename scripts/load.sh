@@ -3,7 +3,8 @@
 # (crates/dropslot/examples/floor.rs) of the same request/response size; then, on the same
 # database after a kill -9 and a restart, the shipment lifecycle: one sandbox scenario call
 # over 1,000 selected shipments (three times), and sustained ops transitions; then webhooks:
-# order creation with 2 subscribed endpoints, and 20,000 events fanned out to 4 receivers.
+# order creation with 2 subscribed endpoints, 20,000 events fanned out to 4 receivers, and
+# the ops fan-out: OPS_FANOUT (5,000) ops transitions from 32 connections, each to 4 endpoints.
 # After the restart (both modes): asynchronous orders of 100 drop-offs, in shipments/s.
 #
 #   scripts/load.sh                     # 10 s per endpoint, on SQLite
@@ -597,6 +598,46 @@ done
 drain_deliveries
 read -r PACE_N PACE_OK PACE_SPAN PACE_P50 PACE_P99 PACE_DISORDER < <(fanout_stats "$first")
 
+# 3. The ops fan-out (issue 27's load, svix-server's comparison): OPS_FANOUT live shipments
+#    (default 5,000) ordered before any live endpoint exists, then 4 live endpoints, then one
+#    ops `to_pick_up` per shipment from 32 connections (each call's event goes to all 4).
+#    Calls/s from wrk; deliveries/s and queued-to-answered latency from the rows.
+OPS_N=${OPS_FANOUT:-5000}
+log "ops fan-out: seeding $OPS_N live orders"
+live_before=$(sql "SELECT coalesce(max(id), 0) FROM drop_off_shipments")
+while (($(sql "SELECT count(*) FROM drop_off_shipments WHERE mode = 'live' AND id > $live_before") < OPS_N)); do
+  BODY_FILE="$BODY" TOKEN="$LIVE" timeout 70 wrk -t"$THREADS" -c"$CONNECTIONS" -d2s -s scripts/load.lua "$APP$API/requests/sync" >/dev/null
+done
+sql "SELECT unique_id FROM drop_off_shipments WHERE mode = 'live' AND id > $live_before ORDER BY id LIMIT $OPS_N" >"$TMP/ops-fanout.txt"
+subscribe_live() {
+  curl -sS --max-time 10 -H "Authorization: Bearer $LIVE" -H 'Content-Type: application/json' \
+    --data-binary "{\"url\":\"$1\",\"events\":[\"same.shipment.to_pick_up\"]}" "$APP$API/webhooks" | grep -oE '"id":[0-9]+' | head -1
+}
+for r in "${RECEIVERS[@]}"; do [[ -n $(subscribe_live "$r") ]] || die "could not subscribe $r (live)"; done
+first=$(sql "SELECT coalesce(max(id), 0) FROM webhook_deliveries")
+log "ops fan-out: $OPS_N to_pick_up transitions from 32 connections × 4 endpoints"
+# wrk runs for its whole -d, so it is interrupted (SIGINT: it then reports) once every
+# shipment has moved; its threads stop sending when their codes are used.
+CODES_FILE=$TMP/ops-fanout.txt TOKEN=$OPS THREADS=$THREADS \
+  wrk -t"$THREADS" -c32 -d600s --latency -s scripts/ops-once.lua "$APP/" >"$TMP/wrk-ops-fanout.txt" &
+wrk_pid=$!
+last=$(sql "SELECT max(id) FROM (SELECT id FROM drop_off_shipments WHERE mode = 'live' AND id > $live_before
+  ORDER BY id LIMIT $OPS_N) AS chosen")
+for _ in $(seq 6000); do
+  moved=$(sql "SELECT count(*) FROM drop_off_shipments WHERE mode = 'live' AND id > $live_before
+    AND id <= $last AND status = 'to_pick_up'")
+  ((moved >= OPS_N)) && break
+  kill -0 "$wrk_pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill -INT "$wrk_pid" 2>/dev/null || true
+wait "$wrk_pid" || true
+sed 's/^/   /' "$TMP/wrk-ops-fanout.txt" >&2
+RESULT[ops_fanout]=$(grep '^LOAD ' "$TMP/wrk-ops-fanout.txt") || die "no LOAD line from wrk for the ops fan-out"
+drain_deliveries
+read -r OF_N OF_OK OF_SPAN OF_P50 OF_P99 OF_DISORDER < <(fanout_stats "$first")
+OF_RATE=$(awk -v n="$OF_OK" -v ms="$OF_SPAN" 'BEGIN { printf "%.0f", n * 1000 / (ms > 0 ? ms : 1) }')
+
 fi # ONLY=all
 
 # ---------------------------------------------------------------- report
@@ -659,8 +700,12 @@ if [[ ${ONLY:-all} == all ]]; then
   if ((FAN_OK != FAN_N || FAN_N != FANOUT * 20 || PACE_OK != PACE_N || PACE_N != RATE * 8)); then
     echo "FAIL: not every fan-out delivery was delivered ($FAN_OK of $FAN_N, $PACE_OK of $PACE_N)"; ok=0
   fi
-  if ((FAN_DISORDER + PACE_DISORDER != 0)); then
-    echo "FAIL: $((FAN_DISORDER + PACE_DISORDER)) deliveries finished before an earlier one of their stream"; ok=0
+  echo "ops fan-out: $(field ops_fanout requests) to_pick_up calls at $(printf '%.0f' "$(field ops_fanout rps)")/s (p99 $(field ops_fanout p99_ms) ms); $OF_OK of $OF_N deliveries in $OF_SPAN ms = $OF_RATE deliveries/s (queued-to-answered p50 $OF_P50 ms, p99 $OF_P99 ms)"
+  if ((OF_OK != OF_N || OF_N != OPS_N * 4)) || [[ $(field ops_fanout non2xx) != 0 ]]; then
+    echo "FAIL: ops fan-out: $OF_OK of $OF_N deliveries delivered (expected $((OPS_N * 4))), $(field ops_fanout non2xx) non-2xx"; ok=0
+  fi
+  if ((FAN_DISORDER + PACE_DISORDER + OF_DISORDER != 0)); then
+    echo "FAIL: $((FAN_DISORDER + PACE_DISORDER + OF_DISORDER)) deliveries finished before an earlier one of their stream"; ok=0
   fi
   if [[ $(field ops non2xx) != 0 || $(field ops errors) != 0 ]]; then
     echo "FAIL: ops transitions: $(field ops non2xx) non-2xx, $(field ops errors) socket errors"; ok=0
