@@ -48,6 +48,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (6, "dashboard_sessions", include_str!("../../migrations/postgres/0006_dashboard_sessions.sql")),
     (7, "order_requests", include_str!("../../migrations/postgres/0007_order_requests.sql")),
     (8, "cache_epoch", include_str!("../../migrations/postgres/0008_cache_epoch.sql")),
+    (9, "webhook_statistics", include_str!("../../migrations/postgres/0009_webhook_statistics.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot

@@ -402,14 +402,19 @@ pub(super) async fn resend(c: &impl Sql, scope: Scope, id: i64) -> Result<Resend
 /// Fails due deliveries (locked by this claim) whose endpoint was disabled or deleted, with
 /// the rest of their streams. Disabling fails an endpoint's queue in its own transaction, but a
 /// change that read the endpoint as enabled just before can commit its deliveries just after;
-/// those are caught here, never sent. (On `SQLite` the single writer orders the two.)
+/// those are caught here, never sent. (On `SQLite` the single writer orders the two.) The heads
+/// by id, then their streams' waiting rows by (endpoint, key): each an index lookup.
 async fn fail_orphans(c: &impl Sql, ids: &[i64]) -> Result<(), StoreError> {
     c.execute(
-        "UPDATE webhook_deliveries d SET state = 'failed', finished_ms = $2,
+        "WITH heads AS (
+            UPDATE webhook_deliveries SET state = 'failed', finished_ms = $2,
+                last_error = 'the endpoint was disabled or deleted'
+            WHERE id = ANY($1) RETURNING endpoint_id, ordering_key
+         )
+         UPDATE webhook_deliveries d SET state = 'failed', finished_ms = $2,
             last_error = 'the endpoint was disabled or deleted'
-         WHERE d.id = ANY($1)
-            OR (d.state = 'waiting' AND (d.endpoint_id, d.ordering_key) IN
-                (SELECT o.endpoint_id, o.ordering_key FROM webhook_deliveries o WHERE o.id = ANY($1)))",
+         FROM (SELECT DISTINCT endpoint_id, ordering_key FROM heads) h
+         WHERE d.endpoint_id = h.endpoint_id AND d.ordering_key = h.ordering_key AND d.state = 'waiting'",
         &[&ids, &now_ms()],
     )
     .await
@@ -429,6 +434,14 @@ async fn fail_orphans(c: &impl Sql, ids: &[i64]) -> Result<(), StoreError> {
 /// delivery rows are locked (`OF d`): the joined endpoint and message are just read, so
 /// claimers of one endpoint's deliveries do not skip each other. The chosen ones get their
 /// lease and claim tag while still locked; the others are released at the commit.
+///
+/// Both statements keep to indexes whatever the statistics say (issue 27): the candidates come
+/// in `next_attempt_ms` order from the due index, each one's message is a lookup by its key
+/// (a `LATERAL … LIMIT 1` is never turned into a hash join over every message), and the lease
+/// names its rows by id. The cost model prices each row looked up by key as a random page read,
+/// so for a list of ids and a table of a few pages it prefers reading the whole table, and the
+/// connection's statement cache keeps that plan while the table grows: sequential scans are
+/// therefore off for the lease, which never needs one.
 pub(super) async fn claim(
     c: &impl Sql,
     now_ms: i64,
@@ -445,7 +458,7 @@ pub(super) async fn claim(
             "SELECT d.id, d.endpoint_id, d.attempts, m.webhook_id, m.body, e.url, e.secret, e.previous_secret,
                 e.previous_expires_ms, e.auth_header_name, e.auth_header_value, e.enabled
              FROM webhook_deliveries d
-             JOIN webhook_messages m ON m.id = d.message_id
+             CROSS JOIN LATERAL (SELECT webhook_id, body FROM webhook_messages WHERE id = d.message_id LIMIT 1) m
              JOIN webhook_endpoints e ON e.id = d.endpoint_id
              WHERE d.state = 'pending' AND d.next_attempt_ms <= $1 AND d.endpoint_id <> ALL($3::bigint[])
              ORDER BY d.next_attempt_ms LIMIT $2
@@ -498,9 +511,10 @@ pub(super) async fn claim(
     }
     let ids: Vec<i64> = claimed.iter().map(|d| d.delivery_id).collect();
     let tags: Vec<i64> = claimed.iter().map(|d| d.claim).collect();
+    c.execute("SELECT set_config('enable_seqscan', 'off', true)", &[]).await.map_err(map_err)?;
     c.execute(
-        "UPDATE webhook_deliveries d SET next_attempt_ms = $1, claim = chosen.claim
-         FROM unnest($2::bigint[], $3::bigint[]) AS chosen (id, claim) WHERE d.id = chosen.id",
+        "UPDATE webhook_deliveries SET next_attempt_ms = $1, claim = ($3::bigint[])[array_position($2::bigint[], id)]
+         WHERE id = ANY($2::bigint[])",
         &[&lease_until_ms, &ids, &tags],
     )
     .await
@@ -510,7 +524,10 @@ pub(super) async fn claim(
 
 /// Moves the oldest waiting delivery of the finished delivery's stream to `pending` (the
 /// finished one has left the stream, so the stream's next unfinished one is it; the `IN`
-/// matches the partial index's condition, which keeps this a point lookup).
+/// matches the partial index's condition, which keeps this a point lookup). Whether that one
+/// is waiting is checked on the locked row itself, so the `UPDATE` finds it by its key alone
+/// (a state written in its `WHERE` would let the planner read it through the partial index's
+/// whole range instead).
 ///
 /// The finished delivery's row is already locked by the `UPDATE` that finished it, so a
 /// concurrent `add_delivery` to this stream that locks the stream's rows waits for this
@@ -532,17 +549,26 @@ async fn promote_next(c: &impl Sql, delivery: i64) -> Result<(), StoreError> {
     }
     c.execute(
         "UPDATE webhook_deliveries SET state = 'pending', next_attempt_ms = LEAST(next_attempt_ms, $2::bigint)
-         WHERE state = 'waiting' AND id = (
-            SELECT n.id FROM webhook_deliveries n JOIN webhook_deliveries d
-                ON n.endpoint_id = d.endpoint_id AND n.ordering_key = d.ordering_key
-            WHERE d.id = $1 AND n.state IN ('waiting', 'pending')
-            ORDER BY n.id LIMIT 1 FOR NO KEY UPDATE OF n)",
+         WHERE id = (
+            SELECT next.id FROM (
+                SELECT n.id, n.state FROM webhook_deliveries n JOIN webhook_deliveries d
+                    ON n.endpoint_id = d.endpoint_id AND n.ordering_key = d.ordering_key
+                WHERE d.id = $1 AND n.state IN ('waiting', 'pending')
+                ORDER BY n.id LIMIT 1 FOR NO KEY UPDATE OF n
+            ) next WHERE next.state = 'waiting')",
         &[&delivery, &now_ms()],
     )
     .await
     .map_err(map_err)?;
     Ok(())
 }
+
+/// How long recording attempts waits for a row or stream lock at most: another transaction
+/// holding an endpoint's row (a client's change, the other process's batch, the last
+/// transaction of a process whose death the server has not noticed yet) then fails the call
+/// instead of stalling it. The dispatcher writes each endpoint's attempts again on their own,
+/// so the other endpoints' attempts are recorded meanwhile.
+const RECORD_LOCK_WAIT: &str = "2s";
 
 /// Records an attempt: loads the endpoint's health, lets the core's planner decide
 /// (`dropslot_core::webhooks::plan`), and persists the plan. The endpoint's row is read
@@ -555,14 +581,16 @@ pub(super) async fn record_attempt(c: &impl Sql, a: &AttemptRecord) -> Result<()
     // A success reads the health without a lock: most successes write nothing (a healthy
     // endpoint is rewritten at most once a second), and a locking read would queue every
     // delivery to the endpoint behind the one rewriting it. A failure locks it: its streak's
-    // start and the disable decision must see every other failure.
+    // start and the disable decision must see every other failure. The same statement bounds
+    // the transaction's lock waits (see `RECORD_LOCK_WAIT`).
     let read = if a.outcome == AttemptOutcome::Delivered {
-        "SELECT failing_since_ms, last_success_ms, last_error IS NOT NULL FROM webhook_endpoints WHERE id = $1"
+        "SELECT failing_since_ms, last_success_ms, last_error IS NOT NULL, set_config('lock_timeout', $2, true)
+         FROM webhook_endpoints WHERE id = $1"
     } else {
-        "SELECT failing_since_ms, last_success_ms, last_error IS NOT NULL FROM webhook_endpoints WHERE id = $1
-         FOR NO KEY UPDATE"
+        "SELECT failing_since_ms, last_success_ms, last_error IS NOT NULL, set_config('lock_timeout', $2, true)
+         FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE"
     };
-    let health = match c.query_opt(read, &[&a.endpoint_id]).await.map_err(map_err)? {
+    let health = match c.query_opt(read, &[&a.endpoint_id, &RECORD_LOCK_WAIT]).await.map_err(map_err)? {
         Some(r) => Some(Health { failing_since_ms: col(&r, 0)?, last_success_ms: col(&r, 1)?, has_error: col(&r, 2)? }),
         None => None,
     };
@@ -599,14 +627,16 @@ pub(super) async fn record_attempt(c: &impl Sql, a: &AttemptRecord) -> Result<()
     let (state, next) = (plan.delivery.as_str(), plan.delivery.next_attempt_ms());
     // Only the claim that made the attempt moves the delivery: if its lease ran out and
     // another dispatcher took it over, that one decides. The `UPDATE` locks the row, so
-    // the check and the move are one step against a concurrent claim or attempt.
+    // the check and the move are one step against a concurrent claim or attempt. The state it
+    // must still be in, `pending`, is a parameter: as a constant it would match the partial
+    // indexes' conditions, and a plan made while they are small reads their whole range.
     let moved = c
         .execute(
             "UPDATE webhook_deliveries SET state = $3, attempts = $4,
                 next_attempt_ms = coalesce($5::bigint, next_attempt_ms), claim = NULL,
                 finished_ms = CASE WHEN $5::bigint IS NULL THEN $6::bigint ELSE NULL END, last_status = $7,
                 last_error = $8
-             WHERE id = $1 AND claim = $2 AND state = 'pending'",
+             WHERE id = $1 AND claim = $2 AND state = $9",
             &[
                 &a.delivery_id,
                 &a.claim,
@@ -616,6 +646,7 @@ pub(super) async fn record_attempt(c: &impl Sql, a: &AttemptRecord) -> Result<()
                 &at_ms,
                 &a.status.map(i64::from),
                 &a.error,
+                &"pending",
             ],
         )
         .await

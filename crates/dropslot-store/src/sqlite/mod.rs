@@ -41,6 +41,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (6, "dashboard_sessions", include_str!("../../migrations/sqlite/0006_dashboard_sessions.sql")),
     (7, "order_requests", include_str!("../../migrations/sqlite/0007_order_requests.sql")),
     (8, "cache_epoch", include_str!("../../migrations/sqlite/0008_cache_epoch.sql")),
+    (9, "webhook_statistics", include_str!("../../migrations/sqlite/0009_webhook_statistics.sql")),
 ];
 const READERS: usize = 4;
 

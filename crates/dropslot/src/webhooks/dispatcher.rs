@@ -1,8 +1,10 @@
 //! The dispatcher: started by the composition root beside the HTTP server. It claims due
 //! deliveries in batches (a lease per claim, so a killed process's claims are taken over once
 //! they expire), sends them concurrently over one shared HTTP client within a bounded pool
-//! and a per-endpoint share, and records every attempt. On shutdown it stops claiming and
-//! gives in-flight deliveries `drain` to finish; the rest are retried after their lease.
+//! and a per-endpoint share, and records every attempt. A delivery it holds stays its own
+//! until its attempt is recorded, however late: it is never claimed back and sent twice by
+//! this process. On shutdown it stops claiming and gives in-flight deliveries `drain` to
+//! finish; the rest are retried after their lease.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,6 +32,10 @@ const LEASE_MARGIN: Duration = Duration::from_secs(5);
 const EXCERPT: usize = 1024;
 /// Attempts recorded in one store call at most.
 const RECORD_BATCH: usize = 256;
+/// Attempts whose store call failed are written again after this, doubled after each failure
+/// up to `RETRY_MAX`.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// An attempt to record, and who waits for it to be committed.
 type Recording = (AttemptRecord, oneshot::Sender<Result<(), String>>);
@@ -43,8 +49,9 @@ pub struct Dispatcher {
     /// The business clock: decides whether a rotated-out secret still signs (the queue
     /// itself runs on the system clock).
     clock: Clock,
-    /// Deliveries in flight per endpoint.
-    in_flight: Mutex<HashMap<i64, usize>>,
+    /// The deliveries this process holds (claimed, their attempt not yet recorded), by
+    /// endpoint: (delivery id, lease end in Unix ms).
+    held: Mutex<HashMap<i64, Vec<(i64, i64)>>>,
 }
 
 /// The shared HTTP client: rustls, no redirects, no proxy from the environment, names
@@ -70,7 +77,7 @@ impl Dispatcher {
         clock: Clock,
     ) -> Result<Arc<Dispatcher>, String> {
         let client = client(&settings).map_err(|e| format!("the webhook HTTP client: {e}"))?;
-        Ok(Arc::new(Dispatcher { store, settings, client, wake, metrics, clock, in_flight: Mutex::default() }))
+        Ok(Arc::new(Dispatcher { store, settings, client, wake, metrics, clock, held: Mutex::default() }))
     }
 
     /// Runs until `stop` turns true, then drains.
@@ -144,19 +151,27 @@ impl Dispatcher {
 
     async fn claim(&self, limit: usize) -> Result<Vec<Claimed>, dropslot_store::StoreError> {
         let cap = self.settings.per_endpoint_concurrency;
-        let in_flight: Vec<(i64, usize)> = self.lock_in_flight().iter().map(|(e, n)| (*e, *n)).collect();
         let now = Timestamp::now().as_millisecond();
         let lease = now + (self.settings.timeout + LEASE_MARGIN).as_millis() as i64;
+        // A delivery held here past its lease (its answer came, its attempt is not recorded
+        // yet) is due again in the claim's eyes. Its endpoint counts as full until the attempt
+        // is recorded, so this process never takes it back and sends it a second time. (Another
+        // process may, once the lease is over: at least once, as when this one is killed.)
+        let in_flight: Vec<(i64, usize)> = self
+            .lock_held()
+            .iter()
+            .map(|(e, held)| (*e, if held.iter().any(|(_, until)| *until <= now) { cap } else { held.len() }))
+            .collect();
         let claimed = self.store.claim_deliveries(now, lease, limit, cap, in_flight).await?;
-        let mut counts = self.lock_in_flight();
+        let mut held = self.lock_held();
         for d in &claimed {
-            *counts.entry(d.endpoint_id).or_default() += 1;
+            held.entry(d.endpoint_id).or_default().push((d.delivery_id, lease));
         }
         Ok(claimed)
     }
 
-    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<i64, usize>> {
-        self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Vec<(i64, i64)>>> {
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Sends one delivery and records the attempt (through the recorder, with others).
@@ -216,11 +231,16 @@ impl Dispatcher {
             Err(_) => Err("the attempt recorder stopped".into()),
         };
         if let Err(e) = result {
-            // The lease runs out and the delivery is sent again: at least once.
+            // Only when the dispatcher stopped meanwhile: the lease runs out and the delivery is
+            // sent again, at least once.
             tracing::error!(delivery_id = d.delivery_id, error = %e, "recording a webhook attempt failed");
         }
-        if let Some(n) = self.lock_in_flight().get_mut(&d.endpoint_id) {
-            *n = n.saturating_sub(1);
+        let mut held = self.lock_held();
+        if let Some(mine) = held.get_mut(&d.endpoint_id) {
+            mine.retain(|(id, _)| *id != d.delivery_id);
+            if mine.is_empty() {
+                held.remove(&d.endpoint_id);
+            }
         }
     }
 
@@ -308,19 +328,100 @@ struct Sent {
 
 /// Records the attempts the deliveries hand over, every one waiting at the time in one store
 /// call (one transaction), instead of a transaction per attempt; each delivery hears when its
-/// attempt is committed. Ends when every sender is dropped.
+/// attempt is committed. An attempt whose call failed is never dropped while the dispatcher
+/// runs: it is written again (see [`write`]) until it is committed, as its delivery, already
+/// answered, must not be sent again. Ends when every sender is dropped, after one last try at
+/// what is still unrecorded.
 async fn record_attempts(store: DynStore, mut recordings: mpsc::Receiver<Recording>) {
-    let mut batch = Vec::with_capacity(RECORD_BATCH);
-    while recordings.recv_many(&mut batch, RECORD_BATCH).await > 0 {
-        // In endpoint order, so two processes' batches on PostgreSQL lock endpoint rows in the
-        // same order and cannot deadlock.
-        batch.sort_by_key(|(a, _)| (a.endpoint_id, a.delivery_id));
-        let (attempts, acks): (Vec<_>, Vec<_>) = batch.drain(..).unzip();
-        let result = store.record_attempts(attempts).await.map_err(|e| e.to_string());
-        for ack in acks {
-            // A delivery gone (aborted at shutdown) needs no answer.
-            let _ = ack.send(result.clone());
+    let mut fresh = Vec::with_capacity(RECORD_BATCH);
+    let mut unrecorded: Vec<Recording> = Vec::new();
+    let mut backoff = RETRY_FIRST;
+    let mut retry_at = tokio::time::Instant::now();
+    let mut open = true;
+    while open || !unrecorded.is_empty() {
+        let retry = if !open {
+            true
+        } else if unrecorded.is_empty() {
+            open = recordings.recv_many(&mut fresh, RECORD_BATCH).await > 0;
+            false
+        } else {
+            tokio::select! {
+                n = recordings.recv_many(&mut fresh, RECORD_BATCH) => { open = n > 0; false }
+                () = tokio::time::sleep_until(retry_at) => true,
+            }
+        };
+        if !fresh.is_empty() {
+            let failed = write(&store, std::mem::take(&mut fresh)).await;
+            if unrecorded.is_empty() {
+                retry_at = tokio::time::Instant::now() + backoff;
+            }
+            unrecorded.extend(failed);
         }
+        if retry {
+            let failed = write(&store, std::mem::take(&mut unrecorded)).await;
+            backoff = if failed.is_empty() { RETRY_FIRST } else { (backoff * 2).min(RETRY_MAX) };
+            retry_at = tokio::time::Instant::now() + backoff;
+            if !open {
+                for (_, ack) in failed {
+                    let _ = ack.send(Err("the dispatcher stopped before the attempt could be recorded".into()));
+                }
+                break;
+            }
+            unrecorded = failed;
+        }
+    }
+}
+
+/// Writes `batch` in one store call. If that fails, each endpoint's attempts are written in a
+/// call of their own, so whatever holds up one endpoint (another transaction on its row, one
+/// of its attempts that cannot be written) holds up only its own attempts. Answers every
+/// attempt committed; returns the others, to be written again.
+async fn write(store: &DynStore, mut batch: Vec<Recording>) -> Vec<Recording> {
+    // In endpoint order, so two processes' batches on PostgreSQL lock endpoint rows in the
+    // same order and cannot deadlock.
+    batch.sort_by_key(|(a, _)| (a.endpoint_id, a.delivery_id));
+    let endpoints = batch.first().zip(batch.last()).map(|((a, _), (z, _))| (a.endpoint_id, z.endpoint_id));
+    let (mut error, batch) = match commit(store, batch).await {
+        Ok(()) => return Vec::new(),
+        Err(failed) => failed,
+    };
+    let mut failed = Vec::new();
+    if endpoints.is_some_and(|(a, z)| a != z) {
+        let mut groups: Vec<Vec<Recording>> = Vec::new();
+        for r in batch {
+            match groups.last_mut() {
+                Some(group) if group[0].0.endpoint_id == r.0.endpoint_id => group.push(r),
+                _ => groups.push(vec![r]),
+            }
+        }
+        for group in groups {
+            if let Err((e, group)) = commit(store, group).await {
+                error = e;
+                failed.extend(group);
+            }
+        }
+    } else {
+        failed = batch;
+    }
+    if !failed.is_empty() {
+        tracing::warn!(attempts = failed.len(), %error, "recording webhook attempts failed; writing them again");
+    }
+    failed
+}
+
+/// One store call for `batch`: answers each attempt's delivery once committed; on failure, the
+/// error and the batch back, unanswered.
+async fn commit(store: &DynStore, batch: Vec<Recording>) -> Result<(), (String, Vec<Recording>)> {
+    let attempts = batch.iter().map(|(a, _)| a.clone()).collect();
+    match store.record_attempts(attempts).await {
+        Ok(()) => {
+            for (_, ack) in batch {
+                // A delivery gone (aborted at shutdown) needs no answer.
+                let _ = ack.send(Ok(()));
+            }
+            Ok(())
+        }
+        Err(e) => Err((e.to_string(), batch)),
     }
 }
 

@@ -115,8 +115,8 @@ async fn http_metrics_can_be_turned_off() {
 
 /// Issue 27: `/metrics` honours `Accept`. Prometheus' classic `text/plain; version=0.0.4`
 /// gets the classic format, whose `# TYPE` lines name the samples (so its parser types every
-/// sample: none is read as untyped), without OpenMetrics' `# EOF`; no `Accept` and
-/// Prometheus' own preference still get OpenMetrics.
+/// sample: none is read as untyped), without `OpenMetrics`' `# EOF`; no `Accept` and
+/// Prometheus' own preference still get `OpenMetrics`.
 #[tokio::test]
 async fn metrics_answer_the_classic_format_to_a_classic_scraper() {
     let s = TestServer::start().await;

@@ -165,7 +165,7 @@ async fn docs_page_is_the_reference_with_a_strict_csp() {
 }
 
 /// Issue 27: a client generated from the committed document by a real generator
-/// (`openapi-python-client`, PyPI) drives preview, a synchronous order and a shipment read
+/// (`openapi-python-client`, from `PyPI`) drives preview, a synchronous order and a shipment read
 /// end to end, each answer parsed into its generated model, and those models have the names
 /// a person would write (`PreviewResponse`, `Preview`, `Order`), never utoipa's generic ones
 /// (`EnvelopePreviewObjectObject`).

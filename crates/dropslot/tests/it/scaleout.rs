@@ -23,6 +23,11 @@ struct Cluster {
 impl Cluster {
     /// `None` on `SQLite`. `config` is a TOML fragment every process reads (`DROPSLOT_CONFIG`).
     fn start(config: &str) -> Option<Cluster> {
+        Self::start_with(config, [&[], &[]])
+    }
+
+    /// [`Cluster::start`], with more environment for each process (`DROPSLOT_NOW`, say).
+    fn start_with(config: &str, own: [&[(&str, &str)]; 2]) -> Option<Cluster> {
         let db = TestDb::fresh();
         if !matches!(db, TestDb::Postgres { .. }) {
             eprintln!("skipped: scale-out needs DROPSLOT_TEST_DATABASE_URL=postgres://…");
@@ -33,9 +38,10 @@ impl Cluster {
         std::fs::write(&path, config).unwrap();
         let path = path.display().to_string();
         let env = [("DROPSLOT_CONFIG", path.as_str()), ("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE", "1")];
+        let [a, b] = own.map(|own| env.iter().chain(own).copied().collect::<Vec<_>>());
         // One after the other: the first finds the database empty and prints the demo token.
-        let (first, base_a, token) = crate::cli::spawn_serve_with(&db.url(), &env);
-        let (second, base_b, again) = crate::cli::spawn_serve_with(&db.url(), &env);
+        let (first, base_a, token) = crate::cli::spawn_serve_with(&db.url(), &a);
+        let (second, base_b, again) = crate::cli::spawn_serve_with(&db.url(), &b);
         assert!(again.is_none(), "the second process found the database already set up");
         Some(Cluster {
             procs: vec![Some(first), Some(second)],
@@ -77,10 +83,11 @@ impl Cluster {
         }
     }
 
-    /// Subscribes a receiver to every event kind (test mode).
-    async fn subscribe(&self, url: &str) {
+    /// Subscribes a receiver to every event kind (test mode); the endpoint's id.
+    async fn subscribe(&self, url: &str) -> i64 {
         let (status, body, _) = self.post(0, "/webhooks", &json!({"url": url, "events": ["*"]}), None).await;
         assert_eq!(status, 201, "{body}");
+        body["object"]["id"].as_i64().expect("an endpoint id")
     }
 }
 
@@ -252,4 +259,137 @@ async fn a_process_killed_mid_stream_leaves_its_deliveries_to_the_other() {
     assert_eq!(tracked, codes);
     assert_in_order(&got);
     assert_eq!(duplicates(&got), Vec::<String>::new(), "nothing is sent twice once it succeeded");
+}
+
+/// A transaction of the auditor's own (a `psql` session) holding one endpoint's row `FOR NO KEY
+/// UPDATE` until released: what any long transaction on that row does to the attempts that
+/// must write it (an endpoint's health), such as the last transaction of a process whose death
+/// the server has not noticed yet.
+struct HeldEndpoint(Child);
+
+impl HeldEndpoint {
+    fn take(url: &str, id: i64) -> HeldEndpoint {
+        use std::io::{BufRead, Write};
+        let mut child = std::process::Command::new("psql")
+            .args([url, "-v", "ON_ERROR_STOP=1", "-qtA"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("psql runs");
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "BEGIN; SELECT 'held' FROM webhook_endpoints WHERE id = {id} FOR NO KEY UPDATE;").unwrap();
+        child.stdin = Some(stdin);
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "held", "the auditor holds endpoint {id}'s row");
+        HeldEndpoint(child)
+    }
+
+    fn release(mut self) {
+        use std::io::Write;
+        let mut stdin = self.0.stdin.take().unwrap();
+        writeln!(stdin, "COMMIT;").unwrap();
+        drop(stdin);
+        assert!(self.0.wait().unwrap().success());
+    }
+}
+
+impl Drop for HeldEndpoint {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Which process sent a request: the endpoint's secret was rotated through process 0, whose
+/// business clock is inside the previous secret's 24 h, so it signs with both secrets; process
+/// 1's clock is two days later, past that window, so it signs with the new one only.
+fn sender(r: &Received) -> usize {
+    usize::from(r.header("webhook-signature").split(' ').count() == 1)
+}
+
+/// Issue 27: a process killed while deliveries flow; the survivor must not send again what its
+/// receiver already answered. The endpoint's row is held by another transaction for longer than
+/// a lease, so both processes' answered attempts wait to be recorded past their leases. The
+/// killed process's are lost with it and are sent again (at least once); the survivor's are
+/// still its own: it records them once the row is free and never sends them a second time.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_survivor_of_a_kill_never_sends_again_what_was_answered() {
+    // A lease is the attempt's timeout plus 5 s.
+    let config = "[webhooks]\ntimeout = \"2s\"\nretry_schedule = \"100ms,100ms,100ms,100ms,100ms,100ms\"\n";
+    let later = "2026-11-25T12:00:00Z";
+    let Some(mut c) = Cluster::start_with(config, [&[], &[("DROPSLOT_NOW", later)]]) else { return };
+    let (held, free) = (Receiver::start().await, Receiver::start().await);
+    let (held_id, free_id) = (c.subscribe(&held.url).await, c.subscribe(&free.url).await);
+    for id in [held_id, free_id] {
+        let (status, body, _) = c.post(0, &format!("/webhooks/{id}/rotate-secret"), &json!({}), None).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let row = HeldEndpoint::take(&c.db.url(), held_id);
+    // Deliveries flow from both processes; each waits for its answer to be recorded.
+    let mut codes = BTreeSet::new();
+    for i in 0..8 {
+        let (status, body, _) = c.post(i, "/requests/sync", &request(&[500.0]), None).await;
+        assert_eq!(status, 201, "{body}");
+        codes.insert(tracking(&body));
+    }
+    let answered = held
+        .wait_until("answered deliveries from both processes", |g| {
+            let from = |p| g.iter().any(|r| r.ok() && sender(r) == p);
+            from(0) && from(1)
+        })
+        .await;
+    c.kill(0);
+    // Every lease taken so far runs out while the row is held.
+    let leases = c.db.scalar(&format!(
+        "SELECT coalesce(max(next_attempt_ms), 0) FROM webhook_deliveries WHERE endpoint_id = {held_id} AND state = 'pending'"
+    ));
+    let past = format!("SELECT (extract(epoch FROM clock_timestamp()) * 1000 > {leases})::int");
+    let run_out = async {
+        while c.db.scalar(&past) == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), run_out).await.expect("the leases run out");
+    // The survivor has claimed since: an event queued now reaches the other endpoint.
+    let (status, body, _) = c.post(1, "/requests/sync", &request(&[500.0]), None).await;
+    assert_eq!(status, 201, "{body}");
+    let last = tracking(&body);
+    codes.insert(last.clone());
+    free.wait_until("an event queued after the leases ran out", |g| {
+        g.iter().any(|r| r.ok() && r.json()["data"]["tracking_code"] == last.as_str())
+    })
+    .await;
+    row.release();
+    // Per order: scheduled and parcel.created, to each endpoint.
+    let expected = codes.len() * 2;
+    let mut resent = BTreeSet::new();
+    for rx in [&held, &free] {
+        let got = rx
+            .wait_until(&format!("{expected} distinct deliveries"), |g| {
+                g.iter().filter(|r| r.ok()).map(Received::id).collect::<BTreeSet<_>>().len() >= expected
+            })
+            .await;
+        let mut sent = BTreeMap::<&str, Vec<usize>>::new();
+        for r in &got {
+            sent.entry(r.id()).or_default().push(sender(r));
+        }
+        for (id, senders) in &sent {
+            assert!(
+                senders.len() == 1 || senders[0] == 0,
+                "{id} was answered when the survivor sent it, and sent again: {senders:?}"
+            );
+            if senders.len() > 1 {
+                resent.insert((*id).to_string());
+            }
+        }
+        // Each shipment's events first arrived in order (a repeat comes after its successors).
+        let mut seen = BTreeSet::new();
+        let firsts: Vec<Received> = got.iter().filter(|r| seen.insert(r.id().to_string())).cloned().collect();
+        assert_in_order(&firsts);
+    }
+    // What the killed process had answered but not recorded came again, from the survivor.
+    for r in answered.iter().filter(|r| sender(r) == 0) {
+        assert!(resent.contains(r.id()), "{} was answered to the killed process and is sent again", r.id());
+    }
 }

@@ -628,3 +628,60 @@ async fn deliveries_to_a_deleted_endpoint_are_failed_not_sent() {
     let tried = format!("SELECT count(*) FROM webhook_attempts WHERE delivery_id IN ({due}, {behind})");
     assert_eq!(s.scalar(&tried), 0, "not even attempted (a deleted endpoint has no secret to sign with)");
 }
+
+/// Issue 27 (`PostgreSQL`): a burst of deliveries on a fresh database reads the webhook tables
+/// through their indexes only: every claim, lease, promotion, stream lookup and attempt, on a
+/// database whose statistics the burst itself has to build. The server's counters are read
+/// before and after, each time once the server's connections have ended (a backend reports its
+/// counters as it ends; the pool opens new ones), so every scan of the burst is counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_burst_of_deliveries_reads_the_webhook_tables_through_indexes() {
+    let s = TestServer::start_with(FAST).await;
+    if s.sqlite_file().is_some() {
+        return; // PostgreSQL's planner and counters.
+    }
+    let receivers =
+        [Receiver::start().await, Receiver::start().await, Receiver::start().await, Receiver::start().await];
+    for rx in &receivers {
+        subscribe(&s, &s.token, json!({"url": rx.url, "events": ["*"]})).await;
+    }
+    let tables = "'webhook_messages', 'webhook_deliveries', 'webhook_attempts'";
+    let url = s.db.url();
+    let scans = || async {
+        let ended = crate::common::psql(
+            &url,
+            "SELECT coalesce(string_agg(pid::text, ','), '0') FROM (SELECT pid FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                OFFSET 0) app
+             WHERE pg_terminate_backend(pid)",
+        );
+        let gone = async {
+            while s.scalar(&format!("SELECT count(*) FROM pg_stat_activity WHERE pid IN ({ended})")) != 0 {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), gone).await.expect("the server's connections end");
+        s.scalar(&format!("SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_user_tables WHERE relname IN ({tables})"))
+    };
+    let before = scans().await;
+    let mut codes = Vec::new();
+    for _ in 0..12 {
+        codes.push(tracking(&order(&s, &s.token, &request(&[500.0])).await));
+    }
+    let r = s.scenario("happy", &json!({"drop_off_shipment_unique_ids": codes})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // Per shipment: scheduled, parcel.created and the happy path's five, to every endpoint.
+    for rx in &receivers {
+        rx.delivered(codes.len() * 7).await;
+    }
+    // Until the last attempts are recorded; the auditor's own read scans no table either.
+    let unfinished = "SET enable_seqscan = off;
+        SELECT count(*) FROM webhook_deliveries WHERE state IN ('waiting', 'pending')";
+    let recorded = async {
+        while s.scalar(unfinished) != 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), recorded).await.expect("every attempt is recorded");
+    assert_eq!(scans().await - before, 0, "sequential scans of {tables} during the burst");
+}
