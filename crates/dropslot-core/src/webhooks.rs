@@ -53,6 +53,26 @@ pub struct Health {
     pub has_error: bool,
 }
 
+impl Health {
+    /// The health as it is stored once `write` (planned with this `error`) is persisted: how a
+    /// backend that records several attempts of one endpoint together plans each one on the
+    /// health the earlier ones left, as if each were read anew.
+    #[must_use]
+    pub fn after(self, write: &EndpointWrite, error: Option<&str>) -> Health {
+        match write {
+            EndpointWrite::Keep => self,
+            EndpointWrite::Healthy { last_success_ms } => {
+                Health { failing_since_ms: None, last_success_ms: Some(*last_success_ms), has_error: false }
+            }
+            EndpointWrite::Failing { failing_since_ms } | EndpointWrite::Disable { failing_since_ms, .. } => Health {
+                failing_since_ms: Some(*failing_since_ms),
+                has_error: error.is_some() || matches!(write, EndpointWrite::Disable { .. }),
+                ..self
+            },
+        }
+    }
+}
+
 /// What an attempt writes to its endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EndpointWrite {
@@ -132,20 +152,6 @@ mod tests {
         ]
     }
 
-    /// Applies a plan to the stored health the way a backend persists it.
-    fn persist(health: &mut Health, write: &EndpointWrite, error: Option<&str>) {
-        match write {
-            EndpointWrite::Keep => {}
-            EndpointWrite::Healthy { last_success_ms } => {
-                *health = Health { failing_since_ms: None, last_success_ms: Some(*last_success_ms), has_error: false };
-            }
-            EndpointWrite::Failing { failing_since_ms } | EndpointWrite::Disable { failing_since_ms, .. } => {
-                health.failing_since_ms = Some(*failing_since_ms);
-                health.has_error = error.is_some() || matches!(write, EndpointWrite::Disable { .. });
-            }
-        }
-    }
-
     proptest! {
         /// Any sequence of outcomes, at increasing instants: every delivery ends in a state the
         /// CONTRACT allows (delivered, pending with its due time, failed); the endpoint is
@@ -183,7 +189,7 @@ mod tests {
                         return Ok(());
                     }
                 }
-                persist(&mut health, &p.endpoint, error);
+                health = health.after(&p.endpoint, error);
             }
         }
     }

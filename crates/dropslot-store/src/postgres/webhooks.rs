@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use super::sql::Sql;
 use jiff::Timestamp;
 use tokio_postgres::Row;
-use tokio_postgres::types::FromSql;
+use tokio_postgres::types::{FromSql, Type};
 
 use dropslot_core::webhooks::{EndpointWrite, Health, plan as attempt_plan};
 
@@ -441,7 +441,7 @@ async fn fail_orphans(c: &impl Sql, ids: &[i64]) -> Result<(), StoreError> {
 /// names its rows by id. The cost model prices each row looked up by key as a random page read,
 /// so for a list of ids and a table of a few pages it prefers reading the whole table, and the
 /// connection's statement cache keeps that plan while the table grows: sequential scans are
-/// therefore off for the lease, which never needs one.
+/// therefore off for the service's sessions (`PgStore::open`).
 pub(super) async fn claim(
     c: &impl Sql,
     now_ms: i64,
@@ -511,7 +511,6 @@ pub(super) async fn claim(
     }
     let ids: Vec<i64> = claimed.iter().map(|d| d.delivery_id).collect();
     let tags: Vec<i64> = claimed.iter().map(|d| d.claim).collect();
-    c.execute("SELECT set_config('enable_seqscan', 'off', true)", &[]).await.map_err(map_err)?;
     c.execute(
         "UPDATE webhook_deliveries SET next_attempt_ms = $1, claim = ($3::bigint[])[array_position($2::bigint[], id)]
          WHERE id = ANY($2::bigint[])",
@@ -527,7 +526,7 @@ pub(super) async fn claim(
 /// matches the partial index's condition, which keeps this a point lookup). Whether that one
 /// is waiting is checked on the locked row itself, so the `UPDATE` finds it by its key alone
 /// (a state written in its `WHERE` would let the planner read it through the partial index's
-/// whole range instead).
+/// whole range instead). The stream's lock is held (see [`promote_after`]).
 ///
 /// The finished delivery's row is already locked by the `UPDATE` that finished it, so a
 /// concurrent `add_delivery` to this stream that locks the stream's rows waits for this
@@ -535,18 +534,7 @@ pub(super) async fn claim(
 /// transaction that committed meanwhile fails the lock's re-check and the next row is
 /// taken, and of two promoters of one stream the second waits, then finds the head
 /// `pending` and leaves it.
-async fn promote_next(c: &impl Sql, delivery: i64) -> Result<(), StoreError> {
-    // The stream's lock (see `outbox::lock_stream`): an append racing this finish either
-    // committed before (and is promoted here) or sees the head finished (and is `pending`).
-    let stream = c
-        .query_opt("SELECT endpoint_id, ordering_key FROM webhook_deliveries WHERE id = $1", &[&delivery])
-        .await
-        .map_err(map_err)?;
-    if let Some(r) = stream {
-        if let Some(key) = r.get::<_, Option<i64>>(1) {
-            super::outbox::lock_stream(c, r.get(0), key).await?;
-        }
-    }
+async fn promote_locked(c: &impl Sql, delivery: i64) -> Result<(), StoreError> {
     c.execute(
         "UPDATE webhook_deliveries SET state = 'pending', next_attempt_ms = LEAST(next_attempt_ms, $2::bigint)
          WHERE id = (
@@ -570,93 +558,232 @@ async fn promote_next(c: &impl Sql, delivery: i64) -> Result<(), StoreError> {
 /// so the other endpoints' attempts are recorded meanwhile.
 const RECORD_LOCK_WAIT: &str = "2s";
 
-/// Records an attempt: loads the endpoint's health, lets the core's planner decide
-/// (`dropslot_core::webhooks::plan`), and persists the plan. The endpoint's row is read
-/// (and, before any write, locked) first, then the delivery's, then its stream's: the order
-/// `update_endpoint`, `delete_endpoint` and `disable` lock them in, so a client disabling the
-/// endpoint meanwhile waits instead of deadlocking. The endpoint's health does not depend on
-/// whether the claim still holds, so writing it first changes nothing else.
-pub(super) async fn record_attempt(c: &impl Sql, a: &AttemptRecord) -> Result<(), StoreError> {
-    let at_ms = a.at.as_millisecond();
-    // A success reads the health without a lock: most successes write nothing (a healthy
-    // endpoint is rewritten at most once a second), and a locking read would queue every
-    // delivery to the endpoint behind the one rewriting it. A failure locks it: its streak's
-    // start and the disable decision must see every other failure. The same statement bounds
-    // the transaction's lock waits (see `RECORD_LOCK_WAIT`).
-    let read = if a.outcome == AttemptOutcome::Delivered {
-        "SELECT failing_since_ms, last_success_ms, last_error IS NOT NULL, set_config('lock_timeout', $2, true)
-         FROM webhook_endpoints WHERE id = $1"
-    } else {
-        "SELECT failing_since_ms, last_success_ms, last_error IS NOT NULL, set_config('lock_timeout', $2, true)
-         FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE"
-    };
-    let health = match c.query_opt(read, &[&a.endpoint_id, &RECORD_LOCK_WAIT]).await.map_err(map_err)? {
-        Some(r) => Some(Health { failing_since_ms: col(&r, 0)?, last_success_ms: col(&r, 1)?, has_error: col(&r, 2)? }),
-        None => None,
-    };
-    let plan = attempt_plan(a.outcome, a.error.as_deref(), health.unwrap_or_default(), at_ms, a.disable_after_ms);
-    if health.is_some() {
-        match &plan.endpoint {
-            EndpointWrite::Keep | EndpointWrite::Disable { .. } => {}
-            EndpointWrite::Healthy { last_success_ms } => {
-                c.execute(
-                    "UPDATE webhook_endpoints SET failing_since_ms = NULL, last_success_ms = $2, last_error = NULL
-                     WHERE id = $1",
-                    &[&a.endpoint_id, last_success_ms],
-                )
-                .await
-                .map_err(map_err)?;
-            }
-            EndpointWrite::Failing { failing_since_ms } => {
-                c.execute(
-                    "UPDATE webhook_endpoints SET failing_since_ms = $2, last_error = $3 WHERE id = $1",
-                    &[&a.endpoint_id, failing_since_ms, &a.error],
-                )
-                .await
-                .map_err(map_err)?;
-            }
+/// An endpoint's health columns as the batch leaves them (written once, at the end).
+struct HealthRow {
+    failing_since_ms: Option<i64>,
+    last_success_ms: Option<i64>,
+    last_error: Option<String>,
+}
+
+/// Records a batch of attempts in a fixed number of statements, however many (issue 27: one
+/// transaction of six statements per attempt bounded the fan-out at about 700 deliveries a
+/// second). Loads the endpoints' health, lets the core's planner decide each attempt in
+/// (endpoint, delivery) order on the health the earlier ones left (`Health::after`), and
+/// persists the plans: the endpoints' last health, the attempts, the deliveries' moves, and the
+/// promotion of each finished stream's next delivery.
+///
+/// Lock order: endpoint rows (by id) first, then the deliveries, then their streams (by
+/// endpoint and key): the order `update_endpoint`, `delete_endpoint` and `disable` lock them
+/// in, so a client disabling an endpoint meanwhile waits instead of deadlocking. A success
+/// reads its endpoint's health without a lock (most write nothing: a healthy endpoint is
+/// rewritten at most once a second, and a locking read would queue the other process's
+/// batches behind this one); a failure locks it, as its streak's start and the disable
+/// decision must see every other failure. Only the claim that made an attempt moves its
+/// delivery: if its lease ran out and another dispatcher took it over, that one decides.
+pub(super) async fn record_attempts(c: &impl Sql, attempts: &[AttemptRecord]) -> Result<(), StoreError> {
+    let mut batch: Vec<&AttemptRecord> = attempts.iter().collect();
+    batch.sort_by_key(|a| (a.endpoint_id, a.delivery_id));
+    if batch.is_empty() {
+        return Ok(());
+    }
+    c.execute("SELECT set_config('lock_timeout', $1, true)", &[&RECORD_LOCK_WAIT]).await.map_err(map_err)?;
+    let mut failing: Vec<i64> =
+        batch.iter().filter(|a| a.outcome != AttemptOutcome::Delivered).map(|a| a.endpoint_id).collect();
+    failing.dedup();
+    let mut succeeding: Vec<i64> = batch.iter().map(|a| a.endpoint_id).filter(|e| !failing.contains(e)).collect();
+    succeeding.dedup();
+    let mut health: HashMap<i64, Health> = HashMap::new();
+    for (ids, read) in [
+        (
+            &failing,
+            "SELECT id, failing_since_ms, last_success_ms, last_error IS NOT NULL FROM webhook_endpoints
+             WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE",
+        ),
+        (
+            &succeeding,
+            "SELECT id, failing_since_ms, last_success_ms, last_error IS NOT NULL FROM webhook_endpoints
+             WHERE id = ANY($1)",
+        ),
+    ] {
+        if ids.is_empty() {
+            continue;
+        }
+        for r in c.query(read, &[ids]).await.map_err(map_err)? {
+            let h = Health { failing_since_ms: col(&r, 1)?, last_success_ms: col(&r, 2)?, has_error: col(&r, 3)? };
+            health.insert(col(&r, 0)?, h);
         }
     }
-    c.execute(
-        "INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, response, error)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        &[&a.delivery_id, &i64::from(a.attempt), &a.at, &a.status.map(i64::from), &a.latency_ms, &a.response, &a.error],
-    )
-    .await
-    .map_err(map_err)?;
-    let (state, next) = (plan.delivery.as_str(), plan.delivery.next_attempt_ms());
-    // Only the claim that made the attempt moves the delivery: if its lease ran out and
-    // another dispatcher took it over, that one decides. The `UPDATE` locks the row, so
-    // the check and the move are one step against a concurrent claim or attempt. The state it
-    // must still be in, `pending`, is a parameter: as a constant it would match the partial
-    // indexes' conditions, and a plan made while they are small reads their whole range.
-    let moved = c
-        .execute(
-            "UPDATE webhook_deliveries SET state = $3, attempts = $4,
-                next_attempt_ms = coalesce($5::bigint, next_attempt_ms), claim = NULL,
-                finished_ms = CASE WHEN $5::bigint IS NULL THEN $6::bigint ELSE NULL END, last_status = $7,
-                last_error = $8
-             WHERE id = $1 AND claim = $2 AND state = $9",
+
+    let mut rows: std::collections::BTreeMap<i64, HealthRow> = std::collections::BTreeMap::new();
+    let mut disables: Vec<(i64, String, i64)> = Vec::new();
+    let n = batch.len();
+    let (mut ids, mut claims, mut states, mut numbers, mut nexts, mut ats, mut statuses, mut errors) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut instants, mut latencies, mut responses) =
+        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for a in &batch {
+        let at_ms = a.at.as_millisecond();
+        let error = a.error.as_deref();
+        let known = health.get_mut(&a.endpoint_id);
+        let plan =
+            attempt_plan(a.outcome, error, known.as_deref().copied().unwrap_or_default(), at_ms, a.disable_after_ms);
+        if let Some(h) = known {
+            *h = h.after(&plan.endpoint, error);
+            let last_error = match &plan.endpoint {
+                EndpointWrite::Keep => None,
+                EndpointWrite::Healthy { .. } => Some(None),
+                EndpointWrite::Failing { .. } => Some(a.error.clone()),
+                EndpointWrite::Disable { reason, failing_since_ms } => {
+                    if !disables.iter().any(|(e, _, _)| *e == a.endpoint_id) {
+                        disables.push((a.endpoint_id, reason.clone(), *failing_since_ms));
+                    }
+                    None
+                }
+            };
+            if let Some(last_error) = last_error {
+                let row =
+                    HealthRow { failing_since_ms: h.failing_since_ms, last_success_ms: h.last_success_ms, last_error };
+                rows.insert(a.endpoint_id, row);
+            }
+        }
+        ids.push(a.delivery_id);
+        claims.push(a.claim);
+        states.push(plan.delivery.as_str());
+        numbers.push(i64::from(a.attempt));
+        nexts.push(plan.delivery.next_attempt_ms());
+        ats.push(at_ms);
+        statuses.push(a.status.map(i64::from));
+        errors.push(a.error.as_deref());
+        instants.push(a.at);
+        latencies.push(a.latency_ms);
+        responses.push(a.response.as_deref());
+    }
+
+    if !rows.is_empty() {
+        let written: Vec<i64> = rows.keys().copied().collect();
+        // The succeeding endpoints were read unlocked: their rows are locked here, in id order.
+        let unlocked: Vec<i64> = written.iter().copied().filter(|e| !failing.contains(e)).collect();
+        if !unlocked.is_empty() {
+            c.execute("SELECT 1 FROM webhook_endpoints WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE", &[&unlocked])
+                .await
+                .map_err(map_err)?;
+        }
+        let since: Vec<Option<i64>> = rows.values().map(|r| r.failing_since_ms).collect();
+        let success: Vec<Option<i64>> = rows.values().map(|r| r.last_success_ms).collect();
+        let last_errors: Vec<Option<&str>> = rows.values().map(|r| r.last_error.as_deref()).collect();
+        c.execute_typed(
+            "UPDATE webhook_endpoints e SET failing_since_ms = u.since, last_success_ms = u.success, last_error = u.error
+             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS u (id, since, success, error)
+             WHERE e.id = u.id",
             &[
-                &a.delivery_id,
-                &a.claim,
-                &state,
-                &i64::from(a.attempt),
-                &next,
-                &at_ms,
-                &a.status.map(i64::from),
-                &a.error,
-                &"pending",
+                (&written, Type::INT8_ARRAY),
+                (&since, Type::INT8_ARRAY),
+                (&success, Type::INT8_ARRAY),
+                (&last_errors, Type::TEXT_ARRAY),
             ],
         )
         .await
         .map_err(map_err)?;
-    if moved == 1 && next.is_none() {
-        promote_next(c, a.delivery_id).await?;
     }
-    // Disabling fails the endpoint's unfinished deliveries, so it comes after this one moved.
-    if let (Some(_), EndpointWrite::Disable { reason, failing_since_ms }) = (health, &plan.endpoint) {
-        disable(c, a.endpoint_id, reason, *failing_since_ms).await?;
+    c.execute_typed(
+        "INSERT INTO webhook_attempts (delivery_id, attempt, at, status, latency_ms, response, error)
+         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::bigint[], $5::bigint[], $6::text[],
+            $7::text[])",
+        &[
+            (&ids, Type::INT8_ARRAY),
+            (&numbers, Type::INT8_ARRAY),
+            (&instants, Type::TIMESTAMPTZ_ARRAY),
+            (&statuses, Type::INT8_ARRAY),
+            (&latencies, Type::INT8_ARRAY),
+            (&responses, Type::TEXT_ARRAY),
+            (&errors, Type::TEXT_ARRAY),
+        ],
+    )
+    .await
+    .map_err(map_err)?;
+    // The state each delivery must still be in, `pending`, is a parameter: as a constant it
+    // would match the partial indexes' conditions, and a plan made while they are small reads
+    // their whole range. A retried delivery keeps its stream's head.
+    let moved = c
+        .query_typed(
+            "UPDATE webhook_deliveries d SET state = u.state, attempts = u.attempt,
+                next_attempt_ms = coalesce(u.next, d.next_attempt_ms), claim = NULL,
+                finished_ms = CASE WHEN u.next IS NULL THEN u.at ELSE NULL END, last_status = u.status,
+                last_error = u.error
+             FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
+                    $7::bigint[], $8::text[]) AS u (id, claim, state, attempt, next, at, status, error)
+             WHERE d.id = u.id AND d.claim = u.claim AND d.state = $9
+             RETURNING d.id, d.endpoint_id, d.ordering_key, u.next IS NULL",
+            &[
+                (&ids, Type::INT8_ARRAY),
+                (&claims, Type::INT8_ARRAY),
+                (&states, Type::TEXT_ARRAY),
+                (&numbers, Type::INT8_ARRAY),
+                (&nexts, Type::INT8_ARRAY),
+                (&ats, Type::INT8_ARRAY),
+                (&statuses, Type::INT8_ARRAY),
+                (&errors, Type::TEXT_ARRAY),
+                (&"pending", Type::TEXT),
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+    let mut finished: Vec<(i64, i64, i64)> = Vec::new();
+    for r in &moved {
+        if let (true, Some(key)) = (col::<bool>(r, 3)?, col::<Option<i64>>(r, 2)?) {
+            finished.push((col(r, 1)?, key, col(r, 0)?));
+        }
+    }
+    promote_after(c, finished).await?;
+    // Disabling fails the endpoint's unfinished deliveries, so it comes after they moved.
+    for (endpoint, reason, since) in disables {
+        if health.contains_key(&endpoint) {
+            disable(c, endpoint, &reason, since).await?;
+        }
+    }
+    Ok(())
+}
+
+/// After deliveries finished (each as (endpoint, key, delivery)): takes their streams' locks
+/// (see `outbox::lock_stream`) in (endpoint, key) order, so an append racing the finish either
+/// committed before (and is promoted here) or sees the head finished (and is `pending`); then
+/// promotes the next delivery of each stream that has one. Two statements when none has.
+async fn promote_after(c: &impl Sql, mut finished: Vec<(i64, i64, i64)>) -> Result<(), StoreError> {
+    if finished.is_empty() {
+        return Ok(());
+    }
+    finished.sort_unstable();
+    finished.dedup_by_key(|(e, k, _)| (*e, *k));
+    let (endpoints, keys): (Vec<i64>, Vec<i64>) = finished.iter().map(|(e, k, _)| (*e, *k)).unzip();
+    c.execute_typed(
+        "SELECT pg_advisory_xact_lock((e << 32) # k) FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)",
+        &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)],
+    )
+    .await
+    .map_err(map_err)?;
+    // A new statement: its snapshot sees what the streams' other writers committed.
+    let unfinished: Vec<(i64, i64)> = c
+        .query_typed(
+            "SELECT DISTINCT d.endpoint_id, d.ordering_key FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)
+             JOIN webhook_deliveries d ON d.endpoint_id = s.e AND d.ordering_key = s.k
+             WHERE d.state IN ('waiting', 'pending')",
+            &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| Ok((col(r, 0)?, col(r, 1)?)))
+        .collect::<Result<_, StoreError>>()?;
+    for (_, _, delivery) in finished.iter().filter(|(e, k, _)| unfinished.contains(&(*e, *k))) {
+        promote_locked(c, *delivery).await?;
     }
     Ok(())
 }
