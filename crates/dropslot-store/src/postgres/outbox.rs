@@ -247,13 +247,20 @@ pub(super) async fn subscribers_of(
 }
 
 /// The enabled endpoints of each drop-off shipment's client in its mode, by shipment, each
-/// shipment's in id order.
+/// shipment's in id order. The shipments are found by id, then each one's endpoints by tenant
+/// (`OFFSET 0` keeps the planner from joining the other way round: on a table not yet
+/// analysed it read every shipment of the tenant through `drop_off_shipments_by_date` and
+/// filtered them by id, 5 ms a call in the ops fan-out of issue 27).
 async fn subscribers_by_shipment(c: &impl Sql, drop_offs: &[i64]) -> Result<HashMap<i64, Vec<Subscriber>>, StoreError> {
     let rows = c
         .query_typed(
             "SELECT d.id, e.id, e.events_json, e.client_id, e.mode FROM drop_off_shipments d
-             JOIN webhook_endpoints e ON e.client_id = d.client_id AND e.mode = d.mode
-             WHERE d.id = ANY($1) AND e.enabled AND e.deleted_at IS NULL ORDER BY d.id, e.id",
+             CROSS JOIN LATERAL (
+                SELECT id, events_json, client_id, mode FROM webhook_endpoints
+                WHERE client_id = d.client_id AND mode = d.mode AND enabled AND deleted_at IS NULL
+                OFFSET 0
+             ) e
+             WHERE d.id = ANY($1) ORDER BY d.id, e.id",
             &[(&drop_offs, Type::INT8_ARRAY)],
         )
         .await
