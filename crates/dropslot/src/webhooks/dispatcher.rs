@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use reqwest::header::{CONTENT_TYPE, HeaderName, HeaderValue};
-use tokio::sync::{Notify, Semaphore, mpsc, oneshot, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::{retry, signing, target};
@@ -50,8 +50,8 @@ pub struct Dispatcher {
     /// itself runs on the system clock).
     clock: Clock,
     /// The deliveries this process holds (claimed, their attempt not yet recorded), by
-    /// endpoint: (delivery id, lease end in Unix ms).
-    held: Mutex<HashMap<i64, Vec<(i64, i64)>>>,
+    /// endpoint.
+    held: Mutex<HashMap<i64, Vec<Held>>>,
 }
 
 /// The shared HTTP client: rustls, no redirects, no proxy from the environment, names
@@ -98,10 +98,7 @@ impl Dispatcher {
                         for d in batch {
                             let Ok(permit) = permits.clone().try_acquire_owned() else { break };
                             let (me, record) = (self.clone(), record.clone());
-                            tasks.spawn(async move {
-                                me.deliver(d, &record).await;
-                                drop(permit);
-                            });
+                            tasks.spawn(async move { me.deliver(d, &record, permit).await });
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "webhook claim failed; retrying"),
@@ -160,25 +157,37 @@ impl Dispatcher {
         let in_flight: Vec<(i64, usize)> = self
             .lock_held()
             .iter()
-            .map(|(e, held)| (*e, if held.iter().any(|(_, until)| *until <= now) { cap } else { held.len() }))
+            .map(|(e, held)| {
+                let late = held.iter().any(|h| h.lease_until <= now);
+                (*e, if late { cap } else { held.iter().filter(|h| h.sending).count() })
+            })
             .collect();
         let claimed = self.store.claim_deliveries(now, lease, limit, cap, in_flight).await?;
         let mut held = self.lock_held();
         for d in &claimed {
-            held.entry(d.endpoint_id).or_default().push((d.delivery_id, lease));
+            held.entry(d.endpoint_id).or_default().push(Held { id: d.delivery_id, lease_until: lease, sending: true });
         }
         Ok(claimed)
     }
 
-    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Vec<(i64, i64)>>> {
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Vec<Held>>> {
         self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Sends one delivery and records the attempt (through the recorder, with others).
-    async fn deliver(&self, d: Claimed, record: &mpsc::Sender<Recording>) {
+    /// Sends one delivery and records the attempt (through the recorder, with others). Its
+    /// `permit` (a place in the pool) is given back once the answer is in: waiting for the
+    /// attempt's commit loads neither the receiver nor this process, and holding the place
+    /// meanwhile bounded the fan-out on `PostgreSQL` by the recorder's commit time (issue 27).
+    async fn deliver(&self, d: Claimed, record: &mpsc::Sender<Recording>, permit: OwnedSemaphorePermit) {
         let started = Instant::now();
         let sent = self.send(&d).await;
         let latency = started.elapsed();
+        if let Some(h) =
+            self.lock_held().get_mut(&d.endpoint_id).and_then(|l| l.iter_mut().find(|h| h.id == d.delivery_id))
+        {
+            h.sending = false;
+        }
+        drop(permit);
         self.metrics.webhook_latency.observe(latency.as_secs_f64());
         let now = Timestamp::now();
         let outcome = match &sent {
@@ -237,7 +246,7 @@ impl Dispatcher {
         }
         let mut held = self.lock_held();
         if let Some(mine) = held.get_mut(&d.endpoint_id) {
-            mine.retain(|(id, _)| *id != d.delivery_id);
+            mine.retain(|h| h.id != d.delivery_id);
             if mine.is_empty() {
                 held.remove(&d.endpoint_id);
             }
@@ -317,6 +326,16 @@ impl Dispatcher {
             retry_after,
         }
     }
+}
+
+/// A delivery this process holds.
+struct Held {
+    id: i64,
+    /// Its lease's end (Unix ms).
+    lease_until: i64,
+    /// Whether its request is still out: only those count against the endpoint's share (one
+    /// answered and waiting for its attempt to be recorded no longer loads the receiver).
+    sending: bool,
 }
 
 struct Sent {
