@@ -251,6 +251,12 @@ pub trait Store: Send + Sync + 'static {
     async fn next_due_ms(&self) -> StoreResult<Option<i64>>;
     /// Deliveries not yet delivered or failed.
     async fn queue_depth(&self) -> StoreResult<i64>;
+    /// The tables' upkeep the database does not do by itself in time (`PostgreSQL`: analyse
+    /// and vacuum the hot tables past their thresholds); the commands it ran. Called every
+    /// few seconds by one task per process.
+    async fn upkeep(&self) -> StoreResult<Vec<String>> {
+        Ok(Vec::new())
+    }
 }
 
 pub type DynStore = Arc<dyn Store>;

@@ -116,6 +116,7 @@ pub async fn start(
                 ))
             });
             let requests = tokio::spawn(orders::worker::run(app.clone(), stopping.clone()));
+            tokio::spawn(upkeep(app.store.clone(), stopping.clone()));
             let dispatcher = tokio::spawn(dispatcher.run(stopping));
             Ok(Running { app, demo, server, dispatcher, requests, metrics, metrics_addr })
         }
@@ -123,6 +124,29 @@ pub async fn start(
             signal.abort();
             server.abort();
             Err(e)
+        }
+    }
+}
+
+/// How often the store's upkeep runs (`Store::upkeep`).
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The store's upkeep, every `UPKEEP_EVERY` until the service stops; what it did is logged.
+async fn upkeep(store: dropslot_store::DynStore, mut stopping: tokio::sync::watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(UPKEEP_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while !*stopping.borrow() {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stopping.changed() => break,
+        }
+        match store.upkeep().await {
+            Ok(done) => {
+                for command in done {
+                    tracing::info!(command, "database upkeep");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "database upkeep failed; tried again later"),
         }
     }
 }

@@ -96,3 +96,55 @@ async fn postgres_a_missing_cache_epoch_refuses_requests_until_it_is_back() {
     let r = s.preview(&body).await;
     assert_eq!(r.status, 200, "{}", r.body);
 }
+
+/// `PostgreSQL` where autovacuum does not reach a table (turned off for it here, as it is on
+/// this project's CI servers): the service analyses it once enough of it has changed and
+/// vacuums it once enough of it is dead (issue 27), so its cached plans follow its size and
+/// the dead rows do not pile up. Without the upkeep, neither `last_analyze` nor
+/// `last_vacuum` is ever set (autovacuum sets only the `last_auto…` columns).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_the_service_analyses_and_vacuums_its_hot_tables() {
+    let s = TestServer::start().await;
+    if s.sqlite_file().is_some() {
+        return; // PostgreSQL's statistics.
+    }
+    s.scalar("ALTER TABLE drop_off_shipments SET (autovacuum_enabled = false); SELECT 0");
+    let stamps = "SELECT (last_analyze IS NOT NULL)::int * 10 + (last_vacuum IS NOT NULL)::int
+        FROM pg_stat_user_tables WHERE relname = 'drop_off_shipments'";
+    assert_eq!(s.scalar(stamps), 0, "nothing analysed or vacuumed the table yet");
+    // 2,400 shipments (24 asynchronous orders of 100): past the table's floor of 2,000
+    // changes plus a tenth of its rows.
+    for _ in 0..24 {
+        let r = s.post("/requests/async", &s.token, &crate::async_orders::large(100)).await;
+        assert_eq!(r.status, 202, "{}", r.body);
+    }
+    let written = async {
+        while s.scalar("SELECT count(*) FROM drop_off_shipments") < 2400 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), written).await.expect("the orders are written");
+    let codes: Vec<Value> =
+        crate::common::psql(&s.db.url(), "SELECT string_agg(unique_id, ',') FROM drop_off_shipments")
+            .trim()
+            .split(',')
+            .map(|c| Value::String(c.to_string()))
+            .collect();
+    let analysed = async {
+        while s.scalar(stamps) < 10 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), analysed).await.expect("the table is analysed");
+    // Each move rewrites its shipment's row: 2,400 dead rows, past the same threshold.
+    for chunk in codes.chunks(1000) {
+        let r = s.scenario("happy", &serde_json::json!({"drop_off_shipment_unique_ids": chunk})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let vacuumed = async {
+        while s.scalar(stamps) % 10 == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), vacuumed).await.expect("the table is vacuumed");
+}
