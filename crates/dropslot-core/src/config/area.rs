@@ -51,6 +51,26 @@ pub struct Slot {
     pub to_time: u16,
     #[serde(default)]
     pub closing_margin: u16,
+    /// What the fleet can take in this slot on any one date (CONTRACT §10); absent =
+    /// unlimited. Per-date overrides come through the admin API.
+    #[serde(default)]
+    pub capacity: Option<SlotCapacity>,
+}
+
+/// A slot's limits (`None` = unlimited): drop-off stops and parcels; a pick-up slot takes
+/// stops only. The capacity rules use it as their `Limit`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SlotCapacity {
+    pub stops: Option<u32>,
+    pub parcels: Option<u32>,
+}
+
+impl Slot {
+    /// The configured limit (unlimited when no `capacity` is set).
+    pub fn limit(&self) -> SlotCapacity {
+        self.capacity.unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -108,10 +128,20 @@ pub struct ServiceArea {
     zones: Vec<Zone>,
     /// (upper-case prefix without spaces, zone index), longest prefix first.
     prefixes: Vec<(String, usize)>,
+    /// How many days ahead a slot can be booked (`[booking] horizon_days`, CONTRACT §10).
+    horizon_days: u16,
 }
 
 impl ServiceArea {
-    pub(super) fn build(regions: Vec<RawRegion>, cities: Vec<RawCity>, zones: Vec<RawZone>) -> Result<Self, String> {
+    pub(super) fn build(
+        regions: Vec<RawRegion>,
+        cities: Vec<RawCity>,
+        zones: Vec<RawZone>,
+        horizon_days: u16,
+    ) -> Result<Self, String> {
+        if !(1..=366).contains(&horizon_days) {
+            return Err("booking.horizon_days: 1 to 366".into());
+        }
         let regions: Vec<Region> =
             regions.into_iter().map(|r| Region { code: r.code, name: r.name, tax: TaxRate(r.tax_bp) }).collect();
         for (i, r) in regions.iter().enumerate() {
@@ -138,6 +168,21 @@ impl ServiceArea {
                 holidays.insert(h.parse::<Date>().map_err(|e| format!("{}: {e}", at(&format!("holidays.{j}"))))?);
             }
             let pick_up_slots = check_slots(c.pick_up_slots, &at("pick_up_slots"))?;
+            if let Some(j) = pick_up_slots.iter().position(|s| s.capacity.is_some_and(|c| c.parcels.is_some())) {
+                return Err(format!(
+                    "{}.{j}.capacity.parcels: a pick-up slot is limited in stops only",
+                    at("pick_up_slots")
+                ));
+            }
+            for (j, slot) in pick_up_slots.iter().enumerate() {
+                if built_cities.iter().any(|other: &City| other.pick_up_slots.iter().any(|o| o.code == slot.code)) {
+                    return Err(format!(
+                        "{}.{j}.code: {:?} is already a pick-up slot of another city (a slot's capacity is counted by its code)",
+                        at("pick_up_slots"),
+                        slot.code
+                    ));
+                }
+            }
             built_cities.push(City {
                 code: c.code,
                 name: c.name,
@@ -175,7 +220,22 @@ impl ServiceArea {
             return Err("zones: at least one zone".into());
         }
         prefixes.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
-        Ok(Self { regions, cities: built_cities, zones: built_zones, prefixes })
+        Ok(Self { regions, cities: built_cities, zones: built_zones, prefixes, horizon_days })
+    }
+
+    /// Days ahead (today included) in which slots are booked.
+    pub fn horizon_days(&self) -> u16 {
+        self.horizon_days
+    }
+
+    /// The zone with this code.
+    pub fn zone_by_code(&self, code: &str) -> Option<usize> {
+        self.zones.iter().position(|z| z.code == code)
+    }
+
+    /// The city with this code.
+    pub fn city_by_code(&self, code: &str) -> Option<usize> {
+        self.cities.iter().position(|c| c.code == code)
     }
 
     pub fn regions(&self) -> &[Region] {
@@ -226,6 +286,9 @@ fn check_slots(mut slots: Vec<Slot>, at: &str) -> Result<Vec<Slot>, String> {
         }
         if s.closing_margin > s.from_time + 24 * 60 {
             return Err(format!("{at}.{j}.closing_margin: too large"));
+        }
+        if slots[..j].iter().any(|o| o.code == s.code) {
+            return Err(format!("{at}.{j}.code: {:?} is used twice", s.code));
         }
     }
     slots.sort_by_key(|s| s.from_time);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde::Deserialize;
 
-pub use area::{City, Region, ServiceArea, Slot, Weekdays, Zone};
+pub use area::{City, Region, ServiceArea, Slot, SlotCapacity, Weekdays, Zone};
 
 use crate::money::Money;
 
@@ -22,6 +22,7 @@ struct RawConfig {
     server: RawServer,
     webhooks: RawWebhooks,
     async_orders: RawAsyncOrders,
+    booking: RawBooking,
     postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
@@ -114,6 +115,13 @@ fn postgres_settings(raw: &RawPostgres) -> Result<PostgresSettings, ConfigError>
         connect_timeout,
         statement_timeout,
     })
+}
+
+/// `[booking]`: how far ahead slots are sold (CONTRACT §10).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBooking {
+    horizon_days: u16,
 }
 
 #[derive(Debug, Deserialize)]
@@ -505,7 +513,8 @@ impl Settings {
         validate_limits(&raw.limits).map_err(ConfigError::Invalid)?;
         validate_rate_limits(&raw.rate_limits).map_err(ConfigError::Invalid)?;
         validate_bucket(raw.public_rate_limit).map_err(|m| ConfigError::Invalid(format!("public_rate_limit: {m}")))?;
-        let area = ServiceArea::build(raw.regions, raw.cities, raw.zones).map_err(ConfigError::Invalid)?;
+        let area = ServiceArea::build(raw.regions, raw.cities, raw.zones, raw.booking.horizon_days)
+            .map_err(ConfigError::Invalid)?;
         let admin_token = o.admin_token.clone().or(raw.server.admin_token).filter(|t| !t.is_empty());
         if let Some(t) = &admin_token {
             if t.len() < 16 {
@@ -660,6 +669,42 @@ mod tests {
         assert_eq!(Settings::load(&o).unwrap().webhooks.retry_schedule.len(), 2);
         let o = Overrides { webhook_retry_schedule: Some("soon".into()), ..Overrides::default() };
         assert!(Settings::load(&o).unwrap_err().to_string().contains("DROPSLOT_WEBHOOK_RETRY_SCHEDULE"));
+    }
+
+    /// A slot's `capacity` is read from the area file; a pick-up slot takes stops only, a
+    /// pick-up slot code names one slot in the whole area, and the horizon is checked.
+    #[test]
+    fn slot_capacity_and_the_booking_horizon() {
+        let city = |code: &str, slot: &str, capacity: &str| {
+            format!(
+                "[[cities]]\ncode = \"{code}\"\nname = \"{code}\"\nregion = \"ON\"\ntime_zone = \"America/Toronto\"\n\
+                 weekdays = [\"mon\"]\n[[cities.pick_up_slots]]\ncode = \"{slot}\"\nname = \"AM\"\nfrom_time = 540\n\
+                 to_time = 720\n{capacity}\n"
+            )
+        };
+        let zone = "[[zones]]\ncode = \"Z\"\ncity = \"a\"\nwarehouse = \"W\"\npostal_prefixes = [\"M5\"]\n\
+                    [[zones.drop_off_slots]]\ncode = \"Z-PM\"\nname = \"PM\"\nfrom_time = 840\nto_time = 1080\n\
+                    capacity = { stops = 7, parcels = 20 }\n";
+        let s = Settings::from_toml_fragment(
+            &format!("{}{zone}", city("a", "A-AM", "capacity = { stops = 3 }")),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(s.area.horizon_days(), 14);
+        let limit = s.area.zones()[0].drop_off_slots[0].limit();
+        assert_eq!((limit.stops, limit.parcels), (Some(7), Some(20)));
+        assert_eq!(s.area.cities()[0].pick_up_slots[0].limit().stops, Some(3));
+        let e = Settings::from_toml_fragment(
+            &format!("{}{zone}", city("a", "A-AM", "capacity = { parcels = 3 }")),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("pick_up_slots.0.capacity.parcels"), "{e}");
+        let twice = format!("{}{}{zone}", city("a", "A-AM", ""), city("b", "A-AM", ""));
+        let e = Settings::from_toml_fragment(&twice, &Overrides::default()).unwrap_err();
+        assert!(e.to_string().contains("another city"), "{e}");
+        let e = Settings::from_toml_fragment("[booking]\nhorizon_days = 0", &Overrides::default()).unwrap_err();
+        assert!(e.to_string().contains("booking.horizon_days"), "{e}");
     }
 
     #[test]

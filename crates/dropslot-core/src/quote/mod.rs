@@ -1,6 +1,7 @@
 //! The quote: a pure function of (request, client price list, service area, now) giving the
 //! schedule and every price of a preview or an order. No I/O, no clock reads.
 
+pub mod capacity;
 pub mod pricing;
 pub mod schedule;
 
@@ -17,6 +18,8 @@ pub struct DropOffRequest {
     pub zone: usize,
     /// Size class index of each parcel.
     pub sizes: Vec<usize>,
+    /// The slot it asks for, if any (CONTRACT §10).
+    pub asked: Option<schedule::Asked>,
 }
 
 #[derive(Debug, Clone)]
@@ -48,13 +51,17 @@ pub struct Quote {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuoteError {
-    /// The pick-up city has no bookable slot within a year.
+    /// The pick-up city has no open slot with room within the booking horizon.
     NoPickUpSlot,
-    /// That drop-off cannot be served on any day the pick-up can (its city never operates
-    /// then, or its zone has no open slot).
+    /// That drop-off cannot be served on any day the pick-up can within the horizon (its
+    /// city does not operate then, or its zone has no open slot with room).
     NoDropOffSlot(usize),
     /// No single day serves the pick-up and every drop-off.
     NoCommonDay,
+    /// That drop-off's asked-for slot cannot be booked.
+    AskedSlot(usize, schedule::AskedProblem),
+    /// That drop-off asks for another date than an earlier one.
+    AskedDates(usize),
 }
 
 impl Quote {
@@ -66,15 +73,65 @@ impl Quote {
     }
 }
 
-pub fn quote(req: &QuoteRequest, prices: &PriceList, area: &ServiceArea, now: Timestamp) -> Result<Quote, QuoteError> {
+impl Quote {
+    /// The room this quote takes when it becomes an order: one pick-up stop in the pick-up
+    /// slot, one stop and its parcels in each drop-off's slot, each with its slot's configured
+    /// limit (the store checks them, with the date's overrides, in the order's transaction).
+    pub fn reservations(&self, req: &QuoteRequest, area: &ServiceArea) -> Vec<capacity::Reservation> {
+        use capacity::{Load, Reservation, SlotDate, SlotKind};
+        let city = area.city(self.pick_up_city);
+        let mut out = Vec::with_capacity(1 + self.drop_offs.len());
+        let pick_up = SlotDate {
+            kind: SlotKind::PickUp,
+            place: city.code.clone(),
+            slot: self.pick_up.slot.code.clone(),
+            date: self.pick_up.date,
+        };
+        let want = Load { stops: 1, parcels: 0 };
+        out.push(Reservation { at: pick_up, want, configured: self.pick_up.slot.limit(), drop_off: None });
+        for (i, (d, r)) in self.drop_offs.iter().zip(&req.drop_offs).enumerate() {
+            let at = SlotDate {
+                kind: SlotKind::DropOff,
+                place: area.zone(r.zone).code.clone(),
+                slot: d.booking.slot.code.clone(),
+                date: d.booking.date,
+            };
+            let want = Load { stops: 1, parcels: u32::try_from(r.sizes.len()).unwrap_or(u32::MAX) };
+            out.push(Reservation { at, want, configured: d.booking.slot.limit(), drop_off: Some(i) });
+        }
+        out
+    }
+}
+
+/// Quotes `req` at `now`, booking against `capacity` (the overrides and fill of the slots it
+/// may book, of the request's mode; [`capacity::Capacity::empty`] when none is limited).
+pub fn quote(
+    req: &QuoteRequest,
+    prices: &PriceList,
+    area: &ServiceArea,
+    now: Timestamp,
+    capacity: &capacity::Capacity,
+) -> Result<Quote, QuoteError> {
     let pick_up_city = area.zone(req.pick_up_zone).city;
     let city = area.city(pick_up_city);
-    let places: Vec<_> = req.drop_offs.iter().map(|d| (area.zone(d.zone), area.city(area.zone(d.zone).city))).collect();
-    let (pick_up, bookings) = schedule::book(city, &places, now).map_err(|e| match e {
-        schedule::Unschedulable::PickUp => QuoteError::NoPickUpSlot,
-        schedule::Unschedulable::DropOff(i) => QuoteError::NoDropOffSlot(i),
-        schedule::Unschedulable::Together => QuoteError::NoCommonDay,
-    })?;
+    let needs: Vec<schedule::Need<'_>> = req
+        .drop_offs
+        .iter()
+        .map(|d| schedule::Need {
+            zone: area.zone(d.zone),
+            city: area.city(area.zone(d.zone).city),
+            parcels: u32::try_from(d.sizes.len()).unwrap_or(u32::MAX),
+            asked: d.asked.as_ref(),
+        })
+        .collect();
+    let (pick_up, bookings) =
+        schedule::book(city, &needs, now, area.horizon_days(), capacity).map_err(|e| match e {
+            schedule::Unschedulable::PickUp => QuoteError::NoPickUpSlot,
+            schedule::Unschedulable::DropOff(i) => QuoteError::NoDropOffSlot(i),
+            schedule::Unschedulable::Together => QuoteError::NoCommonDay,
+            schedule::Unschedulable::Asked(i, why) => QuoteError::AskedSlot(i, why),
+            schedule::Unschedulable::AskedDates(i) => QuoteError::AskedDates(i),
+        })?;
     let mut drop_offs = Vec::with_capacity(req.drop_offs.len());
     for (d, booking) in req.drop_offs.iter().zip(bookings) {
         let parcel_prices: Vec<Money> = d.sizes.iter().map(|&s| prices.sizes[s].price).collect();
@@ -127,9 +184,9 @@ mod tests {
             }
             let req = QuoteRequest {
                 pick_up_zone: 0,
-                drop_offs: sizes.iter().enumerate().map(|(i, v)| DropOffRequest { zone: i % s.area.zones().len(), sizes: v.clone() }).collect(),
+                drop_offs: sizes.iter().enumerate().map(|(i, v)| DropOffRequest { zone: i % s.area.zones().len(), sizes: v.clone(), asked: None }).collect(),
             };
-            let q = quote(&req, &s.pricing, &s.area, "2026-11-23T12:00:00Z".parse().unwrap()).unwrap();
+            let q = quote(&req, &s.pricing, &s.area, "2026-11-23T12:00:00Z".parse().unwrap(), &capacity::Capacity::empty()).unwrap();
             let mut sum = Money::ZERO;
             for (d, sz) in q.drop_offs.iter().zip(&sizes) {
                 let expected: Money = sz.iter().map(|&i| s.pricing.sizes[i].price).sum();

@@ -4,9 +4,12 @@
 use jiff::civil::{Date, DateTime};
 use jiff::{SignedDuration, Timestamp, Zoned};
 
+use std::collections::HashMap;
+
+use super::capacity::{Capacity, Load, SlotDate, SlotKind};
 use crate::config::{City, Slot, Zone};
 
-/// How far ahead to look for an operating day before giving up.
+/// How far ahead [`pick_up`] looks for an operating day before giving up.
 const HORIZON_DAYS: i32 = 366;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -40,63 +43,162 @@ pub fn pick_up(city: &City, now: Timestamp) -> Option<Booking> {
     None
 }
 
+/// A drop-off's slot asked for by the request (CONTRACT §10): that date and that slot of
+/// its zone, or a 422.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    pub date: Date,
+    pub slot: String,
+}
+
+/// One drop-off as the schedule books it.
+#[derive(Debug, Clone, Copy)]
+pub struct Need<'a> {
+    pub zone: &'a Zone,
+    pub city: &'a City,
+    /// Its parcels (the room it takes in a slot with a parcel limit).
+    pub parcels: u32,
+    pub asked: Option<&'a Asked>,
+}
+
 /// Why no booking exists within the horizon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unschedulable {
-    /// The pick-up city has no bookable slot.
+    /// The pick-up city has no open pick-up slot with room.
     PickUp,
     /// That drop-off (index) cannot be served on any day the pick-up can.
     DropOff(usize),
     /// Each drop-off can be served with the pick-up, but no single day serves them all.
     Together,
+    /// That drop-off's asked-for slot cannot be booked, and why.
+    Asked(usize, AskedProblem),
+    /// That drop-off asks for another date than an earlier one: all are delivered on one date.
+    AskedDates(usize),
+}
+
+/// Why an asked-for slot cannot be booked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskedProblem {
+    /// Not a drop-off slot of the address's zone.
+    Unknown,
+    /// Not open on that date: past its closing time, a day the city does not operate, or
+    /// outside the booking horizon.
+    Closed,
+    /// No room left for this drop-off.
+    Full,
+    /// Open with room, but no open pick-up slot with room that day reaches it.
+    Unreachable,
 }
 
 /// Books the pick-up and every drop-off together (shipment type SAME: all on one date).
 ///
-/// The date is the earliest one, counted in the pick-up city, on which the pick-up city and
-/// the city of every drop-off operate (operating weekday, not a holiday). The pick-up slot
-/// is the earliest still-open slot that day for which every drop-off has an open slot too;
-/// see [`drop_off`] for a drop-off's slot. A slot is open while `now` is before its start
-/// minus its `closing_margin`, for pick-up and drop-off slots alike.
+/// The date is the earliest one within `horizon` days (today included, counted in the
+/// pick-up city) on which the pick-up city and the city of every drop-off operate (operating
+/// weekday, not a holiday), or the date the drop-offs ask for. The pick-up slot is the
+/// earliest open slot with room that day for which every drop-off has an open slot with room
+/// too; see [`drop_off`] for a drop-off's slot. A slot is open while `now` is before its start
+/// minus its `closing_margin`, for pick-up and drop-off slots alike; a full slot (`capacity`,
+/// counting what the request's earlier drop-offs take) is skipped like a closed one.
 pub fn book(
     pick_up_city: &City,
-    drop_offs: &[(&Zone, &City)],
+    drop_offs: &[Need<'_>],
     now: Timestamp,
+    horizon: u16,
+    capacity: &Capacity,
 ) -> Result<(Booking, Vec<Booking>), Unschedulable> {
-    if let Some(found) = search(pick_up_city, drop_offs, now) {
+    let mut date: Option<&Date> = None;
+    for (i, d) in drop_offs.iter().enumerate() {
+        let Some(asked) = d.asked else { continue };
+        if !d.zone.drop_off_slots.iter().any(|s| s.code == asked.slot) {
+            return Err(Unschedulable::Asked(i, AskedProblem::Unknown));
+        }
+        if **date.get_or_insert(&asked.date) != asked.date {
+            return Err(Unschedulable::AskedDates(i));
+        }
+    }
+    let within = Window { now, horizon, capacity };
+    if let Some(found) = within.search(pick_up_city, drop_offs) {
         return Ok(found);
     }
-    if pick_up(pick_up_city, now).is_none() {
+    if within.search(pick_up_city, &[]).is_none() {
         return Err(Unschedulable::PickUp);
     }
     for (i, d) in drop_offs.iter().enumerate() {
-        if search(pick_up_city, std::slice::from_ref(d), now).is_none() {
-            return Err(Unschedulable::DropOff(i));
+        if within.search(pick_up_city, std::slice::from_ref(d)).is_some() {
+            continue;
         }
+        let Some(asked) = d.asked else { return Err(Unschedulable::DropOff(i)) };
+        return Err(Unschedulable::Asked(i, within.why_not(pick_up_city, d, asked)));
     }
     Err(Unschedulable::Together)
 }
 
-fn search(pick_up_city: &City, drop_offs: &[(&Zone, &City)], now: Timestamp) -> Option<(Booking, Vec<Booking>)> {
-    let today = now.to_zoned(pick_up_city.tz.clone()).date();
-    for offset in 0..HORIZON_DAYS {
-        let date = today.checked_add(jiff::Span::new().days(offset)).ok()?;
-        if !pick_up_city.operates_on(date) || !drop_offs.iter().all(|(_, c)| c.operates_on(date)) {
-            continue;
-        }
-        for slot in &pick_up_city.pick_up_slots {
-            let Some(booking) = open(date, slot, &pick_up_city.tz, now) else { continue };
-            let booked: Option<Vec<Booking>> = drop_offs.iter().map(|(z, c)| drop_off(z, c, &booking, now)).collect();
-            if let Some(booked) = booked {
-                return Some((booking, booked));
+/// The booking horizon from `now`, and the capacity it books against.
+struct Window<'a> {
+    now: Timestamp,
+    horizon: u16,
+    capacity: &'a Capacity,
+}
+
+impl Window<'_> {
+    /// The dates of the horizon, counted in `city`'s zone.
+    fn dates(&self, city: &City) -> impl Iterator<Item = Date> {
+        let today = self.now.to_zoned(city.tz.clone()).date();
+        (0..i32::from(self.horizon)).filter_map(move |offset| today.checked_add(jiff::Span::new().days(offset)).ok())
+    }
+
+    fn search(&self, pick_up_city: &City, drop_offs: &[Need<'_>]) -> Option<(Booking, Vec<Booking>)> {
+        let asked = drop_offs.iter().find_map(|d| d.asked.map(|a| a.date));
+        for date in self.dates(pick_up_city) {
+            if asked.is_some_and(|a| a != date)
+                || !pick_up_city.operates_on(date)
+                || !drop_offs.iter().all(|d| d.city.operates_on(date))
+            {
+                continue;
+            }
+            for slot in &pick_up_city.pick_up_slots {
+                let Some(booking) = self.pick_up_slot(pick_up_city, slot, date) else { continue };
+                let mut taken = HashMap::new();
+                let booked: Option<Vec<Booking>> =
+                    drop_offs.iter().map(|d| drop_off(d, &booking, self.now, self.capacity, &mut taken)).collect();
+                if let Some(booked) = booked {
+                    return Some((booking, booked));
+                }
             }
         }
+        None
     }
-    None
+
+    /// `slot` on `date` if it is open and has room for one more pick-up.
+    fn pick_up_slot(&self, city: &City, slot: &Slot, date: Date) -> Option<Booking> {
+        let booking = open(date, slot, &city.tz, self.now)?;
+        let at = SlotDate { kind: SlotKind::PickUp, place: city.code.clone(), slot: slot.code.clone(), date };
+        self.capacity.fits(slot.limit(), &at, Load::default(), Load { stops: 1, parcels: 0 }).then_some(booking)
+    }
+
+    /// Why a drop-off's asked-for (known) slot cannot be booked alone with the pick-up.
+    fn why_not(&self, pick_up_city: &City, d: &Need<'_>, asked: &Asked) -> AskedProblem {
+        let in_horizon = self.dates(pick_up_city).any(|date| date == asked.date);
+        let slot = d.zone.drop_off_slots.iter().find(|s| s.code == asked.slot);
+        let Some(slot) =
+            slot.filter(|_| in_horizon && d.city.operates_on(asked.date) && pick_up_city.operates_on(asked.date))
+        else {
+            return AskedProblem::Closed;
+        };
+        if open(asked.date, slot, &d.city.tz, self.now).is_none() {
+            return AskedProblem::Closed;
+        }
+        let at =
+            SlotDate { kind: SlotKind::DropOff, place: d.zone.code.clone(), slot: slot.code.clone(), date: asked.date };
+        if !self.capacity.fits(slot.limit(), &at, Load::default(), Load { stops: 1, parcels: d.parcels }) {
+            return AskedProblem::Full;
+        }
+        AskedProblem::Unreachable
+    }
 }
 
 /// `slot` on `date`, if it can still be booked at `now`.
-fn open(date: Date, slot: &Slot, tz: &jiff::tz::TimeZone, now: Timestamp) -> Option<Booking> {
+pub fn open(date: Date, slot: &Slot, tz: &jiff::tz::TimeZone, now: Timestamp) -> Option<Booking> {
     let start = at_minutes(date, slot.from_time, tz)?;
     let closes = start.timestamp() - SignedDuration::from_mins(i64::from(slot.closing_margin));
     if now >= closes {
@@ -106,15 +208,34 @@ fn open(date: Date, slot: &Slot, tz: &jiff::tz::TimeZone, now: Timestamp) -> Opt
     Some(Booking { date, slot: slot.clone(), start, end })
 }
 
-/// The drop-off slot on the pick-up's date: the earliest open zone slot starting at or after
-/// the pick-up slot ends, else the zone's last slot of the day if it is open.
-pub fn drop_off(zone: &Zone, zone_city: &City, pick_up: &Booking, now: Timestamp) -> Option<Booking> {
+/// The drop-off slot on the pick-up's date: the earliest open zone slot with room starting at
+/// or after the pick-up slot ends, else the zone's last slot of the day if it is open and has
+/// room; only the asked-for slot when the drop-off asks for one. `taken` is what the
+/// request's earlier drop-offs hold in each slot, and takes this one's room.
+fn drop_off(
+    d: &Need<'_>,
+    pick_up: &Booking,
+    now: Timestamp,
+    capacity: &Capacity,
+    taken: &mut HashMap<SlotDate, Load>,
+) -> Option<Booking> {
     let date = pick_up.date;
-    zone.drop_off_slots
-        .iter()
-        .filter(|s| s.from_time >= pick_up.slot.to_time)
-        .find_map(|s| open(date, s, &zone_city.tz, now))
-        .or_else(|| zone.drop_off_slots.last().and_then(|s| open(date, s, &zone_city.tz, now)))
+    let want = Load { stops: 1, parcels: d.parcels };
+    let slots = &d.zone.drop_off_slots;
+    let candidates = slots.iter().filter(|s| s.from_time >= pick_up.slot.to_time).chain(slots.last());
+    for slot in candidates {
+        if d.asked.is_some_and(|a| a.slot != slot.code) {
+            continue;
+        }
+        let Some(booking) = open(date, slot, &d.city.tz, now) else { continue };
+        let at = SlotDate { kind: SlotKind::DropOff, place: d.zone.code.clone(), slot: slot.code.clone(), date };
+        let also = taken.get(&at).copied().unwrap_or_default();
+        if capacity.fits(slot.limit(), &at, also, want) {
+            taken.insert(at, also + want);
+            return Some(booking);
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -195,12 +316,12 @@ mod tests {
         // A drop-off city that does not operate on Mondays: Monday's pick-up moves to Tuesday.
         let mut closed_mondays = pick_up_city.clone();
         closed_mondays.weekdays = closed_mondays.weekdays.without(Weekday::Monday);
-        let (p, d) = super::book(pick_up_city, &[(&zone, &closed_mondays)], ts("2026-11-23T12:00:00Z")).unwrap();
+        let (p, d) = books(pick_up_city, &[(&zone, &closed_mondays)], ts("2026-11-23T12:00:00Z")).unwrap();
         assert_eq!((p.date.to_string(), d[0].date.to_string()), ("2026-11-24".into(), "2026-11-24".into()));
         // A drop-off city's holiday is skipped the same way.
         let mut holiday = pick_up_city.clone();
         holiday.holidays.insert("2026-11-23".parse().unwrap());
-        let (p, _) = super::book(pick_up_city, &[(&zone, &holiday)], ts("2026-11-23T12:00:00Z")).unwrap();
+        let (p, _) = books(pick_up_city, &[(&zone, &holiday)], ts("2026-11-23T12:00:00Z")).unwrap();
         assert_eq!(p.date.to_string(), "2026-11-24");
         // A copy of the city that operates only on `days`.
         let operating_on = |days: &[Weekday]| {
@@ -216,7 +337,7 @@ mod tests {
         // A drop-off city that never operates: that drop-off is unschedulable, named by index.
         let never = operating_on(&[]);
         assert_eq!(
-            super::book(pick_up_city, &[(&zone, pick_up_city), (&zone, &never)], ts("2026-11-23T12:00:00Z")),
+            books(pick_up_city, &[(&zone, pick_up_city), (&zone, &never)], ts("2026-11-23T12:00:00Z")),
             Err(super::Unschedulable::DropOff(1))
         );
         // Two drop-off cities that each work with the pick-up but never on the same day.
@@ -229,7 +350,7 @@ mod tests {
             Weekday::Saturday,
         ]);
         assert_eq!(
-            super::book(pick_up_city, &[(&zone, &only_monday), (&zone, &not_monday)], ts("2026-11-23T12:00:00Z")),
+            books(pick_up_city, &[(&zone, &only_monday), (&zone, &not_monday)], ts("2026-11-23T12:00:00Z")),
             Err(super::Unschedulable::Together)
         );
         // A drop-off slot whose margin has passed is not booked; the next open one is.
@@ -237,7 +358,7 @@ mod tests {
         tight.drop_off_slots[0].closing_margin = 0;
         let first = tight.drop_off_slots.iter().position(|s| s.from_time >= 720).unwrap();
         tight.drop_off_slots[first].closing_margin = tight.drop_off_slots[first].from_time;
-        let (_, d) = super::book(pick_up_city, &[(&tight, pick_up_city)], ts("2026-11-23T12:00:00Z")).unwrap();
+        let (_, d) = books(pick_up_city, &[(&tight, pick_up_city)], ts("2026-11-23T12:00:00Z")).unwrap();
         assert_ne!(d[0].slot.code, tight.drop_off_slots[first].code);
     }
 
@@ -247,10 +368,112 @@ mod tests {
         let city = &s.area.cities()[0];
         let zone = &s.area.zones()[0];
         let am = book("2026-11-23T12:00:00Z");
-        let d = drop_off(zone, city, &am, ts("2026-11-23T12:00:00Z")).unwrap();
+        let need = Need { zone, city, parcels: 1, asked: None };
+        let d = drop_off(&need, &am, ts("2026-11-23T12:00:00Z"), &Capacity::empty(), &mut HashMap::new()).unwrap();
         assert_eq!((d.slot.code.as_str(), iso(&d.start).as_str()), ("TOR-DT-PM", "2026-11-23T14:00:00-05:00"));
         let pm = book("2026-11-23T14:00:00Z");
         // The PM pick-up ends at 15:00: the 14:00 drop-off slot starts too early, so 18:00.
-        assert_eq!(drop_off(zone, city, &pm, ts("2026-11-23T14:00:00Z")).unwrap().slot.code, "TOR-DT-EV");
+        let d = drop_off(&need, &pm, ts("2026-11-23T14:00:00Z"), &Capacity::empty(), &mut HashMap::new()).unwrap();
+        assert_eq!(d.slot.code, "TOR-DT-EV");
+    }
+
+    /// `super::book` over (zone, city) pairs of one parcel each, nothing asked, no capacity.
+    fn books(
+        pick_up_city: &City,
+        pairs: &[(&Zone, &City)],
+        now: Timestamp,
+    ) -> Result<(Booking, Vec<Booking>), Unschedulable> {
+        let needs: Vec<Need<'_>> =
+            pairs.iter().map(|(zone, city)| Need { zone, city, parcels: 1, asked: None }).collect();
+        super::book(pick_up_city, &needs, now, 366, &Capacity::empty())
+    }
+
+    fn limited(zone: &Zone, slot: usize, stops: u32, parcels: Option<u32>) -> Zone {
+        let mut z = zone.clone();
+        z.drop_off_slots[slot].capacity = Some(crate::config::SlotCapacity { stops: Some(stops), parcels });
+        z
+    }
+
+    fn at(zone: &Zone, slot: usize, date: &str) -> SlotDate {
+        SlotDate {
+            kind: SlotKind::DropOff,
+            place: zone.code.clone(),
+            slot: zone.drop_off_slots[slot].code.clone(),
+            date: date.parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_full_slot_is_skipped_like_a_closed_one() {
+        let s = Settings::load(&Overrides::default()).unwrap();
+        let city = &s.area.cities()[0];
+        let zone = limited(&s.area.zones()[0], 0, 2, None);
+        let now = ts("2026-11-23T12:00:00Z");
+        let need = [Need { zone: &zone, city, parcels: 1, asked: None }];
+        let full =
+            Capacity::new(HashMap::new(), HashMap::from([(at(&zone, 0, "2026-11-23"), Load { stops: 2, parcels: 0 })]));
+        let (_, d) = super::book(city, &need, now, 14, &Capacity::empty()).unwrap();
+        assert_eq!(d[0].slot.code, zone.drop_off_slots[0].code);
+        let (p, d) = super::book(city, &need, now, 14, &full).unwrap();
+        assert_eq!(
+            (p.date.to_string(), d[0].slot.code.as_str()),
+            ("2026-11-23".into(), zone.drop_off_slots[1].code.as_str())
+        );
+        // Two drop-offs of one request take two places: with one left, the second moves on.
+        let one_left =
+            Capacity::new(HashMap::new(), HashMap::from([(at(&zone, 0, "2026-11-23"), Load { stops: 1, parcels: 0 })]));
+        let (_, d) = super::book(city, &[need[0], need[0]], now, 14, &one_left).unwrap();
+        assert_ne!(d[0].slot.code, d[1].slot.code);
+        // A parcel limit binds the same way.
+        let parcels = limited(&s.area.zones()[0], 0, 100, Some(3));
+        let heavy = [Need { zone: &parcels, city, parcels: 4, asked: None }];
+        assert_ne!(
+            super::book(city, &heavy, now, 14, &Capacity::empty()).unwrap().1[0].slot.code,
+            parcels.drop_off_slots[0].code
+        );
+        // Every slot full on every day of the horizon: nothing to book.
+        let mut tiny = s.area.zones()[0].clone();
+        for slot in &mut tiny.drop_off_slots {
+            slot.capacity = Some(crate::config::SlotCapacity { stops: Some(0), parcels: None });
+        }
+        let none = [Need { zone: &tiny, city, parcels: 1, asked: None }];
+        assert_eq!(super::book(city, &none, now, 14, &Capacity::empty()), Err(Unschedulable::DropOff(0)));
+    }
+
+    #[test]
+    fn an_asked_slot_is_booked_or_refused_with_its_reason() {
+        let s = Settings::load(&Overrides::default()).unwrap();
+        let city = &s.area.cities()[0];
+        let zone = limited(&s.area.zones()[0], 1, 1, None);
+        let now = ts("2026-11-23T12:00:00Z");
+        let ask = |date: &str, slot: &str| Asked { date: date.parse().unwrap(), slot: slot.into() };
+        let book = |asked: &Asked, capacity: &Capacity| {
+            super::book(city, &[Need { zone: &zone, city, parcels: 1, asked: Some(asked) }], now, 14, capacity)
+        };
+        let ev = zone.drop_off_slots[1].code.clone();
+        let (p, d) = book(&ask("2026-11-25", &ev), &Capacity::empty()).unwrap();
+        assert_eq!((p.date.to_string(), d[0].slot.code.clone()), ("2026-11-25".into(), ev.clone()));
+        assert_eq!(
+            book(&ask("2026-11-25", "NOPE"), &Capacity::empty()),
+            Err(Unschedulable::Asked(0, AskedProblem::Unknown))
+        );
+        // Sunday: the city does not operate; 2026-12-20 is past the 14 days; yesterday is gone.
+        for date in ["2026-11-29", "2026-12-20", "2026-11-22"] {
+            assert_eq!(
+                book(&ask(date, &ev), &Capacity::empty()),
+                Err(Unschedulable::Asked(0, AskedProblem::Closed)),
+                "{date}"
+            );
+        }
+        let full =
+            Capacity::new(HashMap::new(), HashMap::from([(at(&zone, 1, "2026-11-25"), Load { stops: 1, parcels: 0 })]));
+        assert_eq!(book(&ask("2026-11-25", &ev), &full), Err(Unschedulable::Asked(0, AskedProblem::Full)));
+        // Two drop-offs asking two dates.
+        let (a, b) = (ask("2026-11-24", &ev), ask("2026-11-25", &ev));
+        let two = [
+            Need { zone: &zone, city, parcels: 1, asked: Some(&a) },
+            Need { zone: &zone, city, parcels: 1, asked: Some(&b) },
+        ];
+        assert_eq!(super::book(city, &two, now, 14, &Capacity::empty()), Err(Unschedulable::AskedDates(1)));
     }
 }
