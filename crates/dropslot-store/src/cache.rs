@@ -95,3 +95,41 @@ impl<K: Eq + Hash, V: Clone> EpochCache<K, V> {
         }
     }
 }
+
+/// Values kept for a fixed time: what may be a little stale by design (slot capacity as the
+/// preview sees it: the order's own transaction decides), refreshed by the first read after
+/// they expire, and dropped at once when this process changes what they show.
+pub struct Ttl<K, V> {
+    ttl: Duration,
+    entries: Mutex<HashMap<K, (Instant, V)>>,
+}
+
+impl<K: Eq + Hash, V: Clone> Ttl<K, V> {
+    pub fn new(ttl: Duration) -> Self {
+        Self { ttl, entries: Mutex::new(HashMap::new()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, (Instant, V)>> {
+        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The value, while it is younger than the time kept.
+    pub fn get(&self, key: &K) -> Option<V> {
+        self.lock().get(key).filter(|(at, _)| at.elapsed() < self.ttl).map(|(_, v)| v.clone())
+    }
+
+    pub fn put(&self, key: K, value: V) {
+        self.lock().insert(key, (Instant::now(), value));
+    }
+
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// Changes every value kept, each as long as it was going to be kept anyway.
+    pub fn modify(&self, mut f: impl FnMut(&K, &mut V)) {
+        for (k, (_, v)) in self.lock().iter_mut() {
+            f(k, v);
+        }
+    }
+}

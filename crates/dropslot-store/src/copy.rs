@@ -367,6 +367,34 @@ const TABLES: &[Table] = &[
             c("errors_json", JSON_OR_NULL),
         ],
     },
+    Table {
+        name: "slot_fill",
+        identity: false,
+        columns: &[
+            c("mode", MODE),
+            c("kind", TEXT),
+            c("place", TEXT),
+            c("slot_code", TEXT),
+            c("date", TEXT),
+            c("stops", INT),
+            c("parcels", INT),
+        ],
+    },
+    Table {
+        name: "capacity_overrides",
+        identity: false,
+        columns: &[
+            c("kind", TEXT),
+            c("place", TEXT),
+            c("slot_code", TEXT),
+            c("date", TEXT),
+            c("stops_set", Conv::Bool),
+            c("stops", INT_OR_NULL),
+            c("parcels_set", Conv::Bool),
+            c("parcels", INT_OR_NULL),
+            c("updated_at", INSTANT),
+        ],
+    },
 ];
 
 /// The `SQLite` tables the copy leaves behind, and why.

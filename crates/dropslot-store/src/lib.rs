@@ -3,6 +3,7 @@
 //! that forgets the client and mode filter cannot be written against this trait.
 
 pub mod cache;
+mod capacity;
 pub mod copy;
 mod labels;
 mod lifecycle;
@@ -12,10 +13,12 @@ pub mod sqlite;
 mod types;
 mod webhooks;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use jiff::Timestamp;
+use jiff::civil::Date;
 
 pub use lifecycle::*;
 pub use requests::*;
@@ -23,6 +26,7 @@ pub use types::*;
 pub use webhooks::*;
 
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
+use dropslot_core::quote::capacity::{Load, Override, SlotDate};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -251,6 +255,13 @@ pub trait Store: Send + Sync + 'static {
     async fn next_due_ms(&self) -> StoreResult<Option<i64>>;
     /// Deliveries not yet delivered or failed.
     async fn queue_depth(&self) -> StoreResult<i64>;
+    /// The per-date capacity overrides of every slot on the dates `from..=to` (CONTRACT §10).
+    async fn capacity_overrides(&self, from: Date, to: Date) -> StoreResult<HashMap<SlotDate, Override>>;
+    /// Sets (replaces) a slot's override on a date.
+    async fn set_capacity_override(&self, at: SlotDate, o: Override, now: Timestamp) -> StoreResult<()>;
+    /// What each of `slots` holds in `mode`: its drop-off shipments (stops) and their parcels,
+    /// or its pick-up shipments, deleted ones not counted. Every slot asked for is answered.
+    async fn slot_fill(&self, mode: Mode, slots: Vec<SlotDate>) -> StoreResult<HashMap<SlotDate, Load>>;
     /// The tables' upkeep the database does not do by itself in time (`PostgreSQL`: analyse
     /// and vacuum the hot tables past their thresholds); the commands it ran. Called every
     /// few seconds by one task per process.

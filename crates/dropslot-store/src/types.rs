@@ -189,6 +189,10 @@ pub struct NewOrder {
     /// completed (with the rendered response) in the order's own transaction, and only if
     /// this claim still holds it.
     pub completes: Option<super::RequestEnd>,
+    /// The room it takes in its slots (CONTRACT §10), checked against the slots' limits and
+    /// fill in its own transaction: an order that does not fit is not written
+    /// (`CreateOrderError::SlotFull`).
+    pub reservations: Vec<dropslot_core::quote::capacity::Reservation>,
 }
 
 /// A new order as a read loads it once written: the store answers every creation with it,
@@ -374,6 +378,9 @@ pub enum CreateOrderError {
     /// A concurrent request with the same idempotency key committed first.
     #[error("idempotency key already used")]
     IdempotencyKeyTaken,
+    /// A slot it reserves in has no room left (the pick-up's when `drop_off` is `None`).
+    #[error("no room left in the slot of {}", drop_off.map_or_else(|| "the pick-up".to_string(), |i| format!("drop_offs.{i}")))]
+    SlotFull { drop_off: Option<usize> },
     #[error(transparent)]
     Store(#[from] super::StoreError),
 }

@@ -337,6 +337,7 @@ pub(super) async fn insert_orders(
     sink: &mut Sink<'_>,
     orders: &[(Scope, &NewOrder)],
 ) -> Result<Vec<WrittenOrder>, CreateOrderError> {
+    super::capacity::reserve(c, orders).await?;
     let k = Columns::of(orders)?;
     let first = shipments::created(ShipmentKind::DropOff, 0);
     let rows = c

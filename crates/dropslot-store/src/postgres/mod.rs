@@ -5,6 +5,7 @@
 //! so processes may start at once.
 
 mod batch;
+mod capacity;
 mod epoch;
 mod insert;
 mod lifecycle;
@@ -16,11 +17,13 @@ mod sql;
 mod upkeep;
 mod webhooks;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use jiff::Timestamp;
+use jiff::civil::Date;
 use jiff::tz::{Offset, TimeZone};
 use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
@@ -38,6 +41,7 @@ use super::{
 use crate::cache::{self, EpochCache, Stamp};
 use dropslot_core::config::PostgresSettings;
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
+use dropslot_core::quote::capacity::{Load, Override, SlotDate};
 
 /// The same versions and names as `SQLite`'s, one to one (a unit test compares them).
 pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -50,6 +54,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (7, "order_requests", include_str!("../../migrations/postgres/0007_order_requests.sql")),
     (8, "cache_epoch", include_str!("../../migrations/postgres/0008_cache_epoch.sql")),
     (9, "webhook_statistics", include_str!("../../migrations/postgres/0009_webhook_statistics.sql")),
+    (10, "capacity", include_str!("../../migrations/postgres/0010_capacity.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -912,6 +917,18 @@ impl Store for PgStore {
 
     async fn upkeep(&self) -> StoreResult<Vec<String>> {
         upkeep::round(&self.pool).await
+    }
+
+    async fn capacity_overrides(&self, from: Date, to: Date) -> StoreResult<HashMap<SlotDate, Override>> {
+        capacity::overrides_between(&self.conn().await?, from, to).await
+    }
+
+    async fn set_capacity_override(&self, at: SlotDate, o: Override, now: Timestamp) -> StoreResult<()> {
+        capacity::set_override(&self.conn().await?, &at, o, now).await
+    }
+
+    async fn slot_fill(&self, mode: crate::Mode, slots: Vec<SlotDate>) -> StoreResult<HashMap<SlotDate, Load>> {
+        capacity::fill(&self.conn().await?, mode, &slots).await
     }
 }
 

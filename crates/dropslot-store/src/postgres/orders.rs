@@ -15,7 +15,7 @@ use crate::{DeleteOutcome, LabelDropOff, LabelKind, Scope, StoreError};
 use dropslot_core::ids::{CustomCode, DropOffShipmentId, ParcelId, PickUpShipmentId, ShipmentOrderId};
 use dropslot_core::money::{Money, TaxRate};
 use dropslot_core::quote::Totals;
-use dropslot_core::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot};
+use dropslot_core::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot, ShipmentKind, Status};
 
 /// Deletion by custom code as one unit of work: load and lock the snapshot, let the domain
 /// decide (`shipments::plan_deletion`), persist the plan; all in the caller's transaction.
@@ -34,6 +34,8 @@ pub(super) async fn delete_parcel(
     let DeletionPlan::Delete { parcel, charges, changes } = plan else {
         return Ok(DeleteOutcome::TooLate(snapshot.drop_off_status));
     };
+    let pick_up_deleted = changes.iter().any(|e| e.kind == ShipmentKind::PickUp && e.to == Status::Deleted);
+    super::capacity::release(c, parcel.0, shipment_deleted, pick_up_deleted).await?;
     c.execute_typed(
         "UPDATE parcels SET deleted_at = $2 WHERE id = $1",
         &[(&parcel.0, Type::INT8), (&now, Type::TIMESTAMPTZ)],

@@ -3,6 +3,7 @@
 //! connections used inline (point reads take microseconds).
 
 pub mod backup;
+mod capacity;
 mod epoch;
 mod lifecycle;
 mod orders;
@@ -12,11 +13,13 @@ mod requests;
 mod webhooks;
 mod writer;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use jiff::Timestamp;
+use jiff::civil::Date;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
@@ -28,6 +31,7 @@ use super::{
 };
 use crate::cache::EpochCache;
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
+use dropslot_core::quote::capacity::{Load, Override, SlotDate};
 use outbox::Sink;
 use writer::Writer;
 pub use writer::map_err;
@@ -42,6 +46,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (7, "order_requests", include_str!("../../migrations/sqlite/0007_order_requests.sql")),
     (8, "cache_epoch", include_str!("../../migrations/sqlite/0008_cache_epoch.sql")),
     (9, "webhook_statistics", include_str!("../../migrations/sqlite/0009_webhook_statistics.sql")),
+    (10, "capacity", include_str!("../../migrations/sqlite/0010_capacity.sql")),
 ];
 const READERS: usize = 4;
 
@@ -745,6 +750,18 @@ impl Store for SqliteStore {
 
     async fn queue_depth(&self) -> StoreResult<i64> {
         self.read_blocking(webhooks::queue_depth).await
+    }
+
+    async fn capacity_overrides(&self, from: Date, to: Date) -> StoreResult<HashMap<SlotDate, Override>> {
+        capacity::parsed(self.read(|c| capacity::override_rows(c, from, to))?)
+    }
+
+    async fn set_capacity_override(&self, at: SlotDate, o: Override, now: Timestamp) -> StoreResult<()> {
+        self.writer.write(move |c| capacity::set_override(c, &at, o, now)).await
+    }
+
+    async fn slot_fill(&self, mode: crate::Mode, slots: Vec<SlotDate>) -> StoreResult<HashMap<SlotDate, Load>> {
+        capacity::loaded(self.read_blocking(move |c| capacity::fill(c, mode, &slots)).await?)
     }
 }
 

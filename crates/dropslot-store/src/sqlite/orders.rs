@@ -16,7 +16,7 @@ use dropslot_core::ids::{
     CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId,
 };
 use dropslot_core::money::{Money, TaxRate};
-use dropslot_core::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot, ShipmentKind};
+use dropslot_core::shipments::{self, ChargeLine, DeletionPlan, DeletionSnapshot, ShipmentKind, Status};
 use dropslot_core::time::iso;
 
 /// One order in the writer's transaction, and whether it created its pick-up's saved address
@@ -35,6 +35,7 @@ pub(super) fn insert_order(
     if let Some(claim) = &o.idempotency {
         claim_idempotency_key(c, scope, claim)?;
     }
+    super::capacity::reserve(c, scope.mode, &o.reservations)?;
     // `use_count` is 1 only on the row this insert created (a reuse adds 1 to it).
     let (saved_address, new_address) = c
         .prepare_cached(
@@ -227,6 +228,8 @@ pub(super) fn delete_parcel(
     let DeletionPlan::Delete { parcel, charges, changes } = plan else {
         return Ok(DeleteOutcome::TooLate(snapshot.drop_off_status));
     };
+    let pick_up_deleted = changes.iter().any(|e| e.kind == ShipmentKind::PickUp && e.to == Status::Deleted);
+    super::capacity::release(c, parcel.0, shipment_deleted, pick_up_deleted)?;
     c.execute("UPDATE parcels SET deleted_at = ?2 WHERE id = ?1", params![parcel.0, now.to_string()])
         .map_err(map_err)?;
     for (shipment_order, t) in &charges {
