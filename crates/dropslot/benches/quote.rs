@@ -12,6 +12,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use dropslot::orders::request::{Purpose, RequestPayload, Rules, ValidRequest, validate};
 use dropslot_core::config::{Overrides, Settings};
 use dropslot_core::geo::Geocoder;
+use dropslot_core::quote::capacity::Capacity;
 use dropslot_core::quote::quote;
 use jiff::Timestamp;
 
@@ -57,6 +58,7 @@ fn benches(c: &mut Criterion) {
     let settings = Settings::load(&Overrides::default()).expect("default settings load");
     let geocoder = Geocoder::embedded();
     let now: Timestamp = NOW.parse().unwrap();
+    let empty = Capacity::empty();
     let rules = Rules {
         purpose: Purpose::Preview,
         prices: &settings.pricing,
@@ -71,15 +73,31 @@ fn benches(c: &mut Criterion) {
     let small = valid(&small_json).quote_request();
     let large = valid(&large_json).quote_request();
     // Both quote fine at the pinned instant (otherwise the figures would measure an error path).
-    quote(&small, &settings.pricing, &settings.area, now).expect("small request quotes");
-    quote(&large, &settings.pricing, &settings.area, now).expect("large request quotes");
+    quote(&small, &settings.pricing, &settings.area, now, &Capacity::empty()).expect("small request quotes");
+    quote(&large, &settings.pricing, &settings.area, now, &Capacity::empty()).expect("large request quotes");
 
     let mut g = c.benchmark_group("quote");
     g.bench_function("1x3", |b| {
-        b.iter(|| quote(black_box(&small), black_box(&settings.pricing), black_box(&settings.area), black_box(now)));
+        b.iter(|| {
+            quote(
+                black_box(&small),
+                black_box(&settings.pricing),
+                black_box(&settings.area),
+                black_box(now),
+                black_box(&empty),
+            )
+        });
     });
     g.bench_function("20x5", |b| {
-        b.iter(|| quote(black_box(&large), black_box(&settings.pricing), black_box(&settings.area), black_box(now)));
+        b.iter(|| {
+            quote(
+                black_box(&large),
+                black_box(&settings.pricing),
+                black_box(&settings.area),
+                black_box(now),
+                black_box(&empty),
+            )
+        });
     });
     g.finish();
 

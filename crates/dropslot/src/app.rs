@@ -8,6 +8,7 @@ use axum::extract::FromRef;
 use dropslot_core::clock::Clock;
 use dropslot_core::config::{PriceList, Settings};
 use dropslot_core::geo::Geocoder;
+use dropslot_core::quote::capacity::Capacity;
 use dropslot_store::{DynStore, Outbox, StoreError};
 use tokio::sync::watch;
 
@@ -29,6 +30,9 @@ pub struct AppInner {
     pub limiters: Arc<Limiters>,
     /// Rung when an asynchronous order request is queued (wakes this process's worker).
     pub requests_queued: Arc<tokio::sync::Notify>,
+    /// The slots' capacity as quotes see it, per mode and first date (kept one second:
+    /// an order's own transaction decides; `capacity::snapshot`).
+    pub capacity: dropslot_store::cache::Ttl<(dropslot_store::Mode, jiff::civil::Date), Arc<Capacity>>,
     /// Turns true when the service is shutting down (`/readyz` answers 503 from then on).
     stopping: watch::Receiver<bool>,
 }
@@ -67,6 +71,7 @@ impl App {
             metrics,
             limiters,
             requests_queued: Arc::new(tokio::sync::Notify::new()),
+            capacity: dropslot_store::cache::Ttl::new(std::time::Duration::from_secs(1)),
             stopping,
         })))
     }

@@ -5,6 +5,7 @@
 pub mod addresses;
 pub mod app;
 pub mod auth;
+pub mod capacity;
 pub mod cli;
 pub mod dashboard;
 pub mod error;

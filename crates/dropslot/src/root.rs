@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::{
-    addresses, auth, dashboard, health, http, labels, metrics, openapi, ops, orders, sandbox, shipments, tracking,
-    webhooks,
+    addresses, auth, capacity, dashboard, health, http, labels, metrics, openapi, ops, orders, sandbox, shipments,
+    tracking, webhooks,
 };
 
 /// A started service: the application, the demo client's token when the database was empty,
@@ -173,6 +173,7 @@ fn api_routes() -> axum::Router<App> {
         .merge(addresses::routes())
         .merge(webhooks::routes())
         .merge(auth::admin::routes())
+        .merge(capacity::routes())
 }
 
 /// Every domain's routes at the root: labels and icons, the tracking page, health (with

@@ -16,6 +16,7 @@
 
 mod account;
 mod orders;
+mod slots;
 mod webhooks;
 
 use std::time::Duration;
@@ -65,6 +66,7 @@ pub fn routes() -> axum::Router<App> {
         .route("/dashboard/tokens", get(account::tokens).post(account::create_token))
         .route("/dashboard/tokens/{prefix}/revoke", post(account::revoke_token))
         .route("/dashboard/addresses", get(account::addresses))
+        .route("/dashboard/slots", get(slots::list))
         .route("/dashboard/addresses/{id}/delete", post(account::delete_address))
 }
 

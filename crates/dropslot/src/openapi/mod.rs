@@ -55,6 +55,9 @@ use crate::app::App;
         crate::auth::admin::create_token,
         crate::auth::admin::list_tokens,
         crate::auth::admin::revoke_token,
+        crate::capacity::list,
+        crate::capacity::put,
+        crate::capacity::slots,
     ),
     components(schemas(crate::error::ErrorEnvelope))
 )]

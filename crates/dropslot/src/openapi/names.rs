@@ -15,6 +15,7 @@ const RENAMED: &[(&str, &str)] = &[
     ("DropOffShipmentObject", "DropOffShipment"),
     ("PickUpShipmentObject", "PickUpShipment"),
     ("ParcelObject", "Parcel"),
+    ("Vec_BookableSlot", "BookableSlots"),
 ];
 
 /// A component's name in the document.

@@ -157,6 +157,7 @@ pub(super) async fn accept(
         }
         Err(CreateOrderError::IdempotencyKeyTaken) => key_taken(&app, caller.scope, claim, now).await,
         Err(CreateOrderError::CustomCodeTaken { drop_off, parcel }) => Err(super::custom_code_taken(drop_off, parcel)),
+        Err(CreateOrderError::SlotFull { .. }) => Err(Error::Internal("a slot reserved by a queued request".into())),
         Err(CreateOrderError::Store(e)) => Err(e.into()),
     }
 }

@@ -48,8 +48,9 @@ pub(super) async fn handle(
         Keyed::Fresh(claim) => claim,
     };
     let terms = caller.terms();
-    let order = order_at(&app, &terms, payload, Purpose::Order, now, claim.clone()).await?;
-    match app.store.create_order(caller.scope, order, renderer(&app.settings.base_url)).await {
+    let mut prepared = super::prepare(&app, &terms, payload, Purpose::Order, now).await?;
+    let written = write_order(&app, &terms, &mut prepared, now, claim.clone(), |_| Ok(())).await?;
+    match written {
         // Rendered here, on a request worker, unless the store needed the body in its
         // transaction: the single writer is the throughput bottleneck.
         Ok(created) => {
@@ -63,6 +64,7 @@ pub(super) async fn handle(
         }
         Err(CreateOrderError::CustomCodeTaken { drop_off, parcel }) => Err(custom_code_taken(drop_off, parcel)),
         Err(CreateOrderError::IdempotencyKeyTaken) => key_taken(&app, caller.scope, claim, now).await,
+        Err(CreateOrderError::SlotFull { .. }) => Err(Error::Internal("a full slot after the requotes".into())),
         Err(CreateOrderError::Store(e)) => Err(e.into()),
     }
 }
@@ -141,6 +143,7 @@ async fn replay(app: &App, scope: Scope, key: &str, request_hash: &str, now: Tim
 /// Validates and quotes `payload` at `now` and turns it into the order to store, dated
 /// `now`: the one instant a request read from the clock, for its slots and its `created_at`
 /// alike.
+#[cfg(test)]
 pub(super) async fn order_at(
     app: &App,
     terms: &Terms,
@@ -160,6 +163,58 @@ pub(super) fn render(base: &str, order: &WrittenOrder) -> serde_json::Result<Str
     let shipments = order.shipments.iter().map(|s| ShipmentObject::from_stored(base, s)).collect();
     let object = OrderObject { unique_id: order.unique_id.clone(), created_at: iso(&order.created_at), shipments };
     Envelope::success(201, CREATED, &object).to_json()
+}
+
+/// How many times an order is quoted again when a slot it took filled before its write.
+const REQUOTES: usize = 3;
+
+/// Writes `prepared` as an order, with its reservations. When a slot it took filled meanwhile
+/// (another order took the last place after this one was quoted), the capacity is read anew
+/// and the order quoted again, up to [`REQUOTES`] times, as if it had come a moment later;
+/// a slot the request asked for that filled is a 422 at its `time_slot_code`, and an order
+/// that still finds no room one at its address. `finish` completes each order drafted (the
+/// worker's request completion). The store's other refusals are the caller's to answer.
+pub(super) async fn write_order(
+    app: &App,
+    terms: &Terms,
+    prepared: &mut Prepared,
+    now: Timestamp,
+    claim: Option<IdempotencyClaim>,
+    finish: impl Fn(&mut NewOrder) -> Result<()>,
+) -> Result<std::result::Result<dropslot_store::CreatedOrder, CreateOrderError>> {
+    let mut tries = 0;
+    loop {
+        let mut order = new_order(app, terms, prepared, now, claim.clone())?;
+        finish(&mut order)?;
+        let reservations = order.reservations.clone();
+        match app.store.create_order(terms.scope, order, renderer(&app.settings.base_url)).await {
+            Ok(created) => {
+                crate::capacity::taken(app, terms.scope.mode, &reservations);
+                return Ok(Ok(created));
+            }
+            Err(CreateOrderError::SlotFull { drop_off }) => {
+                crate::capacity::forget(app);
+                let asked = drop_off.and_then(|i| prepared.request.drop_offs.get(i).map(|d| (i, d.asked.is_some())));
+                if let Some((i, true)) = asked {
+                    return Err(Error::invalid(
+                        format!("drop_offs.{i}.time_slot_code"),
+                        super::asked_problem(dropslot_core::quote::schedule::AskedProblem::Full),
+                    ));
+                }
+                tries += 1;
+                if tries > REQUOTES {
+                    let path = drop_off
+                        .map_or_else(|| "pick_up_address.text".to_string(), |i| format!("drop_offs.{i}.address.text"));
+                    return Err(Error::invalid(
+                        path,
+                        "No slot with room is available for this address right now; please try again.",
+                    ));
+                }
+                prepared.quote = super::quote_at(app, terms, &prepared.request, now).await?;
+            }
+            other => return Ok(other),
+        }
+    }
 }
 
 /// [`render`] for the store, which calls it in the order's transaction when the body must be
@@ -280,6 +335,7 @@ fn new_order(
         shipments,
         idempotency: claim,
         completes: None,
+        reservations: p.quote.reservations(&p.request.quote_request(), area),
     };
     Ok(order)
 }

@@ -40,10 +40,14 @@ pub async fn delete_parcel(app: &App, scope: Scope, code: &CustomCode) -> Result
         DeleteOutcome::TooLate(status) => Err(Error::Conflict(format!(
             "The parcel can no longer be deleted: its shipment is {status}. Parcels can be deleted until pick-up."
         ))),
-        DeleteOutcome::Deleted { shipment_deleted } => Ok(if shipment_deleted {
-            "Parcel deleted; it was the last one, so its shipment is deleted too."
-        } else {
-            "Parcel deleted."
-        }),
+        DeleteOutcome::Deleted { shipment_deleted } => {
+            // Its places are free again: the next quotes read the capacity anew.
+            crate::capacity::forget(app);
+            Ok(if shipment_deleted {
+                "Parcel deleted; it was the last one, so its shipment is deleted too."
+            } else {
+                "Parcel deleted."
+            })
+        }
     }
 }

@@ -20,6 +20,7 @@ use crate::auth::Caller;
 use crate::error::{Error, FieldErrors, Result};
 use dropslot_core::config::{Limits, PriceList};
 use dropslot_core::ids::SavedAddressId;
+use dropslot_core::quote::schedule::AskedProblem;
 use dropslot_core::quote::{self, Quote, QuoteError};
 use dropslot_store::Scope;
 use jiff::Timestamp;
@@ -93,21 +94,46 @@ pub async fn prepare(
         area: &app.settings.area,
     };
     let request = request::validate(payload, &rules).map_err(Error::Validation)?;
-    let quote =
-        quote::quote(&request.quote_request(), &terms.prices, &app.settings.area, now).map_err(|e| match e {
-            QuoteError::NoPickUpSlot => {
-                Error::invalid("pick_up_address", "No pick-up slot is available for this address in the next year.")
-            }
-            QuoteError::NoDropOffSlot(i) => Error::invalid(
-                format!("drop_offs.{i}.address"),
-                "No drop-off slot is available for this address on any day the pick-up can be made.",
-            ),
-            QuoteError::NoCommonDay => Error::invalid(
-                "drop_offs",
-                "No single day serves the pick-up and every drop-off; send them in separate requests.",
-            ),
-        })?;
+    let quote = quote_at(app, terms, &request, now).await?;
     Ok(Prepared { request, quote, saved_address })
+}
+
+/// Quotes a valid request at `now` against the slots' capacity as last read for its mode
+/// (`capacity::snapshot`).
+pub async fn quote_at(app: &App, terms: &Terms, request: &ValidRequest, now: Timestamp) -> Result<Quote> {
+    let horizon = app.settings.area.horizon_days();
+    let capacity = crate::capacity::snapshot(app, terms.scope.mode, now).await?;
+    quote::quote(&request.quote_request(), &terms.prices, &app.settings.area, now, &capacity).map_err(|e| match e {
+        QuoteError::NoPickUpSlot => Error::invalid(
+            "pick_up_address.text",
+            format!("No pick-up slot is available for this address in the next {horizon} days."),
+        ),
+        QuoteError::NoDropOffSlot(i) => Error::invalid(
+            format!("drop_offs.{i}.address.text"),
+            format!("No drop-off slot is available for this address in the next {horizon} days on a day the pick-up can be made."),
+        ),
+        QuoteError::NoCommonDay => Error::invalid(
+            "drop_offs",
+            "No single day serves the pick-up and every drop-off; send them in separate requests.",
+        ),
+        QuoteError::AskedSlot(i, why) => Error::invalid(format!("drop_offs.{i}.time_slot_code"), asked_problem(why)),
+        QuoteError::AskedDates(i) => Error::invalid(
+            format!("drop_offs.{i}.scheduled_date"),
+            "Every drop-off of a request is delivered on one date: ask for the same scheduled_date.",
+        ),
+    })
+}
+
+/// Why an asked-for slot cannot be booked, in the integrator's words.
+pub fn asked_problem(why: AskedProblem) -> &'static str {
+    match why {
+        AskedProblem::Unknown => "This is not a drop-off time slot of the address's zone (GET /slots lists them).",
+        AskedProblem::Closed => {
+            "This time slot cannot be booked on that date: it is closed, past its booking time, on a day without service, or beyond the booking horizon."
+        }
+        AskedProblem::Full => "This time slot is full on that date.",
+        AskedProblem::Unreachable => "No pick-up slot with room that day reaches this time slot; choose a later one.",
+    }
 }
 
 /// Validation errors that only the database can find, at their field paths.

@@ -9,6 +9,7 @@ use crate::error::FieldErrors;
 use dropslot_core::config::{Limits, PriceList, ServiceArea};
 use dropslot_core::geo::{Geocoder, Location};
 use dropslot_core::ids::CustomCode;
+use dropslot_core::quote::schedule::Asked;
 use dropslot_core::quote::{DropOffRequest, Milligrams, QuoteRequest, pricing};
 
 /// The request payload of preview and order creation. The schema states the shapes; the
@@ -59,6 +60,14 @@ pub struct DropOffIn {
     /// 1–5 for order creation, 1–50 for a preview (per-client limits).
     #[schema(required = true, nullable = false, min_items = 1)]
     pub parcels: Option<Vec<ParcelIn>>,
+    /// With `time_slot_code` (both or neither): the date of the slot asked for, YYYY-MM-DD
+    /// (`GET /slots` lists the bookable ones). Absent: the earliest slot with room.
+    #[schema(format = Date, example = "2026-11-23")]
+    pub scheduled_date: Option<String>,
+    /// With `scheduled_date`: a drop-off slot of the address's zone. A slot that is closed,
+    /// unknown for the zone or full is a 422 here.
+    #[schema(example = "TOR-DT-EV")]
+    pub time_slot_code: Option<String>,
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -111,6 +120,8 @@ pub struct ValidDropOff {
     pub address: AddressIn,
     pub location: Location,
     pub parcels: Vec<ValidParcel>,
+    /// The slot asked for, if any.
+    pub asked: Option<Asked>,
 }
 
 #[derive(Debug, Clone)]
@@ -136,7 +147,11 @@ impl ValidRequest {
             drop_offs: self
                 .drop_offs
                 .iter()
-                .map(|d| DropOffRequest { zone: d.location.zone, sizes: d.parcels.iter().map(|p| p.size).collect() })
+                .map(|d| DropOffRequest {
+                    zone: d.location.zone,
+                    sizes: d.parcels.iter().map(|p| p.size).collect(),
+                    asked: d.asked.clone(),
+                })
                 .collect(),
         }
     }
@@ -214,11 +229,42 @@ fn check_drop_offs(
             Some(a) => check_address(a, &format!("{at}.address"), true, rules, errors),
         };
         let parcels = check_parcels(d.parcels, &at, max_parcels, rules, &mut seen, errors);
-        if let (Some((address, location)), Some(parcels)) = (address, parcels) {
-            out.push(ValidDropOff { address, location, parcels });
+        let asked = check_asked(d.scheduled_date, d.time_slot_code, &at, errors);
+        if let (Some((address, location)), Some(parcels), Ok(asked)) = (address, parcels, asked) {
+            out.push(ValidDropOff { address, location, parcels, asked });
         }
     }
     Some(out)
+}
+
+/// A drop-off's asked-for slot: both fields or neither (blank counts as absent), the date as
+/// YYYY-MM-DD. Whether the slot exists, is open and has room is the schedule's to say.
+fn check_asked(
+    date: Option<String>,
+    code: Option<String>,
+    at: &str,
+    errors: &mut FieldErrors,
+) -> Result<Option<Asked>, ()> {
+    let date = date.filter(|d| !d.trim().is_empty());
+    let code = code.map(|c| c.trim().to_string()).filter(|c| !c.is_empty());
+    match (date, code) {
+        (None, None) => Ok(None),
+        (Some(_), None) => {
+            errors.add(format!("{at}.time_slot_code"), "Give the time slot with its scheduled_date, or neither.");
+            Err(())
+        }
+        (None, Some(_)) => {
+            errors.add(format!("{at}.scheduled_date"), "Give the scheduled_date with its time slot, or neither.");
+            Err(())
+        }
+        (Some(date), Some(slot)) => match date.trim().parse::<jiff::civil::Date>() {
+            Ok(d) if date.trim().len() == 10 => Ok(Some(Asked { date: d, slot })),
+            _ => {
+                errors.add(format!("{at}.scheduled_date"), "A date is written YYYY-MM-DD.");
+                Err(())
+            }
+        },
+    }
 }
 
 fn check_parcels(
@@ -468,6 +514,8 @@ mod tests {
                 drop_offs: Some(vec![DropOffIn {
                     address: Some(address),
                     parcels: Some((0..parcels).map(|_| ParcelIn { unit: unit.clone(), values, custom_code: code.clone() }).collect()),
+                    scheduled_date: texts[1].clone(),
+                    time_slot_code: texts[2].clone(),
                 }]),
             };
             match validate(req, &rules) {

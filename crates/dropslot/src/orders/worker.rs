@@ -19,7 +19,7 @@ use crate::app::App;
 use crate::auth::ClientSettings;
 use crate::error::{Error, FieldErrors};
 use dropslot_core::time::iso;
-use dropslot_store::{ClaimedRequest, CreateOrderError, LEASE_LOST, RequestEnd, StoreError, queue_now_ms};
+use dropslot_store::{ClaimedRequest, CreateOrderError, LEASE_LOST, NewOrder, RequestEnd, StoreError, queue_now_ms};
 
 /// How long to sleep at most when nothing is due: requests another process accepted are
 /// only this process's to take over once their lease ends, so this needs no doorbell.
@@ -125,12 +125,15 @@ async fn write(app: &App, r: &ClaimedRequest) -> Result<(), Error> {
         crate::http::json::from_value(&body)?
     };
     let now = app.clock.now();
-    let mut order = super::create::order_at(app, &terms, payload, Purpose::AsyncOrder, now, None).await?;
+    let mut prepared = super::prepare(app, &terms, payload, Purpose::AsyncOrder, now).await?;
     // Completed as the order is created: the same instant, in the pick-up city's offset.
-    let completed_at = iso(&order.created_at);
-    let event_body = finished_body(app, r, "completed", Some(&order.unique_id), &completed_at, &empty_errors())?;
-    order.completes = Some(RequestEnd { id: r.id, claim: r.claim, completed_at, at: now, event_body });
-    match app.store.create_order(r.scope, order, super::create::renderer(&app.settings.base_url)).await {
+    let complete = |order: &mut NewOrder| {
+        let completed_at = iso(&order.created_at);
+        let event_body = finished_body(app, r, "completed", Some(&order.unique_id), &completed_at, &empty_errors())?;
+        order.completes = Some(RequestEnd { id: r.id, claim: r.claim, completed_at, at: now, event_body });
+        Ok(())
+    };
+    match super::create::write_order(app, &terms, &mut prepared, now, None, complete).await? {
         Ok(_) => {
             app.metrics.orders_created.get_or_create(&crate::metrics::OrderLabels { kind: "async" }).inc();
             Ok(())
@@ -139,6 +142,7 @@ async fn write(app: &App, r: &ClaimedRequest) -> Result<(), Error> {
         Err(CreateOrderError::IdempotencyKeyTaken) => {
             Err(Error::Internal("an idempotency key on a worker's order".into()))
         }
+        Err(CreateOrderError::SlotFull { .. }) => Err(Error::Internal("a full slot after the requotes".into())),
         Err(CreateOrderError::Store(e)) => Err(e.into()),
     }
 }

@@ -356,3 +356,27 @@ async fn the_forms_act_through_the_apis_own_rules() {
         .unwrap();
     assert_eq!(replay.status(), StatusCode::SEE_OTHER, "an old cookie signs nobody in");
 }
+
+/// The slots page shows each slot's limits and what the signed-in mode's orders hold in it
+/// (issue 28): a limit set for a date and an order in that slot appear on it, and the slot
+/// reads full once its limit is reached.
+#[tokio::test]
+async fn the_slots_page_shows_limits_and_fill() {
+    let s = TestServer::start().await;
+    let limit = serde_json::json!({"zone": "TOR-DT", "time_slot_code": "TOR-DT-PM", "date": "2026-11-23", "stops": 1});
+    let r = s.send(s.http.put(s.url("/admin/capacity")).bearer_auth(crate::common::ADMIN_TOKEN).json(&limit)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut v = Visitor::new(&s);
+    v.sign_in(&s.token).await;
+    let before = v.get("/dashboard/slots").await;
+    assert_eq!(before.status, 200);
+    let row = |body: &str| -> String {
+        let start = body.find("TOR-DT-PM").expect("the slot's row");
+        body[start..start + body[start..].find("</tr>").unwrap()].to_string()
+    };
+    assert!(row(&before.body).contains("0 / 1") && row(&before.body).contains("open"), "{}", row(&before.body));
+    assert_eq!(s.order(&request(&[500.0])).await.status, 201);
+    let after = v.get("/dashboard/slots").await;
+    assert!(row(&after.body).contains("1 / 1") && row(&after.body).contains("full"), "{}", row(&after.body));
+    assert!(after.body.contains("aria-current=\"page\">Slots"), "the nav marks the page");
+}

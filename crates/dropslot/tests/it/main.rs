@@ -6,6 +6,7 @@
 mod async_orders;
 mod backup;
 mod browser;
+mod capacity;
 mod cli;
 mod common;
 mod copy;

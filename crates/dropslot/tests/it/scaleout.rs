@@ -147,6 +147,33 @@ async fn a_custom_code_raced_from_two_processes_has_one_winner() {
     assert_eq!(c.db.scalar("SELECT count(*) FROM orders"), 20, "the losers left nothing behind");
 }
 
+/// 40 orders asking for a 7-stop slot, sent at once to two processes (issue 28): exactly 7
+/// are written, whichever process took them, and the rest get the 422 at the slot's path.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_seven_stop_slot_raced_from_two_processes_takes_seven_orders() {
+    let admin = [("DROPSLOT_ADMIN_TOKEN", crate::common::ADMIN_TOKEN)];
+    let Some(c) = Cluster::start_with("", [&admin, &admin]) else { return };
+    let limit = json!({"zone": "TOR-DT", "time_slot_code": "TOR-DT-EV", "date": "2026-11-23", "stops": 7});
+    let res = c.http.put(c.api(1, "/admin/capacity")).bearer_auth(crate::common::ADMIN_TOKEN).json(&limit).send().await;
+    assert_eq!(res.unwrap().status(), 200);
+    let mut body = request(&[500.0]);
+    body["drop_offs"][0]["scheduled_date"] = json!("2026-11-23");
+    body["drop_offs"][0]["time_slot_code"] = json!("TOR-DT-EV");
+    let sends = (0..40).map(|i| c.post(i % 2, "/requests/sync", &body, None));
+    let answers = futures_util::future::join_all(sends).await;
+    let by_process: Vec<usize> =
+        (0..2).map(|p| answers.iter().skip(p).step_by(2).filter(|a| a.0 == 201).count()).collect();
+    assert_eq!(by_process.iter().sum::<usize>(), 7, "accepted per process: {by_process:?}");
+    for (status, body, _) in answers.iter().filter(|a| a.0 != 201) {
+        assert_eq!(*status, 422, "{body}");
+        assert!(body["errors"]["drop_offs.0.time_slot_code"].is_array(), "{body}");
+    }
+    let written = c.db.scalar("SELECT count(*) FROM drop_off_shipments WHERE slot_code = 'TOR-DT-EV'");
+    assert_eq!(written, 7);
+    let counted = c.db.scalar("SELECT stops FROM slot_fill WHERE kind = 'drop_off' AND slot_code = 'TOR-DT-EV'");
+    assert_eq!(counted, 7, "the counter agrees with the rows");
+}
+
 /// The same request with one Idempotency-Key, retried 8 times at once across both
 /// processes: one order, and every answer carries its ids.
 #[tokio::test(flavor = "multi_thread")]
