@@ -27,6 +27,8 @@
 #      ASYNC_REQUESTS (asynchronous requests of 100 drop-offs, default 200), ASYNC_CLIENTS
 #      (posted at once, default 8), PREVIEW_PAIRS (alternated runs of preview with rate limits
 #      and metrics off and on, default 2),
+#      CAPACITY_PAIRS (alternated runs of preview and sync with every slot limited, never
+#      reached, and without: issue 28's cost of capacity; default 2, 0 skips),
 #      WRKS (wrk processes per measurement, default PROCESSES; wrk i drives process i mod
 #      PROCESSES, the floor included, so PROCESSES=1 WRKS=2 loads one process exactly as
 #      PROCESSES=2 loads two: the fair comparison of 1 and 2 processes on one machine),
@@ -336,6 +338,44 @@ read -r orders_after parcels_after < <(count_rows)
 
 log "restarting dropslot on the same database"
 start_apps "$TMP/dropslot-restarted"
+
+# ---------------------------------------------------------------- slot capacity (issue 28)
+# What slot capacity costs when limits are set but never reached: the same binary on the same
+# database with every slot limited to 1,000,000 (the embedded default's area, each slot given
+# a `capacity`), its runs alternated with the normal server's (off on on off), for preview
+# and then sync, CAPACITY_PAIRS times each (default 2; 0 skips). One process only.
+declare -A CAPACITY=()
+if ((PROCESSES == 1)) && [[ ${CAPACITY_PAIRS:-2} != 0 ]]; then
+  {
+    cat scripts/high-limits.toml
+    sed -n '/^\[\[regions\]\]/,$p' crates/dropslot-core/src/config/default.toml |
+      awk '/^\[\[cities\.pick_up_slots\]\]/ { pu = 1 } /^\[\[zones\.drop_off_slots\]\]/ { pu = 0 } { print }
+        /^closing_margin/ { print (pu ? "capacity = { stops = 1000000 }" : "capacity = { stops = 1000000, parcels = 1000000 }") }'
+  } >"$TMP/limited.toml"
+  (($(grep -c '^capacity' "$TMP/limited.toml") > 0)) || die "no slot limited in $TMP/limited.toml"
+  DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_BASE_URL=${DROPSLOT_BASE_URL:-http://127.0.0.1:8080} \
+    DROPSLOT_WEBHOOKS_ALLOW_PRIVATE=1 DROPSLOT_CONFIG=$TMP/limited.toml \
+    "$DROPSLOT" serve --database "$DB_URL" --listen 127.0.0.1:0 >"$TMP/limited.log" 2>&1 &
+  PIDS+=($!)
+  LIMITED_PID=$!
+  LIMITED=$(await_line "$TMP/limited.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$LIMITED_PID")
+  NORMAL_APPS=("${APPS[@]}")
+  n=0
+  for endpoint in preview sync; do
+    for ((k = 1; k <= ${CAPACITY_PAIRS:-2}; k++)); do
+      for side in off on on off; do
+        if [[ $side == on ]]; then APPS=("${LIMITED#listening on }"); else APPS=("${NORMAL_APPS[@]}"); fi
+        n=$((n + 1))
+        run "capacity_${endpoint}_${side}_$n" "$API/requests/$endpoint"
+        [[ $(field "capacity_${endpoint}_${side}_$n" non2xx) == 0 ]] || die "capacity $endpoint $side: non-2xx responses"
+        CAPACITY[${endpoint}_$side]+="${RPS[capacity_${endpoint}_${side}_$n]} "
+      done
+    done
+  done
+  APPS=("${NORMAL_APPS[@]}")
+  kill "$LIMITED_PID"
+  wait "$LIMITED_PID" 2>/dev/null || true
+fi
 
 # ---------------------------------------------------------------- asynchronous orders
 # ASYNC_REQUESTS requests of 100 drop-offs each (1 to 5 parcels), posted ASYNC_CLIENTS at a
@@ -686,6 +726,13 @@ echo "memory: peak RSS (VmHWM) through floor, preview and sync: $PEAK_RSS_API KB
 [[ $BACKEND == sqlite ]] && echo "WAL: largest -wal file while sync ran: $SYNC_WAL bytes"
 echo
 if ((PROCESSES == 1)); then
+  for endpoint in preview sync; do
+    [[ -n ${CAPACITY[${endpoint}_on]:-} ]] || continue
+    # shellcheck disable=SC2086 # the rates are space-separated on purpose
+    read -r cap_on cap_off < <(printf '%s\n' ${CAPACITY[${endpoint}_on]} | awk '{ s += $1 } END { printf "%.1f ", s / NR }'
+      printf '%s\n' ${CAPACITY[${endpoint}_off]} | awk '{ s += $1 } END { printf "%.1f\n", s / NR }')
+    echo "$endpoint with slot limits set (never reached): ${CAPACITY[${endpoint}_on]}req/s (mean $cap_on); without: ${CAPACITY[${endpoint}_off]}req/s (mean $cap_off); with/without = $(awk -v a="$cap_on" -v b="$cap_off" 'BEGIN { printf "%.3f", a / b }')"
+  done
   echo "preview with rate limits and HTTP metrics: ${ON_RATES[*]} req/s (mean $PREVIEW_ON); with both off: ${OFF_RATES[*]} req/s (mean $PREVIEW_OFF); on/off = $(awk -v a="$PREVIEW_ON" -v b="$PREVIEW_OFF" 'BEGIN { printf "%.3f", a / b }')"
 fi
 echo "async: $ASYNC_ACCEPTED of $ASYNC_N requests accepted (posted in $ASYNC_POST_MS ms), $ASYNC_SHIPMENTS drop-off shipments written in $ASYNC_MS ms = $ASYNC_RATE shipments/s; sync: $(printf '%.0f' "${RPS[sync]}") shipments/s ($(awk -v a="$ASYNC_RATE" -v b="${RPS[sync]}" 'BEGIN { printf "%.2f", a / b }')x)"
