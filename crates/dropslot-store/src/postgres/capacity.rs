@@ -1,9 +1,9 @@
 //! Slot capacity on `PostgreSQL` (CONTRACT §10): the per-date overrides, the fill counters,
 //! the reservations of a batch of orders and a deletion's release, each in its unit of work's
-//! transaction. Several processes write orders at once: a batch raises its slots' counters
-//! first, in one statement and in a fixed order, so it holds their rows until it commits and
-//! another batch for the same slot waits, then sees this one's places (two batches cannot
-//! deadlock on them).
+//! transaction. Several processes write orders at once: a batch raises its slots' counters in
+//! one statement and in a fixed order, last before its commit, so it holds their rows until it
+//! commits and another batch for the same slot waits there, then sees this one's places (two
+//! batches cannot deadlock on them, and hold them for little more than the commit).
 
 use std::collections::HashMap;
 
@@ -143,9 +143,9 @@ fn ordinal_load(r: &Row) -> Result<(usize, Load), StoreError> {
     Ok((ord, Load { stops: count(get(1)?, "stops")?, parcels: count(get(2)?, "parcels")? }))
 }
 
-/// The reservations of a batch of orders, in its transaction, before anything else of it is
-/// written: every slot's counter raised by the batch's load (one statement, slots in a fixed
-/// order), then, mode by mode, the orders decided in turn by the core's rule on what the
+/// The reservations of a batch of orders, in its transaction, after the rest of it is written
+/// (`insert::insert_orders`): every slot's counter raised by the batch's load (one statement,
+/// slots in a fixed order), then, mode by mode, the orders decided in turn by the core's rule on what the
 /// counters held before the batch, with the dates' overrides over the configured limits. An
 /// order that does not fit fails the call (the batch is rolled back, counters included, and
 /// written again order by order, so each gets its own answer).
