@@ -54,38 +54,6 @@ pub(super) async fn overrides_between(
     parsed(&rows)
 }
 
-/// `slots` as four parallel columns (kind, place, slot code, date).
-fn keys<'a>(slots: &[&'a SlotDate]) -> (Vec<&'static str>, Vec<&'a str>, Vec<&'a str>, Vec<String>) {
-    let mut k = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for s in slots {
-        k.0.push(s.kind.as_str());
-        k.1.push(s.place.as_str());
-        k.2.push(s.slot.as_str());
-        k.3.push(s.date.to_string());
-    }
-    k
-}
-
-async fn overrides_of(c: &impl Sql, slots: &[&SlotDate]) -> Result<HashMap<SlotDate, Override>, StoreError> {
-    let (kinds, places, codes, dates) = keys(slots);
-    let rows = c
-        .query_typed(
-            "SELECT o.kind, o.place, o.slot_code, o.date, o.stops_set, o.stops, o.parcels_set, o.parcels
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS k (kind, place, slot_code, date)
-             JOIN capacity_overrides o
-                ON o.kind = k.kind AND o.place = k.place AND o.slot_code = k.slot_code AND o.date = k.date",
-            &[
-                (&kinds, Type::TEXT_ARRAY),
-                (&places, Type::TEXT_ARRAY),
-                (&codes, Type::TEXT_ARRAY),
-                (&dates, Type::TEXT_ARRAY),
-            ],
-        )
-        .await
-        .map_err(map_err)?;
-    parsed(&rows)
-}
-
 pub(super) async fn set_override(c: &impl Sql, at: &SlotDate, o: Override, now: Timestamp) -> Result<(), StoreError> {
     let ((stops_set, stops), (parcels_set, parcels)) = override_columns(o);
     c.execute(
@@ -166,6 +134,10 @@ pub(super) async fn reserve(c: &impl Sql, orders: &[(Scope, &NewOrder)]) -> Resu
     let dates: Vec<&str> = counters.iter().map(|k| k.3.as_str()).collect();
     let stops: Vec<i64> = keys.iter().map(|(_, _, l)| i64::from(l.stops)).collect();
     let parcels: Vec<i64> = keys.iter().map(|(_, _, l)| i64::from(l.parcels)).collect();
+    // The place an override names (a pick-up slot's city), beside the counter's.
+    let named: Vec<&str> = keys.iter().map(|(_, at, _)| at.place.as_str()).collect();
+    // One statement: the counters raised and the dates' overrides read (a round trip less per
+    // batch: issue 28's paired runs on PostgreSQL).
     let rows = c
         .query_typed(
             "WITH up AS (
@@ -178,11 +150,13 @@ pub(super) async fn reserve(c: &impl Sql, orders: &[(Scope, &NewOrder)]) -> Resu
                 DO UPDATE SET stops = slot_fill.stops + excluded.stops, parcels = slot_fill.parcels + excluded.parcels
                 RETURNING mode, kind, place, slot_code, date, stops, parcels
              )
-             SELECT u.ord, up.stops, up.parcels
-             FROM up JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
-                WITH ORDINALITY AS u (mode, kind, place, slot_code, date, ord)
+             SELECT u.ord, up.stops, up.parcels, o.stops_set, o.stops, o.parcels_set, o.parcels
+             FROM up JOIN unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $8::text[])
+                WITH ORDINALITY AS u (mode, kind, place, slot_code, date, named, ord)
                 ON u.mode = up.mode AND u.kind = up.kind AND u.place = up.place AND u.slot_code = up.slot_code
-                    AND u.date = up.date",
+                    AND u.date = up.date
+             LEFT JOIN capacity_overrides o
+                ON o.kind = u.kind AND o.place = u.named AND o.slot_code = u.slot_code AND o.date = u.date",
             &[
                 (&modes, Type::TEXT_ARRAY),
                 (&kinds, Type::TEXT_ARRAY),
@@ -191,6 +165,7 @@ pub(super) async fn reserve(c: &impl Sql, orders: &[(Scope, &NewOrder)]) -> Resu
                 (&dates, Type::TEXT_ARRAY),
                 (&stops, Type::INT8_ARRAY),
                 (&parcels, Type::INT8_ARRAY),
+                (&named, Type::TEXT_ARRAY),
             ],
         )
         .await
@@ -199,13 +174,28 @@ pub(super) async fn reserve(c: &impl Sql, orders: &[(Scope, &NewOrder)]) -> Resu
         return Err(StoreError::Corrupt(format!("{} of {} slot counters raised", rows.len(), keys.len())).into());
     }
     let mut raised: HashMap<(Mode, &SlotDate), Load> = HashMap::new();
+    let mut overrides: HashMap<SlotDate, Override> = HashMap::new();
     for r in &rows {
         let (ord, load) = ordinal_load(r)?;
         let (mode, at, _) = keys.get(ord).ok_or_else(|| StoreError::Corrupt("slot fill: an unknown ordinal".into()))?;
         raised.insert((*mode, *at), load);
+        let get = |e: tokio_postgres::Error| StoreError::Corrupt(format!("capacity override: {e}"));
+        if let Some(stops_set) = r.try_get::<_, Option<bool>>(3).map_err(get)? {
+            let (kind, place, slot, date) = (at.kind.as_str(), at.place.clone(), at.slot.clone(), at.date.to_string());
+            let columns = (
+                kind.to_string(),
+                place,
+                slot,
+                date,
+                stops_set,
+                r.try_get(4).map_err(get)?,
+                r.try_get(5).map_err(get)?,
+                r.try_get(6).map_err(get)?,
+            );
+            let (at, o) = override_row(columns)?;
+            overrides.insert(at, o);
+        }
     }
-    let slots: Vec<&SlotDate> = keys.iter().map(|(_, at, _)| *at).collect();
-    let overrides = overrides_of(c, &slots).await?;
     for mode in [Mode::Test, Mode::Live] {
         let mine: Vec<(&SlotDate, Load)> =
             keys.iter().filter(|(m, _, _)| *m == mode).map(|(_, at, l)| (*at, *l)).collect();
