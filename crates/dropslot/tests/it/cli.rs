@@ -97,8 +97,8 @@ fn processes_started_at_once_migrate_once() {
         let out = child.wait_with_output().expect("dropslot migrate ends");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
-    assert_eq!(test_db.scalar("SELECT count(*) FROM schema_migrations"), 9);
-    assert_eq!(test_db.scalar("SELECT count(DISTINCT version) FROM schema_migrations"), 9);
+    assert_eq!(test_db.scalar("SELECT count(*) FROM schema_migrations"), 10);
+    assert_eq!(test_db.scalar("SELECT count(DISTINCT version) FROM schema_migrations"), 10);
 }
 
 /// `dropslot serve` on a fresh port over `db`, clock pinned: the child, its base URL and
