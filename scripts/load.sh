@@ -261,7 +261,10 @@ count_rows() { sql "SELECT (SELECT count(*) FROM orders) || ' ' || (SELECT count
 # imported by `dropslot addresses import` into a database of their own: the rate of the
 # first import and of a re-import (which must add nothing). A second serve process on that
 # database then answers preview, alternated with the main server (no points) in A B B A
-# order, POINTS_PAIRS times: what looking addresses up among POINTS points costs a preview.
+# order, POINTS_PAIRS times, twice: with the same body every time (both addresses found,
+# then answered from the lookup cache, like a merchant's pick-up address), and with a new
+# street number in the drop-off's text at every request (VARY_NUMBER in load.lua: every
+# drop-off is looked up in the database and not found, the full cost of a lookup).
 POINTS=${POINTS:-1000000}
 points_phase() {
   log "address points: generating $POINTS"
@@ -300,7 +303,7 @@ points_phase() {
     "$DROPSLOT" serve --database "$POINTS_DB_URL" --listen 127.0.0.1:0 >"$TMP/points-serve.log" 2>&1 &
   PIDS+=($!)
   local points_pid=$!
-  local points_url points_token main_apps=("${APPS[@]}") main_token=$TOKEN k who
+  local points_url points_token main_apps=("${APPS[@]}") main_token=$TOKEN k who variant n=0 name
   points_url=$(await_line "$TMP/points-serve.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$points_pid")
   points_url=${points_url#listening on }
   points_token=$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$TMP/points-serve.log") || die "the points server printed no demo token"
@@ -308,13 +311,16 @@ points_phase() {
   curl -sS --max-time 10 -H "Authorization: Bearer $points_token" -H 'Content-Type: application/json' \
     --data-binary @"$BODY" "$points_url$API/requests/preview" | grep -q '"lat":"43.6426","lng":"-79.3871"' ||
     die "address points: the points server's preview did not place the drop-off at its point"
-  POINTS_A=() POINTS_B=()
-  for ((k = 1; k <= ${POINTS_PAIRS:-2}; k++)); do
-    for who in A B B A; do
-      if [[ $who == B ]]; then APPS=("$points_url"); TOKEN=$points_token; else APPS=("${main_apps[@]}"); TOKEN=$main_token; fi
-      run "points_${who}_$k" "$API/requests/preview"
-      [[ $(field "points_${who}_$k" non2xx) == 0 ]] || die "address points: non-2xx previews"
-      if [[ $who == B ]]; then POINTS_B+=("${RPS[points_${who}_$k]}"); else POINTS_A+=("${RPS[points_${who}_$k]}"); fi
+  declare -gA POINTS_RPS
+  for variant in same distinct; do
+    for ((k = 1; k <= ${POINTS_PAIRS:-2}; k++)); do
+      for who in A B B A; do
+        if [[ $who == B ]]; then APPS=("$points_url"); TOKEN=$points_token; else APPS=("${main_apps[@]}"); TOKEN=$main_token; fi
+        name=points_${variant}_${who}_$((++n))
+        if [[ $variant == same ]]; then run "$name" "$API/requests/preview"; else run "$name" "$API/requests/preview" "VARY_NUMBER=290 Bremner"; fi
+        [[ $(field "$name" non2xx) == 0 ]] || die "address points: non-2xx previews"
+        POINTS_RPS[${variant}_$who]+="${RPS[$name]} "
+      done
     done
   done
   APPS=("${main_apps[@]}")
@@ -325,13 +331,15 @@ points_phase() {
 # points_report: the phase's lines of the report.
 points_report() {
   ((POINTS > 0)) || return 0
-  local rate again_rate mean_a mean_b
+  local rate again_rate mean_a mean_b variant
   rate=$(awk -v n="$POINTS_LINES" -v ms="${POINTS_MS[first]}" 'BEGIN { printf "%.0f", n * 1000 / ms }')
   again_rate=$(awk -v n="$POINTS_LINES" -v ms="${POINTS_MS[again]}" 'BEGIN { printf "%.0f", n * 1000 / ms }')
-  mean_a=$(printf '%s\n' "${POINTS_A[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }')
-  mean_b=$(printf '%s\n' "${POINTS_B[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }')
   echo "address points: $POINTS_LINES imported in ${POINTS_MS[first]} ms = $rate points/s; re-import (0 new) in ${POINTS_MS[again]} ms = $again_rate points/s; address_points $POINTS_SIZE"
-  echo "preview without points: ${POINTS_A[*]} req/s (mean $mean_a); with $POINTS_LINES points: ${POINTS_B[*]} req/s (mean $mean_b); with/without = $(awk -v a="$mean_b" -v b="$mean_a" 'BEGIN { printf "%.3f", a / b }')"
+  for variant in same distinct; do
+    mean_a=$(printf '%s\n' ${POINTS_RPS[${variant}_A]} | awk '{ s += $1 } END { printf "%.1f", s / NR }')
+    mean_b=$(printf '%s\n' ${POINTS_RPS[${variant}_B]} | awk '{ s += $1 } END { printf "%.1f", s / NR }')
+    echo "preview, $variant addresses: without points ${POINTS_RPS[${variant}_A]}req/s (mean $mean_a); with $POINTS_LINES points ${POINTS_RPS[${variant}_B]}req/s (mean $mean_b); with/without = $(awk -v a="$mean_b" -v b="$mean_a" 'BEGIN { printf "%.3f", a / b }')"
+  done
 }
 ((POINTS > 0)) && points_phase
 if [[ ${ONLY:-all} == points ]]; then

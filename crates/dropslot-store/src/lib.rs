@@ -197,7 +197,8 @@ pub trait Store: Send + Sync + 'static {
     /// installation without points asks the database nothing (an import moves the epoch).
     async fn address_points_present(&self) -> StoreResult<bool>;
     /// For each query, the stored points with its number and street inside its search box
-    /// (`PointQuery::choose` picks one).
+    /// (`PointQuery::choose` picks one). Recent lookups are cached under the cache epoch (an
+    /// import moves it), so a merchant's repeated pick-up address costs no query.
     async fn address_point_candidates(&self, queries: &[PointQuery]) -> StoreResult<Vec<Vec<Candidate>>>;
 
     // Labels: looked up by their unguessable token, no scope (the token is the credential).

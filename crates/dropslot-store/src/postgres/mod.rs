@@ -76,6 +76,8 @@ pub struct PgStore {
     /// Whether `address_points` holds any point: while it holds none, a preview looks up no
     /// point at all.
     points_present: EpochCache<(), bool>,
+    /// Recent lookups' candidates: a merchant's pick-up address is looked up again and again.
+    point_lookups: EpochCache<cache::PointKey, Vec<Candidate>>,
 }
 
 /// The connection pool, and the server it connects to: every connection is taken here, so
@@ -141,6 +143,7 @@ impl PgStore {
             principals: EpochCache::new(10_000),
             saved_ids: EpochCache::new(4_096),
             points_present: EpochCache::new(1),
+            point_lookups: EpochCache::new(16_384),
         })
     }
 
@@ -151,6 +154,7 @@ impl PgStore {
         self.principals.clear();
         self.saved_ids.clear();
         self.points_present.clear();
+        self.point_lookups.clear();
     }
 
     /// The cache epoch: the one this request already read, else `cache_epoch.n`, read for
@@ -641,7 +645,11 @@ impl Store for PgStore {
         if queries.is_empty() {
             return Ok(Vec::new());
         }
-        points::candidates(&self.conn().await?, queries).await
+        let epoch = self.epoch().await?;
+        cache::points_through(&self.point_lookups, Some(epoch), queries, |missing| async move {
+            points::candidates(&self.conn().await?, &missing).await
+        })
+        .await
     }
 
     async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>> {

@@ -61,6 +61,8 @@ pub struct SqliteStore {
     /// Whether `address_points` holds any point: while it holds none, a preview looks up no
     /// point at all.
     points_present: EpochCache<(), bool>,
+    /// Recent lookups' candidates: a merchant's pick-up address is looked up again and again.
+    point_lookups: EpochCache<crate::cache::PointKey, Vec<Candidate>>,
 }
 
 /// The pooled read connections.
@@ -128,8 +130,8 @@ impl SqliteStore {
         let readers = Arc::new(Readers { conns, next: AtomicUsize::new(0), stats: stats.clone() });
         let epoch = epoch::Epoch::open(path);
         let (principals, saved_ids) = (EpochCache::new(10_000), EpochCache::new(4_096));
-        let points_present = EpochCache::new(1);
-        Ok(SqliteStore { writer, readers, outbox, stats, epoch, principals, saved_ids, points_present })
+        let (points_present, point_lookups) = (EpochCache::new(1), EpochCache::new(16_384));
+        Ok(SqliteStore { writer, readers, outbox, stats, epoch, principals, saved_ids, points_present, point_lookups })
     }
 
     /// A write that may cause webhook events: `work` renders them through the outbox into
@@ -161,6 +163,7 @@ impl SqliteStore {
         self.principals.clear();
         self.saved_ids.clear();
         self.points_present.clear();
+        self.point_lookups.clear();
         self.epoch.touch()
     }
 
@@ -498,7 +501,11 @@ impl Store for SqliteStore {
     }
 
     async fn address_point_candidates(&self, queries: &[PointQuery]) -> StoreResult<Vec<Vec<Candidate>>> {
-        self.read(|c| points::candidates(c, queries))
+        let epoch = self.epoch.read();
+        crate::cache::points_through(&self.point_lookups, epoch, queries, |missing| async move {
+            self.read(|c| points::candidates(c, &missing))
+        })
+        .await
     }
 
     async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>> {

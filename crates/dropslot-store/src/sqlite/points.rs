@@ -25,7 +25,17 @@ pub(super) fn any(c: &Connection) -> rusqlite::Result<bool> {
     c.prepare_cached("SELECT EXISTS (SELECT 1 FROM address_points)")?.query_row([], |r| r.get(0))
 }
 
+/// Every query's candidates, in one read transaction: each statement outside a transaction
+/// would take and release the database's shared locks itself (four `fcntl` calls), which
+/// profiled at most of a lookup's cost.
 pub(super) fn candidates(c: &Connection, queries: &[PointQuery]) -> rusqlite::Result<Vec<Vec<Candidate>>> {
+    let tx = c.unchecked_transaction()?;
+    let found = lookups(&tx, queries)?;
+    tx.commit()?;
+    Ok(found)
+}
+
+fn lookups(c: &Connection, queries: &[PointQuery]) -> rusqlite::Result<Vec<Vec<Candidate>>> {
     let mut st = c.prepare_cached(
         "SELECT lat, lng, postal_prefix, unit FROM address_points
          WHERE street = ?1 AND number = ?2 AND lat BETWEEN ?3 AND ?4 AND lng BETWEEN ?5 AND ?6",

@@ -183,6 +183,11 @@ async fn an_imported_point_beats_the_postal_code_and_a_re_import_adds_nothing() 
     let mut other = request(&[500.0]);
     other["drop_offs"][0]["address"]["text"] = json!("300 Bremner Blvd, Toronto, ON M5V 3L9");
     assert_eq!(preview_address(&s.preview(&other).await, "drop_off"), own(M5V.0, M5V.1));
+    // That miss was remembered; a later import that adds the address ends it at once.
+    let (_more, more) =
+        file("more.csv", "number,street,unit,city,postal_code,lat,lng\n300,Bremner Blvd,,,M5V,43.6417,-79.3855\n");
+    assert_eq!(import(&s, &more, &[]).1, "1 points read, 1 new, 0 skipped");
+    assert_eq!(preview_address(&s.preview(&other).await, "drop_off"), own("43.6417", "-79.3855"));
     let mut given = request(&[500.0]);
     given["drop_offs"][0]["address"]["lat"] = json!(43.65);
     given["drop_offs"][0]["address"]["lng"] = json!(-79.37);
@@ -191,7 +196,7 @@ async fn an_imported_point_beats_the_postal_code_and_a_re_import_adds_nothing() 
     // Again: nothing new.
     let (code, out, _) = import(&s, &path, &["--batch-size", "2"]);
     assert_eq!((code, out.as_str()), (Some(0), "4 points read, 0 new, 0 skipped"));
-    assert_eq!(s.scalar("SELECT count(*) FROM address_points"), 4);
+    assert_eq!(s.scalar("SELECT count(*) FROM address_points"), 5);
 
     // The dashboard's shipment page says how the address was located.
     let tracking = o.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap();
