@@ -78,7 +78,10 @@ END {
             number = 1 + 2 * int(j / 200)
             dlat = (next_random() * 2 - 1) * 0.012
             dlng = (next_random() * 2 - 1) * 0.016
-            emit(number, street, "", city[i], code[i], lat[i] + dlat, lng[i] + dlng)
+            # Clamped: the dataset has a ZIP at the South Pole (96598).
+            plat = lat[i] + dlat; plat = plat < -90 ? -90 : (plat > 90 ? 90 : plat)
+            plng = lng[i] + dlng; plng = plng < -180 ? -180 : (plng > 180 ? 180 : plng)
+            emit(number, street, "", city[i], code[i], plat, plng)
             written++
         }
     }
