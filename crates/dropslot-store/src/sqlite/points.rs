@@ -25,10 +25,14 @@ pub(super) fn any(c: &Connection) -> rusqlite::Result<bool> {
     c.prepare_cached("SELECT EXISTS (SELECT 1 FROM address_points)")?.query_row([], |r| r.get(0))
 }
 
-/// Every query's candidates, in one read transaction: each statement outside a transaction
-/// would take and release the database's shared locks itself (four `fcntl` calls), which
-/// profiled at most of a lookup's cost.
+/// Every query's candidates. Several go in one read transaction: each statement outside a
+/// transaction takes and releases the database's shared locks itself (`fcntl` calls), which
+/// profiled at most of a lookup's cost. One goes alone: `BEGIN` and `COMMIT` would only add
+/// two statements to the same locking.
 pub(super) fn candidates(c: &Connection, queries: &[PointQuery]) -> rusqlite::Result<Vec<Vec<Candidate>>> {
+    if queries.len() <= 1 {
+        return lookups(c, queries);
+    }
     let tx = c.unchecked_transaction()?;
     let found = lookups(&tx, queries)?;
     tx.commit()?;
