@@ -35,12 +35,12 @@ pub struct AddressPoint {
 pub enum Format {
     /// A header line ([`CSV_HEADER`]), then one point a line.
     Csv,
-    /// `OpenAddresses` GeoJSON lines: one `Feature` a line, no header.
+    /// `OpenAddresses` `GeoJSON` lines: one `Feature` a line, no header.
     GeoJsonLines,
 }
 
 impl Format {
-    /// From the file's first non-empty line: a JSON object starts GeoJSON lines, the CSV
+    /// From the file's first non-empty line: a JSON object starts `GeoJSON` lines, the CSV
     /// header starts CSV; anything else is refused, saying what was expected.
     pub fn detect(first_line: &str) -> Result<Format, String> {
         let line = first_line.trim_start_matches('\u{feff}').trim();
