@@ -6,6 +6,9 @@
 # order creation with 2 subscribed endpoints, 20,000 events fanned out to 4 receivers, and
 # the ops fan-out: OPS_FANOUT (5,000) ops transitions from 32 connections, each to 4 endpoints.
 # After the restart (both modes): asynchronous orders of 100 drop-offs, in shipments/s.
+# First of all (before the floor), address points (CONTRACT §11): POINTS generated points
+# imported into a database of their own (points/s, first run and re-run), and preview with
+# them loaded against the main server without them, alternated in one invocation.
 #
 #   scripts/load.sh                     # 10 s per endpoint, on SQLite
 #   DURATION=30s scripts/load.sh
@@ -14,6 +17,8 @@
 #
 # Env: DURATION (wrk -d, default 10s), WARMUP (default 2s, 0 to skip), THREADS (2),
 #      CONNECTIONS (64), CARGO_TARGET_DIR (default ./target), NOW (the pinned clock,
+#      POINTS (address points generated and imported, default 1000000; 0 skips the phase),
+#      POINTS_PAIRS (A B B A rounds of preview without and with the points, default 2),
 #      default 2026-11-23T12:00:00Z, a Monday morning so slots exist), KEEP=1 keeps the
 #      temporary directory (logs, database, wrk output), OPS_SEED (wrk -d of live orders
 #      created for the ops run, default 6s), FANOUT_SHIPMENTS (shipments moved through the
@@ -23,7 +28,8 @@
 #      processes on the one database, default 1; more only on PostgreSQL: wrk's connections
 #      are split evenly between WRKS wrks, and the figures are summed (rates) or the worst
 #      taken (latencies); scenario calls and the ops run go to the first),
-#      ONLY (all, default; api: floor, preview, sync with the durability check, and async),
+#      ONLY (all, default; api: floor, preview, sync with the durability check, and async;
+#      points: the address-points phase alone),
 #      ASYNC_REQUESTS (asynchronous requests of 100 drop-offs, default 200), ASYNC_CLIENTS
 #      (posted at once, default 8), PREVIEW_PAIRS (alternated runs of preview with rate limits
 #      and metrics off and on, default 2),
@@ -118,6 +124,7 @@ cleanup() {
   if [[ ${KEEP:-0} == 1 ]]; then log "kept $TMP"; else rm -rf "$TMP"; fi
   if [[ -n ${LOAD_DB:-} && ${KEEP:-0} != 1 ]]; then
     psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS $LOAD_DB WITH (FORCE)" >/dev/null 2>&1 || true
+    psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS ${LOAD_DB}_points WITH (FORCE)" >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
@@ -146,7 +153,9 @@ if [[ $BACKEND == sqlite ]]; then
 else
   LOAD_DB=dropslot_load_$$
   psql "$DATABASE" -qtAXc "CREATE DATABASE $LOAD_DB" >/dev/null || die "cannot create database $LOAD_DB on $DATABASE"
-  DB_URL=$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$DATABASE" "$LOAD_DB")
+  # db_url NAME: $DATABASE with its database name replaced.
+  db_url() { python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$DATABASE" "$1"; }
+  DB_URL=$(db_url "$LOAD_DB")
   sql() { psql "$DB_URL" -qtAX -F ' ' -c "$1"; }
 fi
 log "starting $PROCESSES dropslot serve process(es) on a fresh $BACKEND database, clock pinned to $NOW"
@@ -247,6 +256,100 @@ run() {
 field() { sed -nE "s/.* $2=([^ ]+).*/\1/p" <<<"${RESULT[$1]}"; }
 
 count_rows() { sql "SELECT (SELECT count(*) FROM orders) || ' ' || (SELECT count(*) FROM parcels)"; }
+
+# ---------------------------------------------------------------- address points
+# POINTS points from scripts/address-points.sh over every postal code of the dataset (the
+# demo request's two addresses are among its landmarks, so every preview below finds both),
+# imported by `dropslot addresses import` into a database of their own: the rate of the
+# first import and of a re-import (which must add nothing). A second serve process on that
+# database then answers preview, alternated with the main server (no points) in A B B A
+# order, POINTS_PAIRS times, twice: with the same body every time (both addresses found,
+# then answered from the lookup cache, like a merchant's pick-up address), and with a new
+# street number in the drop-off's text at every request (VARY_NUMBER in load.lua: every
+# drop-off is looked up in the database and not found, the full cost of a lookup).
+POINTS=${POINTS:-1000000}
+points_phase() {
+  log "address points: generating $POINTS"
+  scripts/address-points.sh --prefix '' --count "$POINTS" >"$TMP/points.csv"
+  POINTS_LINES=$(($(wc -l <"$TMP/points.csv") - 1))
+  if [[ $BACKEND == sqlite ]]; then
+    POINTS_DB_URL=sqlite://$TMP/points.db
+    points_size() { du -h "$TMP/points.db" | cut -f1; }
+  else
+    psql "$DATABASE" -qtAXc "CREATE DATABASE ${LOAD_DB}_points" >/dev/null || die "cannot create ${LOAD_DB}_points"
+    POINTS_DB_URL=$(db_url "${LOAD_DB}_points")
+    points_size() { psql "$POINTS_DB_URL" -qtAX -c "SELECT pg_size_pretty(pg_total_relation_size('address_points'))"; }
+  fi
+  # Migrated first, so the import's time is the import's.
+  "$DROPSLOT" migrate --database "$POINTS_DB_URL" 2>/dev/null || die "cannot migrate the points database"
+  # import_points NAME: one import, its wall time in POINTS_MS[NAME] and its stdout line in POINTS_OUT[NAME].
+  declare -gA POINTS_MS POINTS_OUT
+  import_points() {
+    local t0 t1
+    t0=$(date +%s%N)
+    "$DROPSLOT" addresses import "$TMP/points.csv" --database "$POINTS_DB_URL" >"$TMP/points-$1.out" 2>"$TMP/points-$1.err" ||
+      { tail -3 "$TMP/points-$1.err" >&2; die "address points: the $1 import failed"; }
+    t1=$(date +%s%N)
+    POINTS_MS[$1]=$(((t1 - t0) / 1000000))
+    POINTS_OUT[$1]=$(cat "$TMP/points-$1.out")
+    log "address points, $1 import: ${POINTS_OUT[$1]} in ${POINTS_MS[$1]} ms"
+  }
+  import_points first
+  import_points again
+  [[ ${POINTS_OUT[first]} == "$POINTS_LINES points read, $POINTS_LINES new, 0 skipped" ]] ||
+    die "address points: the first import said '${POINTS_OUT[first]}', expected $POINTS_LINES new"
+  [[ ${POINTS_OUT[again]} == "$POINTS_LINES points read, 0 new, 0 skipped" ]] ||
+    die "address points: the re-import said '${POINTS_OUT[again]}', expected 0 new"
+  POINTS_SIZE=$(points_size)
+  DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_CONFIG=$ROOT/scripts/high-limits.toml \
+    "$DROPSLOT" serve --database "$POINTS_DB_URL" --listen 127.0.0.1:0 >"$TMP/points-serve.log" 2>&1 &
+  PIDS+=($!)
+  local points_pid=$!
+  local points_url points_token main_apps=("${APPS[@]}") main_token=$TOKEN k who variant n=0 name
+  points_url=$(await_line "$TMP/points-serve.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$points_pid")
+  points_url=${points_url#listening on }
+  points_token=$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$TMP/points-serve.log") || die "the points server printed no demo token"
+  # The drop-off is at its landmark there, at its postal code's location here.
+  curl -sS --max-time 10 -H "Authorization: Bearer $points_token" -H 'Content-Type: application/json' \
+    --data-binary @"$BODY" "$points_url$API/requests/preview" | grep -q '"lat":"43.6426","lng":"-79.3871"' ||
+    die "address points: the points server's preview did not place the drop-off at its point"
+  declare -gA POINTS_RPS
+  for variant in same distinct; do
+    for ((k = 1; k <= ${POINTS_PAIRS:-2}; k++)); do
+      for who in A B B A; do
+        if [[ $who == B ]]; then APPS=("$points_url"); TOKEN=$points_token; else APPS=("${main_apps[@]}"); TOKEN=$main_token; fi
+        name=points_${variant}_${who}_$((++n))
+        if [[ $variant == same ]]; then run "$name" "$API/requests/preview"; else run "$name" "$API/requests/preview" "VARY_NUMBER=290 Bremner"; fi
+        [[ $(field "$name" non2xx) == 0 ]] || die "address points: non-2xx previews"
+        POINTS_RPS[${variant}_$who]+="${RPS[$name]} "
+      done
+    done
+  done
+  APPS=("${main_apps[@]}")
+  TOKEN=$main_token
+  kill "$points_pid"
+  wait "$points_pid" 2>/dev/null || true
+}
+# points_report: the phase's lines of the report.
+points_report() {
+  ((POINTS > 0)) || return 0
+  local rate again_rate mean_a mean_b variant
+  rate=$(awk -v n="$POINTS_LINES" -v ms="${POINTS_MS[first]}" 'BEGIN { printf "%.0f", n * 1000 / ms }')
+  again_rate=$(awk -v n="$POINTS_LINES" -v ms="${POINTS_MS[again]}" 'BEGIN { printf "%.0f", n * 1000 / ms }')
+  echo "address points: $POINTS_LINES imported in ${POINTS_MS[first]} ms = $rate points/s; re-import (0 new) in ${POINTS_MS[again]} ms = $again_rate points/s; address_points $POINTS_SIZE"
+  for variant in same distinct; do
+    mean_a=$(printf '%s\n' ${POINTS_RPS[${variant}_A]} | awk '{ s += $1 } END { printf "%.1f", s / NR }')
+    mean_b=$(printf '%s\n' ${POINTS_RPS[${variant}_B]} | awk '{ s += $1 } END { printf "%.1f", s / NR }')
+    echo "preview, $variant addresses: without points ${POINTS_RPS[${variant}_A]}req/s (mean $mean_a); with $POINTS_LINES points ${POINTS_RPS[${variant}_B]}req/s (mean $mean_b); with/without = $(awk -v a="$mean_b" -v b="$mean_a" 'BEGIN { printf "%.3f", a / b }')"
+  done
+}
+((POINTS > 0)) && points_phase
+if [[ ${ONLY:-all} == points ]]; then
+  echo
+  echo "backend: $BACKEND"
+  points_report
+  exit 0
+fi
 
 FLOOR_ONLY=1 run floor "$FLOOR_URL/"
 run preview "$API/requests/preview"
@@ -758,6 +861,7 @@ if [[ ${ONLY:-all} == all ]]; then
     echo "FAIL: ops transitions: $(field ops non2xx) non-2xx, $(field ops errors) socket errors"; ok=0
   fi
 fi
+points_report
 echo "sync durability: wrk saw $requests responses, $s201 of them 201, $non2xx non-2xx; $sent requests sent"
 echo "                 orders rows committed during the run: $orders (parcels $parcels), counted after kill -9"
 if [[ $non2xx != 0 ]]; then echo "FAIL: $non2xx non-2xx responses"; ok=0; fi

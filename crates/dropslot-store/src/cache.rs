@@ -55,6 +55,41 @@ pub fn keep_request_epoch(id: usize, epoch: Stamp) {
     let _ = REQUEST_EPOCH.try_with(|m| m.set(Some((id, epoch))));
 }
 
+/// The key an address point lookup is cached by: the query's street, number and postal
+/// prefix (its search box follows from the prefix, whose location is the dataset's).
+pub type PointKey = (String, String, String);
+
+pub fn point_key(q: &dropslot_core::geo::points::PointQuery) -> PointKey {
+    (q.street.clone(), q.number.clone(), q.postal_prefix.clone())
+}
+
+/// Each query's candidates from `cache` where it holds them under `epoch`, the others read
+/// by `read` (given only the queries it must answer, in order) and remembered.
+pub async fn points_through<F, Fut, E>(
+    cache: &EpochCache<PointKey, Vec<dropslot_core::geo::points::Candidate>>,
+    epoch: Option<Stamp>,
+    queries: &[dropslot_core::geo::points::PointQuery],
+    read: F,
+) -> Result<Vec<Vec<dropslot_core::geo::points::Candidate>>, E>
+where
+    F: FnOnce(Vec<dropslot_core::geo::points::PointQuery>) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<Vec<dropslot_core::geo::points::Candidate>>, E>>,
+{
+    let mut found: Vec<Option<Vec<_>>> =
+        queries.iter().map(|q| epoch.and_then(|e| cache.get(&point_key(q), e))).collect();
+    let missing: Vec<usize> = (0..queries.len()).filter(|&i| found[i].is_none()).collect();
+    if !missing.is_empty() {
+        let read_now = read(missing.iter().map(|&i| queries[i].clone()).collect()).await?;
+        for (&i, candidates) in missing.iter().zip(read_now) {
+            if let Some(e) = epoch {
+                cache.put(point_key(&queries[i]), e, candidates.clone());
+            }
+            found[i] = Some(candidates);
+        }
+    }
+    Ok(found.into_iter().map(Option::unwrap_or_default).collect())
+}
+
 /// Values by key, each valid in the epoch it was read in, for at most `MAX_AGE`.
 pub struct EpochCache<K, V> {
     capacity: usize,

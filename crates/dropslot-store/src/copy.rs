@@ -43,6 +43,8 @@ enum Conv {
     Text { null: bool, check: Check },
     /// BLOB → BYTEA (a token's SHA-256).
     Bytes,
+    /// REAL → DOUBLE PRECISION (an address point's coordinates).
+    Float,
     /// 0 or 1 → BOOLEAN.
     Bool,
     /// RFC 3339 text (any offset) → TIMESTAMPTZ.
@@ -346,6 +348,19 @@ const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "address_points",
+        identity: false,
+        columns: &[
+            c("number", TEXT),
+            c("street", TEXT),
+            c("unit", TEXT),
+            c("city", TEXT),
+            c("postal_prefix", TEXT),
+            c("lat", Conv::Float),
+            c("lng", Conv::Float),
+        ],
+    },
+    Table {
         name: "order_requests",
         identity: true,
         columns: &[
@@ -410,6 +425,7 @@ fn targets(column: &Column) -> Vec<(&'static str, Type)> {
         Conv::Int { .. } => vec![(column.name, Type::INT8_ARRAY)],
         Conv::Text { .. } => vec![(column.name, Type::TEXT_ARRAY)],
         Conv::Bytes => vec![(column.name, Type::BYTEA_ARRAY)],
+        Conv::Float => vec![(column.name, Type::FLOAT8_ARRAY)],
         Conv::Bool => vec![(column.name, Type::BOOL_ARRAY)],
         Conv::Instant { .. } => vec![(column.name, Type::TIMESTAMPTZ_ARRAY)],
         Conv::Zoned { offset } => vec![(column.name, Type::TIMESTAMPTZ_ARRAY), (offset, Type::INT4_ARRAY)],
@@ -720,6 +736,9 @@ enum Out {
     Bytes {
         values: Vec<Option<Vec<u8>>>,
     },
+    Float {
+        values: Vec<Option<f64>>,
+    },
     Bool {
         values: Vec<Option<bool>>,
     },
@@ -741,6 +760,7 @@ impl Out {
             Conv::Int { null } => Out::Int { null, values: Vec::new() },
             Conv::Text { null, check } => Out::Text { null, check, values: Vec::new() },
             Conv::Bytes => Out::Bytes { values: Vec::new() },
+            Conv::Float => Out::Float { values: Vec::new() },
             Conv::Bool => Out::Bool { values: Vec::new() },
             Conv::Instant { null } => Out::Instant { null, values: Vec::new() },
             Conv::Zoned { .. } => Out::Zoned { at: Vec::new(), offsets: Vec::new() },
@@ -764,6 +784,12 @@ impl Out {
             Out::Bytes { values } => values.push(Some(match v {
                 ValueRef::Blob(b) => b.to_vec(),
                 other => return Err(format!("not a blob: {}", describe(other))),
+            })),
+            Out::Float { values } => values.push(Some(match v {
+                ValueRef::Real(f) if f.is_finite() => f,
+                // SQLite keeps a whole REAL as an integer.
+                ValueRef::Integer(i) => i as f64,
+                other => return Err(format!("not a finite number: {}", describe(other))),
             })),
             Out::Bool { values } => values.push(Some(match v {
                 ValueRef::Integer(0) => false,
@@ -792,6 +818,7 @@ impl Out {
             Out::Int { values, .. } => vec![values as &(dyn ToSql + Sync)],
             Out::Text { values, .. } => vec![values as &(dyn ToSql + Sync)],
             Out::Bytes { values } => vec![values as &(dyn ToSql + Sync)],
+            Out::Float { values } => vec![values as &(dyn ToSql + Sync)],
             Out::Bool { values } => vec![values as &(dyn ToSql + Sync)],
             Out::Instant { values, .. } => vec![values as &(dyn ToSql + Sync)],
             Out::Zoned { at, offsets } => vec![at as &(dyn ToSql + Sync), offsets as &(dyn ToSql + Sync)],

@@ -25,6 +25,7 @@ pub use requests::*;
 pub use types::*;
 pub use webhooks::*;
 
+use dropslot_core::geo::points::{AddressPoint, Candidate, PointQuery};
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
 use dropslot_core::quote::capacity::{Load, Override, SlotDate};
 
@@ -189,6 +190,20 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Option<(String, StoredShipment)>>;
     /// The public tracking page's facts, by tracking code; no scope (the code is public).
     async fn tracking(&self, code: &str) -> StoreResult<Option<Tracking>>;
+
+    // Address points (CONTRACT §11): reference data of no client, loaded by the operator.
+    /// Adds a batch of points in one transaction; a point already stored with the same keys
+    /// (number, street, unit, postal prefix, city) is left as it is, so a re-import adds
+    /// nothing. Returns how many were new. Every process's lookups see them from the next
+    /// request on (the cache epoch moves with the commit).
+    async fn import_address_points(&self, points: Vec<AddressPoint>) -> StoreResult<u64>;
+    /// Whether any point is stored: cached under the cache epoch, so a preview on an
+    /// installation without points asks the database nothing (an import moves the epoch).
+    async fn address_points_present(&self) -> StoreResult<bool>;
+    /// For each query, the stored points with its number and street inside its search box
+    /// (`PointQuery::choose` picks one). Recent lookups are cached under the cache epoch (an
+    /// import moves it), so a merchant's repeated pick-up address costs no query.
+    async fn address_point_candidates(&self, queries: &[PointQuery]) -> StoreResult<Vec<Vec<Candidate>>>;
 
     // Labels: looked up by their unguessable token, no scope (the token is the credential).
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>>;

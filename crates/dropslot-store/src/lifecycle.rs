@@ -63,6 +63,8 @@ pub struct StoredPickUp {
     /// The pick-up slot's display name and the address text (for webhook bodies).
     pub slot_name: String,
     pub address_text: String,
+    /// How the pick-up address was located (its stored `located_by`).
+    pub address_located_by: dropslot_core::geo::LocatedBy,
 }
 
 /// A drop-off shipment with its shipment order, pick-up leg, live parcels and events.

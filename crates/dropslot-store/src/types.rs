@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{StoredDropOff, StoredParcel, StoredPickUp, StoredShipment};
+use dropslot_core::geo::LocatedBy;
 use dropslot_core::ids::CustomCode;
 use dropslot_core::ids::{
     ClientId, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId,
@@ -144,6 +145,10 @@ pub struct StoredPickUpAddress {
     pub description: Option<String>,
     #[serde(default)]
     pub saved_address_id: Option<i64>,
+    /// How `lat`/`lng` were found (CONTRACT §11). Rows written before this key existed were
+    /// all located by their postal code, which is what an absent key reads as.
+    #[serde(default)]
+    pub located_by: LocatedBy,
 }
 
 /// The drop-off address as stored (`drop_off_shipments.address_json`): the submitted fields
@@ -174,6 +179,10 @@ pub struct StoredDropOffAddress {
     pub lng: f64,
     pub region: String,
     pub location_service_postal_code: String,
+    /// How `lat`/`lng` were found (CONTRACT §11); absent in rows written before it existed,
+    /// which were all located by their postal code.
+    #[serde(default)]
+    pub located_by: LocatedBy,
 }
 
 /// Everything about a new order, computed before it reaches the store.
@@ -231,6 +240,7 @@ fn stored_shipments(o: &NewOrder, ids: &OrderIds) -> Vec<StoredShipment> {
         status: Status::Scheduled,
         slot_name: p.slot_name.clone(),
         address_text: p.address.text.clone(),
+        address_located_by: p.address.located_by,
     };
     o.shipments
         .iter()

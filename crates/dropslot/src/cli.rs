@@ -1,5 +1,6 @@
 //! The operator interface of CONTRACT §9: `serve`, `migrate`, `client create`,
-//! `token create|list|revoke`, `copy` (`SQLite` to `PostgreSQL`) and `backup` (`SQLite`).
+//! `token create|list|revoke`, `copy` (`SQLite` to `PostgreSQL`), `backup` (`SQLite`) and
+//! `addresses import` (address points, CONTRACT §11).
 //! Exit codes: 0 success, 2 usage, 1 failure (reason on stderr).
 
 use std::path::PathBuf;
@@ -60,6 +61,11 @@ enum Command {
         #[arg(long, value_parser = postgres_url)]
         to: String,
     },
+    /// Address points: precise coordinates for street addresses (CONTRACT §11).
+    Addresses {
+        #[command(subcommand)]
+        command: AddressesCommand,
+    },
     /// Copy the running `SQLite` database to PATH, consistently, while the server keeps
     /// writing; checks the copy and prints its path, size and pages. (`PostgreSQL`: `pg_dump`.)
     Backup {
@@ -85,6 +91,20 @@ fn postgres_url(s: &str) -> Result<String, String> {
         dropslot_core::config::DatabaseUrl::Postgres(_) => Ok(s.to_string()),
         dropslot_core::config::DatabaseUrl::Sqlite(_) => Err("the target must be a postgres:// URL".into()),
     }
+}
+
+#[derive(Subcommand, Debug)]
+enum AddressesCommand {
+    /// Load address points from FILE (`-`: standard input): CSV with the header
+    /// `number,street,unit,city,postal_code,lat,lng`, or `OpenAddresses` GeoJSON lines. Points
+    /// already stored are skipped, so a re-run adds nothing; progress goes to stderr after
+    /// every batch, the totals to stdout.
+    Import {
+        file: PathBuf,
+        /// Points written per transaction.
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        batch_size: u32,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -176,6 +196,16 @@ async fn execute(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Backup { path, force } => backup(&settings, path, force).await,
+        Command::Addresses { command: AddressesCommand::Import { file, batch_size } } => {
+            let store = migrated(&settings).await?;
+            let started = std::time::Instant::now();
+            let show = |p: &crate::addresses::import::Progress, f| {
+                eprintln!("{}", crate::addresses::import::progress_line(p, f, started));
+            };
+            let done = crate::addresses::import::run(&store, &file, batch_size as usize, show).await?;
+            println!("{} points read, {} new, {} skipped", done.read, done.added, done.skipped);
+            Ok(())
+        }
     }
 }
 

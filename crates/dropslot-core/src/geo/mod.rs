@@ -1,13 +1,18 @@
 //! Geocoding: address text → postal code → place (lat/lng, city, region) → service zone.
-//! Offline, over the shipped dataset of Canadian FSAs and US ZIP codes (data/ATTRIBUTION.md).
+//! Offline, over the shipped dataset of Canadian FSAs and US ZIP codes (data/ATTRIBUTION.md);
+//! a location is made precise by given coordinates or an address point (CONTRACT §11).
 
 pub mod dataset;
+pub mod distance;
+pub mod points;
 pub mod postal;
+pub mod street;
 
 use std::sync::{Arc, LazyLock};
 
 use crate::config::ServiceArea;
 use dataset::Dataset;
+use distance::{LatLng, TooFar};
 use postal::{Country, PostalCode};
 
 static EMBEDDED: LazyLock<Arc<Dataset<'static>>> = LazyLock::new(|| {
@@ -29,6 +34,63 @@ pub struct Location {
     pub region: String,
     /// Index of the serving zone in the service area.
     pub zone: usize,
+    /// Where `lat` and `lng` come from.
+    pub located_by: LocatedBy,
+}
+
+/// How a located address got its coordinates (CONTRACT §11), most precise first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LocatedBy {
+    /// An imported address point with the text's street number and name.
+    Point,
+    /// The `lat` and `lng` the request gave.
+    Given,
+    /// The location of the postal code (the dataset's representative point). The default:
+    /// rows stored before locations were told apart were all located so.
+    #[default]
+    PostalCode,
+}
+
+impl LocatedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocatedBy::Point => "point",
+            LocatedBy::Given => "given",
+            LocatedBy::PostalCode => "postal_code",
+        }
+    }
+}
+
+impl Location {
+    /// The postal code's location, when this location is still that (the dataset's text
+    /// always reads; `None` only for a location already made precise).
+    pub fn postal_code_point(&self) -> Option<LatLng> {
+        (self.located_by == LocatedBy::PostalCode).then(|| LatLng::parse(&self.lat, &self.lng)).flatten()
+    }
+
+    /// The request's own coordinates, if they lie within 10 km of the postal code's
+    /// location (else how far they are). Shown as the shortest decimal text that reads back
+    /// as the same number.
+    pub fn give(&mut self, at: LatLng) -> Result<(), TooFar> {
+        if let Some(postal) = self.postal_code_point() {
+            distance::check_near(postal, at)?;
+        }
+        self.set(at, LocatedBy::Given);
+        Ok(())
+    }
+
+    /// An address point's coordinates (chosen by `points::PointQuery::choose`, which keeps
+    /// the 10 km rule).
+    pub fn at_point(&mut self, at: LatLng) {
+        self.set(at, LocatedBy::Point);
+    }
+
+    fn set(&mut self, at: LatLng, by: LocatedBy) {
+        self.lat = at.lat().to_string();
+        self.lng = at.lng().to_string();
+        self.located_by = by;
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +145,7 @@ impl Geocoder {
             city: place.city.to_owned(),
             region: place.region.to_owned(),
             zone,
+            located_by: LocatedBy::PostalCode,
         })
     }
 

@@ -11,6 +11,7 @@ mod insert;
 mod lifecycle;
 mod orders;
 mod outbox;
+mod points;
 mod reads;
 mod requests;
 mod sql;
@@ -40,6 +41,7 @@ use super::{
 };
 use crate::cache::{self, EpochCache, Stamp};
 use dropslot_core::config::PostgresSettings;
+use dropslot_core::geo::points::{AddressPoint, Candidate, PointQuery};
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
 use dropslot_core::quote::capacity::{Load, Override, SlotDate};
 
@@ -55,6 +57,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (8, "cache_epoch", include_str!("../../migrations/postgres/0008_cache_epoch.sql")),
     (9, "webhook_statistics", include_str!("../../migrations/postgres/0009_webhook_statistics.sql")),
     (10, "capacity", include_str!("../../migrations/postgres/0010_capacity.sql")),
+    (11, "address_points", include_str!("../../migrations/postgres/0011_address_points.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -75,6 +78,11 @@ pub struct PgStore {
     /// that creates the address bumps the epoch), each valid while `cache_epoch.n` is unchanged.
     principals: EpochCache<[u8; 32], Principal>,
     saved_ids: EpochCache<(Scope, String), Option<SavedAddressId>>,
+    /// Whether `address_points` holds any point: while it holds none, a preview looks up no
+    /// point at all.
+    points_present: EpochCache<(), bool>,
+    /// Recent lookups' candidates: a merchant's pick-up address is looked up again and again.
+    point_lookups: EpochCache<cache::PointKey, Vec<Candidate>>,
 }
 
 /// The connection pool, and the server it connects to: every connection is taken here, so
@@ -139,6 +147,8 @@ impl PgStore {
             epoch_reads,
             principals: EpochCache::new(10_000),
             saved_ids: EpochCache::new(4_096),
+            points_present: EpochCache::new(1),
+            point_lookups: EpochCache::new(16_384),
         })
     }
 
@@ -148,6 +158,8 @@ impl PgStore {
     fn changed(&self) {
         self.principals.clear();
         self.saved_ids.clear();
+        self.points_present.clear();
+        self.point_lookups.clear();
     }
 
     /// The cache epoch: the one this request already read, else `cache_epoch.n`, read for
@@ -614,6 +626,35 @@ impl Store for PgStore {
         // "None" too: an order that creates this address bumps the epoch in its statement.
         self.saved_ids.put(key, epoch, found);
         Ok(found)
+    }
+
+    async fn import_address_points(&self, batch: Vec<AddressPoint>) -> StoreResult<u64> {
+        let c = self.conn().await?;
+        let added = points::insert(&c, &batch).await?;
+        self.changed();
+        Ok(added)
+    }
+
+    async fn address_points_present(&self) -> StoreResult<bool> {
+        // The epoch is read before the table: an import committed after this read moves it.
+        let epoch = self.epoch().await?;
+        if let Some(present) = self.points_present.get(&(), epoch) {
+            return Ok(present);
+        }
+        let present = points::any(&self.conn().await?).await?;
+        self.points_present.put((), epoch, present);
+        Ok(present)
+    }
+
+    async fn address_point_candidates(&self, queries: &[PointQuery]) -> StoreResult<Vec<Vec<Candidate>>> {
+        if queries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let epoch = self.epoch().await?;
+        cache::points_through(&self.point_lookups, Some(epoch), queries, |missing| async move {
+            points::candidates(&self.conn().await?, &missing).await
+        })
+        .await
     }
 
     async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>> {

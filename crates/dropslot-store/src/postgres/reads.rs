@@ -113,6 +113,7 @@ fn shipment_row(r: &Row) -> Result<StoredShipment, StoreError> {
         total_tax: Money(col(r, 19)?),
         price_with_tax: Money(col(r, 20)?),
     };
+    let address = super::json_column::<crate::StoredPickUpAddress>(col(r, 32)?, "pick-up address")?;
     let pick_up = StoredPickUp {
         id: PickUpShipmentId(col(r, 24)?),
         unique_id: col(r, 25)?,
@@ -122,7 +123,8 @@ fn shipment_row(r: &Row) -> Result<StoredShipment, StoreError> {
         end_at: col(r, 29)?,
         status: status_column(r, 30)?,
         slot_name: col(r, 31)?,
-        address_text: super::json_column::<crate::StoredPickUpAddress>(col(r, 32)?, "pick-up address")?.text,
+        address_text: address.text,
+        address_located_by: address.located_by,
     };
     let codes: Vec<String> = col(r, 33)?;
     let custom: Vec<Option<String>> = col(r, 34)?;

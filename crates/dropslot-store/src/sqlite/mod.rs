@@ -8,6 +8,7 @@ mod epoch;
 mod lifecycle;
 mod orders;
 mod outbox;
+mod points;
 mod reads;
 mod requests;
 mod webhooks;
@@ -30,6 +31,7 @@ use super::{
     StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::cache::EpochCache;
+use dropslot_core::geo::points::{AddressPoint, Candidate, PointQuery};
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
 use dropslot_core::quote::capacity::{Load, Override, SlotDate};
 use outbox::Sink;
@@ -47,6 +49,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (8, "cache_epoch", include_str!("../../migrations/sqlite/0008_cache_epoch.sql")),
     (9, "webhook_statistics", include_str!("../../migrations/sqlite/0009_webhook_statistics.sql")),
     (10, "capacity", include_str!("../../migrations/sqlite/0010_capacity.sql")),
+    (11, "address_points", include_str!("../../migrations/sqlite/0011_address_points.sql")),
 ];
 const READERS: usize = 4;
 
@@ -60,6 +63,11 @@ pub struct SqliteStore {
     epoch: epoch::Epoch,
     principals: EpochCache<[u8; 32], Principal>,
     saved_ids: EpochCache<(Scope, String), Option<SavedAddressId>>,
+    /// Whether `address_points` holds any point: while it holds none, a preview looks up no
+    /// point at all.
+    points_present: EpochCache<(), bool>,
+    /// Recent lookups' candidates: a merchant's pick-up address is looked up again and again.
+    point_lookups: EpochCache<crate::cache::PointKey, Vec<Candidate>>,
 }
 
 /// The pooled read connections.
@@ -127,7 +135,8 @@ impl SqliteStore {
         let readers = Arc::new(Readers { conns, next: AtomicUsize::new(0), stats: stats.clone() });
         let epoch = epoch::Epoch::open(path);
         let (principals, saved_ids) = (EpochCache::new(10_000), EpochCache::new(4_096));
-        Ok(SqliteStore { writer, readers, outbox, stats, epoch, principals, saved_ids })
+        let (points_present, point_lookups) = (EpochCache::new(1), EpochCache::new(16_384));
+        Ok(SqliteStore { writer, readers, outbox, stats, epoch, principals, saved_ids, points_present, point_lookups })
     }
 
     /// A write that may cause webhook events: `work` renders them through the outbox into
@@ -158,6 +167,8 @@ impl SqliteStore {
     fn changed(&self) -> StoreResult<()> {
         self.principals.clear();
         self.saved_ids.clear();
+        self.points_present.clear();
+        self.point_lookups.clear();
         self.epoch.touch()
     }
 
@@ -473,6 +484,33 @@ impl Store for SqliteStore {
             self.saved_ids.put(key, epoch, found);
         }
         Ok(found)
+    }
+
+    async fn import_address_points(&self, batch: Vec<AddressPoint>) -> StoreResult<u64> {
+        let added = self.writer.write(move |c| points::insert(c, &batch).map_err(map_err)).await?;
+        self.changed()?;
+        Ok(added)
+    }
+
+    async fn address_points_present(&self) -> StoreResult<bool> {
+        // The epoch is read before the table: an import committed after this read moves it.
+        let epoch = self.epoch.read();
+        if let Some(present) = epoch.and_then(|e| self.points_present.get(&(), e)) {
+            return Ok(present);
+        }
+        let present = self.read(points::any)?;
+        if let Some(epoch) = epoch {
+            self.points_present.put((), epoch, present);
+        }
+        Ok(present)
+    }
+
+    async fn address_point_candidates(&self, queries: &[PointQuery]) -> StoreResult<Vec<Vec<Candidate>>> {
+        let epoch = self.epoch.read();
+        crate::cache::points_through(&self.point_lookups, epoch, queries, |missing| async move {
+            self.read(|c| points::candidates(c, &missing))
+        })
+        .await
     }
 
     async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>> {

@@ -87,6 +87,7 @@ pub(super) fn shipment_without_events(c: &Connection, id: i64) -> rusqlite::Resu
              FROM pick_up_shipments WHERE id = ?1",
         )?
         .query_row([pick_up_id], |r| {
+            let address = super::json_column::<crate::StoredPickUpAddress>(r, 8)?;
             Ok(StoredPickUp {
                 id: PickUpShipmentId(r.get(0)?),
                 unique_id: r.get(1)?,
@@ -96,7 +97,8 @@ pub(super) fn shipment_without_events(c: &Connection, id: i64) -> rusqlite::Resu
                 end_at: r.get(5)?,
                 status: status_column(r, 6)?,
                 slot_name: r.get(7)?,
-                address_text: super::json_column::<crate::StoredPickUpAddress>(r, 8)?.text,
+                address_text: address.text,
+                address_located_by: address.located_by,
             })
         })?;
     let parcels = c

@@ -1,5 +1,8 @@
 //! Saved pick-up addresses (CONTRACT §3.4): saved by order creation, matched by preview,
-//! listed, shown and deleted here, referenced in requests by `saved_address_id`.
+//! listed, shown and deleted here, referenced in requests by `saved_address_id`. The import
+//! of address points (CONTRACT §11) is `import`.
+
+pub mod import;
 
 use axum::extract::State;
 use axum::response::Response;

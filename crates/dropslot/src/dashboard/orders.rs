@@ -11,6 +11,7 @@ use crate::error::{Error, FieldErrors};
 use crate::http::PathParam;
 use crate::http::page::{cursor, parse_cursor};
 use crate::labels::LabelLink;
+use dropslot_core::geo::LocatedBy;
 use dropslot_core::ids::CustomCode;
 use dropslot_core::money::Money;
 use dropslot_core::shipments::{Scenario, Status};
@@ -164,6 +165,10 @@ struct ShipmentPage {
     receiver: String,
     phone: String,
     address: String,
+    /// How the drop-off address was located (CONTRACT §11), its label and coordinates.
+    located_by: &'static str,
+    located_label: &'static str,
+    coordinates: String,
     attempts: u32,
     max_attempts: u32,
     tracking_url: String,
@@ -196,6 +201,15 @@ struct ParcelRow {
 struct LabelGroup {
     name: String,
     links: Vec<LabelLink>,
+}
+
+/// How an address was located, for a person: how precise its coordinates are.
+fn located_label(by: LocatedBy) -> &'static str {
+    match by {
+        LocatedBy::Point => "Address point (street number and name matched)",
+        LocatedBy::Given => "Coordinates given with the order",
+        LocatedBy::PostalCode => "Postal code (approximate: the area's centre)",
+    }
 }
 
 fn scenario_name(s: Scenario) -> &'static str {
@@ -298,6 +312,9 @@ pub(super) async fn shipment(
         receiver: d.address.person_name.clone().unwrap_or_default(),
         phone: d.address.person_phone.clone().unwrap_or_default(),
         address: d.address.text.clone(),
+        located_by: d.address.located_by.as_str(),
+        located_label: located_label(d.address.located_by),
+        coordinates: format!("{}, {}", d.address.lat, d.address.lng),
         attempts: d.attempts,
         max_attempts: d.max_attempts,
         tracking_url: crate::labels::tracking_url(base, &d.unique_id),

@@ -258,6 +258,7 @@ fn new_order(
             person_phone: trimmed(&a.person_phone),
             description: trimmed(&a.description),
             saved_address_id: None,
+            located_by: l.located_by,
         },
         saved_normalized: normalize_address(&text),
         saved_text: text,
@@ -290,6 +291,7 @@ fn new_order(
             lng: coordinate(&d.location.lng)?,
             region: d.location.region.clone(),
             location_service_postal_code: d.location.lookup_key.clone(),
+            located_by: d.location.located_by,
         };
         let parcels = d
             .parcels

@@ -19,6 +19,8 @@ use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{Error, FieldErrors, Result};
 use dropslot_core::config::{Limits, PriceList};
+use dropslot_core::geo::Location;
+use dropslot_core::geo::points::PointQuery;
 use dropslot_core::ids::SavedAddressId;
 use dropslot_core::quote::schedule::AskedProblem;
 use dropslot_core::quote::{self, Quote, QuoteError};
@@ -93,7 +95,8 @@ pub async fn prepare(
         geocoder: &app.geocoder,
         area: &app.settings.area,
     };
-    let request = request::validate(payload, &rules).map_err(Error::Validation)?;
+    let mut request = request::validate(payload, &rules).map_err(Error::Validation)?;
+    locate_at_points(app, &mut request).await?;
     let quote = quote_at(app, terms, &request, now).await?;
     Ok(Prepared { request, quote, saved_address })
 }
@@ -134,6 +137,30 @@ pub fn asked_problem(why: AskedProblem) -> &'static str {
         AskedProblem::Full => "This time slot is full on that date.",
         AskedProblem::Unreachable => "No pick-up slot with room that day reaches this time slot; choose a later one.",
     }
+}
+
+/// CONTRACT §11: each address the request gave no coordinates for is placed at the address
+/// point with its street number and name, when one matches (`PointQuery::choose`); else it
+/// keeps its postal code's location. With no point imported this costs one cached answer
+/// and no query (the store keeps whether any point exists under its cache epoch).
+async fn locate_at_points(app: &App, request: &mut ValidRequest) -> Result<()> {
+    if !app.store.address_points_present().await? {
+        return Ok(());
+    }
+    let locations =
+        std::iter::once(&mut request.pick_up.location).chain(request.drop_offs.iter_mut().map(|d| &mut d.location));
+    let (queries, located): (Vec<PointQuery>, Vec<&mut Location>) =
+        locations.filter_map(|l| PointQuery::for_location(l).map(|q| (q, l))).unzip();
+    if queries.is_empty() {
+        return Ok(());
+    }
+    let candidates = app.store.address_point_candidates(&queries).await?;
+    for ((query, location), candidates) in queries.iter().zip(located).zip(candidates) {
+        if let Some(at) = query.choose(&candidates) {
+            location.at_point(at);
+        }
+    }
+    Ok(())
 }
 
 /// Validation errors that only the database can find, at their field paths.

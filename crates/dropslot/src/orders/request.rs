@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use crate::error::FieldErrors;
 use dropslot_core::config::{Limits, PriceList, ServiceArea};
+use dropslot_core::geo::distance::{CoordinateError, LatLng};
 use dropslot_core::geo::{Geocoder, Location};
 use dropslot_core::ids::CustomCode;
 use dropslot_core::quote::schedule::Asked;
@@ -51,6 +52,13 @@ pub struct AddressIn {
     pub sender_address_text: Option<String>,
     /// Pick-up only: a saved address instead of `text` (CONTRACT §3.4).
     pub saved_address_id: Option<i64>,
+    /// The stop's latitude (WGS84 degrees), with `lng`: both or neither. Must lie within
+    /// 10 km of the location of the address's postal code; shown and stored instead of it.
+    #[schema(minimum = -90, maximum = 90, example = 43.6419)]
+    pub lat: Option<f64>,
+    /// The stop's longitude (WGS84 degrees), with `lat`.
+    #[schema(minimum = -180, maximum = 180, example = -79.386)]
+    pub lng: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -377,7 +385,7 @@ fn check_address(
         ok = false;
     };
     let text = a.text.as_deref().map_or("", str::trim);
-    let location = if text.is_empty() {
+    let mut location = if text.is_empty() {
         fail("text", "The address text is required.");
         None
     } else if text.chars().count() > TEXT_MAX {
@@ -392,6 +400,34 @@ fn check_address(
             }
         }
     };
+    // CONTRACT §11: both or neither, in range, and near the postal code's location.
+    let given = match (a.lat, a.lng) {
+        (None, None) => None,
+        (Some(_), None) => {
+            fail("lng", "The longitude is required with a latitude: give lat and lng together, or neither.");
+            None
+        }
+        (None, Some(_)) => {
+            fail("lat", "The latitude is required with a longitude: give lat and lng together, or neither.");
+            None
+        }
+        (Some(lat), Some(lng)) => match LatLng::new(lat, lng) {
+            Ok(at) => Some(at),
+            Err(e @ CoordinateError::Lat) => {
+                fail("lat", e.message());
+                None
+            }
+            Err(e @ CoordinateError::Lng) => {
+                fail("lng", e.message());
+                None
+            }
+        },
+    };
+    if let (Some(l), Some(at)) = (location.as_mut(), given) {
+        if let Err(far) = l.give(at) {
+            fail("lat", &far.message());
+        }
+    }
     let order = rules.purpose.orders();
     for (field, value, required, max) in [
         ("person_name", &a.person_name, drop_off && order, NAME_MAX),

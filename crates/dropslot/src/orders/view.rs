@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::wire::ShipmentObject;
 use dropslot_core::config::ServiceArea;
+use dropslot_core::geo::LocatedBy;
 use dropslot_core::shipments::{Actor, Proof, Status};
 use dropslot_core::time::{city_zone, local};
 use dropslot_store::{StoredEvent, StoredOrder, StoredShipment};
@@ -20,8 +21,19 @@ pub struct ShipmentView {
     /// Delivery attempts made, and the most this shipment allows.
     pub attempts: u32,
     pub max_attempts: u32,
+    /// How each address got its coordinates (CONTRACT §11).
+    pub located_by: LocatedByView,
     /// Oldest first.
     pub events: Vec<EventView>,
+}
+
+/// `point` (an imported address point matched the street number and name), `given` (the
+/// request's `lat`/`lng`) or `postal_code` (the postal code's location: the fallback, and
+/// what every address ordered before this field existed reads as).
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct LocatedByView {
+    pub pick_up_address: LocatedBy,
+    pub drop_off_address: LocatedBy,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -54,6 +66,10 @@ impl ShipmentView {
             pick_up_status: s.pick_up.status,
             attempts: s.drop_off.attempts,
             max_attempts: s.drop_off.max_attempts,
+            located_by: LocatedByView {
+                pick_up_address: s.pick_up.address_located_by,
+                drop_off_address: s.drop_off.address.located_by,
+            },
             events: s.events.into_iter().map(|e| EventView::new(e, &tz)).collect(),
         }
     }

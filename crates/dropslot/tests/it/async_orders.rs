@@ -108,7 +108,7 @@ async fn a_request_of_100_drop_offs_becomes_one_order_priced_like_its_preview() 
     let mut read = read.body["object"].clone();
     for shipment in read["shipments"].as_array_mut().expect("shipments") {
         let view = shipment.as_object_mut().unwrap();
-        for lifecycle in ["status", "pick_up_status", "attempts", "max_attempts", "events"] {
+        for lifecycle in ["status", "pick_up_status", "attempts", "max_attempts", "located_by", "events"] {
             assert!(view.remove(lifecycle).is_some(), "{lifecycle}");
         }
     }

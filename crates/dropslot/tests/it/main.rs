@@ -20,6 +20,7 @@ mod metrics;
 mod openapi;
 mod ops;
 mod orders;
+mod points;
 mod preview;
 mod ratelimit;
 mod reads;

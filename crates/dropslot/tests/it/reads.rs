@@ -23,7 +23,7 @@ async fn an_order_reads_back_as_it_was_created_plus_its_state() {
     assert_eq!((o["unique_id"].as_str(), o["created_at"].as_str()), (Some(order_id), c["created_at"].as_str()));
     // Every field of the creation response, unchanged, plus status, attempts and events.
     let mut read = o["shipments"][0].clone();
-    for extra in ["status", "pick_up_status", "attempts", "max_attempts", "events"] {
+    for extra in ["status", "pick_up_status", "attempts", "max_attempts", "located_by", "events"] {
         assert!(read.as_object_mut().unwrap().remove(extra).is_some(), "{extra}");
     }
     assert_eq!(read, c["shipments"][0]);
