@@ -276,7 +276,7 @@ async fn subscribers_by_shipment(c: &impl Sql, drop_offs: &[i64]) -> Result<Hash
 /// reads which of them have an unfinished delivery. Two changes only ever share a stream when
 /// they change the same shipment, which its row lock already serialises, so taking several
 /// stream locks at once cannot deadlock.
-async fn streams_busy(c: &impl Sql, streams: &[(i64, i64)]) -> Result<HashSet<(i64, i64)>, StoreError> {
+pub(super) async fn streams_busy(c: &impl Sql, streams: &[(i64, i64)]) -> Result<HashSet<(i64, i64)>, StoreError> {
     let (endpoints, keys): (Vec<i64>, Vec<i64>) = streams.iter().copied().unzip();
     c.execute_typed(
         "SELECT pg_advisory_xact_lock((e << 32) # k) FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)",

@@ -762,26 +762,8 @@ async fn promote_after(c: &impl Sql, mut finished: Vec<(i64, i64, i64)>) -> Resu
     }
     finished.sort_unstable();
     finished.dedup_by_key(|(e, k, _)| (*e, *k));
-    let (endpoints, keys): (Vec<i64>, Vec<i64>) = finished.iter().map(|(e, k, _)| (*e, *k)).unzip();
-    c.execute_typed(
-        "SELECT pg_advisory_xact_lock((e << 32) # k) FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)",
-        &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)],
-    )
-    .await
-    .map_err(map_err)?;
-    // A new statement: its snapshot sees what the streams' other writers committed.
-    let unfinished: Vec<(i64, i64)> = c
-        .query_typed(
-            "SELECT DISTINCT d.endpoint_id, d.ordering_key FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)
-             JOIN webhook_deliveries d ON d.endpoint_id = s.e AND d.ordering_key = s.k
-             WHERE d.state IN ('waiting', 'pending')",
-            &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)],
-        )
-        .await
-        .map_err(map_err)?
-        .iter()
-        .map(|r| Ok((col(r, 0)?, col(r, 1)?)))
-        .collect::<Result<_, StoreError>>()?;
+    let streams: Vec<(i64, i64)> = finished.iter().map(|(e, k, _)| (*e, *k)).collect();
+    let unfinished = super::outbox::streams_busy(c, &streams).await?;
     for (_, _, delivery) in finished.iter().filter(|(e, k, _)| unfinished.contains(&(*e, *k))) {
         promote_locked(c, *delivery).await?;
     }
