@@ -936,7 +936,7 @@ mod tests {
                         let mut columns = BTreeSet::new();
                         for line in body.lines().map(str::trim) {
                             let first = line.split_whitespace().next().unwrap_or("");
-                            if !first.is_empty() && !["PRIMARY", ")", ");"].contains(&first) {
+                            if !first.is_empty() && !["PRIMARY", "CHECK", ")", ");"].contains(&first) {
                                 columns.insert(first.to_string());
                             }
                         }

@@ -360,6 +360,11 @@ struct BookableSlot {
     remaining: Option<Remaining>,
 }
 
+/// The bookable slots, earliest first.
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(transparent)]
+struct BookableSlots(Vec<BookableSlot>);
+
 /// `GET /slots?text=&from=&days=`: the drop-off slots an address can be booked in.
 #[utoipa::path(get, path = "/slots", tag = "Orders", operation_id = "list_slots",
     summary = "The bookable drop-off slots of an address",
@@ -371,7 +376,7 @@ struct BookableSlot {
         ("days" = Option<u32>, Query, minimum = 1, maximum = 14, description = "Days from `from`, 1 to the booking horizon (default the horizon, 14)."),
     ),
     responses(
-        (status = 200, description = "The bookable slots, earliest first.", body = Envelope<Vec<BookableSlot>>),
+        (status = 200, description = "The bookable slots, earliest first.", body = Envelope<BookableSlots>),
         (status = 422, description = "A bad query, at `query.<name>`: an address that cannot be placed in the service area, a malformed date, days out of range, a parameter given twice or unknown.", body = ErrorEnvelope),
     ))]
 async fn slots(State(app): State<App>, caller: Caller, RawQuery(raw): RawQuery) -> Result<Response> {
@@ -421,5 +426,5 @@ async fn slots(State(app): State<App>, caller: Caller, RawQuery(raw): RawQuery) 
         let Ok(next) = date.tomorrow() else { break };
         date = next;
     }
-    Ok(envelope(200, "Bookable slots.", &out).into_response())
+    Ok(envelope(200, "Bookable slots.", &BookableSlots(out)).into_response())
 }

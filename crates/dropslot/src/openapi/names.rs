@@ -15,7 +15,6 @@ const RENAMED: &[(&str, &str)] = &[
     ("DropOffShipmentObject", "DropOffShipment"),
     ("PickUpShipmentObject", "PickUpShipment"),
     ("ParcelObject", "Parcel"),
-    ("Vec_BookableSlot", "BookableSlots"),
 ];
 
 /// A component's name in the document.
