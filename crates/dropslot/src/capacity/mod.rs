@@ -214,7 +214,7 @@ struct CapacityList {
     summary = "Every slot's limits and fill on a date",
     description = "Limits (configured, or the date's override) and what live and test orders hold in each slot. When no admin token is configured, every admin route answers 404.",
     security(("admin_token" = [])),
-    params(("date" = String, Query, description = "YYYY-MM-DD (required).")),
+    params(("date" = String, Query, format = Date, description = "YYYY-MM-DD (required).")),
     responses(
         (status = 200, description = "The slots.", body = Envelope<CapacityList>),
         (status = 404, description = "No admin token is configured.", body = ErrorEnvelope),
@@ -259,11 +259,11 @@ struct CapacityPut {
     date: Option<String>,
     /// Stops that date: a whole number from 0, `null` for unlimited, absent for the configured limit.
     #[serde(default)]
-    #[schema(value_type = Option<u32>)]
+    #[schema(value_type = Option<u32>, minimum = 0, maximum = 1_000_000)]
     stops: Given,
     /// Parcels that date (drop-off slots only): as `stops`.
     #[serde(default)]
-    #[schema(value_type = Option<u32>)]
+    #[schema(value_type = Option<u32>, minimum = 0, maximum = 1_000_000)]
     parcels: Given,
 }
 
@@ -371,8 +371,8 @@ struct BookableSlots(Vec<BookableSlot>);
     description = "For a checkout page: each open drop-off slot of the address's zone with room for one more drop-off, on each day the zone's city operates, from `from` for `days` days (within the booking horizon), with what remains. A slot is listed when a pick-up in the same city that day can reach it (CONTRACT §10); ask for it with `scheduled_date` and `time_slot_code` on the drop-off.",
     security(("client_token" = [])),
     params(
-        ("text" = String, Query, description = "The address, or just its postal code (required)."),
-        ("from" = Option<String>, Query, description = "YYYY-MM-DD; default today in the address's city."),
+        ("text" = String, Query, min_length = 1, max_length = 500, description = "The address, or just its postal code (required)."),
+        ("from" = Option<String>, Query, format = Date, description = "YYYY-MM-DD; default today in the address's city."),
         ("days" = Option<u32>, Query, minimum = 1, maximum = 14, description = "Days from `from`, 1 to the booking horizon (default the horizon, 14)."),
     ),
     responses(
