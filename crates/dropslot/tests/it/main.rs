@@ -26,5 +26,6 @@ mod reads;
 mod receiver;
 mod sandbox;
 mod scaleout;
+mod solve;
 mod storage;
 mod webhooks;
