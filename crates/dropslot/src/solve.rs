@@ -33,14 +33,12 @@ pub fn run(path: &Path, time_limit: f64, seed: u64) -> Result<String, String> {
     Ok(line(&instance, &solution, seconds))
 }
 
+/// `{"routes":…,"cost":…,"seconds":…}` in the contract's key order.
 fn line(instance: &Instance, solution: &Solution, seconds: f64) -> String {
     let routes: Vec<Vec<u32>> =
         solution.routes.iter().map(|r| r.iter().map(|&c| instance.nodes[c].id).collect()).collect();
-    serde_json::json!({
-        "routes": routes,
-        // Tenths to the file's unit: 8273 → 827.3 (shortest form, so exactly one decimal).
-        "cost": solution.cost as f64 / 10.0,
-        "seconds": (seconds * 1000.0).round() / 1000.0,
-    })
-    .to_string()
+    let routes = serde_json::to_string(&routes).unwrap_or_default();
+    // Tenths to the file's unit with exactly one decimal: 8273 → 827.3.
+    let cost = routing::show_tenths(solution.cost);
+    format!("{{\"routes\":{routes},\"cost\":{cost},\"seconds\":{seconds:.3}}}")
 }

@@ -61,6 +61,7 @@ fn solve_prints_feasible_routes_whose_cost_the_checker_confirms() {
         assert!(out.status.success(), "{file}: {out:?}");
         let stdout = String::from_utf8(out.stdout).unwrap();
         assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout}");
+        assert!(stdout.starts_with("{\"routes\":[["), "the contract's key order: {stdout}");
         let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         let routes: Vec<Vec<u32>> = serde_json::from_value(answer["routes"].clone()).unwrap();
         let seconds = answer["seconds"].as_f64().unwrap();

@@ -35,6 +35,14 @@ impl State {
         self.cost + penalty * self.unassigned.len() as Tenths
     }
 
+    /// Moves every customer of the route with the fewest customers to `unassigned`.
+    fn empty_shortest_route(&mut self) {
+        let Some(r) = (0..self.routes.len()).min_by_key(|&r| self.routes[r].visits.len()) else { return };
+        let route = self.routes.swap_remove(r);
+        self.cost -= route.cost;
+        self.unassigned.extend(route.visits);
+    }
+
     /// Better for keeping as the answer: fewer customers left out, then shorter.
     fn better_than(&self, other: &State) -> bool {
         (self.unassigned.len(), self.cost) < (other.unassigned.len(), other.cost)
@@ -91,7 +99,7 @@ impl<'a> Search<'a> {
             let mut candidate = current.clone();
             let eliminate = current.unassigned.is_empty() && current.routes.len() > 1 && self.rng.chance(ELIMINATE);
             if eliminate {
-                self.empty_shortest_route(&mut candidate);
+                candidate.empty_shortest_route();
             }
             self.ruin(&mut candidate);
             self.recreate(&mut candidate, !eliminate);
@@ -115,14 +123,6 @@ impl<'a> Search<'a> {
         unassigned.sort_by_key(|(u, _)| *u);
         let routes = best.routes.into_iter().filter(|r| !r.visits.is_empty()).map(|r| r.visits).collect();
         Solution { routes, unassigned, cost: best.cost, iterations }
-    }
-
-    /// Moves every customer of the route with the fewest customers to `unassigned`.
-    fn empty_shortest_route(&self, state: &mut State) {
-        let Some(r) = (0..state.routes.len()).min_by_key(|&r| state.routes[r].visits.len()) else { return };
-        let route = state.routes.swap_remove(r);
-        state.cost -= route.cost;
-        state.unassigned.extend(route.visits);
     }
 
     /// Removes strings of customers from routes near a random seed customer.
