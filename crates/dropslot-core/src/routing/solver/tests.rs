@@ -104,15 +104,32 @@ fn the_search_improves_on_the_first_insertion() {
 }
 
 #[test]
-fn it_returns_within_its_deadline() {
-    // 400 customers, a 0.5 s wall-clock limit counted from before the set-up: the answer
-    // must come within the limit + 10 %.
+fn it_returns_within_its_deadline_under_load() {
+    // 400 customers, a 0.5 s wall-clock limit counted from before the set-up, and two threads
+    // spinning beside it on this 2-core machine (plus the other tests): the answer must come
+    // within the limit + 10 %.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0_u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                }
+            })
+        })
+        .collect();
     let began = std::time::Instant::now();
     let limit = 0.5;
     let instance = random_instance(5, 400, 200, 200, 8000);
     let mut budget = |_: u64| began.elapsed().as_secs_f64() / limit;
     let solution = solve(&instance, 1, &mut budget);
     let took = began.elapsed().as_secs_f64();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for l in load {
+        l.join().unwrap();
+    }
     assert!(took <= limit * 1.1, "took {took} s");
     assert!(solution.iterations > 0);
     judged(&instance, &solution);
