@@ -8,6 +8,7 @@ pub mod ids;
 pub mod labels;
 pub mod money;
 pub mod quote;
+pub mod routing;
 pub mod rule;
 pub mod shipments;
 pub mod time;

@@ -1,6 +1,7 @@
 //! The operator interface of CONTRACT §9: `serve`, `migrate`, `client create`,
 //! `token create|list|revoke`, `copy` (`SQLite` to `PostgreSQL`), `backup` (`SQLite`) and
-//! `addresses import` (address points, CONTRACT §11).
+//! `addresses import` (address points, CONTRACT §11), `solve` (the route solver on a VRPTW
+//! benchmark file, §12).
 //! Exit codes: 0 success, 2 usage, 1 failure (reason on stderr).
 
 use std::path::PathBuf;
@@ -75,6 +76,27 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Solve a VRPTW instance (VRPLIB or Solomon format) and print one JSON line:
+    /// `{"routes":[[customer numbers]],"cost":N,"seconds":S}`. Exit 1 without a feasible
+    /// solution.
+    Solve {
+        /// The instance file.
+        file: PathBuf,
+        /// Stop after this many seconds, reading included (default 10).
+        #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
+        time_limit: f64,
+        /// The seed of the solver's choices (default 1).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+/// `--time-limit`: seconds, more than zero (and at most a day).
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!("expected seconds between 0 and 86400, found {s:?}")),
+    }
 }
 
 /// `--from`: a `sqlite://` URL (anything else is a usage error).
@@ -143,6 +165,16 @@ pub fn main() -> ExitCode {
             return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
         }
     };
+    // The solver needs neither the configuration, a database nor the runtime.
+    if let Command::Solve { file, time_limit, seed } = &cli.command {
+        return match crate::solve::run(file, *time_limit, *seed) {
+            Ok(line) => {
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(reason) => fail(&reason),
+        };
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fail(&format!("cannot start the runtime: {e}")),
@@ -206,6 +238,7 @@ async fn execute(cli: Cli) -> Result<(), String> {
             println!("{} points read, {} new, {} skipped", done.read, done.added, done.skipped);
             Ok(())
         }
+        Command::Solve { .. } => Err("solve runs before the runtime starts".into()),
     }
 }
 

@@ -20,6 +20,7 @@ pub mod ratelimit;
 pub mod root;
 pub mod sandbox;
 pub mod shipments;
+pub mod solve;
 pub mod tracking;
 pub mod webhooks;
 

@@ -27,5 +27,6 @@ mod reads;
 mod receiver;
 mod sandbox;
 mod scaleout;
+mod solve;
 mod storage;
 mod webhooks;

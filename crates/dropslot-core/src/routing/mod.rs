@@ -1,0 +1,12 @@
+//! Vehicle routing with time windows (VRPTW), pure: reading instances, the solver, and the
+//! independent checker that judges any solver's routes (CONTRACT §12, issue 29).
+
+pub mod check;
+pub mod instance;
+pub mod parse;
+pub mod solver;
+
+pub use check::{Verdict, check};
+pub use instance::{Format, Instance, Node, Tenths, show_tenths};
+pub use parse::{ParseError, parse};
+pub use solver::{Budget, Iterations, Reason, Solution, solve};
