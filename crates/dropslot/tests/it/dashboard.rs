@@ -111,6 +111,9 @@ async fn browser_sign_in_find_an_order_by_custom_code_open_its_timeline_and_down
     b.goto(&format!("{}/dashboard/tokens", s.base)).await;
     assert!(b.text("#tokens").await.contains("(this session)"));
     check_page(&b, "tokens-desktop").await;
+    b.goto(&format!("{}/dashboard/slots", s.base)).await;
+    assert!(b.text("#slots").await.contains("TOR-DT-PM"));
+    check_page(&b, "slots-desktop").await;
 }
 
 #[tokio::test]
@@ -253,6 +256,7 @@ async fn browser_every_page_on_a_phone() {
         (format!("/dashboard/webhooks/{id}"), "endpoint-phone"),
         ("/dashboard/tokens".to_string(), "tokens-phone"),
         ("/dashboard/addresses".to_string(), "addresses-phone"),
+        ("/dashboard/slots".to_string(), "slots-phone"),
     ] {
         b.goto(&format!("{}{path}", s.base)).await;
         assert!(b.current_url().await.ends_with(&path), "{path}");
