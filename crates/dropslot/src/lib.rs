@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod ops;
 pub mod orders;
 pub mod ratelimit;
+pub mod roads;
 pub mod root;
 pub mod sandbox;
 pub mod shipments;

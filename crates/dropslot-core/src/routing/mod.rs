@@ -4,6 +4,7 @@
 pub mod check;
 pub mod instance;
 pub mod parse;
+pub mod roads;
 pub mod solver;
 
 pub use check::{Verdict, check};

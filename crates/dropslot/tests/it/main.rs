@@ -25,6 +25,7 @@ mod preview;
 mod ratelimit;
 mod reads;
 mod receiver;
+mod roads;
 mod sandbox;
 mod scaleout;
 mod solve;
