@@ -186,19 +186,15 @@ impl Plan {
     }
 }
 
-/// A route id: the plan's id and the driver's, so it stays the same when the plan is
-/// re-optimised.
+/// A route id: the plan's id and the driver's (`PLN….DRV…`), so it stays the same when the
+/// plan is re-optimised and tells which plan it belongs to.
 pub fn route_id(plan_id: &str, driver_id: &str) -> String {
-    let plan = plan_id.strip_prefix("pln_").unwrap_or(plan_id);
-    let driver = driver_id.strip_prefix("drv_").unwrap_or(driver_id);
-    format!("rte_{plan}_{driver}")
+    format!("{plan_id}.{driver_id}")
 }
 
 /// The plan id a route id belongs to.
-pub fn plan_of_route(route_id: &str) -> Option<String> {
-    let rest = route_id.strip_prefix("rte_")?;
-    let (plan, _) = rest.split_once('_')?;
-    Some(format!("pln_{plan}"))
+pub fn plan_of_route(route_id: &str) -> Option<&str> {
+    route_id.split_once('.').filter(|(p, d)| !p.is_empty() && !d.is_empty()).map(|(p, _)| p)
 }
 
 /// Why a shipment is in no route, in a dispatcher's words.

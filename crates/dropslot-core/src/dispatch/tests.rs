@@ -113,7 +113,7 @@ fn a_plan_keeps_every_window_capacity_and_shift_and_places_every_shipment_once()
     assert_eq!((stop.shipment_unique_ids.len(), stop.parcels, stop.service_s), (2, 4, 180 + 4 * 30));
     // Both drivers have a route, used or not.
     assert_eq!(plan.routes.len(), 2);
-    assert_eq!(plan.routes[0].id, "rte_T_1");
+    assert_eq!(plan.routes[0].id, "pln_T.drv_1");
 }
 
 #[test]
@@ -207,9 +207,10 @@ fn fixed_routes_keep_their_shipments_in_order_when_re_solved() {
 
 #[test]
 fn route_ids_carry_their_plan() {
-    assert_eq!(route_id("pln_ABC", "drv_XYZ"), "rte_ABC_XYZ");
-    assert_eq!(plan_of_route("rte_ABC_XYZ").as_deref(), Some("pln_ABC"));
+    assert_eq!(route_id("PLNABC", "DRVXYZ"), "PLNABC.DRVXYZ");
+    assert_eq!(plan_of_route("PLNABC.DRVXYZ"), Some("PLNABC"));
     assert_eq!(plan_of_route("nope"), None);
+    assert_eq!(plan_of_route(".DRVXYZ"), None);
 }
 
 #[test]
