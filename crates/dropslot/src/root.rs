@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::{
-    addresses, auth, capacity, dashboard, health, http, labels, metrics, openapi, ops, orders, sandbox, shipments,
+    addresses, auth, capacity, dashboard, fleet, health, http, labels, metrics, openapi, ops, orders, sandbox, shipments,
     tracking, webhooks,
 };
 
@@ -170,6 +170,7 @@ fn api_routes() -> axum::Router<App> {
         .merge(shipments::routes())
         .merge(sandbox::routes())
         .merge(ops::routes())
+        .merge(fleet::routes())
         .merge(addresses::routes())
         .merge(webhooks::routes())
         .merge(auth::admin::routes())
