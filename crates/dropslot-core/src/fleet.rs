@@ -6,6 +6,8 @@ use crate::phone::{RULE as PHONE_RULE, valid_phone};
 
 /// Longest driver name and vehicle name, in characters.
 pub const MAX_NAME: usize = 200;
+/// Longest phone, in characters (separators included).
+pub const MAX_PHONE: usize = 40;
 /// The most parcels a vehicle may be said to carry.
 pub const MAX_PARCELS: i64 = 10_000;
 /// The most kilograms a vehicle may be said to carry.
@@ -142,7 +144,7 @@ impl DriverFields {
     }
 
     /// Every rule, each broken one at its path: names 1–200 characters (trimmed), a phone
-    /// of 7–15 digits, a depot of `area`, capacities 1–10,000 parcels and 1–100,000 kg,
+    /// of 7–15 digits and at most 40 characters, a depot of `area`, capacities 1–10,000 parcels and 1–100,000 kg,
     /// a shift of two `HH:MM` with its end after its start, weekdays `mon`..`sun`, each once,
     /// at least one.
     pub fn check(self, area: &ServiceArea) -> Result<Driver, Vec<FieldError>> {
@@ -153,8 +155,11 @@ impl DriverFields {
         match self.phone.as_deref().map(str::trim) {
             None => fail("phone", "The phone is required.".into()),
             Some(p) if !valid_phone(p) => fail("phone", PHONE_RULE.into()),
+            Some(p) if p.chars().count() > MAX_PHONE => {
+                fail("phone", format!("The phone must be at most {MAX_PHONE} characters."));
+            }
             Some(_) => {}
-        };
+        }
         match self.depot.as_deref().map(str::trim) {
             None => fail("depot", "The depot is required.".into()),
             Some(d) if area.depot(d).is_none() => {
@@ -162,7 +167,7 @@ impl DriverFields {
                 fail("depot", format!("Unknown depot; one of: {}.", known.join(", ")));
             }
             Some(_) => {}
-        };
+        }
         let parcels = capacity(self.capacity_parcels, "vehicle.capacity_parcels", "parcels", MAX_PARCELS, &mut fail);
         let kg = capacity(self.capacity_kg, "vehicle.capacity_kg", "kilograms", MAX_KG, &mut fail);
         let start = time(self.shift_start.as_deref(), "shift.start", &mut fail);
@@ -180,7 +185,7 @@ impl DriverFields {
         let (Some(name), Some(vehicle_name), Some(parcels), Some(kg), Some(start), Some(end), Some(weekdays)) =
             (name, vehicle_name, parcels, kg, start, end, weekdays)
         else {
-            return Err(vec![("".into(), "The driver is incomplete.".into())]);
+            return Err(vec![(String::new(), "The driver is incomplete.".into())]);
         };
         Ok(Driver {
             name,
@@ -291,8 +296,15 @@ mod tests {
         assert_eq!(
             paths(DriverFields::default().check(&area)),
             [
-                "name", "vehicle.name", "phone", "depot", "vehicle.capacity_parcels", "vehicle.capacity_kg",
-                "shift.start", "shift.end", "weekdays"
+                "name",
+                "vehicle.name",
+                "phone",
+                "depot",
+                "vehicle.capacity_parcels",
+                "vehicle.capacity_kg",
+                "shift.start",
+                "shift.end",
+                "weekdays"
             ]
         );
         let bad = DriverFields {
@@ -320,7 +332,10 @@ mod tests {
         );
         let late = full().overlay(DriverFields { shift_start: Some("18:00".into()), ..DriverFields::default() });
         assert_eq!(paths(late.check(&area)), ["shift.end"]);
-        assert_eq!(paths(full().overlay(DriverFields { weekdays: Some(vec![]), ..DriverFields::default() }).check(&area)), ["weekdays"]);
+        assert_eq!(
+            paths(full().overlay(DriverFields { weekdays: Some(vec![]), ..DriverFields::default() }).check(&area)),
+            ["weekdays"]
+        );
         assert_eq!(parse_hhmm("23:59"), Some(1439));
         assert_eq!(parse_hhmm("24:00"), None);
         assert_eq!(hhmm(485), "08:05");

@@ -367,7 +367,14 @@ async fn token(settings: &Settings, command: TokenCommand) -> Result<(), String>
             let kind = kind.as_deref().and_then(StaffKind::parse).ok_or("--kind must be operator or driver")?;
             for t in store.list_staff_tokens(kind).await.map_err(|e| e.to_string())? {
                 let driver = t.driver_id.map(|d| format!("\t{d}")).unwrap_or_default();
-                println!("{}…{}\t{}\t{}\t{}{driver}", t.prefix, t.last4, t.kind.as_str(), t.created_at, state(t.revoked_at));
+                println!(
+                    "{}…{}\t{}\t{}\t{}{driver}",
+                    t.prefix,
+                    t.last4,
+                    t.kind.as_str(),
+                    t.created_at,
+                    state(t.revoked_at)
+                );
             }
         }
         TokenCommand::Revoke { prefix } => {

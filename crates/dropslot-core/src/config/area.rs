@@ -7,7 +7,6 @@ use jiff::civil::{Date, Weekday};
 use jiff::tz::TimeZone;
 use serde::Deserialize;
 
-use crate::geo::distance::{CoordinateError, LatLng};
 use crate::money::TaxRate;
 
 #[derive(Debug, Deserialize)]
@@ -142,7 +141,8 @@ pub struct Depot {
     pub code: String,
     pub name: String,
     pub address: Option<String>,
-    pub location: Option<LatLng>,
+    /// `(lat, lng)` in WGS84 degrees, each in range (`geo::distance::LatLng::new` takes them).
+    pub location: Option<(f64, f64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -315,7 +315,12 @@ fn build_depots(warehouses: Vec<RawWarehouse>, zones: &[Zone]) -> Result<Vec<Dep
         let mut depots: Vec<Depot> = Vec::new();
         for z in zones {
             if !depots.iter().any(|d| d.code == z.warehouse) {
-                depots.push(Depot { code: z.warehouse.clone(), name: z.warehouse.clone(), address: None, location: None });
+                depots.push(Depot {
+                    code: z.warehouse.clone(),
+                    name: z.warehouse.clone(),
+                    address: None,
+                    location: None,
+                });
             }
         }
         return Ok(depots);
@@ -334,11 +339,15 @@ fn build_depots(warehouses: Vec<RawWarehouse>, zones: &[Zone]) -> Result<Vec<Dep
                 return Err(format!("{}: 1 to 500 characters", at(field)));
             }
         }
-        let location = LatLng::new(w.lat, w.lng).map_err(|e| match e {
-            CoordinateError::Lat => format!("{}: a latitude from -90 to 90", at("lat")),
-            CoordinateError::Lng => format!("{}: a longitude from -180 to 180", at("lng")),
-        })?;
-        depots.push(Depot { code: w.code, name: w.name, address: Some(w.address), location: Some(location) });
+        // The ranges of `geo::distance::LatLng` (which this module cannot name: geo reads the
+        // area).
+        if !w.lat.is_finite() || !(-90.0..=90.0).contains(&w.lat) {
+            return Err(format!("{}: a latitude from -90 to 90", at("lat")));
+        }
+        if !w.lng.is_finite() || !(-180.0..=180.0).contains(&w.lng) {
+            return Err(format!("{}: a longitude from -180 to 180", at("lng")));
+        }
+        depots.push(Depot { code: w.code, name: w.name, address: Some(w.address), location: Some((w.lat, w.lng)) });
     }
     for (i, z) in zones.iter().enumerate() {
         if !depots.iter().any(|d| d.code == z.warehouse) {

@@ -740,16 +740,20 @@ mod tests {
         };
         // Zones without warehouses: the zones' codes, without coordinates.
         let old = Settings::from_toml_fragment(&zone("W9"), &Overrides::default()).unwrap();
-        let depots: Vec<(&str, bool)> = old.area.depots().iter().map(|d| (d.code.as_str(), d.location.is_some())).collect();
+        let depots: Vec<(&str, bool)> =
+            old.area.depots().iter().map(|d| (d.code.as_str(), d.location.is_some())).collect();
         assert_eq!(depots, [("W9", false)]);
         let ok = format!("{}{}", warehouse("W9", 43.6, -79.4), zone("W9"));
         let s = Settings::from_toml_fragment(&ok, &Overrides::default()).unwrap();
-        assert_eq!(s.area.depot("W9").and_then(|d| d.location).map(|l| (l.lat(), l.lng())), Some((43.6, -79.4)));
+        assert_eq!(s.area.depot("W9").and_then(|d| d.location), Some((43.6, -79.4)));
         for (fragment, path) in [
             (format!("{}{}", warehouse("W1", 43.6, -79.4), zone("W9")), "zones.0.warehouse"),
             (format!("{}{}", warehouse("W9", 91.0, -79.4), zone("W9")), "warehouses.0.lat"),
             (format!("{}{}", warehouse("W9", 43.6, -181.0), zone("W9")), "warehouses.0.lng"),
-            (format!("{}{}{}", warehouse("W9", 43.6, -79.4), warehouse("W9", 43.7, -79.4), zone("W9")), "warehouses.1.code"),
+            (
+                format!("{}{}{}", warehouse("W9", 43.6, -79.4), warehouse("W9", 43.7, -79.4), zone("W9")),
+                "warehouses.1.code",
+            ),
             // The embedded zones name YYZ1 and YYZ2: a warehouse list without them is refused.
             (warehouse("W9", 43.6, -79.4), "zones.0.warehouse"),
         ] {

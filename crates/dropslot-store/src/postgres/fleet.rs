@@ -7,7 +7,9 @@ use tokio_postgres::Row;
 
 use super::{map_err, parsed, utc_text};
 use crate::fleet::{DRIVER_COLUMNS, DriverColumns, driver_row};
-use crate::{DriverUpdate, NewStaffToken, StaffKind, StaffPrincipal, StaffTokenInfo, StoreResult, StoredDriver, TokenHash};
+use crate::{
+    DriverUpdate, NewStaffToken, StaffKind, StaffPrincipal, StaffTokenInfo, StoreResult, StoredDriver, TokenHash,
+};
 use dropslot_core::fleet::Driver;
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
@@ -59,8 +61,10 @@ pub(super) async fn principal(
         )
         .await
         .map_err(map_err)?;
-    row.map(|r| Ok(StaffPrincipal { kind: parsed(r.get(0), "staff token kind", StaffKind::parse)?, driver_id: r.get(1) }))
-        .transpose()
+    row.map(|r| {
+        Ok(StaffPrincipal { kind: parsed(r.get(0), "staff token kind", StaffKind::parse)?, driver_id: r.get(1) })
+    })
+    .transpose()
 }
 
 pub(super) async fn list_tokens(

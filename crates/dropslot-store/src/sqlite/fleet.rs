@@ -7,7 +7,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{map_err, now_text, parsed};
 use crate::fleet::{DRIVER_COLUMNS, DriverColumns, driver_row};
-use crate::{DriverUpdate, NewStaffToken, StaffKind, StaffPrincipal, StaffTokenInfo, StoreResult, StoredDriver, TokenHash};
+use crate::{
+    DriverUpdate, NewStaffToken, StaffKind, StaffPrincipal, StaffTokenInfo, StoreResult, StoredDriver, TokenHash,
+};
 use dropslot_core::fleet::Driver;
 
 fn columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<DriverColumns> {

@@ -25,12 +25,12 @@ use jiff::civil::Date;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    DriverUpdate, NewStaffToken, StaffKind, StaffPrincipal, StaffTokenInfo, StoredDriver,
-    AttemptRecord, Claimed, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind,
-    LabelSource, MoveOutcome, NewEndpoint, NewOrder, NewRequest, NewSession, NewToken, OrderFilter, Outbox, Principal,
-    RenderFn, RequestEnd, ResendOutcome, SavedAddress, ScenarioResult, Scope, Selection, SessionRecord, Store,
-    StoreError, StoreResult, StoredDelivery, StoredEndpoint, StoredOrder, StoredRequest, StoredResponse,
-    StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
+    AttemptRecord, Claimed, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, DriverUpdate, EndpointPatch,
+    LabelKind, LabelSource, MoveOutcome, NewEndpoint, NewOrder, NewRequest, NewSession, NewStaffToken, NewToken,
+    OrderFilter, Outbox, Principal, RenderFn, RequestEnd, ResendOutcome, SavedAddress, ScenarioResult, Scope,
+    Selection, SessionRecord, StaffKind, StaffPrincipal, StaffTokenInfo, Store, StoreError, StoreResult,
+    StoredDelivery, StoredDriver, StoredEndpoint, StoredOrder, StoredRequest, StoredResponse, StoredShipment,
+    TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::cache::EpochCache;
 use dropslot_core::fleet::Driver;

@@ -180,11 +180,7 @@ async fn revoke_token(_: Admin, State(app): State<App>, PathParam(prefix): PathP
     } else {
         app.store.revoke_token(&prefix, now).await?
     };
-    if revoked {
-        Ok(envelope(200, "Token revoked.", &EmptyObject {}))
-    } else {
-        Err(Error::NotFound)
-    }
+    if revoked { Ok(envelope(200, "Token revoked.", &EmptyObject {})) } else { Err(Error::NotFound) }
 }
 
 #[derive(Serialize, utoipa::ToSchema)]

@@ -30,9 +30,9 @@ pub fn mint(kind: StaffKind) -> MintedStaffToken {
 /// Whether this text has a staff token's form (a listed prefix included): such a token is
 /// looked up among staff tokens only, every other among client tokens only.
 pub fn is_staff(token: &str) -> bool {
-    [StaffKind::Operator, StaffKind::Driver].iter().any(|k| {
-        token.strip_prefix("ds_").and_then(|t| t.strip_prefix(k.as_str())).is_some_and(|t| t.starts_with('_'))
-    })
+    [StaffKind::Operator, StaffKind::Driver]
+        .iter()
+        .any(|k| token.strip_prefix("ds_").and_then(|t| t.strip_prefix(k.as_str())).is_some_and(|t| t.starts_with('_')))
 }
 
 /// The staff principal of a request's bearer token (401 when it is unknown or revoked);

@@ -70,7 +70,11 @@ pub async fn create_driver(
         (status = 422, description = "A rule broken, at its path: `name`, `phone`, `depot` (not a depot of the service area), `vehicle.name`, `vehicle.capacity_parcels` (1–10,000), `vehicle.capacity_kg` (1–100,000), `shift.start`/`shift.end` (HH:MM, the end after the start), `weekdays` or `weekdays.N` (mon–sun, each once, at least one).", body = ErrorEnvelope),
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
-async fn create(State(app): State<App>, _: OperatorCaller, JsonBody(body, _): JsonBody<DriverBody>) -> Result<Response> {
+async fn create(
+    State(app): State<App>,
+    _: OperatorCaller,
+    JsonBody(body, _): JsonBody<DriverBody>,
+) -> Result<Response> {
     let (stored, url) = create_driver(&app.store, &app.settings, body.fields(), app.clock.now()).await?;
     Ok(envelope(201, "Driver created. The sign-in link is shown only once.", &DriverView::new(&stored, Some(url)))
         .into_response())

@@ -94,6 +94,7 @@ impl DriverBody {
 /// `POST /ops/drivers`'s body as the document shows it: every field required (a schema only;
 /// the handler reads [`DriverBody`] and the core names what is missing).
 #[derive(utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 #[schema(example = json!({"name": "Sam Rivera", "phone": "+1 416 555 0199", "depot": "YYZ1",
     "vehicle": {"name": "Van 3", "capacity_parcels": 120, "capacity_kg": 800},
@@ -116,6 +117,7 @@ pub struct NewDriverBody {
 }
 
 #[derive(utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct NewVehicle {
     #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
@@ -127,6 +129,7 @@ struct NewVehicle {
 }
 
 #[derive(utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct NewShift {
     /// `HH:MM`, local time of the depot's city.

@@ -96,19 +96,30 @@ async fn drivers_are_created_read_listed_changed_and_deleted() {
     other["name"] = json!("Alex Chen");
     let other_id = create(&s, &op, &other).await["id"].as_str().expect("id").to_string();
     let ids = |r: &Reply| -> Vec<String> {
-        r.body["object"]["drivers"].as_array().expect("drivers").iter().map(|d| d["id"].as_str().unwrap().to_string()).collect()
+        r.body["object"]["drivers"]
+            .as_array()
+            .expect("drivers")
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_string())
+            .collect()
     };
     let all = s.get("/ops/drivers", &op).await;
-    assert_eq!(ids(&all), [id.clone(), other_id.clone()], "{}", all.body);
+    assert_eq!(ids(&all), [id.as_str(), other_id.as_str()], "{}", all.body);
     assert!(!all.body.to_string().contains("sign_in_url"));
-    assert_eq!(ids(&s.get("/ops/drivers?depot=YYZ2", &op).await), [other_id.clone()]);
+    assert_eq!(ids(&s.get("/ops/drivers?depot=YYZ2", &op).await), [other_id.as_str()]);
     assert!(ids(&s.get("/ops/drivers?depot=NOPE", &op).await).is_empty());
     let r = s.get("/ops/drivers?depots=YYZ1", &op).await;
     assert_envelope(&r, 422);
     r.error_at("query.depots");
 
     // Change: only the fields given, nested ones too; the whole is checked again.
-    let r = patch(&s, &format!("/ops/drivers/{id}"), &op, &json!({"vehicle": {"capacity_kg": 650}, "shift": {"end": "17:30"}})).await;
+    let r = patch(
+        &s,
+        &format!("/ops/drivers/{id}"),
+        &op,
+        &json!({"vehicle": {"capacity_kg": 650}, "shift": {"end": "17:30"}}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["object"]["vehicle"], json!({"name": "Van 3", "capacity_parcels": 120, "capacity_kg": 650}));
     assert_eq!(r.body["object"]["shift"], json!({"start": "08:00", "end": "17:30"}));
@@ -119,7 +130,7 @@ async fn drivers_are_created_read_listed_changed_and_deleted() {
     let r = patch(&s, &format!("/ops/drivers/{id}"), &op, &json!({"depot": "YYZ2", "weekdays": ["sat"]})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(s.get(&format!("/ops/drivers/{id}"), &op).await.body["object"]["weekdays"], json!(["sat"]));
-    assert_eq!(ids(&s.get("/ops/drivers?depot=YYZ2", &op).await), [id.clone(), other_id.clone()]);
+    assert_eq!(ids(&s.get("/ops/drivers?depot=YYZ2", &op).await), [id.as_str(), other_id.as_str()]);
     assert_envelope(&patch(&s, "/ops/drivers/DRVNOPE", &op, &json!({"name": "X"})).await, 404);
 
     // Re-issue: a new driver token, the old one revoked. A driver token is valid but of the
@@ -229,7 +240,8 @@ async fn tokens_reach_only_their_own_endpoints() {
     let driver_path = format!("/ops/drivers/{}", d["id"].as_str().expect("id"));
 
     // The fleet: operator tokens only.
-    for (name, token) in [("test", &test), ("live", &live), ("ops", &ops), ("demo test", &s.token), ("driver", &driver)] {
+    for (name, token) in [("test", &test), ("live", &live), ("ops", &ops), ("demo test", &s.token), ("driver", &driver)]
+    {
         let r = s.post("/ops/drivers", token, &driver_body()).await;
         assert_envelope(&r, 403);
         assert!(r.body["message"].as_str().unwrap_or_default().contains("operator tokens only"), "{name}: {}", r.body);
@@ -242,7 +254,9 @@ async fn tokens_reach_only_their_own_endpoints() {
         assert_envelope(&s.delete(&driver_path, token).await, 403);
         assert_envelope(&s.post(&format!("{driver_path}/token"), token, &json!({})).await, 403);
     }
-    for unknown in ["ds_operator_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "ds_driver_nope", "ds_test_nope", "nonsense"] {
+    for unknown in
+        ["ds_operator_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "ds_driver_nope", "ds_test_nope", "nonsense"]
+    {
         assert_envelope(&s.get("/ops/drivers", unknown).await, 401);
         assert_envelope(&s.post("/requests/preview", unknown, &crate::common::request(&[500.0])).await, 401);
         assert_envelope(&s.ops_move(unknown, "DSNOPE", &json!({"to": "in_transit"})).await, 401);
@@ -254,7 +268,11 @@ async fn tokens_reach_only_their_own_endpoints() {
     for (name, token) in [("operator", &op), ("driver", &driver)] {
         let r = s.post("/requests/preview", token, &crate::common::request(&[500.0])).await;
         assert_envelope(&r, 403);
-        assert!(r.body["message"].as_str().unwrap_or_default().contains("cannot call the client API"), "{name}: {}", r.body);
+        assert!(
+            r.body["message"].as_str().unwrap_or_default().contains("cannot call the client API"),
+            "{name}: {}",
+            r.body
+        );
         assert_envelope(&s.get("/orders", token).await, 403);
         assert_envelope(&s.get("/webhooks", token).await, 403);
         assert_envelope(&s.scenario_with(token, "happy", &json!({"date": "2026-11-23"})).await, 403);
@@ -307,8 +325,22 @@ async fn operator_tokens_and_drivers_from_the_command_line() {
 
     let create = |extra: &[&str]| {
         let mut args = vec![
-            "driver", "create", "--name", "Sam Rivera", "--phone", "+1 416 555 0199", "--depot", "YYZ1",
-            "--capacity-parcels", "120", "--capacity-kg", "800", "--shift", "08:00-18:00", "--weekdays", "mon,tue,wed",
+            "driver",
+            "create",
+            "--name",
+            "Sam Rivera",
+            "--phone",
+            "+1 416 555 0199",
+            "--depot",
+            "YYZ1",
+            "--capacity-parcels",
+            "120",
+            "--capacity-kg",
+            "800",
+            "--shift",
+            "08:00-18:00",
+            "--weekdays",
+            "mon,tue,wed",
         ];
         args.extend_from_slice(extra);
         dropslot(&db, &args)
@@ -325,10 +357,27 @@ async fn operator_tokens_and_drivers_from_the_command_line() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["object"]["weekdays"], json!(["mon", "tue", "wed"]));
     // A rule broken: exit 1 with a one-line reason naming the field; a malformed flag: exit 2.
-    let out = dropslot(&db, &[
-        "driver", "create", "--name", "Sam", "--phone", "+1 416 555 0199", "--depot", "YYZ9", "--capacity-parcels",
-        "1", "--capacity-kg", "1", "--shift", "08:00-18:00", "--weekdays", "mon",
-    ]);
+    let out = dropslot(
+        &db,
+        &[
+            "driver",
+            "create",
+            "--name",
+            "Sam",
+            "--phone",
+            "+1 416 555 0199",
+            "--depot",
+            "YYZ9",
+            "--capacity-parcels",
+            "1",
+            "--capacity-kg",
+            "1",
+            "--shift",
+            "08:00-18:00",
+            "--weekdays",
+            "mon",
+        ],
+    );
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.trim().lines().count() == 1 && err.contains("depot"), "{err}");
@@ -336,7 +385,10 @@ async fn operator_tokens_and_drivers_from_the_command_line() {
     assert_eq!(s.scalar("SELECT count(*) FROM drivers"), 1);
 
     let list = stdout(&dropslot(&db, &["driver", "list"]));
-    assert!(list.starts_with(lines[0]) && list.contains("Sam Rivera\tYYZ1") && list.contains("08:00-18:00\tmon,tue,wed"), "{list}");
+    assert!(
+        list.starts_with(lines[0]) && list.contains("Sam Rivera\tYYZ1") && list.contains("08:00-18:00\tmon,tue,wed"),
+        "{list}"
+    );
     assert!(stdout(&dropslot(&db, &["driver", "list", "--depot", "YYZ2"])).is_empty());
     let drivers = stdout(&dropslot(&db, &["token", "list", "--kind", "driver"]));
     assert!(drivers.contains(lines[0]) && drivers.contains("active") && !drivers.contains(&driver), "{drivers}");
