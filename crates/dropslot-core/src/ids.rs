@@ -92,6 +92,10 @@ pub fn sortable_id(prefix: &str, random: usize) -> String {
     s
 }
 
+/// Driver ids: `DRV` + 10 time + 10 random characters (50 random bits).
+pub fn driver_id() -> String {
+    sortable_id("DRV", 10)
+}
 /// Order ids: `ORD` + 10 time + 10 random characters (50 random bits).
 pub fn order_unique_id() -> String {
     sortable_id("ORD", 10)

@@ -4,10 +4,12 @@
 pub mod clock;
 pub mod config;
 pub mod dispatch;
+pub mod fleet;
 pub mod geo;
 pub mod ids;
 pub mod labels;
 pub mod money;
+pub mod phone;
 pub mod quote;
 pub mod routing;
 pub mod rule;

@@ -410,6 +410,41 @@ const TABLES: &[Table] = &[
             c("updated_at", INSTANT),
         ],
     },
+    Table {
+        name: "drivers",
+        identity: true,
+        columns: &[
+            c("id", INT),
+            c("unique_id", TEXT),
+            c("name", TEXT),
+            c("phone", TEXT),
+            c("depot", TEXT),
+            c("vehicle_name", TEXT),
+            c("capacity_parcels", INT),
+            c("capacity_kg", INT),
+            c("shift_start", INT),
+            c("shift_end", INT),
+            c("weekdays", TEXT),
+            c("version", INT),
+            c("created_at", INSTANT),
+            c("updated_at", INSTANT),
+            c("deleted_at", INSTANT_OR_NULL),
+        ],
+    },
+    Table {
+        name: "staff_tokens",
+        identity: true,
+        columns: &[
+            c("id", INT),
+            c("kind", TEXT),
+            c("driver_id", INT_OR_NULL),
+            c("hash", Conv::Bytes),
+            c("prefix", TEXT),
+            c("last4", TEXT),
+            c("created_at", INSTANT),
+            c("revoked_at", INSTANT_OR_NULL),
+        ],
+    },
 ];
 
 /// The `SQLite` tables the copy leaves behind, and why.

@@ -5,6 +5,7 @@
 pub mod cache;
 mod capacity;
 pub mod copy;
+mod fleet;
 mod labels;
 mod lifecycle;
 mod plans;
@@ -21,6 +22,7 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use jiff::civil::Date;
 
+pub use fleet::{NewStaffToken, StaffKind, StaffPrincipal, StaffTokenInfo, StoredDriver};
 pub use lifecycle::*;
 pub use plans::{SaveOutcome, StoredPlan};
 pub use requests::*;
@@ -28,6 +30,7 @@ pub use types::*;
 pub use webhooks::*;
 
 use dropslot_core::dispatch::{Candidate as PlanCandidate, Plan, PlanKind};
+use dropslot_core::fleet::Driver;
 use dropslot_core::geo::points::{AddressPoint, Candidate, PointQuery};
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
 use dropslot_core::quote::capacity::{Load, Override, SlotDate};
@@ -95,6 +98,35 @@ pub trait Store: Send + Sync + 'static {
     async fn list_tokens(&self, client: ClientId) -> StoreResult<Vec<TokenInfo>>;
     /// Revokes the one live token with this display prefix; false if none matched.
     async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool>;
+
+    // Staff tokens and drivers (CONTRACT §12): the courier's own, of no client.
+    async fn insert_operator_token(&self, token: NewStaffToken, now: Timestamp) -> StoreResult<()>;
+    /// The unrevoked staff token with this hash (a deleted driver's tokens are revoked).
+    async fn staff_principal(&self, hash: &TokenHash) -> StoreResult<Option<StaffPrincipal>>;
+    /// Every staff token of this kind, oldest first.
+    async fn list_staff_tokens(&self, kind: StaffKind) -> StoreResult<Vec<StaffTokenInfo>>;
+    /// Revokes the one live staff token with this display prefix; false if none matched.
+    async fn revoke_staff_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool>;
+    /// Writes a new driver (`id` is its `DRV…` id) and its first driver token together.
+    async fn create_driver(
+        &self,
+        id: &str,
+        driver: Driver,
+        token: NewStaffToken,
+        now: Timestamp,
+    ) -> StoreResult<StoredDriver>;
+    /// The driver with this id, unless deleted.
+    async fn driver(&self, id: &str) -> StoreResult<Option<StoredDriver>>;
+    /// The drivers not deleted, of one depot or all, oldest first.
+    async fn drivers(&self, depot: Option<&str>) -> StoreResult<Vec<StoredDriver>>;
+    /// Replaces a driver's record with `driver` (the core checked it as a whole, the change
+    /// laid over the record read at `version`), if the driver is still at that version.
+    async fn update_driver(&self, id: &str, version: i64, driver: Driver, now: Timestamp) -> StoreResult<DriverUpdate>;
+    /// Deletes a driver (the row stays, invisible) and revokes its tokens; false if none.
+    async fn delete_driver(&self, id: &str, now: Timestamp) -> StoreResult<bool>;
+    /// Revokes every token of the driver and stores `token` as its only live one, together;
+    /// false (nothing written) when no such driver.
+    async fn reissue_driver_token(&self, id: &str, token: NewStaffToken, now: Timestamp) -> StoreResult<bool>;
 
     // Dashboard sessions (issue 11): server-side records keyed by the cookie's SHA-256.
     /// Starts a session for the unrevoked token whose hash is `token`; `None` (and nothing
@@ -327,6 +359,16 @@ pub trait Store: Send + Sync + 'static {
 }
 
 pub type DynStore = Arc<dyn Store>;
+
+/// What a driver's change did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriverUpdate {
+    Updated(StoredDriver),
+    /// No such driver, or deleted.
+    NotFound,
+    /// The driver changed after the read the change was laid over: nothing written.
+    Changed,
+}
 
 /// `text` for a `LIKE … ESCAPE '\'` pattern: its `%`, `_` and `\` match themselves.
 pub(crate) fn like_escape(text: &str) -> String {

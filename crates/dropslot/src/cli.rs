@@ -1,5 +1,6 @@
 //! The operator interface of CONTRACT §9: `serve`, `migrate`, `client create`,
-//! `token create|list|revoke`, `copy` (`SQLite` to `PostgreSQL`), `backup` (`SQLite`) and
+//! `token create|list|revoke` (client tokens and operator tokens, §12), `driver create|list`
+//! (§12), `copy` (`SQLite` to `PostgreSQL`), `backup` (`SQLite`) and
 //! `addresses import` (address points, CONTRACT §11), `solve` (the route solver on a VRPTW
 //! benchmark file, §12).
 //! Exit codes: 0 success, 2 usage, 1 failure (reason on stderr).
@@ -13,7 +14,7 @@ use tokio::net::TcpListener;
 use crate::http::API;
 use dropslot_core::config::{Overrides, Settings};
 use dropslot_core::ids::ClientId;
-use dropslot_store::{self, DynStore, TokenKind};
+use dropslot_store::{self, DynStore, StaffKind, TokenKind};
 
 #[derive(Parser, Debug)]
 #[command(name = "dropslot", version, about = "Scheduled same-day parcel delivery")]
@@ -51,6 +52,11 @@ enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+    /// Manage the fleet's drivers (CONTRACT §12).
+    Driver {
+        #[command(subcommand)]
+        command: DriverCommand,
     },
     /// Copy a `SQLite` database into a fresh `PostgreSQL` database, ids and all (stop the
     /// server first); prints the rows copied per table.
@@ -140,25 +146,94 @@ enum ClientCommand {
 
 #[derive(Subcommand, Debug)]
 enum TokenCommand {
-    /// Create a token; prints it alone (it is shown only this once).
+    /// Create a token; prints it alone (it is shown only this once). `test`, `live` and `ops`
+    /// tokens need `--client`; an `operator` token is bound to no client and takes none.
     Create {
         #[arg(long)]
-        client: i64,
-        #[arg(long, value_parser = ["test", "live", "ops"])]
+        client: Option<i64>,
+        #[arg(long, value_parser = ["test", "live", "ops", "operator"])]
         kind: String,
     },
-    /// List a client's tokens (prefix and last four characters only).
+    /// List a client's tokens (`--client`), or the staff tokens of a kind (`--kind operator`
+    /// or `--kind driver`): prefix and last four characters only.
     List {
-        #[arg(long)]
-        client: i64,
+        #[arg(long, conflicts_with = "kind", required_unless_present = "kind")]
+        client: Option<i64>,
+        #[arg(long, value_parser = ["operator", "driver"])]
+        kind: Option<String>,
     },
-    /// Revoke the token with this prefix (as shown by `token list`).
+    /// Revoke the token with this prefix (as shown by `token list`), of any kind.
     Revoke { prefix: String },
+}
+
+#[derive(Subcommand, Debug)]
+enum DriverCommand {
+    /// Add a driver; prints its id on the first line and its sign-in link (the driver app's
+    /// URL holding the driver's token, shown only this once) on the second.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        phone: String,
+        /// A depot (warehouse) code of the service area.
+        #[arg(long)]
+        depot: String,
+        /// The vehicle's name (default "Vehicle").
+        #[arg(long, default_value = "Vehicle")]
+        vehicle: String,
+        #[arg(long)]
+        capacity_parcels: i64,
+        #[arg(long)]
+        capacity_kg: i64,
+        /// `HH:MM-HH:MM`, local time of the depot's city.
+        #[arg(long, value_parser = shift_range)]
+        shift: (String, String),
+        /// Comma-separated: `mon,tue,wed,thu,fri`.
+        #[arg(long, value_delimiter = ',')]
+        weekdays: Vec<String>,
+    },
+    /// List the drivers, one a line: id, name, depot, vehicle, parcels, kg, shift, weekdays
+    /// (tab-separated).
+    List {
+        /// Only this depot's drivers.
+        #[arg(long)]
+        depot: Option<String>,
+    },
+}
+
+/// `--shift`: `HH:MM-HH:MM` split in two (the core checks each time and their order).
+fn shift_range(s: &str) -> Result<(String, String), String> {
+    s.split_once('-')
+        .map(|(a, b)| (a.trim().to_string(), b.trim().to_string()))
+        .ok_or_else(|| format!("expected HH:MM-HH:MM, found {s:?}"))
+}
+
+/// The rules clap's attributes cannot state: `--client` goes with a client token's kind and
+/// never with `operator`. Broken, they are usage errors (exit 2) like clap's own.
+fn check_usage(cli: &Cli) -> Result<(), clap::Error> {
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+    if let Command::Token { command: TokenCommand::Create { client, kind } } = &cli.command {
+        match (kind.as_str(), client) {
+            ("operator", Some(_)) => {
+                return Err(Cli::command().error(
+                    ErrorKind::ArgumentConflict,
+                    "an operator token is bound to no client: leave out --client",
+                ));
+            }
+            ("operator", None) | (_, Some(_)) => {}
+            (_, None) => {
+                return Err(Cli::command()
+                    .error(ErrorKind::MissingRequiredArgument, format!("a {kind} token needs --client ID")));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse().and_then(|cli| check_usage(&cli).map(|()| cli)) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -220,6 +295,7 @@ async fn execute(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Token { command } => token(&settings, command).await,
+        Command::Driver { command } => driver(&settings, command).await,
         Command::Copy { from, to } => {
             let copied = dropslot_store::copy::run(&from, &to, &settings.postgres, outbox(&settings)).await?;
             for c in copied {
@@ -265,29 +341,105 @@ async fn backup(settings: &Settings, path: PathBuf, force: bool) -> Result<(), S
 
 async fn token(settings: &Settings, command: TokenCommand) -> Result<(), String> {
     let store = migrated(settings).await?;
+    let now = jiff::Timestamp::now();
     match command {
+        TokenCommand::Create { client: None, kind } if kind == "operator" => {
+            let minted = crate::auth::staff::mint(StaffKind::Operator);
+            store.insert_operator_token(minted.stored, now).await.map_err(|e| e.to_string())?;
+            println!("{}", minted.secret);
+        }
         TokenCommand::Create { client, kind } => {
-            let kind = TokenKind::parse(&kind).ok_or("--kind must be test, live or ops")?;
-            let client = ClientId(client);
+            let kind = TokenKind::parse(&kind).ok_or("--kind must be test, live, ops or operator")?;
+            let client = ClientId(client.ok_or("--client is required for this kind")?);
             if !store.client_exists(client).await.map_err(|e| e.to_string())? {
                 return Err(format!("no client with id {client}"));
             }
             let minted = crate::auth::mint(client, kind);
-            store.insert_token(minted.stored, jiff::Timestamp::now()).await.map_err(|e| e.to_string())?;
+            store.insert_token(minted.stored, now).await.map_err(|e| e.to_string())?;
             println!("{}", minted.secret);
         }
-        TokenCommand::List { client } => {
+        TokenCommand::List { client: Some(client), .. } => {
             for t in store.list_tokens(ClientId(client)).await.map_err(|e| e.to_string())? {
-                let state = t.revoked_at.map_or_else(|| "active".to_string(), |at| format!("revoked {at}"));
-                println!("{}…{}\t{}\t{}\t{}", t.prefix, t.last4, t.kind.as_str(), t.created_at, state);
+                println!("{}…{}\t{}\t{}\t{}", t.prefix, t.last4, t.kind.as_str(), t.created_at, state(t.revoked_at));
+            }
+        }
+        TokenCommand::List { client: None, kind } => {
+            let kind = kind.as_deref().and_then(StaffKind::parse).ok_or("--kind must be operator or driver")?;
+            for t in store.list_staff_tokens(kind).await.map_err(|e| e.to_string())? {
+                let driver = t.driver_id.map(|d| format!("\t{d}")).unwrap_or_default();
+                println!(
+                    "{}…{}\t{}\t{}\t{}{driver}",
+                    t.prefix,
+                    t.last4,
+                    t.kind.as_str(),
+                    t.created_at,
+                    state(t.revoked_at)
+                );
             }
         }
         TokenCommand::Revoke { prefix } => {
             let prefix = prefix.trim_end_matches('…');
-            if !store.revoke_token(prefix, jiff::Timestamp::now()).await.map_err(|e| e.to_string())? {
+            let revoked = if crate::auth::staff::is_staff(prefix) {
+                store.revoke_staff_token(prefix, now).await
+            } else {
+                store.revoke_token(prefix, now).await
+            };
+            if !revoked.map_err(|e| e.to_string())? {
                 return Err(format!("no active token with prefix {prefix}"));
             }
             eprintln!("revoked {prefix}");
+        }
+    }
+    Ok(())
+}
+
+/// `active`, or `revoked <when>`.
+fn state(revoked_at: Option<String>) -> String {
+    revoked_at.map_or_else(|| "active".to_string(), |at| format!("revoked {at}"))
+}
+
+async fn driver(settings: &Settings, command: DriverCommand) -> Result<(), String> {
+    let store = migrated(settings).await?;
+    match command {
+        DriverCommand::Create { name, phone, depot, vehicle, capacity_parcels, capacity_kg, shift, weekdays } => {
+            let fields = dropslot_core::fleet::DriverFields {
+                name: Some(name),
+                phone: Some(phone),
+                depot: Some(depot),
+                vehicle_name: Some(vehicle),
+                capacity_parcels: Some(capacity_parcels),
+                capacity_kg: Some(capacity_kg),
+                shift_start: Some(shift.0),
+                shift_end: Some(shift.1),
+                weekdays: Some(weekdays),
+            };
+            let (driver, url) = crate::fleet::create_driver(&store, settings, fields, jiff::Timestamp::now())
+                .await
+                .map_err(|e| match e {
+                    crate::error::Error::Validation(errors) => {
+                        errors.iter().map(|(path, m)| format!("{path}: {m}")).collect::<Vec<_>>().join("; ")
+                    }
+                    crate::error::Error::Store(e) => e.to_string(),
+                    other => other.to_string(),
+                })?;
+            println!("{}\n{url}", driver.id);
+        }
+        DriverCommand::List { depot } => {
+            for d in store.drivers(depot.as_deref()).await.map_err(|e| e.to_string())? {
+                let (v, s) = (&d.driver.vehicle, d.driver.shift);
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}-{}\t{}",
+                    d.id,
+                    d.driver.name,
+                    d.driver.depot,
+                    v.name,
+                    v.capacity_parcels,
+                    v.capacity_kg,
+                    dropslot_core::fleet::hhmm(s.start),
+                    dropslot_core::fleet::hhmm(s.end),
+                    d.driver.weekdays.list()
+                );
+            }
         }
     }
     Ok(())

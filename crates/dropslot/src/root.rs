@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::{
-    addresses, auth, capacity, dashboard, health, http, labels, metrics, openapi, ops, orders, sandbox, shipments,
-    tracking, webhooks,
+    addresses, auth, capacity, dashboard, fleet, health, http, labels, metrics, openapi, ops, orders, sandbox,
+    shipments, tracking, webhooks,
 };
 
 /// A started service: the application, the demo client's token when the database was empty,
@@ -170,6 +170,7 @@ fn api_routes() -> axum::Router<App> {
         .merge(shipments::routes())
         .merge(sandbox::routes())
         .merge(ops::routes())
+        .merge(fleet::routes())
         .merge(addresses::routes())
         .merge(webhooks::routes())
         .merge(auth::admin::routes())

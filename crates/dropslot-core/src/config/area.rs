@@ -42,6 +42,17 @@ impl RawCity {
     }
 }
 
+/// A warehouse (depot) of the area file (CONTRACT §12): where a zone's routes start and end.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWarehouse {
+    code: String,
+    name: String,
+    address: String,
+    lat: f64,
+    lng: f64,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawZone {
@@ -133,11 +144,27 @@ pub struct Zone {
     pub drop_off_slots: Vec<Slot>,
 }
 
+/// A depot: a warehouse where a zone's drop-offs start from and its routes begin and end.
+/// An area file without `[[warehouses]]` (written before depots had coordinates) still
+/// names each zone's warehouse code: such a depot has its code as its name and neither an
+/// address nor a location, and cannot be routed from until the file lists it.
+#[derive(Debug, Clone)]
+pub struct Depot {
+    pub code: String,
+    pub name: String,
+    pub address: Option<String>,
+    /// `(lat, lng)` in WGS84 degrees, each in range (`geo::distance::LatLng::new` takes them).
+    pub location: Option<(f64, f64)>,
+}
+
 #[derive(Debug, Clone)]
 pub struct ServiceArea {
     regions: Vec<Region>,
     cities: Vec<City>,
     zones: Vec<Zone>,
+    /// The listed warehouses in file order, or (none listed) the zones' warehouse codes in
+    /// order of first use.
+    depots: Vec<Depot>,
     /// (upper-case prefix without spaces, zone index), longest prefix first.
     prefixes: Vec<(String, usize)>,
     /// How many days ahead a slot can be booked (`[booking] horizon_days`, CONTRACT §10).
@@ -149,6 +176,7 @@ impl ServiceArea {
         regions: Vec<RawRegion>,
         cities: Vec<RawCity>,
         zones: Vec<RawZone>,
+        warehouses: Vec<RawWarehouse>,
         horizon_days: u16,
     ) -> Result<Self, String> {
         if !(1..=366).contains(&horizon_days) {
@@ -232,7 +260,8 @@ impl ServiceArea {
             return Err("zones: at least one zone".into());
         }
         prefixes.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
-        Ok(Self { regions, cities: built_cities, zones: built_zones, prefixes, horizon_days })
+        let depots = build_depots(warehouses, &built_zones)?;
+        Ok(Self { regions, cities: built_cities, zones: built_zones, depots, prefixes, horizon_days })
     }
 
     /// Days ahead (today included) in which slots are booked.
@@ -243,6 +272,21 @@ impl ServiceArea {
     /// The zone with this code.
     pub fn zone_by_code(&self, code: &str) -> Option<usize> {
         self.zones.iter().position(|z| z.code == code)
+    }
+
+    /// Every depot: the listed warehouses, or the zones' warehouse codes when none is listed.
+    pub fn depots(&self) -> &[Depot] {
+        &self.depots
+    }
+
+    /// The depot with this code.
+    pub fn depot(&self, code: &str) -> Option<&Depot> {
+        self.depots.iter().find(|d| d.code == code)
+    }
+
+    /// The zones whose drop-offs start from this depot.
+    pub fn depot_zones<'a>(&'a self, code: &'a str) -> impl Iterator<Item = &'a Zone> + 'a {
+        self.zones.iter().filter(move |z| z.warehouse == code)
     }
 
     /// The city with this code.
@@ -273,6 +317,56 @@ impl ServiceArea {
     pub fn zone_for(&self, compact_postal: &str) -> Option<usize> {
         self.prefixes.iter().find(|(p, _)| compact_postal.starts_with(p.as_str())).map(|(_, z)| *z)
     }
+}
+
+/// The listed warehouses, checked (unique codes, coordinates in range, non-empty texts, every
+/// zone's warehouse listed); with none listed, one depot without a location per warehouse
+/// code the zones name.
+fn build_depots(warehouses: Vec<RawWarehouse>, zones: &[Zone]) -> Result<Vec<Depot>, String> {
+    if warehouses.is_empty() {
+        let mut depots: Vec<Depot> = Vec::new();
+        for z in zones {
+            if !depots.iter().any(|d| d.code == z.warehouse) {
+                depots.push(Depot {
+                    code: z.warehouse.clone(),
+                    name: z.warehouse.clone(),
+                    address: None,
+                    location: None,
+                });
+            }
+        }
+        return Ok(depots);
+    }
+    let mut depots: Vec<Depot> = Vec::with_capacity(warehouses.len());
+    for (i, w) in warehouses.into_iter().enumerate() {
+        let at = |f: &str| format!("warehouses.{i}.{f}");
+        if w.code.trim().is_empty() || w.code.len() > 40 {
+            return Err(format!("{}: 1 to 40 characters", at("code")));
+        }
+        if depots.iter().any(|d| d.code == w.code) {
+            return Err(format!("{}: {:?} is listed twice", at("code"), w.code));
+        }
+        for (field, text) in [("name", &w.name), ("address", &w.address)] {
+            if text.trim().is_empty() || text.chars().count() > 500 {
+                return Err(format!("{}: 1 to 500 characters", at(field)));
+            }
+        }
+        // The ranges of `geo::distance::LatLng` (which this module cannot name: geo reads the
+        // area).
+        if !w.lat.is_finite() || !(-90.0..=90.0).contains(&w.lat) {
+            return Err(format!("{}: a latitude from -90 to 90", at("lat")));
+        }
+        if !w.lng.is_finite() || !(-180.0..=180.0).contains(&w.lng) {
+            return Err(format!("{}: a longitude from -180 to 180", at("lng")));
+        }
+        depots.push(Depot { code: w.code, name: w.name, address: Some(w.address), location: Some((w.lat, w.lng)) });
+    }
+    for (i, z) in zones.iter().enumerate() {
+        if !depots.iter().any(|d| d.code == z.warehouse) {
+            return Err(format!("zones.{i}.warehouse: {:?} is not a code of [[warehouses]]", z.warehouse));
+        }
+    }
+    Ok(depots)
 }
 
 fn parse_weekday(s: &str) -> Option<i8> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde::Deserialize;
 
-pub use area::{City, Region, ServiceArea, Slot, SlotCapacity, Weekdays, Zone};
+pub use area::{City, Depot, Region, ServiceArea, Slot, SlotCapacity, Weekdays, Zone};
 pub use routing::{OsrmSettings, RoutingSettings};
 
 use crate::money::Money;
@@ -34,6 +34,8 @@ struct RawConfig {
     regions: Vec<area::RawRegion>,
     cities: Vec<area::RawCity>,
     zones: Vec<area::RawZone>,
+    #[serde(default)]
+    warehouses: Vec<area::RawWarehouse>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -452,7 +454,7 @@ impl Settings {
             let file: toml::Table = text
                 .parse()
                 .map_err(|e: toml::de::Error| ConfigError::Toml { path: shown.clone(), message: e.to_string() })?;
-            merge(&mut merged, file);
+            merge_area_file(&mut merged, file);
         }
         Self::from_table(merged, o)
     }
@@ -465,7 +467,7 @@ impl Settings {
         let extra: toml::Table = fragment
             .parse()
             .map_err(|e: toml::de::Error| ConfigError::Toml { path: "<fragment>".into(), message: e.to_string() })?;
-        merge(&mut merged, extra);
+        merge_area_file(&mut merged, extra);
         Self::from_table(merged, o)
     }
 
@@ -518,7 +520,7 @@ impl Settings {
         validate_rate_limits(&raw.rate_limits).map_err(ConfigError::Invalid)?;
         validate_bucket(raw.public_rate_limit).map_err(|m| ConfigError::Invalid(format!("public_rate_limit: {m}")))?;
         let city_roads: Vec<_> = raw.cities.iter().map(area::RawCity::roads).collect();
-        let area = ServiceArea::build(raw.regions, raw.cities, raw.zones, raw.booking.horizon_days)
+        let area = ServiceArea::build(raw.regions, raw.cities, raw.zones, raw.warehouses, raw.booking.horizon_days)
             .map_err(ConfigError::Invalid)?;
         let routing = routing::build(&raw.routing, &city_roads).map_err(ConfigError::Invalid)?;
         let admin_token = o.admin_token.clone().or(raw.server.admin_token).filter(|t| !t.is_empty());
@@ -560,6 +562,16 @@ impl Settings {
             routing,
         })
     }
+}
+
+/// A file merged over the embedded default ([`merge`]). The warehouses go with the zones:
+/// a file that sets `[[zones]]` and no `[[warehouses]]` describes its own area, whose depots
+/// have no coordinates (the embedded Toronto depots are not inherited).
+fn merge_area_file(base: &mut toml::Table, over: toml::Table) {
+    if over.contains_key("zones") && !over.contains_key("warehouses") {
+        base.remove("warehouses");
+    }
+    merge(base, over);
 }
 
 /// Tables merge key by key; anything else in `over` replaces.
@@ -712,6 +724,49 @@ mod tests {
         assert!(e.to_string().contains("another city"), "{e}");
         let e = Settings::from_toml_fragment("[booking]\nhorizon_days = 0", &Overrides::default()).unwrap_err();
         assert!(e.to_string().contains("booking.horizon_days"), "{e}");
+    }
+
+    /// Depots (CONTRACT §12): the embedded ones have coordinates and know their zones; a
+    /// listed warehouse is checked; a file with zones and no warehouses still loads.
+    #[test]
+    fn warehouses_are_checked_and_optional() {
+        let s = Settings::load(&Overrides::default()).unwrap();
+        let yyz1 = s.area.depot("YYZ1").expect("YYZ1");
+        assert!(yyz1.location.is_some() && yyz1.address.is_some(), "{yyz1:?}");
+        let zones: Vec<&str> = s.area.depot_zones("YYZ1").map(|z| z.code.as_str()).collect();
+        assert_eq!(zones, ["TOR-DT", "TOR-W"]);
+        assert!(s.area.depot("YYZ9").is_none());
+        let zone = |warehouse: &str| {
+            format!(
+                "[[zones]]\ncode = \"Z\"\ncity = \"toronto\"\nwarehouse = \"{warehouse}\"\npostal_prefixes = [\"M5\"]\n\
+                 [[zones.drop_off_slots]]\ncode = \"Z-PM\"\nname = \"PM\"\nfrom_time = 840\nto_time = 1080\n"
+            )
+        };
+        let warehouse = |code: &str, lat: f64, lng: f64| {
+            format!("[[warehouses]]\ncode = \"{code}\"\nname = \"N\"\naddress = \"A\"\nlat = {lat}\nlng = {lng}\n")
+        };
+        // Zones without warehouses: the zones' codes, without coordinates.
+        let old = Settings::from_toml_fragment(&zone("W9"), &Overrides::default()).unwrap();
+        let depots: Vec<(&str, bool)> =
+            old.area.depots().iter().map(|d| (d.code.as_str(), d.location.is_some())).collect();
+        assert_eq!(depots, [("W9", false)]);
+        let ok = format!("{}{}", warehouse("W9", 43.6, -79.4), zone("W9"));
+        let s = Settings::from_toml_fragment(&ok, &Overrides::default()).unwrap();
+        assert_eq!(s.area.depot("W9").and_then(|d| d.location), Some((43.6, -79.4)));
+        for (fragment, path) in [
+            (format!("{}{}", warehouse("W1", 43.6, -79.4), zone("W9")), "zones.0.warehouse"),
+            (format!("{}{}", warehouse("W9", 91.0, -79.4), zone("W9")), "warehouses.0.lat"),
+            (format!("{}{}", warehouse("W9", 43.6, -181.0), zone("W9")), "warehouses.0.lng"),
+            (
+                format!("{}{}{}", warehouse("W9", 43.6, -79.4), warehouse("W9", 43.7, -79.4), zone("W9")),
+                "warehouses.1.code",
+            ),
+            // The embedded zones name YYZ1 and YYZ2: a warehouse list without them is refused.
+            (warehouse("W9", 43.6, -79.4), "zones.0.warehouse"),
+        ] {
+            let e = Settings::from_toml_fragment(&fragment, &Overrides::default()).unwrap_err();
+            assert!(e.to_string().contains(path), "{path}: {e}");
+        }
     }
 
     #[test]

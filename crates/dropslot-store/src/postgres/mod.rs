@@ -7,6 +7,7 @@
 mod batch;
 mod capacity;
 mod epoch;
+mod fleet;
 mod insert;
 mod lifecycle;
 mod orders;
@@ -34,16 +35,18 @@ use tokio_postgres::types::Type;
 use sql::Sql;
 
 use super::{
-    AttemptRecord, Claimed, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind,
-    LabelSource, MoveOutcome, NewEndpoint, NewOrder, NewRequest, NewSession, NewToken, OrderFilter, Outbox, Principal,
-    RenderFn, RequestEnd, ResendOutcome, SavedAddress, ScenarioResult, Scope, Selection, SessionRecord, Store,
-    StoreError, StoreResult, StoredDelivery, StoredEndpoint, StoredOrder, StoredRequest, StoredResponse,
-    StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
+    AttemptRecord, Claimed, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, DriverUpdate, EndpointPatch,
+    LabelKind, LabelSource, MoveOutcome, NewEndpoint, NewOrder, NewRequest, NewSession, NewStaffToken, NewToken,
+    OrderFilter, Outbox, Principal, RenderFn, RequestEnd, ResendOutcome, SavedAddress, ScenarioResult, Scope,
+    Selection, SessionRecord, StaffKind, StaffPrincipal, StaffTokenInfo, Store, StoreError, StoreResult,
+    StoredDelivery, StoredDriver, StoredEndpoint, StoredOrder, StoredRequest, StoredResponse, StoredShipment,
+    TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::cache::{self, EpochCache, Stamp};
 use crate::{SaveOutcome, StoredPlan};
 use dropslot_core::config::PostgresSettings;
 use dropslot_core::dispatch::{Candidate as PlanCandidate, Plan, PlanKind};
+use dropslot_core::fleet::Driver;
 use dropslot_core::geo::points::{AddressPoint, Candidate, PointQuery};
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
 use dropslot_core::quote::capacity::{Load, Override, SlotDate};
@@ -61,6 +64,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (9, "webhook_statistics", include_str!("../../migrations/postgres/0009_webhook_statistics.sql")),
     (10, "capacity", include_str!("../../migrations/postgres/0010_capacity.sql")),
     (11, "address_points", include_str!("../../migrations/postgres/0011_address_points.sql")),
+    (12, "fleet", include_str!("../../migrations/postgres/0012_fleet.sql")),
     (13, "plans", include_str!("../../migrations/postgres/0013_plans.sql")),
 ];
 
@@ -554,6 +558,59 @@ impl Store for PgStore {
             .map_err(map_err)?;
         self.changed();
         Ok(row.get::<_, i64>(0) == 1)
+    }
+
+    async fn insert_operator_token(&self, token: NewStaffToken, now: Timestamp) -> StoreResult<()> {
+        let c = self.conn().await?;
+        fleet::insert_token(&c, StaffKind::Operator, None, &token, now).await
+    }
+
+    async fn staff_principal(&self, hash: &TokenHash) -> StoreResult<Option<StaffPrincipal>> {
+        let c = self.conn().await?;
+        fleet::principal(&c, hash).await
+    }
+
+    async fn list_staff_tokens(&self, kind: StaffKind) -> StoreResult<Vec<StaffTokenInfo>> {
+        let c = self.conn().await?;
+        fleet::list_tokens(&c, kind).await
+    }
+
+    async fn revoke_staff_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
+        let c = self.conn().await?;
+        fleet::revoke_token(&c, prefix, now).await
+    }
+
+    async fn create_driver(
+        &self,
+        id: &str,
+        driver: Driver,
+        token: NewStaffToken,
+        now: Timestamp,
+    ) -> StoreResult<StoredDriver> {
+        in_tx!(self, |tx| fleet::create_driver(tx, id, &driver, &token, now).await)
+    }
+
+    async fn driver(&self, id: &str) -> StoreResult<Option<StoredDriver>> {
+        let c = self.conn().await?;
+        fleet::driver(&c, id).await
+    }
+
+    async fn drivers(&self, depot: Option<&str>) -> StoreResult<Vec<StoredDriver>> {
+        let c = self.conn().await?;
+        fleet::drivers(&c, depot).await
+    }
+
+    async fn update_driver(&self, id: &str, version: i64, driver: Driver, now: Timestamp) -> StoreResult<DriverUpdate> {
+        let c = self.conn().await?;
+        fleet::update_driver(&c, id, version, &driver, now).await
+    }
+
+    async fn delete_driver(&self, id: &str, now: Timestamp) -> StoreResult<bool> {
+        in_tx!(self, |tx| fleet::delete_driver(tx, id, now).await)
+    }
+
+    async fn reissue_driver_token(&self, id: &str, token: NewStaffToken, now: Timestamp) -> StoreResult<bool> {
+        in_tx!(self, |tx| fleet::reissue(tx, id, &token, now).await)
     }
 
     async fn create_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<Option<Principal>> {

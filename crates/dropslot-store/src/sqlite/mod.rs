@@ -5,6 +5,7 @@
 pub mod backup;
 mod capacity;
 mod epoch;
+mod fleet;
 mod lifecycle;
 mod orders;
 mod outbox;
@@ -25,15 +26,17 @@ use jiff::civil::Date;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    AttemptRecord, Claimed, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, EndpointPatch, LabelKind,
-    LabelSource, MoveOutcome, NewEndpoint, NewOrder, NewRequest, NewSession, NewToken, OrderFilter, Outbox, Principal,
-    RenderFn, RequestEnd, ResendOutcome, SavedAddress, ScenarioResult, Scope, Selection, SessionRecord, Store,
-    StoreError, StoreResult, StoredDelivery, StoredEndpoint, StoredOrder, StoredRequest, StoredResponse,
-    StoredShipment, TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
+    AttemptRecord, Claimed, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, DriverUpdate, EndpointPatch,
+    LabelKind, LabelSource, MoveOutcome, NewEndpoint, NewOrder, NewRequest, NewSession, NewStaffToken, NewToken,
+    OrderFilter, Outbox, Principal, RenderFn, RequestEnd, ResendOutcome, SavedAddress, ScenarioResult, Scope,
+    Selection, SessionRecord, StaffKind, StaffPrincipal, StaffTokenInfo, Store, StoreError, StoreResult,
+    StoredDelivery, StoredDriver, StoredEndpoint, StoredOrder, StoredRequest, StoredResponse, StoredShipment,
+    TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::cache::EpochCache;
 use crate::{SaveOutcome, StoredPlan};
 use dropslot_core::dispatch::{Candidate as PlanCandidate, Plan, PlanKind};
+use dropslot_core::fleet::Driver;
 use dropslot_core::geo::points::{AddressPoint, Candidate, PointQuery};
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
 use dropslot_core::quote::capacity::{Load, Override, SlotDate};
@@ -53,6 +56,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (9, "webhook_statistics", include_str!("../../migrations/sqlite/0009_webhook_statistics.sql")),
     (10, "capacity", include_str!("../../migrations/sqlite/0010_capacity.sql")),
     (11, "address_points", include_str!("../../migrations/sqlite/0011_address_points.sql")),
+    (12, "fleet", include_str!("../../migrations/sqlite/0012_fleet.sql")),
     (13, "plans", include_str!("../../migrations/sqlite/0013_plans.sql")),
 ];
 const READERS: usize = 4;
@@ -396,6 +400,59 @@ impl Store for SqliteStore {
             self.changed()?;
         }
         Ok(revoked)
+    }
+
+    async fn insert_operator_token(&self, token: NewStaffToken, now: Timestamp) -> StoreResult<()> {
+        self.writer.write(move |c| fleet::insert_token(c, StaffKind::Operator, None, &token, now)).await
+    }
+
+    async fn staff_principal(&self, hash: &TokenHash) -> StoreResult<Option<StaffPrincipal>> {
+        self.read(|c| fleet::principal(c, hash))
+    }
+
+    async fn list_staff_tokens(&self, kind: StaffKind) -> StoreResult<Vec<StaffTokenInfo>> {
+        self.read(|c| fleet::list_tokens(c, kind))
+    }
+
+    async fn revoke_staff_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
+        let prefix = prefix.to_string();
+        self.writer.write(move |c| fleet::revoke_token(c, &prefix, now)).await
+    }
+
+    async fn create_driver(
+        &self,
+        id: &str,
+        driver: Driver,
+        token: NewStaffToken,
+        now: Timestamp,
+    ) -> StoreResult<StoredDriver> {
+        let id = id.to_string();
+        self.writer.write(move |c| fleet::create_driver(c, &id, &driver, &token, now)).await
+    }
+
+    async fn driver(&self, id: &str) -> StoreResult<Option<StoredDriver>> {
+        self.read(|c| fleet::driver_columns(c, id))?.map(crate::fleet::driver_row).transpose()
+    }
+
+    async fn drivers(&self, depot: Option<&str>) -> StoreResult<Vec<StoredDriver>> {
+        let depot = depot.map(str::to_string);
+        let rows = self.read_blocking(move |c| fleet::drivers_columns(c, depot.as_deref())).await?;
+        rows.into_iter().map(crate::fleet::driver_row).collect()
+    }
+
+    async fn update_driver(&self, id: &str, version: i64, driver: Driver, now: Timestamp) -> StoreResult<DriverUpdate> {
+        let id = id.to_string();
+        self.writer.write(move |c| fleet::update_driver(c, &id, version, &driver, now)).await
+    }
+
+    async fn delete_driver(&self, id: &str, now: Timestamp) -> StoreResult<bool> {
+        let id = id.to_string();
+        self.writer.write(move |c| fleet::delete_driver(c, &id, now)).await
+    }
+
+    async fn reissue_driver_token(&self, id: &str, token: NewStaffToken, now: Timestamp) -> StoreResult<bool> {
+        let id = id.to_string();
+        self.writer.write(move |c| fleet::reissue(c, &id, &token, now)).await
     }
 
     async fn create_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<Option<Principal>> {

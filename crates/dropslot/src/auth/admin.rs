@@ -1,4 +1,4 @@
-//! The admin API (CONTRACT §1): clients and tokens, guarded by the admin token from the
+//! The admin API (CONTRACT §1, §12): clients, their tokens and operator tokens, guarded by the admin token from the
 //! configuration (`DROPSLOT_ADMIN_TOKEN`); absent that setting, every admin route is a 404.
 
 use axum::extract::{FromRequestParts, State};
@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::error::{EmptyObject, Envelope, Error, ErrorEnvelope, Result, envelope};
 use crate::http::{JsonBody, PathParam};
 use dropslot_core::ids::ClientId;
-use dropslot_store::{TokenInfo, TokenKind};
+use dropslot_store::{StaffKind, StaffTokenInfo, TokenInfo, TokenKind};
 
 /// What every admin operation can answer besides its own: the 404 when no admin token is
 /// configured is in each operation's description.
@@ -24,6 +24,7 @@ pub fn routes() -> axum::Router<App> {
         .route(crate::http::api_path!("/admin/clients/{id}/settings"), put(put_settings))
         .route(crate::http::api_path!("/admin/clients/{id}/tokens"), post(create_token).get(list_tokens))
         .route(crate::http::api_path!("/admin/tokens/{prefix}"), delete(revoke_token))
+        .route(crate::http::api_path!("/admin/operator-tokens"), post(create_operator_token).get(list_operator_tokens))
 }
 
 /// Proof that the request carried the configured admin token.
@@ -165,16 +166,61 @@ async fn list_tokens(_: Admin, State(app): State<App>, PathParam(client): PathPa
 }
 
 #[utoipa::path(delete, path = "/admin/tokens/{prefix}", tag = "Admin", operation_id = "revoke_token",
-    summary = "Revoke a token by its prefix", description = NO_ADMIN,
+    summary = "Revoke a token by its prefix",
+    description = "Any token: a client's (`ds_test_…`, `ds_live_…`, `ds_ops_…`) or a staff token (`ds_operator_…`, `ds_driver_…`). When no admin token is configured, every admin route answers 404.",
     security(("admin_token" = [])), params(("prefix" = String, Path, description = "The token's prefix (as listed).")),
     responses(
         (status = 200, description = "Revoked; `object` is `{}`.", body = Envelope<EmptyObject>),
         (status = 404, description = "No active token has this prefix (or no admin token is configured).", body = ErrorEnvelope),
     ))]
 async fn revoke_token(_: Admin, State(app): State<App>, PathParam(prefix): PathParam<String>) -> Result<Response> {
-    if app.store.revoke_token(&prefix, app.clock.now()).await? {
-        Ok(envelope(200, "Token revoked.", &EmptyObject {}))
+    let now = app.clock.now();
+    let revoked = if super::staff::is_staff(&prefix) {
+        app.store.revoke_staff_token(&prefix, now).await?
     } else {
-        Err(Error::NotFound)
-    }
+        app.store.revoke_token(&prefix, now).await?
+    };
+    if revoked { Ok(envelope(200, "Token revoked.", &EmptyObject {})) } else { Err(Error::NotFound) }
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct OperatorTokenCreated {
+    /// The token itself: shown only here.
+    token: String,
+    prefix: String,
+    kind: StaffKind,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct StaffTokenList {
+    tokens: Vec<StaffTokenInfo>,
+}
+
+/// `POST /admin/operator-tokens`: an operator token (CONTRACT §12), bound to no client.
+#[utoipa::path(post, path = "/admin/operator-tokens", tag = "Admin", operation_id = "create_operator_token",
+    summary = "Create an operator token",
+    description = "An `operator` token for the courier's dispatchers: bound to no client, it reaches the fleet (`/ops/drivers`) and nothing of the client API. No body is needed; one sent is ignored. When no admin token is configured, every admin route answers 404.",
+    security(("admin_token" = [])),
+    responses(
+        (status = 201, description = "The token, shown this once.", body = Envelope<OperatorTokenCreated>),
+        (status = 404, description = "No admin token is configured.", body = ErrorEnvelope),
+    ))]
+async fn create_operator_token(_: Admin, State(app): State<App>) -> Result<Response> {
+    let minted = super::staff::mint(StaffKind::Operator);
+    let prefix = minted.stored.prefix.clone();
+    app.store.insert_operator_token(minted.stored, app.clock.now()).await?;
+    let created = OperatorTokenCreated { token: minted.secret, prefix, kind: StaffKind::Operator };
+    Ok(envelope(201, "Operator token created. It is shown only once.", &created))
+}
+
+#[utoipa::path(get, path = "/admin/operator-tokens", tag = "Admin", operation_id = "list_operator_tokens",
+    summary = "List the operator tokens", description = NO_ADMIN,
+    security(("admin_token" = [])),
+    responses(
+        (status = 200, description = "Prefixes and last 4 characters; never a token.", body = Envelope<StaffTokenList>),
+        (status = 404, description = "No admin token is configured.", body = ErrorEnvelope),
+    ))]
+async fn list_operator_tokens(_: Admin, State(app): State<App>) -> Result<Response> {
+    let tokens = app.store.list_staff_tokens(StaffKind::Operator).await?;
+    Ok(envelope(200, "Operator tokens listed.", &StaffTokenList { tokens }))
 }

@@ -2,6 +2,7 @@
 //! `Caller` extractor that turns a request's token into its client, mode and price list.
 
 pub mod admin;
+pub mod staff;
 
 use std::sync::Arc;
 
@@ -82,8 +83,8 @@ impl ClientSettings {
     }
 }
 
-/// The authenticated caller of a client-API request: a test or live token (an ops token is
-/// refused here, before the body is read).
+/// The authenticated caller of a client-API request: a test or live token (an ops or staff
+/// token is refused here, before the body is read).
 #[derive(Clone)]
 pub struct Caller {
     pub principal: Principal,
@@ -134,6 +135,9 @@ impl FromRequestParts<App> for Caller {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
+        if staff::principal(parts, app).await?.is_some() {
+            return Err(Error::Forbidden("Operator and driver tokens cannot call the client API."));
+        }
         let token = bearer(parts)?;
         let token_hash = hash(token);
         let principal = app.store.principal(&token_hash).await?.ok_or(Error::Unauthorized)?;

@@ -4,7 +4,6 @@
 //! `dropslot_core::quote::{capacity, schedule}`; an order's reservation is decided by the
 //! store, in the order's own transaction.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
@@ -177,23 +176,6 @@ pub(crate) async fn views(app: &App, date: Date, only: Option<&SlotDate>) -> Res
         .collect())
 }
 
-/// The query's parameters by name, each at most once and each one of `known`.
-fn query<'a>(raw: Option<&str>, known: &[&'a str]) -> Result<HashMap<&'a str, String>> {
-    let mut errors = FieldErrors::new();
-    let mut out = HashMap::new();
-    for (key, value) in url::form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
-        match known.iter().find(|k| **k == key) {
-            Some(k) if out.contains_key(k) => errors.add(format!("query.{key}"), "Give this parameter once."),
-            Some(k) => {
-                out.insert(*k, value.into_owned());
-            }
-            None => errors.add(format!("query.{key}"), format!("Unknown parameter; use {}.", known.join(", "))),
-        }
-    }
-    errors.into_result()?;
-    Ok(out)
-}
-
 fn date_at(path: &str, value: &str) -> Result<Date> {
     value
         .parse::<Date>()
@@ -221,7 +203,7 @@ struct CapacityList {
         (status = 422, description = "A missing or malformed `query.date`, or another parameter.", body = ErrorEnvelope),
     ))]
 async fn list(_: Admin, State(app): State<App>, RawQuery(raw): RawQuery) -> Result<Response> {
-    let q = query(raw.as_deref(), &["date"])?;
+    let q = crate::http::query_params(raw.as_deref(), &["date"])?;
     let date = date_at("query.date", q.get("date").map_or("", String::as_str))?;
     let slots = views(&app, date, None).await?;
     Ok(envelope(200, "Slot capacity.", &CapacityList { date: date.to_string(), slots }).into_response())
@@ -381,7 +363,7 @@ struct BookableSlots(Vec<BookableSlot>);
     ))]
 async fn slots(State(app): State<App>, caller: Caller, RawQuery(raw): RawQuery) -> Result<Response> {
     let area = &app.settings.area;
-    let q = query(raw.as_deref(), &["text", "from", "days"])?;
+    let q = crate::http::query_params(raw.as_deref(), &["text", "from", "days"])?;
     let text = q.get("text").map_or("", |t| t.trim());
     if text.is_empty() || text.chars().count() > 500 {
         return Err(Error::invalid("query.text", "The address text is required (1 to 500 characters)."));

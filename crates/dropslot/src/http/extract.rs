@@ -1,6 +1,9 @@
 //! `JsonBody<T>`: the one way a request body enters the service. Non-JSON or compressed →
 //! 415, over the limit → 413, stalled → 408, malformed → 400, a wrong type → 400 naming the
-//! dotted field path (see `json.rs`).
+//! dotted field path (see `json.rs`). Also `PathParam` and `query_params`, the other two
+//! ways input enters.
+
+use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{FromRef, FromRequest, Request};
@@ -9,6 +12,23 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{Error, FieldErrors};
+
+/// The query's parameters by name, each at most once and each one of `known`.
+pub fn query_params<'a>(raw: Option<&str>, known: &[&'a str]) -> Result<HashMap<&'a str, String>, Error> {
+    let mut errors = FieldErrors::new();
+    let mut out = HashMap::new();
+    for (key, value) in url::form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+        match known.iter().find(|k| **k == key) {
+            Some(k) if out.contains_key(k) => errors.add(format!("query.{key}"), "Give this parameter once."),
+            Some(k) => {
+                out.insert(*k, value.into_owned());
+            }
+            None => errors.add(format!("query.{key}"), format!("Unknown parameter; use {}.", known.join(", "))),
+        }
+    }
+    errors.into_result()?;
+    Ok(out)
+}
 
 /// A path parameter; one that does not parse names nothing that exists: an enveloped 404.
 pub struct PathParam<T>(pub T);

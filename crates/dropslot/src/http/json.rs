@@ -65,7 +65,10 @@ pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
             path = join(&path, field);
             message = "This field is required.".into();
         } else if let Some(field) = between(&message, "unknown field `", "`") {
-            path = join(&path, field);
+            // The path already ends at the unknown key when it was read as a map entry.
+            if path != field && !path.ends_with(&format!(".{field}")) {
+                path = join(&path, field);
+            }
             message = "This field is not allowed here.".into();
         } else if let Some(variant) = between(&message, "unknown variant `", "`") {
             message = format!("{variant:?} is not one of the allowed values.");

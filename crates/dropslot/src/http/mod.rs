@@ -12,7 +12,7 @@ use axum::extract::FromRef;
 use axum::http::HeaderName;
 use axum::response::{IntoResponse, Response};
 
-pub use extract::{BodyLimits, JsonBody, PathParam};
+pub use extract::{BodyLimits, JsonBody, PathParam, query_params};
 
 use crate::error::Error;
 use crate::metrics::HttpMetrics;

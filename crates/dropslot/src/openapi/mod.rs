@@ -41,6 +41,12 @@ use crate::app::App;
         crate::sandbox::handle,
         crate::ops::transition,
         crate::ops::scan,
+        crate::fleet::create,
+        crate::fleet::list,
+        crate::fleet::show,
+        crate::fleet::update,
+        crate::fleet::remove,
+        crate::fleet::reissue,
         crate::webhooks::routes::create,
         crate::webhooks::routes::list,
         crate::webhooks::routes::show,
@@ -55,6 +61,8 @@ use crate::app::App;
         crate::auth::admin::create_token,
         crate::auth::admin::list_tokens,
         crate::auth::admin::revoke_token,
+        crate::auth::admin::create_operator_token,
+        crate::auth::admin::list_operator_tokens,
         crate::capacity::list,
         crate::capacity::put,
         crate::capacity::slots,
@@ -80,7 +88,7 @@ struct Root;
 
 const DESCRIPTION: &str = "Scheduled same-day parcel delivery: rate preview, synchronous and asynchronous orders, \
 parcel deletion by custom code, client reads, saved pick-up addresses, webhooks, sandbox scenarios, \
-the operations API and the admin API.\n\n\
+the operations API, the fleet (drivers) and the admin API.\n\n\
 Every JSON answer is the envelope `{\"status\",\"code\",\"message\",\"object\"}`; an error adds \
 `errors` (field path → messages) and its HTTP status equals `code`. Every response carries \
 `X-Request-Id`. Besides the answers listed per operation: an unknown path is a 404, a known path \
@@ -100,6 +108,10 @@ pub fn document() -> utoipa::openapi::OpenApi {
     for (name, description) in [
         ("client_token", "A `test` or `live` API token of a client: `Authorization: Bearer ds_test_…`."),
         ("ops_token", "An `ops` token (the courier's own staff): `Authorization: Bearer ds_ops_…`."),
+        (
+            "operator_token",
+            "An `operator` token (the courier's dispatchers, bound to no client): `Authorization: Bearer ds_operator_…`.",
+        ),
         ("admin_token", "The admin token of the configuration (`DROPSLOT_ADMIN_TOKEN`)."),
     ] {
         let scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some(description)).build();

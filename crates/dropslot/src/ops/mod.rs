@@ -25,13 +25,17 @@ pub fn routes() -> axum::Router<App> {
         .route(crate::http::api_path!("/ops/parcels/{pick_up_code}/pick-up-scan"), post(scan))
 }
 
-/// A caller holding an `ops` token; any other token is a 403.
+/// A caller holding an `ops` token; any other token (an operator or driver token too) is a
+/// 403. The fleet's routes take operator tokens instead (`auth::staff::OperatorCaller`).
 pub struct OpsCaller;
 
 impl FromRequestParts<App> for OpsCaller {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
+        if crate::auth::staff::principal(parts, app).await?.is_some() {
+            return Err(Error::Forbidden("The operations API takes ops tokens only."));
+        }
         let token = hash(bearer(parts)?);
         let principal = app.store.principal(&token).await?.ok_or(Error::Unauthorized)?;
         if principal.kind == TokenKind::Ops {

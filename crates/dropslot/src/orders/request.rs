@@ -10,6 +10,7 @@ use dropslot_core::config::{Limits, PriceList, ServiceArea};
 use dropslot_core::geo::distance::{CoordinateError, LatLng};
 use dropslot_core::geo::{Geocoder, Location};
 use dropslot_core::ids::CustomCode;
+use dropslot_core::phone::valid_phone;
 use dropslot_core::quote::schedule::Asked;
 use dropslot_core::quote::{DropOffRequest, Milligrams, QuoteRequest, pricing};
 
@@ -464,20 +465,6 @@ fn check_address(
     }
     let location = location?;
     ok.then_some((AddressIn { text: Some(text.to_string()), ..a }, location))
-}
-
-/// Optional `+`, then 7–15 digits; spaces, dashes, dots and parentheses allowed between.
-pub fn valid_phone(s: &str) -> bool {
-    let rest = s.strip_prefix('+').unwrap_or(s);
-    let mut digits = 0;
-    for c in rest.chars() {
-        match c {
-            '0'..='9' => digits += 1,
-            ' ' | '-' | '.' | '(' | ')' => {}
-            _ => return false,
-        }
-    }
-    (7..=15).contains(&digits)
 }
 
 /// A pragmatic check: one `@`, a non-empty local part, a dotted domain, no spaces.

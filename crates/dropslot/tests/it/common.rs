@@ -281,6 +281,11 @@ impl TestServer {
         self.post(&format!("/sandbox/scenarios/{name}"), &self.token, body).await
     }
 
+    /// A sandbox scenario with any token.
+    pub async fn scenario_with(&self, token: &str, name: &str, body: &Value) -> Reply {
+        self.post(&format!("/sandbox/scenarios/{name}"), token, body).await
+    }
+
     /// A new client through the admin API, with a token of each kind: (id, test, live, ops).
     pub async fn new_client(&self, name: &str) -> (i64, String, String, String) {
         let r = self.post("/admin/clients", ADMIN_TOKEN, &json!({"name": name})).await;

@@ -13,6 +13,7 @@ mod copy;
 mod dashboard;
 mod dashboard_http;
 mod errors;
+mod fleet;
 mod hardening;
 mod labels;
 mod layout;
