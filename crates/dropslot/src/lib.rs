@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod ops;
 pub mod orders;
+pub mod plans;
 pub mod ratelimit;
 pub mod roads;
 pub mod root;

@@ -12,7 +12,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 pub use area::{City, Depot, Region, ServiceArea, Slot, SlotCapacity, Weekdays, Zone};
-pub use routing::{OsrmSettings, RoutingSettings};
+pub use routing::{OsrmSettings, RoadModel, RoutingSettings};
 
 use crate::money::Money;
 

@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::routing::roads::RoadModel;
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRouting {
@@ -20,6 +18,32 @@ pub(super) struct RawRouting {
     osrm_timeout_seconds: u64,
     osrm_table_size: usize,
     osrm_concurrency: usize,
+}
+
+/// The embedded road model of one city: roads are `detour` times longer than the straight
+/// line, driven at `speed_kmh` on average (stops, lights and turns included). How it drives
+/// is `routing::roads`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoadModel {
+    pub speed_kmh: f64,
+    pub detour: f64,
+}
+
+impl RoadModel {
+    /// A city's average driving speed must be a real speed, and a road is never shorter than
+    /// the straight line (nor, in a city, more than three times longer).
+    ///
+    /// # Errors
+    /// Which of the two is out of range, by its key.
+    pub fn new(speed_kmh: f64, detour: f64) -> Result<Self, String> {
+        if !(speed_kmh.is_finite() && (1.0..=200.0).contains(&speed_kmh)) {
+            return Err(format!("speed_kmh: {speed_kmh} is not from 1 to 200 km/h"));
+        }
+        if !(detour.is_finite() && (1.0..=3.0).contains(&detour)) {
+            return Err(format!("detour: {detour} is not from 1.0 to 3.0"));
+        }
+        Ok(Self { speed_kmh, detour })
+    }
 }
 
 /// Road times and service times, validated.
@@ -108,8 +132,7 @@ pub(super) fn build(
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{Overrides, Settings};
-    use crate::routing::roads::RoadModel;
+    use crate::config::{Overrides, RoadModel, Settings};
 
     fn load(fragment: &str) -> Result<Settings, String> {
         Settings::from_toml_fragment(fragment, &Overrides::default()).map_err(|e| e.to_string())

@@ -11,27 +11,10 @@ use serde::Deserialize;
 
 use crate::geo::distance::LatLng;
 
-/// The embedded road model of one city: roads are `detour` times longer than the straight
-/// line, driven at `speed_kmh` on average (stops, lights and turns included).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RoadModel {
-    pub speed_kmh: f64,
-    pub detour: f64,
-}
+pub use crate::config::RoadModel;
 
+// The model's numbers are configuration (`config::RoadModel`); how it drives is here.
 impl RoadModel {
-    /// A city's average driving speed must be a real speed, and a road is never shorter than
-    /// the straight line (nor, in a city, more than three times longer).
-    pub fn new(speed_kmh: f64, detour: f64) -> Result<Self, String> {
-        if !(speed_kmh.is_finite() && (1.0..=200.0).contains(&speed_kmh)) {
-            return Err(format!("speed_kmh: {speed_kmh} is not from 1 to 200 km/h"));
-        }
-        if !(detour.is_finite() && (1.0..=3.0).contains(&detour)) {
-            return Err(format!("detour: {detour} is not from 1.0 to 3.0"));
-        }
-        Ok(Self { speed_kmh, detour })
-    }
-
     /// The road from `a` to `b`: metres and seconds, both rounded up (a leg between two
     /// different points never takes 0 s).
     pub fn leg(&self, a: LatLng, b: LatLng) -> Leg {

@@ -21,6 +21,7 @@ mod metrics;
 mod openapi;
 mod ops;
 mod orders;
+mod plans;
 mod points;
 mod preview;
 mod ratelimit;
