@@ -412,7 +412,7 @@ async fn move_stop(
 #[utoipa::path(post, path = "/ops/plans/{id}/optimize", tag = "Dispatch", operation_id = "optimize_plan",
     summary = "Re-optimise a plan",
     description = "Solves the plan again over its drivers, with the depot's shipments as they are now (new ones in, final ones out). In a published plan every published stop stays on its route in its order; new shipments may be added around them.",
-    security(("operator_token" = [])), request_body(content = OptimizeRequest, description = "Optional."),
+    security(("operator_token" = [])), request_body(content = Option<OptimizeRequest>, description = "Optional: it may be left out."),
     params(("id" = String, Path, description = "The plan's id.")),
     responses(
         (status = 200, description = "The plan, re-solved.", body = Envelope<PlanView>),
@@ -434,9 +434,10 @@ async fn optimize(
     let request: OptimizeRequest = if empty {
         OptimizeRequest::default()
     } else {
+        // `null` is no body too.
         let JsonBody(r, _) =
-            <JsonBody<OptimizeRequest> as axum::extract::FromRequest<App>>::from_request(request, &app).await?;
-        r
+            <JsonBody<Option<OptimizeRequest>> as axum::extract::FromRequest<App>>::from_request(request, &app).await?;
+        r.unwrap_or_default()
     };
     let mut errors = FieldErrors::new();
     let seconds = time_limit(request.time_limit_s, &mut errors);
