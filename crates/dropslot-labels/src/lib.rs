@@ -225,7 +225,7 @@ pub fn render(label: &Label, size: LabelSize, format: LabelFormat) -> Vec<u8> {
     let canvas = layout::build(label, size);
     match format {
         LabelFormat::Pdf => pdf::write(&canvas),
-        LabelFormat::Zpl => zpl::write(&canvas).into_bytes(),
+        LabelFormat::Zpl => zpl::write(&canvas, size).into_bytes(),
     }
 }
 

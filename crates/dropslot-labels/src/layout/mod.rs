@@ -81,6 +81,9 @@ pub(crate) struct BarcodeItem {
     pub x: f32,
     pub y: f32,
     pub height: f32,
+    /// Module (narrowest bar) width in points, as the PDF draws it.
+    pub module: f32,
+    /// The same width in 203 dpi dots, for ZPL's `^BY` (labels only).
     pub module_dots: u32,
     /// Modules from start to stop character, `true` = bar.
     pub modules: Vec<bool>,
@@ -140,7 +143,6 @@ impl Style {
 }
 
 pub(crate) struct Canvas {
-    pub size: LabelSize,
     pub width: f32,
     pub height: f32,
     pub items: Vec<Item>,
@@ -149,7 +151,12 @@ pub(crate) struct Canvas {
 impl Canvas {
     pub fn new(size: LabelSize) -> Self {
         let (width, height) = size.points();
-        Self { size, width, height, items: Vec::with_capacity(48) }
+        Self::page(width, height)
+    }
+
+    /// An empty page of any size (run sheets use paper sizes).
+    pub fn page(width: f32, height: f32) -> Self {
+        Self { width, height, items: Vec::with_capacity(48) }
     }
 
     pub fn rect(&mut self, x: f32, y: f32, w: f32, h: f32) {
@@ -216,6 +223,7 @@ impl Canvas {
             x: left,
             y,
             height,
+            module: module_dots as f32 * DOT,
             module_dots,
             modules,
             payload: payload.clone(),
