@@ -198,14 +198,16 @@ impl Canvas {
     /// long to scan at the narrowest module is printed as text only.
     pub fn barcode(&mut self, x: f32, y: f32, w: f32, h: f32, text_size: f32, raw: &str) -> f32 {
         let payload = code128::sanitize(raw);
-        let Some(modules) = code128::encode(&payload) else {
+        if payload.is_empty() {
             return y;
-        };
+        }
+        // `None` here means too long to encode at all: the text-only case.
+        let modules = code128::encode(&payload).unwrap_or_default();
         let avail_dots = (w / DOT).floor() as u32;
         let total = modules.len() as u32 + 2 * QUIET_BAR;
         let module_dots = (avail_dots / total).min(MAX_BAR_DOTS);
         let text_style = Style::new(Weight::Bold, text_size, text_size * 0.7, 2).align(Align::Center);
-        if module_dots < MIN_BAR_DOTS {
+        if modules.is_empty() || module_dots < MIN_BAR_DOTS {
             let y = self.text(
                 x,
                 y,
