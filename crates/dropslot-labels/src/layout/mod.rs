@@ -3,6 +3,7 @@
 //!
 //! The label layouts in [`labels`] fill a [`Canvas`]; the PDF and ZPL back
 //! ends only translate its items, so both formats show the same content.
+//! A run sheet ([`run_sheet`]) is a list of canvases, one per PDF page.
 //! Barcode and QR modules are whole printer dots (203 dpi) so bars print
 //! crisply on thermal printers from either format.
 
@@ -11,8 +12,10 @@
 
 mod blocks;
 mod labels;
+mod run_sheet;
 
 pub(crate) use labels::build;
+pub(crate) use run_sheet::build as build_run_sheet;
 
 use crate::LabelSize;
 use crate::code128;
@@ -115,6 +118,18 @@ pub(crate) enum Item {
     Text(TextItem),
     Barcode(BarcodeItem),
     Qr(QrItem),
+}
+
+impl Item {
+    /// Moves the item `dy` points down the page.
+    pub fn shift(&mut self, dy: f32) {
+        match self {
+            Item::Rect { y, .. } => *y += dy,
+            Item::Text(t) => t.y += dy,
+            Item::Barcode(b) => b.y += dy,
+            Item::Qr(q) => q.y += dy,
+        }
+    }
 }
 
 /// How a piece of text may be sized.
