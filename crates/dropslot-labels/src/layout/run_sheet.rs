@@ -33,6 +33,10 @@ const BAR_H: f32 = 30.0;
 /// of dots at 200, 300 and 600 dpi and GS1's minimum for logistics labels;
 /// the narrower ones keep longer codes scannable. Never below 1 pt.
 const MODULES: [f32; 3] = [1.44, 1.2, 1.0];
+/// The bars' left edge sits on a 1/50 in grid so that, with a 1.44 pt module,
+/// every edge falls on a whole pixel at 200, 300 and 600 dpi: no grey edges
+/// for a rasteriser or a scanner to round either way.
+const GRID: f32 = 1.44;
 /// Code 128 quiet zone each side, in modules.
 const QUIET: f32 = 10.0;
 const ROW_GAP: f32 = 8.0;
@@ -235,7 +239,7 @@ fn parcel_row(parcel: &RunSheetParcel) -> Block {
             return y.max(bottom) + ROW_GAP;
         };
         c.items.push(Item::Barcode(super::BarcodeItem {
-            x: DETAIL_X + QUIET * module,
+            x: (DETAIL_X / GRID).ceil() * GRID + QUIET * module,
             y: 0.0,
             height: BAR_H,
             module,
