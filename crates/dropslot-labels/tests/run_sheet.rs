@@ -131,6 +131,9 @@ fn demo_sheet() -> RunSheet {
     }
 }
 
+/// A stop's text that must appear in route order.
+type Field = fn(&RunSheetStop) -> String;
+
 /// The Code 128 payloads zxing-cpp found, sorted; fails on any other symbol.
 fn code128s(decoded: &[Decoded], what: &str) -> Vec<String> {
     assert!(decoded.iter().all(|d| d.format == "Code128"), "{what}: unexpected symbols {decoded:?}");
@@ -161,7 +164,7 @@ fn run_sheet_renders_in_order_and_every_barcode_scans() {
     }
     // pdftotext reads a stop's columns one after the other, so each field is
     // checked in route order on its own.
-    let fields: [(&str, fn(&RunSheetStop) -> String); 3] = [
+    let fields: [(&str, Field); 3] = [
         ("window", |s| format!("Window {} \u{00B7} ETA {}", s.window, s.eta)),
         ("address", |s| s.address.clone()),
         ("receiver", |s| s.receiver.clone()),

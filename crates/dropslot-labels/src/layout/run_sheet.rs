@@ -6,7 +6,7 @@
 //! the next one; only a block taller than a whole page is split, between
 //! parcel rows, with a "(continued)" line heading the next page.
 
-use super::{Align, Canvas, Item, Style, block_height};
+use super::{Align, Canvas, Item, Style};
 use crate::code128;
 use crate::font::Weight::{Bold, Regular};
 use crate::{RunSheet, RunSheetParcel, RunSheetStop};
@@ -57,14 +57,14 @@ impl Block {
 }
 
 /// The pages being filled and the top of the free space on the last one.
-struct Pages {
+struct Pagination {
     pages: Vec<Canvas>,
     y: f32,
     /// Whether the last page has a block on it yet.
     empty: bool,
 }
 
-impl Pages {
+impl Pagination {
     fn room(&self) -> f32 {
         BODY_BOTTOM - self.y
     }
@@ -88,7 +88,7 @@ impl Pages {
 }
 
 pub(crate) fn build(sheet: &RunSheet) -> Vec<Canvas> {
-    let mut pages = Pages { pages: Vec::new(), y: BODY_TOP, empty: true };
+    let mut pages = Pagination { pages: Vec::new(), y: BODY_TOP, empty: true };
     pages.next_page();
     let top = header(&mut pages.pages[0], sheet);
     pages.y = top;
@@ -106,7 +106,7 @@ pub(crate) fn build(sheet: &RunSheet) -> Vec<Canvas> {
 }
 
 /// Keeps a stop on one page whenever a page can hold it.
-fn place_stop(pages: &mut Pages, stop: &RunSheetStop) {
+fn place_stop(pages: &mut Pagination, stop: &RunSheetStop) {
     let head = stop_head(stop);
     let rows: Vec<Block> = stop.parcels.iter().map(parcel_row).collect();
     let end = Block::draw(|c| {
@@ -259,6 +259,7 @@ fn parcel_row(parcel: &RunSheetParcel) -> Block {
 
 #[cfg(test)]
 mod tests {
+    use super::super::block_height;
     use super::*;
 
     #[test]
