@@ -226,6 +226,8 @@ fn run_sheet_with_a_long_stop_continues_and_scans() {
     assert!(pages >= 2, "30 parcels on {pages} page");
     let text = pdftotext(&pdf);
     assert!(text.contains("Stop 2 (continued)"), "no continuation line:\n{text}");
+    // A note of control characters only prints nothing, not a bare "Note:".
+    assert!(!text.contains("Note:"), "empty note shown:\n{text}");
     // The long address wraps into at most three lines.
     let last = page_words(&pdf, pages);
     let mut rows: Vec<i64> = last.iter().filter(|w| w.text.contains("Bremner")).map(|w| w.y1.round() as i64).collect();

@@ -7,9 +7,9 @@
 //! parcel rows, with a "(continued)" line heading the next page.
 
 use super::{Align, Canvas, Item, Style};
-use crate::code128;
 use crate::font::Weight::{Bold, Regular};
 use crate::{RunSheet, RunSheetParcel, RunSheetStop};
+use crate::{code128, text};
 
 /// US Letter portrait. A 0.5 in margin keeps the content inside A4 (595 pt
 /// wide) too, when a Letter page is printed there at actual size.
@@ -162,8 +162,7 @@ fn caption_style() -> Style {
 /// "Route 3 · Ana Silva · 2026-11-27" and "Page n of m" above a rule.
 fn running_header(c: &mut Canvas, sheet: &RunSheet, n: usize, count: usize) {
     let style = Style::new(Regular, 8.0, 6.0, 1);
-    let left = [sheet.title.trim(), sheet.date.trim()].iter().filter(|t| !t.is_empty()).copied().collect::<Vec<_>>();
-    c.text(MARGIN, MARGIN, WIDTH - 110.0, style, &left.join(" \u{00B7} "));
+    c.text(MARGIN, MARGIN, WIDTH - 110.0, style, &join(&[&sheet.title, &sheet.date]));
     c.text(MARGIN + WIDTH - 100.0, MARGIN, 100.0, style.align(Align::Right), &format!("Page {n} of {count}"));
     c.rect(MARGIN, MARGIN + 12.0, WIDTH, RULE);
 }
@@ -175,7 +174,7 @@ fn stop_head(stop: &RunSheetStop) -> Block {
         let seq = c.text(MARGIN, 0.0, SEQ_W - 6.0, Style::new(Bold, 22.0, 9.0, 1), &stop.seq.to_string());
         let kind_w = DETAIL_W * 0.4;
         let kind = c.text(DETAIL_X, 0.0, kind_w - 6.0, Style::new(Bold, 12.0, 8.0, 1), &stop.kind.to_uppercase());
-        let when = join(&[labelled("Window", &stop.window), labelled("ETA", &stop.eta)]);
+        let when = join(&[&labelled("Window", &stop.window), &labelled("ETA", &stop.eta)]);
         let style = Style::new(Bold, 12.0, 8.0, 1).align(Align::Right);
         let when = c.text(DETAIL_X + kind_w, 0.0, DETAIL_W - kind_w, style, &when);
         let mut y = kind.max(when) + 4.0;
@@ -185,7 +184,7 @@ fn stop_head(stop: &RunSheetStop) -> Block {
         let style = Style::new(Regular, 10.0, 7.0, 1).align(Align::Right);
         let phone = c.text(DETAIL_X + name_w, y, DETAIL_W - name_w, style, &stop.phone);
         y = gap(name.max(phone), y, 3.0);
-        let note = if stop.note.trim().is_empty() { String::new() } else { format!("Note: {}", stop.note.trim()) };
+        let note = labelled("Note:", &stop.note);
         y = gap(c.text(DETAIL_X, y, DETAIL_W, Style::new(Regular, 9.0, 7.0, 3), &note), y, 3.0);
         y.max(seq) + 4.0
     })
@@ -196,19 +195,22 @@ fn gap(bottom: f32, top: f32, space: f32) -> f32 {
     if bottom > top { bottom + space } else { top }
 }
 
+/// `label value`, or nothing when the value would print as nothing (blank or
+/// only control characters).
 fn labelled(label: &str, value: &str) -> String {
-    let value = value.trim();
+    let value = text::clean(value);
     if value.is_empty() { String::new() } else { format!("{label} {value}") }
 }
 
-fn join(parts: &[String]) -> String {
-    parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()).collect::<Vec<_>>().join(" \u{00B7} ")
+/// The parts that print as something, joined with " · ".
+fn join(parts: &[&str]) -> String {
+    parts.iter().map(|p| text::clean(p)).filter(|p| !p.is_empty()).collect::<Vec<_>>().join(" \u{00B7} ")
 }
 
 /// The first line on a page that carries on a stop from the page before.
 fn continued(stop: &RunSheetStop) -> Block {
     Block::draw(|c| {
-        let line = join(&[format!("Stop {} (continued)", stop.seq), stop.receiver.clone()]);
+        let line = join(&[&format!("Stop {} (continued)", stop.seq), &stop.receiver]);
         c.text(MARGIN, 0.0, WIDTH, Style::new(Bold, 9.0, 7.0, 1), &line) + 8.0
     })
 }
