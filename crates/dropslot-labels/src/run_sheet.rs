@@ -66,6 +66,8 @@ pub fn render_run_sheet(sheet: &RunSheet) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
     use crate::layout::{Canvas, Item, build_run_sheet};
 
@@ -97,6 +99,21 @@ mod tests {
             vehicle: "Van 12 (ABC 123)".into(),
             summary: "14 stops \u{00B7} 31 parcels \u{00B7} 42.5 km \u{00B7} 5 h 10 min".into(),
             stops,
+        }
+    }
+
+    /// Every item lies within the page's margins.
+    fn assert_on_body(pages: &[Canvas]) {
+        for (n, page) in pages.iter().enumerate() {
+            for item in &page.items {
+                let (top, bottom) = match item {
+                    Item::Text(t) => (t.y, t.y + crate::layout::block_height(t.size, t.lines.len())),
+                    Item::Barcode(b) => (b.y, b.y + b.height),
+                    Item::Rect { y, h, .. } => (*y, *y + *h),
+                    Item::Qr(_) => unreachable!(),
+                };
+                assert!(top >= 36.0 - 0.01 && bottom <= 792.0 - 36.0 + 0.01, "page {n}: {item:?} off the body");
+            }
         }
     }
 
@@ -165,17 +182,7 @@ mod tests {
         let want: Vec<String> = s.stops.iter().flat_map(|st| st.parcels.iter().map(|p| p.code.clone())).collect();
         assert_eq!(barcodes(&pages), want);
         assert!(pages.iter().any(|p| texts(p).iter().any(|t| t.contains("99 (continued)"))));
-        for (n, page) in pages.iter().enumerate() {
-            for item in &page.items {
-                let (top, bottom) = match item {
-                    Item::Text(t) => (t.y, t.y + crate::layout::block_height(t.size, t.lines.len())),
-                    Item::Barcode(b) => (b.y, b.y + b.height),
-                    Item::Rect { y, h, .. } => (*y, *y + *h),
-                    Item::Qr(_) => unreachable!(),
-                };
-                assert!(top >= 36.0 - 0.01 && bottom <= 792.0 - 36.0 + 0.01, "page {n}: {item:?} off the body");
-            }
-        }
+        assert_on_body(&pages);
     }
 
     #[test]
@@ -254,6 +261,51 @@ mod tests {
             assert!(!pages.is_empty() && pages.len() <= 3, "{} pages", pages.len());
             assert!(barcodes(&pages).iter().filter(|b| *b == "PK7M2Q9XR4TB").count() == 2);
             assert!(render_run_sheet(&sheet).starts_with(b"%PDF-1."));
+        }
+    }
+
+    /// Any text: printable Unicode, control characters and line breaks.
+    fn any_text() -> impl Strategy<Value = String> {
+        prop_oneof!["\\PC{0,60}", "[\\x00-\\x1f a-z\\u{202E}\\u{1F4E6}]{0,40}", "[A-Za-z ,]{0,400}"]
+    }
+
+    fn any_stop() -> impl Strategy<Value = RunSheetStop> {
+        let parcels = prop::collection::vec(("[A-Z0-9]{1,24}", any_text()), 0..6);
+        (any::<u32>(), any_text(), any_text(), any_text(), parcels).prop_map(|(seq, kind, address, note, parcels)| {
+            RunSheetStop {
+                seq,
+                window: kind.clone(),
+                eta: note.clone(),
+                receiver: address.clone(),
+                phone: kind.clone(),
+                kind,
+                address,
+                note,
+                parcels: parcels.into_iter().map(|(code, label)| RunSheetParcel { code, label }).collect(),
+            }
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn any_sheet_lays_out_every_code_in_order(
+            title in any_text(),
+            summary in any_text(),
+            stops in prop::collection::vec(any_stop(), 0..10),
+        ) {
+            let sheet = RunSheet { title, summary, depot: "YYZ1".into(), stops, ..RunSheet::default() };
+            let pages = build_run_sheet(&sheet);
+            let want: Vec<String> =
+                sheet.stops.iter().flat_map(|s| s.parcels.iter().map(|p| p.code.clone())).collect();
+            prop_assert_eq!(barcodes(&pages), want);
+            assert_on_body(&pages);
+            for (i, p) in pages.iter().enumerate() {
+                let footer = format!("Page {} of {}", i + 1, pages.len());
+                prop_assert!(texts(p).contains(&footer));
+            }
+            prop_assert_eq!(render_run_sheet(&sheet), render_run_sheet(&sheet));
         }
     }
 }
