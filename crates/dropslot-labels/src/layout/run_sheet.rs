@@ -105,7 +105,9 @@ pub(crate) fn build(sheet: &RunSheet) -> Vec<Canvas> {
     pages.pages
 }
 
-/// Keeps a stop on one page whenever a page can hold it.
+/// Keeps a stop on one page whenever a page can hold it. A page with no stop
+/// on it yet (the first, under the header, or one just started) takes the
+/// stop whatever its size: moving it on would only leave that page blank.
 fn place_stop(pages: &mut Pagination, stop: &RunSheetStop) {
     let head = stop_head(stop);
     let rows: Vec<Block> = stop.parcels.iter().map(parcel_row).collect();
@@ -265,11 +267,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rows_fit_a_page() {
-        // Pagination relies on any one row fitting an empty page.
-        let long = RunSheetParcel { code: "X".repeat(200), label: "Y ".repeat(5000) };
-        let row = parcel_row(&long);
-        assert!(row.height + continued(&RunSheetStop::default()).height < BODY_BOTTOM - BODY_TOP);
-        assert!(block_height(10.0, 2) < BAR_H);
+    fn blocks_fit_a_page() {
+        // Pagination relies on the longest header, stop head and row fitting
+        // the first page, and on a "(continued)" line and a row fitting any.
+        let long = "Y ".repeat(5000);
+        let parcel = RunSheetParcel { code: "X".repeat(200), label: long.clone() };
+        let row = parcel_row(&parcel);
+        let stop = RunSheetStop {
+            seq: u32::MAX,
+            kind: long.clone(),
+            window: long.clone(),
+            eta: long.clone(),
+            address: long.clone(),
+            receiver: long.clone(),
+            phone: long.clone(),
+            note: long.clone(),
+            parcels: vec![],
+        };
+        let sheet = RunSheet {
+            title: long.clone(),
+            date: long.clone(),
+            depot: long.clone(),
+            driver: long.clone(),
+            vehicle: long.clone(),
+            summary: long,
+            stops: vec![],
+        };
+        let first_page_top = header(&mut Canvas::page(PAGE_W, PAGE_H), &sheet);
+        assert!(first_page_top + stop_head(&stop).height + row.height < BODY_BOTTOM);
+        assert!(continued(&stop).height + row.height < BODY_BOTTOM - BODY_TOP);
+        assert!(block_height(10.0, 2) < BAR_H, "a two-line label fits beside the bars");
     }
 }
