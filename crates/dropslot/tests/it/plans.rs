@@ -487,3 +487,67 @@ async fn a_route_prints_as_a_run_sheet_whose_barcodes_scan() {
     assert_envelope(&s.get("/ops/routes/PLNNOPE.DRVNOPE/sheet.pdf", &op).await, 404);
     assert_envelope(&s.get("/ops/routes/nope/sheet.pdf", &op).await, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pick_up_plan_collects_at_the_merchants_in_their_window() {
+    let d = day().await;
+    let r =
+        d.s.post("/ops/plans", &d.op, &json!({"date": DATE, "depot": "YYZ1", "kind": "pick_up", "time_limit_s": 1}))
+            .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let p = &r.body["object"];
+    assert_eq!(p["kind"], "pick_up");
+    // Ten orders of one merchant address and pick-up slot, 19 parcels: more than one van of
+    // 12 takes, so the merchant is two stops (never more than the largest van), one per van.
+    let stops: Vec<&Value> = p["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["stops"].as_array().unwrap())
+        .filter(|s| s["kind"] != "depot")
+        .collect();
+    assert_eq!(p["unassigned"], json!([]), "{p}");
+    assert_eq!(stops.len(), 2, "{p}");
+    let mut pick_ups = 0;
+    let mut parcels = 0;
+    for stop in &stops {
+        assert_eq!(stop["kind"], "pick_up");
+        assert!(stop["parcels"].as_i64().unwrap() <= 12, "{stop}");
+        pick_ups += stop["shipment_unique_ids"].as_array().unwrap().len();
+        parcels += stop["parcels"].as_i64().unwrap();
+        let (from, to, eta) = (ts(&stop["window"]["from"]), ts(&stop["window"]["to"]), ts(&stop["eta"]));
+        assert!(from <= eta && eta <= to, "{stop}");
+    }
+    assert_eq!((pick_ups, parcels), (10, 19), "every pick-up and parcel of the ten orders");
+    // A delivery plan of the same depot and date is another plan: both may be open.
+    let r =
+        d.s.post("/ops/plans", &d.op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1}))
+            .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+}
+
+/// One runtime thread for the server and the client: a solver on it would stall every other
+/// request until the plan is done.
+#[tokio::test(flavor = "current_thread")]
+async fn the_api_keeps_serving_while_a_plan_is_solved() {
+    let d = day().await;
+    let body = json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 3});
+    let solving = d.s.post("/ops/plans", &d.op, &body);
+    let others = async {
+        // Once the plan is being solved, previews and reads are answered meanwhile.
+        while d.s.scalar("SELECT count(*) FROM plans WHERE status = 'solving'") == 0 {
+            tokio::task::yield_now().await;
+        }
+        let mut answered = 0;
+        for _ in 0..5 {
+            assert_eq!(d.s.preview(&crate::common::request(&[500.0])).await.status, 200);
+            assert_eq!(d.s.get("/ops/drivers", &d.op).await.status, 200);
+            answered += 1;
+        }
+        let still = d.s.scalar("SELECT count(*) FROM plans WHERE status = 'solving'");
+        (answered, still)
+    };
+    let (plan, (answered, still_solving)) = tokio::join!(solving, others);
+    assert_eq!(plan.status, 201, "{}", plan.body);
+    assert_eq!((answered, still_solving), (5, 1), "answered while the plan was still being solved");
+}
