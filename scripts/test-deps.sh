@@ -7,7 +7,8 @@
 # pinned: its configuration format moves) for the OpenAPI fuzzing, openapi-python-client (PyPI,
 # pinned) to generate a client from docs/openapi.json and drive the server with it; Debian's chromium and
 # chromium-driver, and axe-core from npm (into target/browser-deps), for the dashboard's
-# browser tests.
+# browser tests; and a real OSRM routing engine (scripts/osrm.sh, from PyPI's osrm-bindings
+# wheel) for the road-time tests.
 # Idempotent: each step runs only when its tool is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +48,9 @@ if ! command -v openapi-python-client >/dev/null 2>&1; then
     python3 -m pip install --quiet openapi-python-client==0.29.1 httpx \
         || python3 -m pip install --quiet --break-system-packages openapi-python-client==0.29.1 httpx
 fi
+
+# OSRM's executables and car profile, into ~/.cache/dropslot (tests/it/roads.rs finds them there).
+scripts/osrm.sh >/dev/null
 
 command -v pdftoppm >/dev/null
 [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]

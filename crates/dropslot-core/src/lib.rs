@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod dispatch;
 pub mod fleet;
 pub mod geo;
 pub mod ids;

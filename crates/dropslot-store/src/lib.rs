@@ -8,6 +8,7 @@ pub mod copy;
 mod fleet;
 mod labels;
 mod lifecycle;
+mod plans;
 pub mod postgres;
 mod requests;
 pub mod sqlite;
@@ -23,10 +24,12 @@ use jiff::civil::Date;
 
 pub use fleet::{NewStaffToken, StaffKind, StaffPrincipal, StaffTokenInfo, StoredDriver};
 pub use lifecycle::*;
+pub use plans::{SaveOutcome, StoredPlan};
 pub use requests::*;
 pub use types::*;
 pub use webhooks::*;
 
+use dropslot_core::dispatch::{Candidate as PlanCandidate, Plan, PlanKind};
 use dropslot_core::fleet::Driver;
 use dropslot_core::geo::points::{AddressPoint, Candidate, PointQuery};
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
@@ -282,6 +285,44 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Option<Vec<StoredDelivery>>>;
     /// Queues the delivery's message to its endpoint again, as a new delivery.
     async fn resend(&self, scope: Scope, delivery: i64) -> StoreResult<ResendOutcome>;
+
+    // ---- Day plans (CONTRACT §12) ----
+    /// The live shipments of `kind` for depot `depot` on `date` that are not final and not in
+    /// a route of a published plan other than `plan`, oldest first.
+    async fn plan_candidates(
+        &self,
+        kind: PlanKind,
+        depot: &str,
+        date: Date,
+        plan: Option<&str>,
+    ) -> StoreResult<Vec<PlanCandidate>>;
+    /// Opens plan `id` for solving. False when another plan of the same depot, date and kind
+    /// is open: a draft, or one being solved that started less than `lease_ms` ago (an older
+    /// one was left by a crashed process and is taken over). One wins a race, across
+    /// processes too.
+    async fn begin_plan(
+        &self,
+        id: &str,
+        depot: &str,
+        date: Date,
+        kind: PlanKind,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<bool>;
+    /// Drops a plan that is still being solved (its solving failed).
+    async fn abandon_plan(&self, id: &str) -> StoreResult<()>;
+    /// Writes a solved draft over its `solving` row, as version 1. False when the row is gone
+    /// (taken over after its lease).
+    async fn finish_plan(&self, plan: &Plan) -> StoreResult<bool>;
+    async fn plan(&self, id: &str) -> StoreResult<Option<StoredPlan>>;
+    /// Every solved plan of `date`, drafts and published.
+    async fn plans_on(&self, date: Date) -> StoreResult<Vec<StoredPlan>>;
+    /// Writes `plan` over version `version`. A published plan's routes and stops are
+    /// rewritten in the same transaction; a shipment in another published plan's route
+    /// refuses the whole write.
+    async fn save_plan(&self, plan: &Plan, version: i64) -> StoreResult<SaveOutcome>;
+    /// Deletes a draft at `version`; false when it is not a draft at that version.
+    async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool>;
 
     // The dispatcher (system clock, Unix ms).
     /// Claims up to `limit` due deliveries until `lease_until_ms`, at most one per (endpoint,

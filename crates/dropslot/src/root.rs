@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::{
-    addresses, auth, capacity, dashboard, fleet, health, http, labels, metrics, openapi, ops, orders, sandbox,
+    addresses, auth, capacity, dashboard, fleet, health, http, labels, metrics, openapi, ops, orders, plans, sandbox,
     shipments, tracking, webhooks,
 };
 
@@ -171,6 +171,7 @@ fn api_routes() -> axum::Router<App> {
         .merge(sandbox::routes())
         .merge(ops::routes())
         .merge(fleet::routes())
+        .merge(plans::routes())
         .merge(addresses::routes())
         .merge(webhooks::routes())
         .merge(auth::admin::routes())

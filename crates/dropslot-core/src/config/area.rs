@@ -28,6 +28,18 @@ pub(super) struct RawCity {
     #[serde(default)]
     holidays: Vec<String>,
     pick_up_slots: Vec<Slot>,
+    /// The city's own embedded road model (`[routing]` gives the defaults).
+    #[serde(default)]
+    road_speed_kmh: Option<f64>,
+    #[serde(default)]
+    road_detour: Option<f64>,
+}
+
+impl RawCity {
+    /// The code and the city's own road speed and detour, for `[routing]`.
+    pub(super) fn roads(&self) -> (String, Option<f64>, Option<f64>) {
+        (self.code.clone(), self.road_speed_kmh, self.road_detour)
+    }
 }
 
 /// A warehouse (depot) of the area file (CONTRACT §12): where a zone's routes start and end.

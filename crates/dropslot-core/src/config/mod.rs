@@ -2,6 +2,7 @@
 //! environment variables and flags; validated once at start into `Settings`.
 
 mod area;
+mod routing;
 mod schema;
 
 use std::net::SocketAddr;
@@ -11,6 +12,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 pub use area::{City, Depot, Region, ServiceArea, Slot, SlotCapacity, Weekdays, Zone};
+pub use routing::{OsrmSettings, RoadModel, RoutingSettings};
 
 use crate::money::Money;
 
@@ -23,6 +25,7 @@ struct RawConfig {
     webhooks: RawWebhooks,
     async_orders: RawAsyncOrders,
     booking: RawBooking,
+    routing: routing::RawRouting,
     postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
@@ -370,6 +373,7 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     pub async_orders: AsyncOrderSettings,
     pub postgres: PostgresSettings,
+    pub routing: RoutingSettings,
 }
 
 impl std::fmt::Debug for Settings {
@@ -515,8 +519,10 @@ impl Settings {
         validate_limits(&raw.limits).map_err(ConfigError::Invalid)?;
         validate_rate_limits(&raw.rate_limits).map_err(ConfigError::Invalid)?;
         validate_bucket(raw.public_rate_limit).map_err(|m| ConfigError::Invalid(format!("public_rate_limit: {m}")))?;
+        let city_roads: Vec<_> = raw.cities.iter().map(area::RawCity::roads).collect();
         let area = ServiceArea::build(raw.regions, raw.cities, raw.zones, raw.warehouses, raw.booking.horizon_days)
             .map_err(ConfigError::Invalid)?;
+        let routing = routing::build(&raw.routing, &city_roads).map_err(ConfigError::Invalid)?;
         let admin_token = o.admin_token.clone().or(raw.server.admin_token).filter(|t| !t.is_empty());
         if let Some(t) = &admin_token {
             if t.len() < 16 {
@@ -553,6 +559,7 @@ impl Settings {
             rate_limits: raw.rate_limits,
             public_rate_limit: raw.public_rate_limit,
             area,
+            routing,
         })
     }
 }

@@ -18,52 +18,96 @@ impl Verdict {
 }
 
 /// Checks `routes`, each a list of customer indices into `instance.nodes` (never 0, the
-/// depot), visited in order from and back to the depot. Rules: each customer exactly once
-/// (or never, for the customers in `left_out`),
-/// at most `instance.vehicles` non-empty routes, a route's demand within the capacity, every
-/// service starting inside its window (arriving early means waiting), and the return to the
-/// depot by its closing time. Travel time equals the truncated Euclidean distance, recomputed
-/// here from the coordinates.
+/// depot), visited in order from and back to the depot, route `r` by vehicle `r` (the
+/// benchmark files' identical vehicles). See [`check_fleet`].
 pub fn check(instance: &Instance, routes: &[Vec<usize>], left_out: &[usize]) -> Verdict {
+    let vehicles: Vec<usize> = (0..routes.len()).collect();
+    check_fleet(instance, routes, &vehicles, left_out)
+}
+
+/// Checks `routes`, route `r` driven by vehicle `vehicles[r]`. Rules: each customer exactly
+/// once (or never, for the customers in `left_out`), each vehicle in at most one route and
+/// at most the fleet's vehicles, a route's load within both of its vehicle's capacities,
+/// every service starting inside its window (arriving early means waiting), leaving the
+/// depot no earlier than the vehicle's start and back by its end, and every fixed route's
+/// customers in their vehicle's route in their order. For a benchmark file the travel time
+/// equals the truncated Euclidean distance, recomputed here from the coordinates; a road
+/// instance's matrix is taken as given.
+pub fn check_fleet(instance: &Instance, routes: &[Vec<usize>], vehicles: &[usize], left_out: &[usize]) -> Verdict {
     let nodes = &instance.nodes;
     let mut violations = Vec::new();
     let mut seen = vec![0_u32; nodes.len()];
     let mut cost = 0;
     let used = routes.iter().filter(|r| !r.is_empty()).count();
-    if used > instance.vehicles {
-        violations.push(format!("{used} routes, but only {} vehicles", instance.vehicles));
+    if used > instance.fleet_size() {
+        violations.push(format!("{used} routes, but only {} vehicles", instance.fleet_size()));
     }
-    let depot = &nodes[0];
+    let mut driven = vec![0_u32; instance.fleet_size()];
+    let leg = |a: usize, b: usize| -> (i64, i64) {
+        if instance.has_roads() {
+            let (t, d) = (instance.travel(a, b), instance.distance(a, b));
+            (t, t * super::instance::TIME_OVER_DISTANCE + d)
+        } else {
+            let t = euclid_tenths(&nodes[a], &nodes[b]);
+            (t, t)
+        }
+    };
     for (r, route) in routes.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
-        let mut time = depot.ready;
-        let mut load = 0;
-        let mut at = depot;
+        let Some(&v) = vehicles.get(r).filter(|&&v| v < instance.fleet_size()) else {
+            violations.push(format!("route {r} has no vehicle of the fleet"));
+            continue;
+        };
+        driven[v] += 1;
+        if driven[v] == 2 {
+            violations.push(format!("vehicle {v} drives more than one route"));
+        }
+        let vehicle = instance.vehicle(v);
+        let mut time = vehicle.start;
+        let mut load = [0, 0];
+        let mut at = 0;
         for &c in route {
             let Some(node) = nodes.get(c).filter(|_| c != 0) else {
                 violations.push(format!("route {r}: {c} is not a customer"));
                 continue;
             };
             seen[c] += 1;
-            let leg = euclid_tenths(at, node);
-            cost += leg;
-            time = (time + at.service + leg).max(node.ready);
+            let (t, k) = leg(at, c);
+            cost += k;
+            time = (time + nodes[at].service + t).max(node.ready);
             if time > node.due {
                 violations.push(format!(
                     "route {r}: customer {} starts at {time} tenths, after its window closes at {}",
                     node.id, node.due
                 ));
             }
-            load += node.demand;
-            at = node;
+            let demand = instance.demand(c);
+            load = [load[0] + demand[0], load[1] + demand[1]];
+            at = c;
         }
-        let leg = euclid_tenths(at, depot);
-        cost += leg;
-        let back = time + at.service + leg;
-        if back > depot.due {
-            violations.push(format!("route {r}: back at the depot at {back} tenths, after it closes at {}", depot.due));
+        let (t, k) = leg(at, 0);
+        cost += k;
+        let back = time + nodes[at].service + t;
+        if back > vehicle.end {
+            violations
+                .push(format!("route {r}: back at the depot at {back} tenths, after it closes at {}", vehicle.end));
         }
-        if load > instance.capacity {
-            violations.push(format!("route {r}: load {load} exceeds the capacity {}", instance.capacity));
+        if load[0] > vehicle.capacity[0] {
+            violations.push(format!("route {r}: load {} exceeds the capacity {}", load[0], vehicle.capacity[0]));
+        }
+        if load[1] > vehicle.capacity[1] {
+            violations.push(format!("route {r}: weight {} exceeds the capacity {}", load[1], vehicle.capacity[1]));
+        }
+    }
+    for fixed in &instance.fixed {
+        let Some(r) = (0..routes.len()).find(|&r| vehicles.get(r) == Some(&fixed.vehicle)) else {
+            if !fixed.visits.is_empty() {
+                violations.push(format!("vehicle {}'s fixed route is gone", fixed.vehicle));
+            }
+            continue;
+        };
+        let kept: Vec<usize> = routes[r].iter().copied().filter(|c| fixed.visits.contains(c)).collect();
+        if kept != fixed.visits {
+            violations.push(format!("vehicle {}'s fixed customers are not kept in their order", fixed.vehicle));
         }
     }
     for (c, &times) in seen.iter().enumerate().skip(1) {

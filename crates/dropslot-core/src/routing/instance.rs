@@ -1,5 +1,7 @@
 //! A vehicle-routing instance with time windows (VRPTW) as the solver and the checker see it:
-//! one depot, identical vehicles, and every time and distance in tenths (integers).
+//! one depot, identical vehicles and a Euclidean matrix for the benchmark files, every time
+//! and distance in tenths (integers); or, for a day plan, a fleet of its own (two capacities
+//! and a shift each), a road matrix of seconds and metres, and routes fixed in advance.
 
 /// Times and distances are kept in tenths of the file's unit, as integers, so that the
 /// DIMACS convention (Euclidean distance truncated to one decimal) is exact and every sum
@@ -29,17 +31,47 @@ pub struct Node {
     pub service: Tenths,
 }
 
+/// One vehicle of a fleet: what it carries (in the two units of `Node::demand` and
+/// [`Instance::weight`]) and when it may leave and must be back at the depot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Vehicle {
+    pub capacity: [i64; 2],
+    pub start: Tenths,
+    pub end: Tenths,
+}
+
+/// A route given in advance (a published one): its vehicle keeps these customers in this
+/// order; the search may add others around them but never moves them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fixed {
+    pub vehicle: usize,
+    pub visits: Vec<usize>,
+}
+
+/// How much one second of travel weighs against one unit of distance in a road instance's
+/// objective: travel time first, then distance (no day's distance reaches 16,777 km).
+pub const TIME_OVER_DISTANCE: i64 = 1 << 24;
+
 /// A VRPTW instance: `nodes[0]` is the depot, the rest are customers.
 #[derive(Clone, Debug)]
 pub struct Instance {
     pub name: String,
     pub format: Format,
-    /// At most this many routes.
+    /// At most this many routes (without a [`Instance::fleet`] of its own).
     pub vehicles: usize,
     pub capacity: i64,
     pub nodes: Vec<Node>,
     /// Row-major travel times (= distances) in tenths, `nodes.len()` squared.
     matrix: Vec<Tenths>,
+    /// A road instance's distances, row-major like `matrix`; empty: distance is time.
+    distances: Vec<i64>,
+    /// A second demand per node (a parcel's weight); empty: none.
+    weights: Vec<i64>,
+    /// A fleet of its own; `None`: `vehicles` identical vehicles of `capacity`, open when the
+    /// depot is.
+    fleet: Option<Vec<Vehicle>>,
+    /// Routes given in advance.
+    pub fixed: Vec<Fixed>,
 }
 
 impl Instance {
@@ -55,7 +87,95 @@ impl Instance {
                 matrix[i * n + j] = euclid_tenths(a, b);
             }
         }
-        Self { name, format, vehicles, capacity, nodes, matrix }
+        Self {
+            name,
+            format,
+            vehicles,
+            capacity,
+            nodes,
+            matrix,
+            distances: Vec::new(),
+            weights: Vec::new(),
+            fleet: None,
+            fixed: Vec::new(),
+        }
+    }
+
+    /// A road instance: `nodes` (coordinates unused), `weights` per node, its own `fleet`,
+    /// and the matrix of `seconds` and `metres` (row-major, `nodes.len()` squared). Times are
+    /// in seconds (the windows, service times and shifts too).
+    ///
+    /// # Errors
+    /// When a matrix or the weights do not have the nodes' size, or the fleet is empty.
+    pub fn roads(
+        name: String,
+        nodes: Vec<Node>,
+        weights: Vec<i64>,
+        fleet: Vec<Vehicle>,
+        seconds: Vec<i64>,
+        metres: Vec<i64>,
+    ) -> Result<Self, String> {
+        let n = nodes.len();
+        if seconds.len() != n * n || metres.len() != n * n || weights.len() != n {
+            return Err(format!("a matrix or the weights do not fit {n} nodes"));
+        }
+        if fleet.is_empty() || n == 0 {
+            return Err("no vehicle or no depot".into());
+        }
+        Ok(Self {
+            name,
+            format: Format::Vrplib,
+            vehicles: fleet.len(),
+            capacity: fleet.iter().map(|v| v.capacity[0]).max().unwrap_or(0),
+            nodes,
+            matrix: seconds,
+            distances: metres,
+            weights,
+            fleet: Some(fleet),
+            fixed: Vec::new(),
+        })
+    }
+
+    /// How many vehicles there are.
+    pub fn fleet_size(&self) -> usize {
+        self.fleet.as_ref().map_or(self.vehicles, Vec::len)
+    }
+
+    /// Vehicle `v` (of [`Instance::fleet_size`]).
+    #[inline]
+    pub fn vehicle(&self, v: usize) -> Vehicle {
+        match &self.fleet {
+            Some(fleet) => fleet[v],
+            None => Vehicle { capacity: [self.capacity, i64::MAX], start: self.nodes[0].ready, end: self.nodes[0].due },
+        }
+    }
+
+    /// Node `u`'s demand in both units.
+    #[inline]
+    pub fn demand(&self, u: usize) -> [i64; 2] {
+        [self.nodes[u].demand, self.weights.get(u).copied().unwrap_or(0)]
+    }
+
+    /// Distance from `a` to `b` (the travel time when the instance has no distances).
+    #[inline]
+    pub fn distance(&self, a: usize, b: usize) -> i64 {
+        if self.distances.is_empty() { self.travel(a, b) } else { self.distances[a * self.nodes.len() + b] }
+    }
+
+    /// What the search minimises for the leg from `a` to `b`: the travel time, then the
+    /// distance ([`TIME_OVER_DISTANCE`]); the travel time alone for a benchmark file.
+    #[inline]
+    pub fn cost(&self, a: usize, b: usize) -> i64 {
+        if self.distances.is_empty() {
+            self.travel(a, b)
+        } else {
+            self.travel(a, b) * TIME_OVER_DISTANCE + self.distances[a * self.nodes.len() + b]
+        }
+    }
+
+    /// Whether this is a road instance (its own matrix, not computed from coordinates).
+    pub fn has_roads(&self) -> bool {
+        !self.distances.is_empty()
     }
 
     /// Travel time (and distance) from node `a` to node `b`, in tenths.

@@ -4,9 +4,10 @@
 pub mod check;
 pub mod instance;
 pub mod parse;
+pub mod roads;
 pub mod solver;
 
-pub use check::{Verdict, check};
-pub use instance::{Format, Instance, Node, Tenths, show_tenths};
+pub use check::{Verdict, check, check_fleet};
+pub use instance::{Fixed, Format, Instance, Node, Tenths, Vehicle, show_tenths};
 pub use parse::{ParseError, parse};
 pub use solver::{Budget, Iterations, Reason, Solution, solve};

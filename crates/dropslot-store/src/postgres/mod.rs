@@ -12,6 +12,7 @@ mod insert;
 mod lifecycle;
 mod orders;
 mod outbox;
+mod plans;
 mod points;
 mod reads;
 mod requests;
@@ -42,7 +43,9 @@ use super::{
     TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::cache::{self, EpochCache, Stamp};
+use crate::{SaveOutcome, StoredPlan};
 use dropslot_core::config::PostgresSettings;
+use dropslot_core::dispatch::{Candidate as PlanCandidate, Plan, PlanKind};
 use dropslot_core::fleet::Driver;
 use dropslot_core::geo::points::{AddressPoint, Candidate, PointQuery};
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
@@ -62,6 +65,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (10, "capacity", include_str!("../../migrations/postgres/0010_capacity.sql")),
     (11, "address_points", include_str!("../../migrations/postgres/0011_address_points.sql")),
     (12, "fleet", include_str!("../../migrations/postgres/0012_fleet.sql")),
+    (13, "plans", include_str!("../../migrations/postgres/0013_plans.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -1027,6 +1031,58 @@ impl Store for PgStore {
 
     async fn slot_fill(&self, mode: crate::Mode, slots: Vec<SlotDate>) -> StoreResult<HashMap<SlotDate, Load>> {
         capacity::fill(&self.conn().await?, mode, &slots).await
+    }
+
+    async fn plan_candidates(
+        &self,
+        kind: PlanKind,
+        depot: &str,
+        date: Date,
+        plan: Option<&str>,
+    ) -> StoreResult<Vec<PlanCandidate>> {
+        plans::candidates(&self.conn().await?, kind, depot, date, plan.unwrap_or("")).await
+    }
+
+    async fn begin_plan(
+        &self,
+        id: &str,
+        depot: &str,
+        date: Date,
+        kind: PlanKind,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<bool> {
+        Ok(in_tx!(self, |tx| plans::begin(tx, id, depot, date, kind, now_ms, lease_ms).await?))
+    }
+
+    async fn abandon_plan(&self, id: &str) -> StoreResult<()> {
+        plans::abandon(&self.conn().await?, id).await
+    }
+
+    async fn finish_plan(&self, plan: &Plan) -> StoreResult<bool> {
+        plans::finish(&self.conn().await?, plan).await
+    }
+
+    async fn plan(&self, id: &str) -> StoreResult<Option<StoredPlan>> {
+        plans::plan_by_id(&self.conn().await?, id).await
+    }
+
+    async fn plans_on(&self, date: Date) -> StoreResult<Vec<StoredPlan>> {
+        plans::plans_of(&self.conn().await?, date).await
+    }
+
+    async fn save_plan(&self, plan: &Plan, version: i64) -> StoreResult<SaveOutcome> {
+        let mut conn = self.conn().await?;
+        let tx = conn.transaction().await.map_err(map_err)?;
+        let saved = plans::save(&tx, plan, version).await;
+        if saved.is_ok() {
+            tx.commit().await.map_err(map_err)?;
+        }
+        crate::plans::SaveError::outcome(saved)
+    }
+
+    async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool> {
+        plans::delete(&self.conn().await?, id, version).await
     }
 }
 

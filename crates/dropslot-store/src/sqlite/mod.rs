@@ -9,6 +9,7 @@ mod fleet;
 mod lifecycle;
 mod orders;
 mod outbox;
+mod plans;
 mod points;
 mod reads;
 mod requests;
@@ -33,6 +34,8 @@ use super::{
     TokenHash, TokenInfo, TokenKind, Tracking, Visibility,
 };
 use crate::cache::EpochCache;
+use crate::{SaveOutcome, StoredPlan};
+use dropslot_core::dispatch::{Candidate as PlanCandidate, Plan, PlanKind};
 use dropslot_core::fleet::Driver;
 use dropslot_core::geo::points::{AddressPoint, Candidate, PointQuery};
 use dropslot_core::ids::{ClientId, CustomCode, SavedAddressId};
@@ -54,6 +57,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (10, "capacity", include_str!("../../migrations/sqlite/0010_capacity.sql")),
     (11, "address_points", include_str!("../../migrations/sqlite/0011_address_points.sql")),
     (12, "fleet", include_str!("../../migrations/sqlite/0012_fleet.sql")),
+    (13, "plans", include_str!("../../migrations/sqlite/0013_plans.sql")),
 ];
 const READERS: usize = 4;
 
@@ -857,6 +861,67 @@ impl Store for SqliteStore {
 
     async fn slot_fill(&self, mode: crate::Mode, slots: Vec<SlotDate>) -> StoreResult<HashMap<SlotDate, Load>> {
         capacity::loaded(self.read_blocking(move |c| capacity::fill(c, mode, &slots)).await?)
+    }
+
+    async fn plan_candidates(
+        &self,
+        kind: PlanKind,
+        depot: &str,
+        date: Date,
+        plan: Option<&str>,
+    ) -> StoreResult<Vec<PlanCandidate>> {
+        let (depot, plan) = (depot.to_string(), plan.unwrap_or("").to_string());
+        plans::candidates(kind, self.read_blocking(move |c| plans::candidate_rows(c, kind, &depot, date, &plan)).await?)
+    }
+
+    async fn begin_plan(
+        &self,
+        id: &str,
+        depot: &str,
+        date: Date,
+        kind: PlanKind,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<bool> {
+        let (id, depot) = (id.to_string(), depot.to_string());
+        self.writer.write(move |c| plans::begin(c, &id, &depot, date, kind, now_ms, lease_ms)).await
+    }
+
+    async fn abandon_plan(&self, id: &str) -> StoreResult<()> {
+        let id = id.to_string();
+        self.writer.write(move |c| plans::abandon(c, &id)).await
+    }
+
+    async fn finish_plan(&self, plan: &Plan) -> StoreResult<bool> {
+        let plan = plan.clone();
+        self.writer.write(move |c| plans::finish(c, &plan)).await
+    }
+
+    async fn plan(&self, id: &str) -> StoreResult<Option<StoredPlan>> {
+        let id = id.to_string();
+        match self.read_blocking(move |c| plans::plan_by_id(c, &id)).await? {
+            Some(row) => plans::parsed(&row),
+            None => Ok(None),
+        }
+    }
+
+    async fn plans_on(&self, date: Date) -> StoreResult<Vec<StoredPlan>> {
+        let rows = self.read_blocking(move |c| plans::plans_of(c, date)).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            out.extend(plans::parsed(&row)?);
+        }
+        Ok(out)
+    }
+
+    async fn save_plan(&self, plan: &Plan, version: i64) -> StoreResult<SaveOutcome> {
+        let plan = plan.clone();
+        crate::plans::SaveError::outcome(self.writer.write(move |c| plans::save(c, &plan, version)).await)
+    }
+
+    async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool> {
+        let id = id.to_string();
+        self.writer.write(move |c| plans::delete(c, &id, version)).await
     }
 }
 

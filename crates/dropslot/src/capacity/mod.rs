@@ -176,7 +176,7 @@ pub(crate) async fn views(app: &App, date: Date, only: Option<&SlotDate>) -> Res
         .collect())
 }
 
-fn date_at(path: &str, value: &str) -> Result<Date> {
+pub(crate) fn date_at(path: &str, value: &str) -> Result<Date> {
     value
         .parse::<Date>()
         .ok()

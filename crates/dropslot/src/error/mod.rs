@@ -43,6 +43,12 @@ impl FieldErrors {
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().flat_map(|(path, msgs)| msgs.iter().map(move |m| (path.as_str(), m.as_str())))
     }
+    /// Adds every message of `other`.
+    pub fn merge(&mut self, other: FieldErrors) {
+        for (path, messages) in other.0 {
+            self.0.entry(path).or_default().extend(messages);
+        }
+    }
     pub fn contains(&self, path: &str) -> bool {
         self.0.contains_key(path)
     }
@@ -84,6 +90,10 @@ pub enum Error {
     RateLimited { retry_after: u64, policy: String, limit: String },
     #[error("service unavailable: {0}")]
     Unavailable(&'static str),
+    /// A service this one depends on (the routing engine) did not answer usably: a 503 whose
+    /// message says which and what to do (it names no secret).
+    #[error("{0}")]
+    Upstream(String),
     #[error("storage error")]
     Store(#[from] dropslot_store::StoreError),
     #[error("internal error: {0}")]
@@ -109,7 +119,7 @@ impl Error {
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) | Self::Store(dropslot_store::StoreError::Unavailable(_)) => {
+            Self::Unavailable(_) | Self::Upstream(_) | Self::Store(dropslot_store::StoreError::Unavailable(_)) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             Self::Store(_) | Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -124,7 +134,7 @@ impl Error {
             Self::Forbidden(m) | Self::Gone(m) => (*m).into(),
             Self::NotFound => "Not found.".into(),
             Self::MethodNotAllowed => "Method not allowed.".into(),
-            Self::Conflict(m) => m.clone(),
+            Self::Conflict(m) | Self::Upstream(m) => m.clone(),
             Self::PayloadTooLarge => "The request body is too large.".into(),
             Self::UnsupportedMediaType => "The request body must be JSON (Content-Type: application/json).".into(),
             Self::UnsupportedEncoding => {

@@ -47,6 +47,13 @@ use crate::app::App;
         crate::fleet::update,
         crate::fleet::remove,
         crate::fleet::reissue,
+        crate::plans::create,
+        crate::plans::list,
+        crate::plans::show,
+        crate::plans::remove,
+        crate::plans::move_stop,
+        crate::plans::optimize,
+        crate::plans::publish,
         crate::webhooks::routes::create,
         crate::webhooks::routes::list,
         crate::webhooks::routes::show,
@@ -88,7 +95,7 @@ struct Root;
 
 const DESCRIPTION: &str = "Scheduled same-day parcel delivery: rate preview, synchronous and asynchronous orders, \
 parcel deletion by custom code, client reads, saved pick-up addresses, webhooks, sandbox scenarios, \
-the operations API, the fleet (drivers) and the admin API.\n\n\
+the operations API, the fleet (drivers), day plans and the admin API.\n\n\
 Every JSON answer is the envelope `{\"status\",\"code\",\"message\",\"object\"}`; an error adds \
 `errors` (field path → messages) and its HTTP status equals `code`. Every response carries \
 `X-Request-Id`. Besides the answers listed per operation: an unknown path is a 404, a known path \

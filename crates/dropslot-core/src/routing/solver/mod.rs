@@ -5,7 +5,7 @@ mod rng;
 mod route;
 mod sisr;
 
-use crate::routing::instance::{Instance, Tenths};
+use crate::routing::instance::Instance;
 
 /// How much of its budget the solver has spent; it asks after every iteration. The CLI
 /// answers from the wall clock; tests and benchmarks can count iterations, which makes a run
@@ -57,13 +57,16 @@ impl Reason {
     }
 }
 
-/// The solver's answer: routes of customer indices into `instance.nodes`, the customers left
-/// out with their reasons, and the total distance (= travel time) in tenths.
+/// The solver's answer: routes of customer indices into `instance.nodes`, each with its
+/// vehicle, the customers left out with their reasons, and the total cost ([`Instance::cost`]:
+/// for a benchmark file, the distance = travel time in tenths).
 #[derive(Clone, Debug)]
 pub struct Solution {
     pub routes: Vec<Vec<usize>>,
+    /// The vehicle of each route, in `routes`' order.
+    pub vehicles: Vec<usize>,
     pub unassigned: Vec<(usize, Reason)>,
-    pub cost: Tenths,
+    pub cost: i64,
     pub iterations: u64,
 }
 
@@ -74,25 +77,49 @@ impl Solution {
     }
 }
 
-/// Why `u` can be in no route at all, even alone in its own vehicle.
-pub fn alone_infeasible(instance: &Instance, u: usize) -> Option<Reason> {
-    let (depot, node) = (&instance.nodes[0], &instance.nodes[u]);
-    if node.demand > instance.capacity {
+/// Why `u` can be in no route of vehicle `v`, even alone.
+pub fn alone_infeasible_in(instance: &Instance, v: usize, u: usize) -> Option<Reason> {
+    let (depot, node, vehicle) = (&instance.nodes[0], &instance.nodes[u], instance.vehicle(v));
+    let demand = instance.demand(u);
+    if demand[0] > vehicle.capacity[0] || demand[1] > vehicle.capacity[1] {
         return Some(Reason::OverCapacity);
     }
-    let arrive = depot.ready + instance.travel(0, u);
+    let arrive = vehicle.start + depot.service + instance.travel(0, u);
     if arrive > node.due {
         return Some(Reason::WindowUnreachable);
     }
-    if arrive.max(node.ready) + node.service + instance.travel(u, 0) > depot.due {
+    if arrive.max(node.ready) + node.service + instance.travel(u, 0) > vehicle.end {
         return Some(Reason::DepotCloses);
     }
     None
 }
 
+/// Why `u` can be in no route at all, even alone in any vehicle (the reason of the vehicle
+/// that comes closest: the depot closing before a window out of reach before a capacity).
+pub fn alone_infeasible(instance: &Instance, u: usize) -> Option<Reason> {
+    let mut worst: Option<Reason> = None;
+    for v in 0..instance.fleet_size() {
+        let reason = alone_infeasible_in(instance, v, u)?;
+        if worst.as_ref().is_none_or(|w| closeness(&reason) > closeness(w)) {
+            worst = Some(reason);
+        }
+    }
+    worst
+}
+
+fn closeness(reason: &Reason) -> u8 {
+    match reason {
+        Reason::OverCapacity => 0,
+        Reason::WindowUnreachable => 1,
+        Reason::DepotCloses => 2,
+        Reason::NoVehicleLeft => 3,
+    }
+}
+
 /// Solves `instance` within `budget`, its choices drawn from `seed`. Returns the best
 /// solution found: the cheapest with every possible customer assigned if one was found,
-/// otherwise the one leaving out the fewest.
+/// otherwise the one leaving out the fewest. The instance's fixed routes are in it as given,
+/// with customers perhaps added around theirs.
 pub fn solve(instance: &Instance, seed: u64, budget: &mut dyn Budget) -> Solution {
     sisr::Search::new(instance, seed).run(budget)
 }

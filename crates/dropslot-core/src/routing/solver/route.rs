@@ -1,27 +1,29 @@
 //! One vehicle's route with its schedule cached both ways, so that whether a customer fits
-//! between two stops, and at what extra distance, is answered in O(1).
+//! between two stops, and at what extra cost, is answered in O(1).
 
 use crate::routing::instance::{Instance, Tenths};
 
-/// A route from the depot through `visits` and back. Invariant (kept by [`Route::refresh`]):
-/// `start`, `latest`, `load`, `cost` and `feasible` describe `visits`.
+/// A route of vehicle `vehicle` from the depot through `visits` and back. Invariant (kept by
+/// [`Route::refresh`]): `start`, `latest`, `load`, `cost` and `feasible` describe `visits`.
 #[derive(Clone, Debug, Default)]
 pub struct Route {
+    pub vehicle: usize,
     pub visits: Vec<usize>,
     /// Earliest service start at each visit (waiting when early).
     start: Vec<Tenths>,
     /// Latest service start at each visit that still lets every later stop, and the return
     /// to the depot, keep its window: the forward time slack, stored as a deadline.
     latest: Vec<Tenths>,
-    pub load: i64,
-    pub cost: Tenths,
-    /// Every window, the capacity and the depot's closing time hold.
+    pub load: [i64; 2],
+    /// The sum of [`Instance::cost`] over its legs.
+    pub cost: i64,
+    /// Every window, both capacities and the vehicle's hours hold.
     pub feasible: bool,
 }
 
 impl Route {
-    pub fn with(instance: &Instance, visits: Vec<usize>) -> Self {
-        let mut r = Self { visits, ..Self::default() };
+    pub fn with(instance: &Instance, vehicle: usize, visits: Vec<usize>) -> Self {
+        let mut r = Self { vehicle, visits, ..Self::default() };
         r.refresh(instance);
         r
     }
@@ -31,20 +33,21 @@ impl Route {
     /// by a tenth, so `feasible` is recomputed rather than assumed.
     pub fn refresh(&mut self, instance: &Instance) {
         let nodes = &instance.nodes;
+        let vehicle = instance.vehicle(self.vehicle);
         let n = self.visits.len();
         self.start.resize(n, 0);
         self.latest.resize(n, 0);
-        let (mut time, mut prev, mut cost, mut load) = (nodes[0].ready, 0, 0, 0);
+        let (mut time, mut prev, mut cost, mut load) = (vehicle.start, 0, 0, [0, 0]);
         for (i, &c) in self.visits.iter().enumerate() {
-            let leg = instance.travel(prev, c);
-            cost += leg;
-            time = (time + nodes[prev].service + leg).max(nodes[c].ready);
+            cost += instance.cost(prev, c);
+            time = (time + nodes[prev].service + instance.travel(prev, c)).max(nodes[c].ready);
             self.start[i] = time;
-            load += nodes[c].demand;
+            let demand = instance.demand(c);
+            load = [load[0] + demand[0], load[1] + demand[1]];
             prev = c;
         }
-        cost += instance.travel(prev, 0);
-        let (mut deadline, mut next) = (nodes[0].due, 0);
+        cost += instance.cost(prev, 0);
+        let (mut deadline, mut next) = (vehicle.end, 0);
         for i in (0..n).rev() {
             let c = self.visits[i];
             deadline = nodes[c].due.min(deadline - instance.travel(c, next) - nodes[c].service);
@@ -53,26 +56,31 @@ impl Route {
         }
         self.load = load;
         self.cost = cost;
-        self.feasible = load <= instance.capacity && self.start.iter().zip(&self.latest).all(|(s, l)| s <= l);
+        self.feasible = load[0] <= vehicle.capacity[0]
+            && load[1] <= vehicle.capacity[1]
+            && self.start.iter().zip(&self.latest).all(|(s, l)| s <= l)
+            && (n > 0 || vehicle.start <= vehicle.end);
     }
 
-    /// The best place for customer `u` in this route (its extra distance), skipping each
+    /// The best place for customer `u` in this route (its extra cost), skipping each
     /// position with probability `blink` (SISR's blinks), or `None` if it fits nowhere.
     pub fn best_insertion(
         &self,
         instance: &Instance,
         u: usize,
         mut blinked: impl FnMut() -> bool,
-    ) -> Option<(usize, Tenths)> {
+    ) -> Option<(usize, i64)> {
         let nodes = &instance.nodes;
         let node = &nodes[u];
-        if self.load + node.demand > instance.capacity {
+        let vehicle = instance.vehicle(self.vehicle);
+        let demand = instance.demand(u);
+        if self.load[0] + demand[0] > vehicle.capacity[0] || self.load[1] + demand[1] > vehicle.capacity[1] {
             return None;
         }
-        let mut best: Option<(usize, Tenths)> = None;
+        let mut best: Option<(usize, i64)> = None;
         for p in 0..=self.visits.len() {
             let (prev, depart) = if p == 0 {
-                (0, nodes[0].ready)
+                (0, vehicle.start)
             } else {
                 let a = self.visits[p - 1];
                 (a, self.start[p - 1] + nodes[a].service)
@@ -83,8 +91,8 @@ impl Route {
                 break;
             }
             let (next, latest) =
-                if p == self.visits.len() { (0, nodes[0].due) } else { (self.visits[p], self.latest[p]) };
-            let delta = instance.travel(prev, u) + instance.travel(u, next) - instance.travel(prev, next);
+                if p == self.visits.len() { (0, vehicle.end) } else { (self.visits[p], self.latest[p]) };
+            let delta = instance.cost(prev, u) + instance.cost(u, next) - instance.cost(prev, next);
             if best.is_some_and(|(_, d)| d <= delta) {
                 continue;
             }

@@ -5,7 +5,7 @@
 use super::rng::Rng;
 use super::route::Route;
 use super::{Budget, Reason, Solution, alone_infeasible};
-use crate::routing::instance::{Instance, Tenths};
+use crate::routing::instance::Instance;
 
 /// Average number of customers removed per ruin (SISR's c̄).
 const AVERAGE_REMOVED: f64 = 10.0;
@@ -28,17 +28,19 @@ const ELIMINATE: f64 = 0.01;
 struct State {
     routes: Vec<Route>,
     unassigned: Vec<usize>,
-    cost: Tenths,
+    cost: i64,
 }
 
 impl State {
-    fn objective(&self, penalty: Tenths) -> Tenths {
-        self.cost + penalty * self.unassigned.len() as Tenths
+    fn objective(&self, penalty: i64) -> i64 {
+        self.cost + penalty * self.unassigned.len() as i64
     }
 
-    /// Moves every customer of the route with the fewest customers to `unassigned`.
-    fn empty_shortest_route(&mut self) {
-        let Some(r) = (0..self.routes.len()).min_by_key(|&r| self.routes[r].visits.len()) else { return };
+    /// Moves every customer of the route with the fewest customers, of those with no fixed
+    /// customer, to `unassigned`.
+    fn empty_shortest_route(&mut self, pinned: &[bool]) {
+        let free = (0..self.routes.len()).filter(|&r| !self.routes[r].visits.iter().any(|&c| pinned[c]));
+        let Some(r) = free.min_by_key(|&r| self.routes[r].visits.len()) else { return };
         let route = self.routes.swap_remove(r);
         self.cost -= route.cost;
         self.unassigned.extend(route.visits);
@@ -57,9 +59,15 @@ pub struct Search<'a> {
     neighbours: Vec<Vec<u32>>,
     /// What a customer left out costs in the annealing objective: more than any insertion,
     /// so assigning everyone always pays.
-    penalty: Tenths,
+    penalty: i64,
     possible: Vec<usize>,
     impossible: Vec<(usize, Reason)>,
+    /// Customers of the instance's fixed routes: never removed, never moved.
+    pinned: Vec<bool>,
+    /// Fixed routes that break a rule as given: kept as they are, out of the search.
+    frozen: Vec<Route>,
+    /// The vehicles of the frozen routes.
+    taken: Vec<bool>,
 }
 
 impl<'a> Search<'a> {
@@ -71,19 +79,45 @@ impl<'a> Search<'a> {
             others.sort_by_key(|&o| (instance.travel(c, o as usize), o));
             *list = others;
         }
-        let longest = (0..n).map(|a| (0..n).map(|b| instance.travel(a, b)).max().unwrap_or(0)).max().unwrap_or(0);
+        let longest = (0..n).map(|a| (0..n).map(|b| instance.cost(a, b)).max().unwrap_or(0)).max().unwrap_or(0);
+        let mut pinned = vec![false; n];
+        for fixed in &instance.fixed {
+            for &c in &fixed.visits {
+                pinned[c] = true;
+            }
+        }
         let (mut possible, mut impossible) = (Vec::new(), Vec::new());
-        for u in 1..n {
+        for u in (1..n).filter(|&u| !pinned[u]) {
             match alone_infeasible(instance, u) {
                 None => possible.push(u),
                 Some(reason) => impossible.push((u, reason)),
             }
         }
-        Self { instance, rng: Rng::new(seed), neighbours, penalty: 2 * longest + 1, possible, impossible }
+        Self {
+            instance,
+            rng: Rng::new(seed),
+            neighbours,
+            penalty: 2 * longest + 1,
+            possible,
+            impossible,
+            pinned,
+            frozen: Vec::new(),
+            taken: vec![false; instance.fleet_size()],
+        }
     }
 
     pub fn run(mut self, budget: &mut dyn Budget) -> Solution {
         let mut current = State { routes: Vec::new(), unassigned: self.possible.clone(), cost: 0 };
+        for fixed in self.instance.fixed.iter().filter(|f| !f.visits.is_empty()) {
+            let route = Route::with(self.instance, fixed.vehicle, fixed.visits.clone());
+            if route.feasible {
+                current.cost += route.cost;
+                current.routes.push(route);
+            } else {
+                self.taken[fixed.vehicle] = true;
+                self.frozen.push(route);
+            }
+        }
         self.recreate(&mut current, true);
         let mut best = current.clone();
         let edges = (self.possible.len() + current.routes.len()).max(1) as f64;
@@ -100,7 +134,7 @@ impl<'a> Search<'a> {
             let mut candidate = current.clone();
             let eliminate = current.unassigned.is_empty() && current.routes.len() > 1 && self.rng.chance(ELIMINATE);
             if eliminate {
-                candidate.empty_shortest_route();
+                candidate.empty_shortest_route(&self.pinned);
             }
             self.ruin(&mut candidate);
             self.recreate(&mut candidate, !eliminate);
@@ -118,12 +152,17 @@ impl<'a> Search<'a> {
         self.answer(best, iterations)
     }
 
-    fn answer(&self, best: State, iterations: u64) -> Solution {
-        let mut unassigned = self.impossible.clone();
+    fn answer(self, best: State, iterations: u64) -> Solution {
+        let mut unassigned = self.impossible;
         unassigned.extend(best.unassigned.iter().map(|&u| (u, Reason::NoVehicleLeft)));
         unassigned.sort_by_key(|(u, _)| *u);
-        let routes = best.routes.into_iter().filter(|r| !r.visits.is_empty()).map(|r| r.visits).collect();
-        Solution { routes, unassigned, cost: best.cost, iterations }
+        let cost = best.cost + self.frozen.iter().map(|r| r.cost).sum::<i64>();
+        let (mut routes, mut vehicles) = (Vec::new(), Vec::new());
+        for r in best.routes.into_iter().chain(self.frozen).filter(|r| !r.visits.is_empty()) {
+            vehicles.push(r.vehicle);
+            routes.push(r.visits);
+        }
+        Solution { routes, vehicles, unassigned, cost, iterations }
     }
 
     /// Removes strings of customers from routes near a random seed customer.
@@ -163,7 +202,7 @@ impl<'a> Search<'a> {
             let size = state.routes[r].visits.len();
             let most = (longest.min(size as f64)).max(1.0) as usize;
             let length = 1 + rng.below(most);
-            remove_string(rng, state, r, p, length);
+            remove_string(rng, state, r, p, length, &self.pinned);
             ruined.push(r);
         }
         for &r in &ruined {
@@ -179,8 +218,12 @@ impl<'a> Search<'a> {
         let mut pending = std::mem::take(&mut state.unassigned);
         self.order(&mut pending);
         let instance = self.instance;
+        let mut used = self.taken.clone();
+        for route in &state.routes {
+            used[route.vehicle] = true;
+        }
         for u in pending {
-            let mut best: Option<(usize, usize, Tenths)> = None;
+            let mut best: Option<(usize, usize, i64)> = None;
             for (r, route) in state.routes.iter().enumerate() {
                 if !route.feasible {
                     continue;
@@ -197,14 +240,35 @@ impl<'a> Search<'a> {
                     state.routes[r].insert(instance, p, u);
                     state.cost += delta;
                 }
-                None if open && state.routes.len() < instance.vehicles => {
-                    let route = Route::with(instance, vec![u]);
-                    state.cost += route.cost;
-                    state.routes.push(route);
-                }
-                None => state.unassigned.push(u),
+                None => match open.then(|| self.open_route(&used, u)).flatten() {
+                    Some(route) => {
+                        used[route.vehicle] = true;
+                        state.cost += route.cost;
+                        state.routes.push(route);
+                    }
+                    None => state.unassigned.push(u),
+                },
             }
         }
+    }
+
+    /// A new route for `u` alone in the unused vehicle where it costs least (the first such
+    /// vehicle when several tie, as identical vehicles do), if one can take it.
+    fn open_route(&self, used: &[bool], u: usize) -> Option<Route> {
+        let mut best: Option<Route> = None;
+        let mut tried: Vec<crate::routing::instance::Vehicle> = Vec::new();
+        for v in (0..used.len()).filter(|&v| !used[v]) {
+            let vehicle = self.instance.vehicle(v);
+            if tried.contains(&vehicle) {
+                continue;
+            }
+            tried.push(vehicle);
+            let route = Route::with(self.instance, v, vec![u]);
+            if route.feasible && best.as_ref().is_none_or(|b| route.cost < b.cost) {
+                best = Some(route);
+            }
+        }
+        best
     }
 
     /// SISR's orders for reinsertion: random, largest demand first, farthest from the depot
@@ -229,7 +293,7 @@ impl<'a> Search<'a> {
 /// Removes `length` consecutive customers of route `r` around position `p` or, half the time,
 /// a longer string around `p` minus a kept run inside it (SISR's split string; the kept run's
 /// length is geometric with ratio 1/2, our choice).
-fn remove_string(rng: &mut Rng, state: &mut State, r: usize, p: usize, length: usize) {
+fn remove_string(rng: &mut Rng, state: &mut State, r: usize, p: usize, length: usize, pinned: &[bool]) {
     let visits = &mut state.routes[r].visits;
     let size = visits.len();
     let mut kept = 0;
@@ -247,7 +311,7 @@ fn remove_string(rng: &mut Rng, state: &mut State, r: usize, p: usize, length: u
     let keep_from = first + if kept > 0 { rng.below(length + 1) } else { span };
     let mut i = 0;
     visits.retain(|&c| {
-        let inside = (first..first + span).contains(&i) && !(keep_from..keep_from + kept).contains(&i);
+        let inside = (first..first + span).contains(&i) && !(keep_from..keep_from + kept).contains(&i) && !pinned[c];
         i += 1;
         if inside {
             state.unassigned.push(c);

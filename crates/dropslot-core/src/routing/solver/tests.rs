@@ -5,7 +5,8 @@ use proptest::prelude::*;
 
 use super::rng::Rng;
 use super::*;
-use crate::routing::check::check;
+use crate::routing::check::{check, check_fleet};
+use crate::routing::instance::{Fixed, Tenths, Vehicle};
 use crate::routing::instance::{Format, Node};
 
 /// A random instance of `n` customers on a 100 × 100 grid, built from `seed` alone.
@@ -59,6 +60,112 @@ proptest! {
         let solution = solve(&instance, seed, &mut Iterations(300));
         judged(&instance, &solution);
     }
+}
+
+/// A road instance: `n` customers, a fleet of `fleet` different vehicles (capacities in
+/// parcels and grams, shifts of their own), an asymmetric matrix of seconds and metres.
+fn random_road_instance(seed: u64, n: usize, fleet: usize) -> Instance {
+    let mut rng = Rng::new(seed);
+    let horizon = 36_000;
+    let mut nodes = vec![Node { id: 0, x: 0.0, y: 0.0, demand: 0, ready: 0, due: horizon, service: 0 }];
+    let mut weights = vec![0];
+    let mut at = vec![(50_i64, 50_i64)];
+    for id in 1..=n as u32 {
+        let ready = rng.below(horizon as usize) as i64;
+        let width = 600 + rng.below(7_200) as i64;
+        nodes.push(Node {
+            id,
+            x: 0.0,
+            y: 0.0,
+            demand: 1 + rng.below(4) as i64,
+            ready,
+            due: (ready + width).min(horizon),
+            service: 180 + 30 * rng.below(4) as i64,
+        });
+        weights.push(rng.below(20_000) as i64);
+        at.push((rng.below(101) as i64, rng.below(101) as i64));
+    }
+    let size = nodes.len();
+    let (mut seconds, mut metres) = (vec![0; size * size], vec![0; size * size]);
+    for a in 0..size {
+        for b in 0..size {
+            let d = (at[a].0 - at[b].0).abs() + (at[a].1 - at[b].1).abs();
+            // One way is slower than the other: the solver must not assume symmetry.
+            seconds[a * size + b] = d * 20 + if a < b { 30 } else { 0 };
+            metres[a * size + b] = d * 150 + (a as i64 * 7 + b as i64 * 3) % 50;
+        }
+    }
+    let vehicles = (0..fleet)
+        .map(|_| {
+            let start = rng.below(10_000) as i64;
+            Vehicle {
+                capacity: [5 + rng.below(30) as i64, 20_000 + rng.below(200_000) as i64],
+                start,
+                end: start + 10_000 + rng.below(30_000) as i64,
+            }
+        })
+        .collect();
+    Instance::roads("roads".into(), nodes, weights, vehicles, seconds, metres).unwrap()
+}
+
+/// As [`judged`], with each route's own vehicle.
+fn judged_fleet(instance: &Instance, solution: &Solution) {
+    let left_out: Vec<usize> = solution.unassigned.iter().map(|(u, _)| *u).collect();
+    let verdict = check_fleet(instance, &solution.routes, &solution.vehicles, &left_out);
+    assert!(verdict.feasible(), "{:?}", verdict.violations);
+    assert_eq!(verdict.cost, solution.cost);
+    for (u, reason) in &solution.unassigned {
+        assert_eq!(alone_infeasible(instance, *u).as_ref().unwrap_or(&Reason::NoVehicleLeft), reason);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn a_mixed_fleet_keeps_every_capacity_shift_window_and_fixed_route(
+        seed in any::<u64>(),
+        n in 1_usize..30,
+        fleet in 1_usize..6,
+        keep in 0_usize..3,
+    ) {
+        let mut instance = random_road_instance(seed, n, fleet);
+        let first = solve(&instance, seed, &mut Iterations(200));
+        judged_fleet(&instance, &first);
+        // Fix the first `keep` routes as published, then solve again: they stay, in order.
+        instance.fixed = first
+            .routes
+            .iter()
+            .zip(&first.vehicles)
+            .take(keep)
+            .map(|(r, &vehicle)| Fixed { vehicle, visits: r.iter().copied().step_by(2).collect() })
+            .collect();
+        let again = solve(&instance, seed ^ 1, &mut Iterations(200));
+        judged_fleet(&instance, &again);
+    }
+}
+
+#[test]
+fn travel_time_comes_before_distance() {
+    // Two customers; going 1 then 2 is 10 s shorter but 1 km longer than 2 then 1.
+    let node = |id, ready, due| Node { id, x: 0.0, y: 0.0, demand: 1, ready, due, service: 0 };
+    let nodes = vec![node(0, 0, 1000), node(1, 0, 1000), node(2, 0, 1000)];
+    #[rustfmt::skip]
+    let seconds = vec![
+        0, 100, 100,
+        100, 0, 50,
+        100, 60, 0,
+    ];
+    #[rustfmt::skip]
+    let metres = vec![
+        0, 500, 500,
+        500, 0, 2_000,
+        500, 1_000, 0,
+    ];
+    let fleet = vec![Vehicle { capacity: [10, 10], start: 0, end: 1000 }];
+    let instance = Instance::roads("order".into(), nodes, vec![0; 3], fleet, seconds, metres).unwrap();
+    let solution = solve(&instance, 1, &mut Iterations(100));
+    assert_eq!(solution.routes, [vec![1, 2]]);
 }
 
 #[test]

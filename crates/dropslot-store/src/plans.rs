@@ -1,0 +1,130 @@
+//! Day plans in storage (CONTRACT §12), shared by both backends: what a plan row reads as,
+//! the shipments a plan may take, and the outcomes of a write. The rules are the core's
+//! (`dropslot_core::dispatch`); this only loads and persists.
+
+use dropslot_core::dispatch::{Candidate, Plan, PlanKind, PlanStatus};
+use dropslot_core::geo::distance::LatLng;
+use dropslot_core::shipments::Status;
+
+use crate::{StoreError, StoredDropOffAddress, StoredPickUpAddress};
+
+/// A plan as stored, with the version a later write must name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredPlan {
+    pub plan: Plan,
+    pub version: i64,
+}
+
+/// How a plan write went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaveOutcome {
+    /// Written; the new version.
+    Saved(i64),
+    /// The plan changed since it was read (or is gone): read it again.
+    Stale,
+    /// This shipment is already in a route of another published plan.
+    Taken(String),
+}
+
+/// Errors inside a write's transaction that roll it back but are answers, not failures.
+#[derive(Debug)]
+pub(crate) enum SaveError {
+    Store(StoreError),
+    Stale,
+    Taken(String),
+}
+
+impl From<StoreError> for SaveError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+impl SaveError {
+    pub(crate) fn outcome(r: Result<i64, SaveError>) -> Result<SaveOutcome, StoreError> {
+        match r {
+            Ok(v) => Ok(SaveOutcome::Saved(v)),
+            Err(SaveError::Stale) => Ok(SaveOutcome::Stale),
+            Err(SaveError::Taken(s)) => Ok(SaveOutcome::Taken(s)),
+            Err(SaveError::Store(e)) => Err(e),
+        }
+    }
+}
+
+/// `'delivered', 'returned', …`: the final statuses, for `NOT IN` (from the core's rule).
+pub(crate) fn final_statuses() -> String {
+    Status::ALL.iter().filter(|s| s.is_final()).map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ")
+}
+
+/// One candidate row: unique id, window start and end (ISO 8601), the address JSON, live
+/// parcels and their weight in milligrams.
+pub(crate) type CandidateColumns = (String, String, String, String, i64, i64);
+
+/// A candidate row read into the core's terms. A row that does not parse is an error.
+pub(crate) fn candidate(kind: PlanKind, row: CandidateColumns) -> Result<Candidate, StoreError> {
+    let (unique_id, start_at, end_at, address_json, parcels, weight_mg) = row;
+    let corrupt = |what: &str| StoreError::Corrupt(format!("shipment {unique_id}: {what}"));
+    let time = |t: &str| {
+        t.parse::<jiff::Timestamp>().map(jiff::Timestamp::as_second).map_err(|e| corrupt(&format!("window {t:?}: {e}")))
+    };
+    let (from, to) = (time(&start_at)?, time(&end_at)?);
+    let (text, at, receiver, phone) = match kind {
+        PlanKind::Delivery => {
+            let a: StoredDropOffAddress =
+                serde_json::from_str(&address_json).map_err(|e| corrupt(&format!("address: {e}")))?;
+            let at = LatLng::new(a.lat, a.lng).map_err(|_| corrupt("coordinates out of range"))?;
+            (a.text, at, a.person_name.unwrap_or_default(), a.person_phone.unwrap_or_default())
+        }
+        PlanKind::PickUp => {
+            let a: StoredPickUpAddress =
+                serde_json::from_str(&address_json).map_err(|e| corrupt(&format!("address: {e}")))?;
+            let at = LatLng::parse(&a.lat, &a.lng).ok_or_else(|| corrupt("coordinates"))?;
+            (a.text, at, a.person_name.unwrap_or_default(), a.person_phone.unwrap_or_default())
+        }
+    };
+    let parcels = u32::try_from(parcels).map_err(|_| corrupt("parcel count"))?;
+    Ok(Candidate {
+        unique_id,
+        at,
+        from,
+        to,
+        parcels,
+        // Grams, rounded up: a vehicle's capacity is never exceeded by rounding.
+        grams: (weight_mg.max(0) + 999) / 1000,
+        address: text,
+        receiver,
+        phone,
+    })
+}
+
+/// A plan row: id, status, version and JSON. A `solving` row has no plan yet (`None`).
+pub(crate) fn plan_row(
+    id: &str,
+    status: &str,
+    version: i64,
+    json: Option<&str>,
+) -> Result<Option<StoredPlan>, StoreError> {
+    if status == "solving" {
+        return Ok(None);
+    }
+    let json = json.ok_or_else(|| StoreError::Corrupt(format!("plan {id}: {status} without its routes")))?;
+    let plan: Plan = serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("plan {id}: {e}")))?;
+    let expected = match plan.status {
+        PlanStatus::Draft => "draft",
+        PlanStatus::Published => "published",
+    };
+    if plan.id != id || status != expected {
+        return Err(StoreError::Corrupt(format!("plan {id}: its row and its document disagree")));
+    }
+    Ok(Some(StoredPlan { plan, version }))
+}
+
+/// The plan's JSON and its status column.
+pub(crate) fn plan_json(plan: &Plan) -> Result<(String, &'static str), StoreError> {
+    let json = serde_json::to_string(plan).map_err(|e| StoreError::Corrupt(format!("plan {}: {e}", plan.id)))?;
+    let status = match plan.status {
+        PlanStatus::Draft => "draft",
+        PlanStatus::Published => "published",
+    };
+    Ok((json, status))
+}

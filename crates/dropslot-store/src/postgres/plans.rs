@@ -1,0 +1,200 @@
+//! Day plans on `PostgreSQL` (CONTRACT §12). Several processes share the database: the
+//! partial unique index `plans_one_open` lets one of two concurrent plan starts in (the other
+//! inserts nothing), the version column refuses a write made on an older read, and the
+//! primary key of `published_stops` keeps a shipment in at most one published route.
+
+use jiff::civil::Date;
+use tokio_postgres::Row;
+
+use super::map_err;
+use super::sql::Sql;
+use crate::plans::{CandidateColumns, SaveError, StoredPlan, candidate, final_statuses, plan_json, plan_row};
+use crate::{StoreError, StoreResult};
+use dropslot_core::dispatch::{Candidate, Plan, PlanKind, PlanStatus};
+
+fn candidate_sql(kind: PlanKind) -> String {
+    let finals = final_statuses();
+    match kind {
+        PlanKind::Delivery => format!(
+            "SELECT d.unique_id, d.start_at, d.end_at, d.address_json,
+                (SELECT count(*) FROM parcels p WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL),
+                (SELECT coalesce(sum(p.weight_mg), 0)::BIGINT FROM parcels p
+                  WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL)
+             FROM drop_off_shipments d
+             WHERE d.scheduled_date = $2 AND d.warehouse = $1 AND d.mode = 'live' AND d.status NOT IN ({finals})
+               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = d.unique_id AND s.plan_id <> $3)
+             ORDER BY d.id"
+        ),
+        // A pick-up belongs to the depot of its first drop-off's zone.
+        PlanKind::PickUp => format!(
+            "SELECT u.unique_id, u.start_at, u.end_at, u.address_json,
+                (SELECT count(*) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL),
+                (SELECT coalesce(sum(p.weight_mg), 0)::BIGINT FROM parcels p
+                  JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL)
+             FROM pick_up_shipments u
+             WHERE u.scheduled_date = $2 AND u.mode = 'live' AND u.status NOT IN ({finals})
+               AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = $1
+               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = u.unique_id AND s.plan_id <> $3)
+             ORDER BY u.id"
+        ),
+    }
+}
+
+fn get<T: for<'a> tokio_postgres::types::FromSql<'a>>(r: &Row, i: usize, what: &str) -> Result<T, StoreError> {
+    r.try_get(i).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
+}
+
+pub(super) async fn candidates(
+    c: &impl Sql,
+    kind: PlanKind,
+    depot: &str,
+    date: Date,
+    plan: &str,
+) -> StoreResult<Vec<Candidate>> {
+    let rows = c.query(&candidate_sql(kind), &[&depot, &date.to_string(), &plan]).await.map_err(map_err)?;
+    rows.iter()
+        .map(|r| {
+            let columns: CandidateColumns = (
+                get(r, 0, "shipment")?,
+                get(r, 1, "shipment")?,
+                get(r, 2, "shipment")?,
+                get(r, 3, "shipment")?,
+                get(r, 4, "shipment")?,
+                get(r, 5, "shipment")?,
+            );
+            candidate(kind, columns)
+        })
+        .collect()
+}
+
+pub(super) async fn begin(
+    c: &impl Sql,
+    id: &str,
+    depot: &str,
+    date: Date,
+    kind: PlanKind,
+    now_ms: i64,
+    lease_ms: i64,
+) -> StoreResult<bool> {
+    let date = date.to_string();
+    c.execute(
+        "DELETE FROM plans WHERE depot = $1 AND date = $2 AND kind = $3 AND status = 'solving' AND started_ms < $4",
+        &[&depot, &date, &kind.as_str(), &(now_ms - lease_ms)],
+    )
+    .await
+    .map_err(map_err)?;
+    let inserted = c
+        .execute(
+            "INSERT INTO plans (id, depot, date, kind, status, version, started_ms) VALUES ($1, $2, $3, $4, 'solving', 0, $5)
+             ON CONFLICT DO NOTHING",
+            &[&id, &depot, &date, &kind.as_str(), &now_ms],
+        )
+        .await
+        .map_err(map_err)?;
+    Ok(inserted == 1)
+}
+
+pub(super) async fn abandon(c: &impl Sql, id: &str) -> StoreResult<()> {
+    c.execute("DELETE FROM plans WHERE id = $1 AND status = 'solving'", &[&id]).await.map_err(map_err)?;
+    Ok(())
+}
+
+pub(super) async fn finish(c: &impl Sql, plan: &Plan) -> StoreResult<bool> {
+    let (json, status) = plan_json(plan)?;
+    let n = c
+        .execute(
+            "UPDATE plans SET status = $2, plan_json = $3, version = 1 WHERE id = $1 AND status = 'solving'",
+            &[&plan.id, &status, &json],
+        )
+        .await
+        .map_err(map_err)?;
+    Ok(n == 1)
+}
+
+fn parsed(r: &Row) -> Result<Option<StoredPlan>, StoreError> {
+    let (id, status, version, json): (String, String, i64, Option<String>) =
+        (get(r, 0, "plan")?, get(r, 1, "plan")?, get(r, 2, "plan")?, get(r, 3, "plan")?);
+    plan_row(&id, &status, version, json.as_deref())
+}
+
+pub(super) async fn plan_by_id(c: &impl Sql, id: &str) -> StoreResult<Option<StoredPlan>> {
+    let row =
+        c.query_opt("SELECT id, status, version, plan_json FROM plans WHERE id = $1", &[&id]).await.map_err(map_err)?;
+    match row {
+        Some(r) => parsed(&r),
+        None => Ok(None),
+    }
+}
+
+pub(super) async fn plans_of(c: &impl Sql, date: Date) -> StoreResult<Vec<StoredPlan>> {
+    let rows = c
+        .query(
+            "SELECT id, status, version, plan_json FROM plans WHERE date = $1 AND status <> 'solving' ORDER BY depot, kind, id",
+            &[&date.to_string()],
+        )
+        .await
+        .map_err(map_err)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        out.extend(parsed(r)?);
+    }
+    Ok(out)
+}
+
+/// The write of a plan over `version` inside `tx`, its published rows rewritten when it is
+/// published; the caller commits only on `Ok`.
+pub(super) async fn save(tx: &impl Sql, plan: &Plan, version: i64) -> Result<i64, SaveError> {
+    let (json, status) = plan_json(plan)?;
+    let n = tx
+        .execute(
+            "UPDATE plans SET status = $2, plan_json = $3, version = version + 1
+             WHERE id = $1 AND version = $4 AND status IN ('draft', 'published')",
+            &[&plan.id, &status, &json, &version],
+        )
+        .await
+        .map_err(map_err)?;
+    if n != 1 {
+        return Err(SaveError::Stale);
+    }
+    tx.execute("DELETE FROM published_stops WHERE plan_id = $1", &[&plan.id]).await.map_err(map_err)?;
+    tx.execute("DELETE FROM published_routes WHERE plan_id = $1", &[&plan.id]).await.map_err(map_err)?;
+    if plan.status == PlanStatus::Published {
+        for route in &plan.routes {
+            tx.execute(
+                "INSERT INTO published_routes (id, plan_id, driver_id, date) VALUES ($1, $2, $3, $4)",
+                &[&route.id, &plan.id, &route.driver_id, &plan.date],
+            )
+            .await
+            .map_err(map_err)?;
+            let shipments: Vec<&str> = route.shipments().collect();
+            if shipments.is_empty() {
+                continue;
+            }
+            let inserted = tx
+                .query(
+                    "INSERT INTO published_stops (shipment_unique_id, route_id, plan_id)
+                     SELECT s, $2, $3 FROM unnest($1::TEXT[]) AS s
+                     ON CONFLICT DO NOTHING RETURNING shipment_unique_id",
+                    &[&shipments, &route.id, &plan.id],
+                )
+                .await
+                .map_err(map_err)?;
+            if inserted.len() != shipments.len() {
+                let written: Vec<String> = inserted.iter().filter_map(|r| r.try_get(0).ok()).collect();
+                let taken = shipments.iter().find(|s| !written.iter().any(|w| w == *s)).copied().unwrap_or_default();
+                return Err(SaveError::Taken(taken.to_string()));
+            }
+        }
+    }
+    Ok(version + 1)
+}
+
+pub(super) async fn delete(c: &impl Sql, id: &str, version: i64) -> StoreResult<bool> {
+    let n = c
+        .execute("DELETE FROM plans WHERE id = $1 AND version = $2 AND status = 'draft'", &[&id, &version])
+        .await
+        .map_err(map_err)?;
+    Ok(n == 1)
+}

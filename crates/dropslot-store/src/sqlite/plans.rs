@@ -1,0 +1,174 @@
+//! Day plans on `SQLite` (CONTRACT §12). Writes go through the one writer thread, so two
+//! writes never interleave; the partial unique index `plans_one_open` and the primary key of
+//! `published_stops` still decide, so that two processes on one file agree too.
+
+use jiff::civil::Date;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::map_err;
+use crate::StoreError;
+use crate::plans::{CandidateColumns, SaveError, StoredPlan, candidate, final_statuses, plan_json, plan_row};
+use dropslot_core::dispatch::{Candidate, Plan, PlanKind, PlanStatus};
+
+fn candidate_sql(kind: PlanKind) -> String {
+    let finals = final_statuses();
+    match kind {
+        PlanKind::Delivery => format!(
+            "SELECT d.unique_id, d.start_at, d.end_at, d.address_json,
+                (SELECT count(*) FROM parcels p WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL),
+                (SELECT coalesce(sum(p.weight_mg), 0) FROM parcels p WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL)
+             FROM drop_off_shipments d
+             WHERE d.scheduled_date = ?2 AND d.warehouse = ?1 AND d.mode = 'live' AND d.status NOT IN ({finals})
+               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = d.unique_id AND s.plan_id <> ?3)
+             ORDER BY d.id"
+        ),
+        // A pick-up belongs to the depot of its first drop-off's zone.
+        PlanKind::PickUp => format!(
+            "SELECT u.unique_id, u.start_at, u.end_at, u.address_json,
+                (SELECT count(*) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL),
+                (SELECT coalesce(sum(p.weight_mg), 0) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL)
+             FROM pick_up_shipments u
+             WHERE u.scheduled_date = ?2 AND u.mode = 'live' AND u.status NOT IN ({finals})
+               AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = ?1
+               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = u.unique_id AND s.plan_id <> ?3)
+             ORDER BY u.id"
+        ),
+    }
+}
+
+pub(super) fn candidate_rows(
+    c: &Connection,
+    kind: PlanKind,
+    depot: &str,
+    date: Date,
+    plan: &str,
+) -> rusqlite::Result<Vec<CandidateColumns>> {
+    c.prepare_cached(&candidate_sql(kind))?
+        .query_map(params![depot, date.to_string(), plan], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        })?
+        .collect()
+}
+
+pub(super) fn candidates(kind: PlanKind, rows: Vec<CandidateColumns>) -> Result<Vec<Candidate>, StoreError> {
+    rows.into_iter().map(|r| candidate(kind, r)).collect()
+}
+
+pub(super) fn begin(
+    c: &Connection,
+    id: &str,
+    depot: &str,
+    date: Date,
+    kind: PlanKind,
+    now_ms: i64,
+    lease_ms: i64,
+) -> Result<bool, StoreError> {
+    let date = date.to_string();
+    c.prepare_cached(
+        "DELETE FROM plans WHERE depot = ?1 AND date = ?2 AND kind = ?3 AND status = 'solving' AND started_ms < ?4",
+    )
+    .and_then(|mut s| s.execute(params![depot, date, kind.as_str(), now_ms - lease_ms]))
+    .map_err(map_err)?;
+    let inserted = c
+        .prepare_cached(
+            "INSERT INTO plans (id, depot, date, kind, status, version, started_ms) VALUES (?1, ?2, ?3, ?4, 'solving', 0, ?5)
+             ON CONFLICT DO NOTHING",
+        )
+        .and_then(|mut s| s.execute(params![id, depot, date, kind.as_str(), now_ms]))
+        .map_err(map_err)?;
+    Ok(inserted == 1)
+}
+
+pub(super) fn abandon(c: &Connection, id: &str) -> Result<(), StoreError> {
+    c.prepare_cached("DELETE FROM plans WHERE id = ?1 AND status = 'solving'")
+        .and_then(|mut s| s.execute(params![id]))
+        .map_err(map_err)?;
+    Ok(())
+}
+
+pub(super) fn finish(c: &Connection, plan: &Plan) -> Result<bool, StoreError> {
+    let (json, status) = plan_json(plan)?;
+    let n = c
+        .prepare_cached(
+            "UPDATE plans SET status = ?2, plan_json = ?3, version = 1 WHERE id = ?1 AND status = 'solving'",
+        )
+        .and_then(|mut s| s.execute(params![plan.id, status, json]))
+        .map_err(map_err)?;
+    Ok(n == 1)
+}
+
+type PlanColumns = (String, String, i64, Option<String>);
+
+fn plan_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<PlanColumns> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}
+
+pub(super) fn plan_by_id(c: &Connection, id: &str) -> rusqlite::Result<Option<PlanColumns>> {
+    c.prepare_cached("SELECT id, status, version, plan_json FROM plans WHERE id = ?1")?
+        .query_row(params![id], plan_columns)
+        .optional()
+}
+
+pub(super) fn plans_of(c: &Connection, date: Date) -> rusqlite::Result<Vec<PlanColumns>> {
+    c.prepare_cached(
+        "SELECT id, status, version, plan_json FROM plans WHERE date = ?1 AND status <> 'solving' ORDER BY depot, kind, id",
+    )?
+    .query_map(params![date.to_string()], plan_columns)?
+    .collect()
+}
+
+pub(super) fn parsed(row: &PlanColumns) -> Result<Option<StoredPlan>, StoreError> {
+    plan_row(&row.0, &row.1, row.2, row.3.as_deref())
+}
+
+/// The write of a plan over `version`, its published rows rewritten when it is published;
+/// any refusal rolls back the writer's job.
+pub(super) fn save(c: &Connection, plan: &Plan, version: i64) -> Result<i64, SaveError> {
+    let (json, status) = plan_json(plan)?;
+    let n = c
+        .prepare_cached(
+            "UPDATE plans SET status = ?2, plan_json = ?3, version = version + 1
+             WHERE id = ?1 AND version = ?4 AND status IN ('draft', 'published')",
+        )
+        .and_then(|mut s| s.execute(params![plan.id, status, json, version]))
+        .map_err(map_err)?;
+    if n != 1 {
+        return Err(SaveError::Stale);
+    }
+    c.prepare_cached("DELETE FROM published_stops WHERE plan_id = ?1")
+        .and_then(|mut s| s.execute(params![plan.id]))
+        .map_err(map_err)?;
+    c.prepare_cached("DELETE FROM published_routes WHERE plan_id = ?1")
+        .and_then(|mut s| s.execute(params![plan.id]))
+        .map_err(map_err)?;
+    if plan.status == PlanStatus::Published {
+        let mut route_row = c
+            .prepare_cached("INSERT INTO published_routes (id, plan_id, driver_id, date) VALUES (?1, ?2, ?3, ?4)")
+            .map_err(map_err)?;
+        let mut stop_row = c
+            .prepare_cached(
+                "INSERT INTO published_stops (shipment_unique_id, route_id, plan_id) VALUES (?1, ?2, ?3)
+                 ON CONFLICT DO NOTHING",
+            )
+            .map_err(map_err)?;
+        for route in &plan.routes {
+            route_row.execute(params![route.id, plan.id, route.driver_id, plan.date]).map_err(map_err)?;
+            for shipment in route.shipments() {
+                if stop_row.execute(params![shipment, route.id, plan.id]).map_err(map_err)? == 0 {
+                    return Err(SaveError::Taken(shipment.to_string()));
+                }
+            }
+        }
+    }
+    Ok(version + 1)
+}
+
+pub(super) fn delete(c: &Connection, id: &str, version: i64) -> Result<bool, StoreError> {
+    let n = c
+        .prepare_cached("DELETE FROM plans WHERE id = ?1 AND version = ?2 AND status = 'draft'")
+        .and_then(|mut s| s.execute(params![id, version]))
+        .map_err(map_err)?;
+    Ok(n == 1)
+}

@@ -1,0 +1,492 @@
+//! Day plans over the API (CONTRACT §12, operator tokens): create (solve), read, list, move a
+//! stop, re-optimise with published stops kept, publish, delete a draft. The rules are the
+//! core's (`dropslot_core::dispatch`, `routing`); road times come from `crate::roads`; the
+//! store keeps one open plan per depot, date and kind.
+
+pub mod wire;
+
+use std::time::Instant;
+
+use axum::extract::{RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+
+use crate::app::App;
+use crate::auth::staff::OperatorCaller;
+use crate::capacity::date_at;
+use crate::error::{Envelope, Error, ErrorEnvelope, FieldErrors, Result, envelope};
+use crate::http::{JsonBody, PathParam};
+use crate::roads::{RoadError, Roads};
+use dropslot_core::dispatch::{
+    self, Broken, Depot, Driver, Plan, PlanKind, PlanStatus, Problem, ServiceTime, retime, route_points,
+};
+use dropslot_core::geo::distance::LatLng;
+use dropslot_core::routing::{self, roads::RoadModel};
+use dropslot_store::{SaveOutcome, StoredPlan};
+use wire::{MoveRequest, OptimizeRequest, PlanRequest, PlanView};
+
+/// A plan left `solving` this long after its start was abandoned by a crashed process (the
+/// longest solve is 60 s, plus its road times).
+const SOLVING_LEASE_MS: i64 = 300_000;
+const DEFAULT_TIME_LIMIT_S: i64 = 10;
+
+pub fn routes() -> axum::Router<App> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route(crate::http::api_path!("/ops/plans"), post(create).get(list))
+        .route(crate::http::api_path!("/ops/plans/{id}"), get(show).delete(remove))
+        .route(crate::http::api_path!("/ops/plans/{id}/moves"), post(move_stop))
+        .route(crate::http::api_path!("/ops/plans/{id}/optimize"), post(optimize))
+        .route(crate::http::api_path!("/ops/plans/{id}/publish"), post(publish))
+}
+
+/// A depot a plan can start from: its coordinates and its city's time zone and road model.
+struct Base {
+    depot: Depot,
+    tz: TimeZone,
+    model: RoadModel,
+}
+
+fn base(app: &App, code: &str) -> Result<Base> {
+    let area = &app.settings.area;
+    let d = area.depot(code).ok_or_else(|| Error::invalid("depot", "No depot (warehouse) has this code."))?;
+    let Some((lat, lng)) = d.location else {
+        return Err(Error::invalid(
+            "depot",
+            "This depot has no coordinates in the area file ([[warehouses]] lat and lng): routes start from it.",
+        ));
+    };
+    let at = LatLng::new(lat, lng).map_err(|e| Error::Internal(e.message().into()))?;
+    let city = area
+        .depot_zones(code)
+        .next()
+        .and_then(|z| area.cities().get(z.city))
+        .ok_or_else(|| Error::invalid("depot", "No zone is served from this depot."))?;
+    Ok(Base {
+        depot: Depot { code: d.code.clone(), address: d.address.clone().unwrap_or_else(|| d.name.clone()), at },
+        tz: city.tz.clone(),
+        model: app.settings.routing.roads_of(&city.code),
+    })
+}
+
+fn time_limit(given: Option<i64>, errors: &mut FieldErrors) -> f64 {
+    let s = given.unwrap_or(DEFAULT_TIME_LIMIT_S);
+    if !(1..=60).contains(&s) {
+        errors.add("time_limit_s", "From 1 to 60 seconds.");
+    }
+    s.clamp(1, 60) as f64
+}
+
+/// Unix seconds of `minutes` after midnight of `date` in `tz`.
+fn local_seconds(date: Date, minutes: u16, tz: &TimeZone) -> Result<i64> {
+    let time = jiff::civil::Time::new(i8::try_from(minutes / 60).unwrap_or(0), (minutes % 60) as i8, 0, 0)
+        .map_err(|e| Error::Internal(e.to_string()))?;
+    date.to_datetime(time)
+        .to_zoned(tz.clone())
+        .map(|z| z.timestamp().as_second())
+        .map_err(|e| Error::Internal(e.to_string()))
+}
+
+/// The drivers a plan of `depot` on `date` takes: those named (each of this depot), or every
+/// driver of the depot who works that weekday.
+async fn drivers(app: &App, depot: &str, date: Date, ids: Option<&[String]>, tz: &TimeZone) -> Result<Vec<Driver>> {
+    let mut errors = FieldErrors::new();
+    let stored = match ids {
+        Some(ids) => {
+            let mut found = Vec::with_capacity(ids.len());
+            for (i, id) in ids.iter().enumerate() {
+                if ids[..i].contains(id) {
+                    errors.add(format!("driver_ids.{i}"), "This driver is named twice.");
+                    continue;
+                }
+                match app.store.driver(id).await? {
+                    Some(d) if d.driver.depot == depot => found.push(d),
+                    Some(_) => errors.add(format!("driver_ids.{i}"), "This driver works from another depot."),
+                    None => errors.add(format!("driver_ids.{i}"), "No driver has this id."),
+                }
+            }
+            found
+        }
+        None => app
+            .store
+            .drivers(Some(depot))
+            .await?
+            .into_iter()
+            .filter(|d| d.driver.weekdays.contains(date.weekday()))
+            .collect(),
+    };
+    errors.into_result()?;
+    if stored.is_empty() {
+        return Err(Error::invalid(
+            if ids.is_some() { "driver_ids" } else { "depot" },
+            "No driver to plan for: none of this depot works on this date's weekday.",
+        ));
+    }
+    stored
+        .into_iter()
+        .map(|d| {
+            Ok(Driver {
+                capacity_parcels: i64::from(d.driver.vehicle.capacity_parcels),
+                capacity_grams: i64::from(d.driver.vehicle.capacity_kg) * 1000,
+                shift_start: local_seconds(date, d.driver.shift.start, tz)?,
+                shift_end: local_seconds(date, d.driver.shift.end, tz)?,
+                id: d.id,
+            })
+        })
+        .collect()
+}
+
+fn roads_error(e: RoadError) -> Error {
+    match e {
+        RoadError::Internal(m) => Error::Internal(m),
+        other => Error::Upstream(other.to_string()),
+    }
+}
+
+/// Solves `problem` (fixed routes given by driver id) within `seconds`: the road matrix, then
+/// the solver on a blocking thread, so the API keeps serving. Returns the routes and the
+/// shipments left out, for plan `plan_id`.
+async fn solve(
+    roads: &Roads,
+    model: RoadModel,
+    problem: Problem,
+    fixed: Vec<(String, Vec<String>)>,
+    plan_id: String,
+    seconds: f64,
+) -> Result<(Vec<dispatch::Route>, Vec<dispatch::Unassigned>)> {
+    let began = Instant::now();
+    let matrix = roads.matrix(model, problem.points()).await.map_err(roads_error)?;
+    tokio::task::spawn_blocking(move || {
+        let instance = problem.instance(&matrix, &fixed).map_err(Error::Internal)?;
+        // The limit counts from the start, road times included; the solver asks after each step.
+        let mut budget = |_: u64| began.elapsed().as_secs_f64() / seconds;
+        let solution = routing::solve(&instance, seed(&plan_id), &mut budget);
+        Ok(problem.routes(&plan_id, &matrix, &solution))
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("the solver's thread failed: {e}")))?
+}
+
+/// A plan's seed: from its id, so that the same plan re-solved on the same budget of
+/// iterations would take the same path.
+fn seed(plan_id: &str) -> u64 {
+    plan_id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// `POST /ops/plans`: solves a new draft.
+#[utoipa::path(post, path = "/ops/plans", tag = "Dispatch", operation_id = "create_plan",
+    summary = "Plan a depot's day",
+    description = "Solves the depot's live shipments of the date (drop-offs for `delivery`, pick-ups for `pick_up`) that are not final and not in a published route, over the drivers named or every driver of the depot working that weekday. Every stop is served inside its window, no vehicle is loaded beyond its capacities, and every route starts and ends at the depot within its driver's shift; a shipment that fits nowhere is in `unassigned` with its reason. One plan per depot, date and kind is open at a time (being solved, or a draft): another is a 409.",
+    security(("operator_token" = [])), request_body = PlanRequest,
+    responses(
+        (status = 201, description = "The draft plan.", body = Envelope<PlanView>),
+        (status = 409, description = "Another plan of this depot, date and kind is open (being solved, or a draft).", body = ErrorEnvelope),
+        (status = 422, description = "A field is invalid (`date`, `depot`, `kind`, `driver_ids.N`, `time_limit_s`).", body = ErrorEnvelope),
+        (status = 503, description = "The routing engine (OSRM) did not answer.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn create(
+    State(app): State<App>,
+    _: OperatorCaller,
+    JsonBody(request, _): JsonBody<PlanRequest>,
+) -> Result<Response> {
+    let mut errors = FieldErrors::new();
+    let date = date_at("date", &request.date);
+    let kind = PlanKind::parse(&request.kind);
+    if kind.is_none() {
+        errors.add("kind", "`delivery` or `pick_up`.");
+    }
+    let seconds = time_limit(request.time_limit_s, &mut errors);
+    if request.driver_ids.as_ref().is_some_and(|d| d.len() > 500) {
+        errors.add("driver_ids", "At most 500 drivers.");
+    }
+    let base = base(&app, &request.depot);
+    if let Err(Error::Validation(e)) = &date {
+        errors.merge(e.clone());
+    }
+    if let Err(Error::Validation(e)) = &base {
+        errors.merge(e.clone());
+    }
+    errors.into_result()?;
+    let (date, base, kind) = (date?, base?, kind.unwrap_or(PlanKind::Delivery));
+    let drivers = drivers(&app, &base.depot.code, date, request.driver_ids.as_deref(), &base.tz).await?;
+    let id = dropslot_core::ids::sortable_id("PLN", 10);
+    let now = app.clock.now();
+    let began = app.store.begin_plan(&id, &base.depot.code, date, kind, now.as_millisecond(), SOLVING_LEASE_MS).await?;
+    if !began {
+        return Err(Error::Conflict(
+            "Another plan of this depot, date and kind is open (being solved, or a draft): publish or delete it first."
+                .into(),
+        ));
+    }
+    // Solved in a task of its own: a client that goes away does not leave the plan half made.
+    let task = {
+        let app = app.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            let made = make(&app, &id, &base, kind, date, drivers, seconds, now.as_second()).await;
+            if made.is_err() {
+                let _ = app.store.abandon_plan(&id).await;
+            }
+            made.map(|plan| (plan, base.tz))
+        })
+    };
+    let (plan, tz) = task.await.map_err(|e| Error::Internal(format!("the plan's task failed: {e}")))??;
+    Ok(envelope(201, "Plan made.", &PlanView::new(&plan, &tz)).into_response())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn make(
+    app: &App,
+    id: &str,
+    base: &Base,
+    kind: PlanKind,
+    date: Date,
+    drivers: Vec<Driver>,
+    seconds: f64,
+    now: i64,
+) -> Result<Plan> {
+    let candidates = app.store.plan_candidates(kind, &base.depot.code, date, None).await?;
+    let service = service_time(&app.settings.routing);
+    let problem = Problem::new(kind, base.depot.clone(), drivers, service, candidates);
+    let roads = Roads::new(&app.settings.routing);
+    let (routes, unassigned) = solve(&roads, base.model, problem, Vec::new(), id.to_string(), seconds).await?;
+    let plan = Plan {
+        id: id.to_string(),
+        status: PlanStatus::Draft,
+        date: date.to_string(),
+        depot: base.depot.code.clone(),
+        kind,
+        roads: roads.source().into(),
+        created_at: now,
+        published_at: None,
+        routes,
+        unassigned,
+    };
+    if !app.store.finish_plan(&plan).await? {
+        return Err(Error::Conflict("The plan took too long and was abandoned; start it again.".into()));
+    }
+    Ok(plan)
+}
+
+fn service_time(r: &dropslot_core::config::RoutingSettings) -> ServiceTime {
+    ServiceTime { stop_seconds: i64::from(r.stop_seconds), parcel_seconds: i64::from(r.parcel_seconds) }
+}
+
+/// The plan with this id and its depot's time zone, or 404.
+async fn load(app: &App, id: &str) -> Result<(StoredPlan, Base)> {
+    let stored = app.store.plan(id).await?.ok_or(Error::NotFound)?;
+    let base = base(app, &stored.plan.depot).map_err(|_| {
+        Error::Conflict(format!(
+            "The plan's depot {} is no longer in the area file with coordinates.",
+            stored.plan.depot
+        ))
+    })?;
+    Ok((stored, base))
+}
+
+fn saved(outcome: SaveOutcome) -> Result<()> {
+    match outcome {
+        SaveOutcome::Saved(_) => Ok(()),
+        SaveOutcome::Stale => {
+            Err(Error::Conflict("The plan changed while this request was made: read it again.".into()))
+        }
+        SaveOutcome::Taken(s) => Err(Error::Conflict(format!(
+            "Shipment {s} is already in a route of another published plan: re-optimise this plan."
+        ))),
+    }
+}
+
+/// `GET /ops/plans?date=`.
+#[utoipa::path(get, path = "/ops/plans", tag = "Dispatch", operation_id = "list_plans",
+    summary = "The plans of a date",
+    description = "Drafts and published plans of every depot on the date, by depot and kind.",
+    security(("operator_token" = [])),
+    params(("date" = String, Query, format = Date, description = "YYYY-MM-DD (required).")),
+    responses(
+        (status = 200, description = "The plans.", body = Envelope<Vec<PlanView>>),
+        (status = 422, description = "A missing or malformed `query.date`, or another parameter.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn list(State(app): State<App>, _: OperatorCaller, RawQuery(raw): RawQuery) -> Result<Response> {
+    let q = crate::http::query_params(raw.as_deref(), &["date"])?;
+    let date = date_at("query.date", q.get("date").map_or("", String::as_str))?;
+    let mut views = Vec::new();
+    for stored in app.store.plans_on(date).await? {
+        let tz = base(&app, &stored.plan.depot).map_or(TimeZone::UTC, |b| b.tz);
+        views.push(PlanView::new(&stored.plan, &tz));
+    }
+    Ok(envelope(200, "Plans.", &views).into_response())
+}
+
+/// `GET /ops/plans/{id}`.
+#[utoipa::path(get, path = "/ops/plans/{id}", tag = "Dispatch", operation_id = "get_plan",
+    summary = "A plan", security(("operator_token" = [])),
+    params(("id" = String, Path, description = "The plan's id.")),
+    responses(
+        (status = 200, description = "The plan.", body = Envelope<PlanView>),
+        (status = 404, description = "No plan has this id.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn show(State(app): State<App>, _: OperatorCaller, PathParam(id): PathParam<String>) -> Result<Response> {
+    let (stored, base) = load(&app, &id).await?;
+    Ok(envelope(200, "Plan.", &PlanView::new(&stored.plan, &base.tz)).into_response())
+}
+
+/// `DELETE /ops/plans/{id}`: a draft only.
+#[utoipa::path(delete, path = "/ops/plans/{id}", tag = "Dispatch", operation_id = "delete_plan",
+    summary = "Delete a draft plan",
+    description = "A published plan stays (its routes are with their drivers): 409.",
+    security(("operator_token" = [])),
+    params(("id" = String, Path, description = "The plan's id.")),
+    responses(
+        (status = 200, description = "Deleted.", body = Envelope<crate::error::EmptyObject>),
+        (status = 404, description = "No plan has this id.", body = ErrorEnvelope),
+        (status = 409, description = "The plan is published, or changed meanwhile.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn remove(State(app): State<App>, _: OperatorCaller, PathParam(id): PathParam<String>) -> Result<Response> {
+    let (stored, _) = load(&app, &id).await?;
+    if stored.plan.status == PlanStatus::Published {
+        return Err(Error::Conflict("A published plan cannot be deleted: its routes are with their drivers.".into()));
+    }
+    if !app.store.delete_plan(&id, stored.version).await? {
+        return Err(Error::Conflict("The plan changed while this request was made: read it again.".into()));
+    }
+    Ok(envelope(200, "Plan deleted.", &crate::error::EmptyObject {}).into_response())
+}
+
+/// The rules a move breaks, as a 422 at `position` naming each rule.
+fn broken(rules: &[Broken]) -> Error {
+    let mut errors = FieldErrors::new();
+    for b in rules {
+        errors.add("position", format!("Rule `{}`: {}.", b.rule, b.message));
+    }
+    Error::Validation(errors)
+}
+
+/// `POST /ops/plans/{id}/moves`.
+#[utoipa::path(post, path = "/ops/plans/{id}/moves", tag = "Dispatch", operation_id = "move_plan_stop",
+    summary = "Move a shipment's stop",
+    description = "Moves the shipment (out of its stop, which splits if it held others; or from `unassigned`) to `position` of route `to_route_id`, and re-times both routes. A move that breaks a hard rule is refused with a 422 naming the rule at `position`: `window`, `capacity_parcels`, `capacity_kg` or `shift`.",
+    security(("operator_token" = [])), request_body = MoveRequest,
+    params(("id" = String, Path, description = "The plan's id.")),
+    responses(
+        (status = 200, description = "The plan after the move.", body = Envelope<PlanView>),
+        (status = 404, description = "No plan has this id.", body = ErrorEnvelope),
+        (status = 409, description = "The plan changed meanwhile.", body = ErrorEnvelope),
+        (status = 422, description = "An unknown shipment or route, a position out of range, or a broken rule.", body = ErrorEnvelope),
+        (status = 503, description = "The routing engine (OSRM) did not answer.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn move_stop(
+    State(app): State<App>,
+    _: OperatorCaller,
+    PathParam(id): PathParam<String>,
+    JsonBody(request, _): JsonBody<MoveRequest>,
+) -> Result<Response> {
+    let (stored, base) = load(&app, &id).await?;
+    let position = usize::try_from(request.position).unwrap_or(0);
+    let (mut next, changed) =
+        dispatch::place(&stored.plan, &request.shipment_unique_id, &request.to_route_id, position)
+            .map_err(|(field, message)| Error::invalid(field, message))?;
+    let roads = Roads::new(&app.settings.routing);
+    let mut rules = Vec::new();
+    for r in changed {
+        let points = route_points(&next.routes[r], &base.depot);
+        let matrix = roads.matrix(base.model, points).await.map_err(roads_error)?;
+        match retime(&next.routes[r], &base.depot, &matrix) {
+            Ok(timed) => next.routes[r] = timed,
+            Err(mut b) => rules.append(&mut b),
+        }
+    }
+    if !rules.is_empty() {
+        return Err(broken(&rules));
+    }
+    saved(app.store.save_plan(&next, stored.version).await?)?;
+    Ok(envelope(200, "Stop moved.", &PlanView::new(&next, &base.tz)).into_response())
+}
+
+/// `POST /ops/plans/{id}/optimize`.
+#[utoipa::path(post, path = "/ops/plans/{id}/optimize", tag = "Dispatch", operation_id = "optimize_plan",
+    summary = "Re-optimise a plan",
+    description = "Solves the plan again over its drivers, with the depot's shipments as they are now (new ones in, final ones out). In a published plan every published stop stays on its route in its order; new shipments may be added around them.",
+    security(("operator_token" = [])), request_body(content = OptimizeRequest, description = "Optional."),
+    params(("id" = String, Path, description = "The plan's id.")),
+    responses(
+        (status = 200, description = "The plan, re-solved.", body = Envelope<PlanView>),
+        (status = 404, description = "No plan has this id.", body = ErrorEnvelope),
+        (status = 409, description = "The plan changed meanwhile.", body = ErrorEnvelope),
+        (status = 422, description = "`time_limit_s` out of range.", body = ErrorEnvelope),
+        (status = 503, description = "The routing engine (OSRM) did not answer.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn optimize(
+    State(app): State<App>,
+    _: OperatorCaller,
+    PathParam(id): PathParam<String>,
+    request: axum::extract::Request,
+) -> Result<Response> {
+    // The body may be left out: no Content-Type and nothing in it.
+    let empty = !request.headers().contains_key(axum::http::header::CONTENT_TYPE)
+        && request.headers().get(axum::http::header::CONTENT_LENGTH).is_none_or(|v| v.as_bytes() == b"0");
+    let request: OptimizeRequest = if empty {
+        OptimizeRequest::default()
+    } else {
+        let JsonBody(r, _) =
+            <JsonBody<OptimizeRequest> as axum::extract::FromRequest<App>>::from_request(request, &app).await?;
+        r
+    };
+    let mut errors = FieldErrors::new();
+    let seconds = time_limit(request.time_limit_s, &mut errors);
+    errors.into_result()?;
+    let (stored, base) = load(&app, &id).await?;
+    let plan = stored.plan;
+    let date: Date = plan.date.parse().map_err(|_| Error::Internal(format!("plan {id}: its date")))?;
+    let drivers: Vec<Driver> = plan.routes.iter().map(dispatch::driver_of).collect();
+    let fixed: Vec<(String, Vec<String>)> = if plan.status == PlanStatus::Published {
+        plan.routes.iter().map(|r| (r.driver_id.clone(), r.shipments().map(String::from).collect())).collect()
+    } else {
+        Vec::new()
+    };
+    let candidates = app.store.plan_candidates(plan.kind, &plan.depot, date, Some(&plan.id)).await?;
+    let problem = Problem::new(plan.kind, base.depot.clone(), drivers, service_time(&app.settings.routing), candidates);
+    let roads = Roads::new(&app.settings.routing);
+    let (routes, unassigned) = solve(&roads, base.model, problem, fixed, plan.id.clone(), seconds).await?;
+    let next = Plan { routes, unassigned, roads: roads.source().into(), ..plan };
+    saved(app.store.save_plan(&next, stored.version).await?)?;
+    Ok(envelope(200, "Plan re-optimised.", &PlanView::new(&next, &base.tz)).into_response())
+}
+
+/// `POST /ops/plans/{id}/publish`.
+#[utoipa::path(post, path = "/ops/plans/{id}/publish", tag = "Dispatch", operation_id = "publish_plan",
+    summary = "Publish a plan",
+    description = "The routes go to their drivers and their ETAs are fixed; no shipment changes state. Publishing a published plan again answers it as it is.",
+    security(("operator_token" = [])),
+    params(("id" = String, Path, description = "The plan's id.")),
+    responses(
+        (status = 200, description = "The published plan.", body = Envelope<PlanView>),
+        (status = 404, description = "No plan has this id.", body = ErrorEnvelope),
+        (status = 409, description = "A shipment of the plan became final or went into another published route since it was planned (re-optimise), or the plan changed meanwhile.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn publish(State(app): State<App>, _: OperatorCaller, PathParam(id): PathParam<String>) -> Result<Response> {
+    let (stored, base) = load(&app, &id).await?;
+    if stored.plan.status == PlanStatus::Published {
+        return Ok(envelope(200, "Plan published.", &PlanView::new(&stored.plan, &base.tz)).into_response());
+    }
+    let date: Date = stored.plan.date.parse().map_err(|_| Error::Internal(format!("plan {id}: its date")))?;
+    // Every shipment must still be plannable: not final, in no other published route.
+    let live = app.store.plan_candidates(stored.plan.kind, &stored.plan.depot, date, Some(&id)).await?;
+    for route in &stored.plan.routes {
+        if let Some(gone) = route.shipments().find(|s| !live.iter().any(|c| c.unique_id == *s)) {
+            return Err(Error::Conflict(format!(
+                "Shipment {gone} is final or in another published route since this plan was made: re-optimise it first."
+            )));
+        }
+    }
+    let next = Plan { status: PlanStatus::Published, published_at: Some(app.clock.now().as_second()), ..stored.plan };
+    saved(app.store.save_plan(&next, stored.version).await?)?;
+    Ok(envelope(200, "Plan published.", &PlanView::new(&next, &base.tz)).into_response())
+}

@@ -1,0 +1,399 @@
+//! Day plans (CONTRACT §12) from the outside, on both backends: a delivery plan judged rule by
+//! rule from its own answer (windows, capacities, shifts, every shipment once), a move that
+//! breaks a window, publish, re-optimise keeping the published stops, two plans started at
+//! once, the errors at their paths, and which token reaches the plans. The clock is pinned to
+//! Monday 2026-11-23 07:00 in Toronto: orders book that day's 14:00–18:00 (`TOR-DT-PM`) or
+//! 18:00–21:00 (`TOR-DT-EV`) drop-off slots in zone TOR-DT, served from depot YYZ1.
+
+use std::collections::HashMap;
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::common::{ADMIN_TOKEN, PICK_UP, Reply, TestServer, assert_envelope};
+
+const DATE: &str = "2026-11-23";
+
+async fn operator(s: &TestServer) -> String {
+    let r = s.send(s.http.post(s.url("/admin/operator-tokens")).bearer_auth(ADMIN_TOKEN)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["object"]["token"].as_str().expect("token").to_string()
+}
+
+/// A driver of YYZ1 working every day; its id and sign-in token.
+async fn driver(s: &TestServer, op: &str, name: &str, parcels: u32, shift: (&str, &str)) -> (String, String) {
+    let body = json!({
+        "name": name, "phone": "+1 416 555 0199", "depot": "YYZ1",
+        "vehicle": {"name": "Van", "capacity_parcels": parcels, "capacity_kg": 500},
+        "shift": {"start": shift.0, "end": shift.1},
+        "weekdays": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+    });
+    let r = s.post("/ops/drivers", op, &body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let url = r.body["object"]["sign_in_url"].as_str().expect("sign_in_url");
+    let token = url.split_once("#token=").expect("token").1.to_string();
+    (r.body["object"]["id"].as_str().expect("id").to_string(), token)
+}
+
+/// Downtown Toronto drop-off points (all in TOR-DT, M5V), each its own stop.
+fn point(i: usize) -> (f64, f64) {
+    let (row, col) = (i / 5, i % 5);
+    (43.6400 + 0.0030 * row as f64, -79.3990 + 0.0040 * col as f64)
+}
+
+/// A live order of one drop-off at point `i` with `parcels` parcels, in `slot`; its tracking
+/// code (the drop-off shipment's unique id).
+async fn order(s: &TestServer, live: &str, i: usize, parcels: usize, slot: &str) -> String {
+    let (lat, lng) = point(i);
+    let body = json!({
+        "pick_up_address": {"text": PICK_UP},
+        "drop_offs": [{
+            "address": {"text": format!("{} Front St W, Toronto, ON M5V 2T6", 100 + i), "lat": lat, "lng": lng,
+                        "person_name": format!("Receiver {i}"), "person_phone": "+1 416 555 0100"},
+            "scheduled_date": DATE,
+            "time_slot_code": slot,
+            "parcels": vec![json!({"unit": "g", "values": 1500}); parcels]
+        }]
+    });
+    let r = s.post("/requests/sync", live, &body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().expect("unique_id").to_string()
+}
+
+fn ts(v: &Value) -> Timestamp {
+    v.as_str().unwrap_or_else(|| panic!("not a time: {v}")).parse().unwrap_or_else(|e| panic!("{v}: {e}"))
+}
+
+/// Every hard rule of CONTRACT §12, judged from the plan as the API shows it: each stop served
+/// in its window, each route within its driver's shift and capacity, every shipment in exactly
+/// one route or unassigned with a reason.
+fn judge(plan: &Value, shipments: &[String], capacity: &HashMap<String, i64>, shift: (&str, &str)) {
+    let mut seen: Vec<String> = Vec::new();
+    let (shift_start, shift_end): (Timestamp, Timestamp) = (
+        format!("{DATE}T{}:00-05:00", shift.0).parse().unwrap(),
+        format!("{DATE}T{}:00-05:00", shift.1).parse().unwrap(),
+    );
+    for route in plan["routes"].as_array().expect("routes") {
+        let stops = route["stops"].as_array().expect("stops");
+        assert_eq!(stops.first().unwrap()["kind"], "depot");
+        assert_eq!(stops.last().unwrap()["kind"], "depot");
+        let (start, end) = (ts(&route["start"]), ts(&route["end"]));
+        assert!(start >= shift_start && end <= shift_end, "route {} runs {start} to {end}", route["id"]);
+        let mut load = 0;
+        let mut last = start;
+        for (i, stop) in stops.iter().enumerate() {
+            assert_eq!(stop["seq"], i, "{stop}");
+            let eta = ts(&stop["eta"]);
+            assert!(eta >= last, "stops in time order: {stop}");
+            last = eta;
+            if stop["kind"] == "depot" {
+                continue;
+            }
+            assert_eq!(stop["kind"], "drop_off");
+            let (from, to) = (ts(&stop["window"]["from"]), ts(&stop["window"]["to"]));
+            assert!(from <= eta && eta <= to, "stop {stop} is served outside its window");
+            load += stop["parcels"].as_i64().unwrap();
+            for u in stop["shipment_unique_ids"].as_array().unwrap() {
+                seen.push(u.as_str().unwrap().to_string());
+            }
+        }
+        let driver = route["driver_id"].as_str().unwrap();
+        assert!(load <= capacity[driver], "route {} carries {load}", route["id"]);
+    }
+    for u in plan["unassigned"].as_array().expect("unassigned") {
+        assert!(u["reason"].as_str().is_some_and(|r| !r.is_empty()), "{u}");
+        seen.push(u["shipment_unique_id"].as_str().unwrap().to_string());
+    }
+    seen.sort();
+    let mut expected = shipments.to_vec();
+    expected.sort();
+    assert_eq!(seen, expected, "every shipment exactly once");
+}
+
+struct Day {
+    s: TestServer,
+    op: String,
+    live: String,
+    drivers: Vec<(String, String)>,
+    shipments: Vec<String>,
+    capacity: HashMap<String, i64>,
+}
+
+/// Two drivers of 12 parcels, 10 orders of 1 to 3 parcels: 6 in the afternoon slot, 4 in
+/// the evening one.
+async fn day() -> Day {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    let mut drivers = Vec::new();
+    let mut capacity = HashMap::new();
+    for name in ["Ana", "Ben"] {
+        let d = driver(&s, &op, name, 12, ("08:00", "22:00")).await;
+        capacity.insert(d.0.clone(), 12);
+        drivers.push(d);
+    }
+    let mut shipments = Vec::new();
+    for i in 0..10 {
+        let slot = if i < 6 { "TOR-DT-PM" } else { "TOR-DT-EV" };
+        shipments.push(order(&s, &live, i, 1 + i % 3, slot).await);
+    }
+    Day { s, op, live, drivers, shipments, capacity }
+}
+
+async fn plan(d: &Day) -> Value {
+    let r =
+        d.s.post("/ops/plans", &d.op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1}))
+            .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["object"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_plan_keeps_every_window_capacity_and_shift_and_places_each_shipment_once() {
+    let d = day().await;
+    // A test order is sandbox data: never planned.
+    let r = d.s.order(&crate::common::request(&[500.0])).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let p = plan(&d).await;
+    assert_eq!(
+        (p["status"].as_str(), p["date"].as_str(), p["depot"].as_str()),
+        (Some("draft"), Some(DATE), Some("YYZ1"))
+    );
+    judge(&p, &d.shipments, &d.capacity, ("08:00", "22:00"));
+    assert_eq!(p["unassigned"], json!([]), "two vans of 12 carry 20 parcels");
+    assert_eq!(p["cost"]["shipments_assigned"], 10);
+    assert_eq!(p["cost"]["roads"], "embedded");
+    assert!(p["cost"]["distance_m"].as_i64().unwrap() > 0);
+    let routes = p["routes"].as_array().unwrap();
+    assert_eq!(routes.len(), 2, "every driver has a route");
+    // The depot is where the routes start: Liberty Village.
+    assert_eq!(routes[0]["stops"][0]["lat"], 43.6387);
+
+    // Read back, and listed for its date.
+    let id = p["id"].as_str().unwrap();
+    let r = d.s.get(&format!("/ops/plans/{id}"), &d.op).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["object"], p);
+    let r = d.s.get(&format!("/ops/plans?date={DATE}"), &d.op).await;
+    assert_eq!(r.body["object"][0]["id"], id, "{}", r.body);
+    assert_eq!(d.s.get("/ops/plans?date=2026-11-24", &d.op).await.body["object"], json!([]));
+
+    // While it is a draft, no other delivery plan of the depot and date can be made.
+    let r = d.s.post("/ops/plans", &d.op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery"})).await;
+    assert_envelope(&r, 409);
+    // A shipment delivered meanwhile is out of the next plan: delete the draft, plan again.
+    let r = d.s.delete(&format!("/ops/plans/{id}"), &d.op).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_envelope(&d.s.get(&format!("/ops/plans/{id}"), &d.op).await, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_little_room_leaves_shipments_unassigned_with_a_reason() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    let (small, _) = driver(&s, &op, "Cy", 3, ("08:00", "22:00")).await;
+    let mut shipments = Vec::new();
+    for i in 0..4 {
+        shipments.push(order(&s, &live, i, 2, "TOR-DT-PM").await);
+    }
+    let r =
+        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let p = &r.body["object"];
+    judge(p, &shipments, &HashMap::from([(small, 3)]), ("08:00", "22:00"));
+    let left = p["unassigned"].as_array().unwrap();
+    assert_eq!(left.len(), 3, "a van of 3 takes one stop of 2 parcels: {p}");
+    assert_eq!(left[0]["reason"], "no driver has room for it in this plan");
+}
+
+async fn move_stop(d: &Day, id: &str, shipment: &str, route: &str, position: usize) -> Reply {
+    let body = json!({"shipment_unique_id": shipment, "to_route_id": route, "position": position});
+    d.s.post(&format!("/ops/plans/{id}/moves"), &d.op, &body).await
+}
+
+/// The route and position (among its stops) of `shipment`.
+fn place(plan: &Value, shipment: &str) -> Option<(String, usize)> {
+    plan["routes"].as_array()?.iter().find_map(|r| {
+        r["stops"].as_array()?.iter().find_map(|s| {
+            s["shipment_unique_ids"]
+                .as_array()?
+                .iter()
+                .any(|u| u == shipment)
+                .then(|| (r["id"].as_str().unwrap().to_string(), s["seq"].as_u64().unwrap() as usize))
+        })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_is_re_timed_and_one_that_breaks_a_window_is_a_422_naming_the_rule() {
+    let d = day().await;
+    let p = plan(&d).await;
+    let id = p["id"].as_str().unwrap();
+    // An afternoon stop (served by 18:00) moved behind an evening one (from 18:00) is late.
+    let evening = &d.shipments[9];
+    let (route, at) = place(&p, evening).unwrap();
+    let afternoon = &d.shipments[0];
+    let r = move_stop(&d, id, afternoon, &route, at + usize::from(place(&p, afternoon).unwrap().0 != route)).await;
+    assert_envelope(&r, 422);
+    let errors = r.error_at("position");
+    assert!(
+        errors.iter().any(|e| e.starts_with("Rule `window`:") && e.contains("after its window closes")),
+        "{errors:?}"
+    );
+    // Nothing was written.
+    assert_eq!(d.s.get(&format!("/ops/plans/{id}"), &d.op).await.body["object"], p);
+
+    // A move that keeps the rules, from the fuller route to the emptier one: the shipment is
+    // where it was put, both routes re-timed.
+    let routes = p["routes"].as_array().unwrap();
+    let load =
+        |r: &Value| -> i64 { r["stops"].as_array().unwrap().iter().map(|s| s["parcels"].as_i64().unwrap()).sum() };
+    let (fuller, emptier) =
+        if load(&routes[0]) >= load(&routes[1]) { (&routes[0], &routes[1]) } else { (&routes[1], &routes[0]) };
+    let afternoon = d.shipments[..6]
+        .iter()
+        .find(|u| place(&p, u).is_some_and(|(r, _)| r == fuller["id"].as_str().unwrap()))
+        .expect("an afternoon stop on the fuller route");
+    let other = emptier;
+    let r = move_stop(&d, id, afternoon, other["id"].as_str().unwrap(), 1).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let moved = &r.body["object"];
+    assert_eq!(place(moved, afternoon), Some((other["id"].as_str().unwrap().to_string(), 1)));
+    judge(moved, &d.shipments, &d.capacity, ("08:00", "22:00"));
+    assert_eq!(d.s.get(&format!("/ops/plans/{id}"), &d.op).await.body["object"], *moved);
+    let fuller_after = moved["routes"].as_array().unwrap().iter().find(|r| r["id"] == fuller["id"]).unwrap();
+    // Both routes re-timed: the one it left is no longer, the one it joined is longer.
+    let emptier_after = moved["routes"].as_array().unwrap().iter().find(|r| r["id"] == emptier["id"]).unwrap();
+    let metres = |r: &Value| r["distance_m"].as_i64().unwrap();
+    let stops = |r: &Value| r["stops"].as_array().unwrap().len();
+    assert_eq!((stops(fuller_after), stops(emptier_after)), (stops(fuller) - 1, stops(emptier) + 1));
+    assert!(metres(fuller_after) <= metres(fuller) && metres(emptier_after) > metres(emptier), "{moved}");
+
+    // Requests that name nothing real: their field.
+    for (body, path) in [
+        (json!({"shipment_unique_id": "NOPE", "to_route_id": other["id"], "position": 1}), "shipment_unique_id"),
+        (json!({"shipment_unique_id": afternoon, "to_route_id": "NOPE", "position": 1}), "to_route_id"),
+        (json!({"shipment_unique_id": afternoon, "to_route_id": other["id"], "position": 99}), "position"),
+        (json!({"shipment_unique_id": afternoon, "to_route_id": other["id"], "position": 0}), "position"),
+    ] {
+        let r = d.s.post(&format!("/ops/plans/{id}/moves"), &d.op, &body).await;
+        assert_envelope(&r, 422);
+        r.error_at(path);
+    }
+    assert_envelope(&move_stop(&d, "PLNNOPE", afternoon, "x", 1).await, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_fixes_the_routes_and_re_optimise_keeps_the_published_stops() {
+    let d = day().await;
+    let p = plan(&d).await;
+    let id = p["id"].as_str().unwrap();
+    let r = d.s.post(&format!("/ops/plans/{id}/publish"), &d.op, &json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let published = r.body["object"].clone();
+    assert_eq!(published["status"], "published");
+    assert!(published["published_at"].is_string());
+    assert_eq!(published["routes"], p["routes"], "publishing moves nothing");
+    assert_eq!(d.s.scalar(&format!("SELECT count(*) FROM published_stops WHERE plan_id = '{id}'")), 10);
+    // No shipment changed state.
+    assert_eq!(d.s.scalar("SELECT count(*) FROM drop_off_shipments WHERE mode = 'live' AND status <> 'scheduled'"), 0);
+    // Again: the same plan.
+    let again = d.s.post(&format!("/ops/plans/{id}/publish"), &d.op, &json!({})).await;
+    assert_eq!(again.body["object"], published);
+    assert_envelope(&d.s.delete(&format!("/ops/plans/{id}"), &d.op).await, 409);
+
+    // A new order after publishing: re-optimise places it and keeps every published stop on
+    // its route, in its order.
+    let late = order(&d.s, &d.live, 12, 1, "TOR-DT-EV").await;
+    let r = d.s.post(&format!("/ops/plans/{id}/optimize"), &d.op, &json!({"time_limit_s": 1})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let re = &r.body["object"];
+    let mut all = d.shipments.clone();
+    all.push(late.clone());
+    judge(re, &all, &d.capacity, ("08:00", "22:00"));
+    assert!(place(re, &late).is_some(), "the new shipment is on a route: {re}");
+    for route in published["routes"].as_array().unwrap() {
+        let before: Vec<&Value> = route["stops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["shipment_unique_ids"].as_array().unwrap())
+            .collect();
+        let after_route = re["routes"].as_array().unwrap().iter().find(|r| r["id"] == route["id"]).unwrap();
+        let after: Vec<&Value> = after_route["stops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["shipment_unique_ids"].as_array().unwrap())
+            .filter(|u| **u != late.as_str())
+            .collect();
+        assert_eq!(after, before, "route {} keeps its published stops in order", route["id"]);
+    }
+    assert_eq!(d.s.scalar(&format!("SELECT count(*) FROM published_stops WHERE plan_id = '{id}'")), 11);
+
+    // A published plan's shipments are in no other delivery plan of the day.
+    let r =
+        d.s.post("/ops/plans", &d.op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1}))
+            .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["object"]["cost"]["shipments_assigned"], 0, "{}", r.body);
+    assert_eq!(r.body["object"]["unassigned"], json!([]));
+    // Re-optimised without a body (it may be left out): still nothing to take.
+    let empty = r.body["object"]["id"].as_str().unwrap().to_string();
+    let r = d.s.send(d.s.http.post(d.s.url(&format!("/ops/plans/{empty}/optimize"))).bearer_auth(&d.op)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["object"]["cost"]["shipments_assigned"], 0, "{}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_plans_started_at_once_one_wins_the_other_is_a_409() {
+    let d = day().await;
+    let body = json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1});
+    let (a, b) = tokio::join!(d.s.post("/ops/plans", &d.op, &body), d.s.post("/ops/plans", &d.op, &body));
+    let mut codes = [a.status.as_u16(), b.status.as_u16()];
+    codes.sort_unstable();
+    assert_eq!(codes, [201, 409], "{} / {}", a.body, b.body);
+    assert_eq!(d.s.scalar("SELECT count(*) FROM plans"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_requests_are_checked_field_by_field() {
+    let d = day().await;
+    for (body, path) in [
+        (json!({"date": "23/11/2026", "depot": "YYZ1", "kind": "delivery"}), "date"),
+        (json!({"date": DATE, "depot": "NOPE", "kind": "delivery"}), "depot"),
+        (json!({"date": DATE, "depot": "YYZ1", "kind": "everything"}), "kind"),
+        (json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 0}), "time_limit_s"),
+        (json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 61}), "time_limit_s"),
+        (json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "driver_ids": ["DRVNOPE"]}), "driver_ids.0"),
+        (json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "driver_ids": []}), "driver_ids"),
+    ] {
+        let r = d.s.post("/ops/plans", &d.op, &body).await;
+        assert_envelope(&r, 422);
+        r.error_at(path);
+    }
+    // An unknown field is the API's 400, at its path.
+    let r =
+        d.s.post("/ops/plans", &d.op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "surprise": 1})).await;
+    assert_envelope(&r, 400);
+    r.error_at("surprise");
+    let twice =
+        json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "driver_ids": [d.drivers[0].0, d.drivers[0].0]});
+    d.s.post("/ops/plans", &d.op, &twice).await.error_at("driver_ids.1");
+    assert_eq!(d.s.scalar("SELECT count(*) FROM plans"), 0, "nothing written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_operator_tokens_reach_the_plans() {
+    let d = day().await;
+    let p = plan(&d).await;
+    let path = format!("/ops/plans/{}", p["id"].as_str().unwrap());
+    let (_, test, live, ops) = d.s.new_client("Other").await;
+    for token in [test.as_str(), live.as_str(), ops.as_str(), d.drivers[0].1.as_str()] {
+        assert_envelope(&d.s.get(&path, token).await, 403);
+        assert_envelope(&d.s.post("/ops/plans", token, &json!({})).await, 403);
+    }
+    assert_envelope(&d.s.get(&path, "ds_operator_notatoken").await, 401);
+    assert_eq!(d.s.get(&path, &d.op).await.status, 200);
+}
