@@ -37,7 +37,7 @@ export DROPSLOT_ADMIN_TOKEN="schemathesis-admin-token-0123456789"
 CLIENT=$("$BIN" client create --name schemathesis)
 DROPSLOT_TEST_TOKEN=$("$BIN" token create --client "$CLIENT" --kind test)
 DROPSLOT_OPS_TOKEN=$("$BIN" token create --client "$CLIENT" --kind ops)
-# The fleet's operations (/ops/drivers) take an operator token, bound to no client.
+# The courier's dispatchers: the fleet and the day plans.
 DROPSLOT_OPERATOR_TOKEN=$("$BIN" token create --kind operator)
 # The client whose tokens the admin listing shows (scripts/schemathesis.toml pins its `{id}`):
 # revoking what it lists cannot revoke the run's own tokens.
