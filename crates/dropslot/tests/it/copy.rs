@@ -39,6 +39,8 @@ const TABLES: &[&str] = &[
     "order_requests",
     "slot_fill",
     "capacity_overrides",
+    "drivers",
+    "staff_tokens",
 ];
 
 fn copy(from: &str, to: &str) -> Output {
@@ -230,6 +232,31 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     let token = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "test"]));
     let revoked = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "live"]));
     assert!(crate::cli::dropslot(&sqlite, &["token", "revoke", &revoked[..16]]).status.success());
+    // The fleet: an operator token and a driver with its driver token.
+    let operator = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--kind", "operator"]));
+    let driver = stdout(&crate::cli::dropslot(
+        &sqlite,
+        &[
+            "driver",
+            "create",
+            "--name",
+            "Sam Rivera",
+            "--phone",
+            "+1 416 555 0199",
+            "--depot",
+            "YYZ1",
+            "--capacity-parcels",
+            "120",
+            "--capacity-kg",
+            "800",
+            "--shift",
+            "08:00-18:00",
+            "--weekdays",
+            "mon,fri",
+        ],
+    ));
+    let (driver_id, sign_in) = driver.split_once('\n').expect("the id, then the sign-in link");
+    let driver_token = sign_in.split_once("#token=").expect("a sign-in link").1.to_string();
     // Address points move too (their coordinates are the one REAL column).
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../dropslot-core/data/address-points-sample.csv");
     assert!(crate::cli::dropslot(&sqlite, &["addresses", "import", sample]).status.success());
@@ -360,6 +387,15 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
         // The revoked token stays revoked.
         let (status, _, _) = c.call(c.http.get(format!("{}{API}/orders", c.base)).bearer_auth(&revoked)).await;
         assert_eq!(status, 401);
+        // Staff tokens and drivers move too.
+        let (status, _, drivers) =
+            c.call(c.http.get(format!("{}{API}/ops/drivers", c.base)).bearer_auth(&operator)).await;
+        assert_eq!(status, 200, "{drivers}");
+        assert_eq!(drivers["object"]["drivers"][0]["id"], driver_id, "{drivers}");
+        assert_eq!(drivers["object"]["drivers"][0]["weekdays"], json!(["mon", "fri"]), "{drivers}");
+        let (status, _, _) =
+            c.call(c.http.get(format!("{}{API}/ops/drivers", c.base)).bearer_auth(&driver_token)).await;
+        assert_eq!(status, 403, "a driver token stays a driver token");
         // The same key and body: a replay of the copied order.
         let (status, replay, body) = c.post("/requests/sync", &token, &replayed_body, Some(KEY)).await;
         assert_eq!((status, replay), (201, true), "{body}");
