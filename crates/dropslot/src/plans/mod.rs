@@ -24,7 +24,7 @@ use dropslot_core::dispatch::{
 use dropslot_core::geo::distance::LatLng;
 use dropslot_core::routing::{self, roads::RoadModel};
 use dropslot_store::{SaveOutcome, StoredPlan};
-use wire::{MoveRequest, OptimizeRequest, PlanRequest, PlanView};
+use wire::{MoveRequest, OptimizeRequest, PlanList, PlanRequest, PlanView};
 
 /// A plan left `solving` this long after its start was abandoned by a crashed process (the
 /// longest solve is 60 s, plus its road times).
@@ -306,7 +306,7 @@ fn saved(outcome: SaveOutcome) -> Result<()> {
     security(("operator_token" = [])),
     params(("date" = String, Query, format = Date, description = "YYYY-MM-DD (required).")),
     responses(
-        (status = 200, description = "The plans.", body = Envelope<Vec<PlanView>>),
+        (status = 200, description = "The plans.", body = Envelope<PlanList>),
         (status = 422, description = "A missing or malformed `query.date`, or another parameter.", body = ErrorEnvelope),
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
@@ -318,7 +318,7 @@ async fn list(State(app): State<App>, _: OperatorCaller, RawQuery(raw): RawQuery
         let tz = base(&app, &stored.plan.depot).map_or(TimeZone::UTC, |b| b.tz);
         views.push(PlanView::new(&stored.plan, &tz));
     }
-    Ok(envelope(200, "Plans.", &views).into_response())
+    Ok(envelope(200, "Plans.", &PlanList { plans: views }).into_response())
 }
 
 /// `GET /ops/plans/{id}`.
