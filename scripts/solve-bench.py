@@ -8,6 +8,7 @@ Costs follow the DIMACS convention: travel time = distance = Euclidean distance 
 one decimal. Both solvers get that same matrix, in integer tenths."""
 
 import argparse
+import datetime
 import json
 import math
 import pathlib
@@ -131,7 +132,7 @@ def run_vroom(inst, limit, level):
     began = time.monotonic()
     kwargs = dict(exploration_level=level, nb_threads=2)
     if limit:
-        kwargs["timeout"] = int(limit * 1000)  # pyvroom takes milliseconds
+        kwargs["timeout"] = datetime.timedelta(seconds=limit)  # pyvroom 1.15 takes a timedelta (milliseconds fail its assert)
     solution = problem.solve(**kwargs)
     wall = time.monotonic() - began
     routes = []
