@@ -52,11 +52,10 @@ pub(super) fn candidate_rows(
         .collect()
 }
 
-pub(super) fn board_rows(
-    c: &Connection,
-    depot: &str,
-    date: Date,
-) -> rusqlite::Result<Vec<(String, String, String, i64, i64)>> {
+/// One board row: kind, zone, slot, shipments, of which in published routes.
+pub(super) type BoardColumns = (String, String, String, i64, i64);
+
+pub(super) fn board_rows(c: &Connection, depot: &str, date: Date) -> rusqlite::Result<Vec<BoardColumns>> {
     c.prepare_cached(&crate::plans::board_sql('?'))?
         .query_map(params![depot, date.to_string()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
         .collect()
