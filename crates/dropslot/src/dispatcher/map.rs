@@ -60,8 +60,9 @@ pub fn draw(depot: (f64, f64), routes: &[(usize, Vec<(f64, f64)>)]) -> Map {
     let ys = all.iter().map(|p| p.0);
     let (min_x, max_x) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
     let (min_y, max_y) = ys.fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
-    let (span_x, span_y) = ((max_x - min_x).max(1e-4), (max_y - min_y).max(1e-4));
-    let scale = ((WIDTH - 2.0 * PAD) / span_x).min((HEIGHT - 2.0 * PAD) / span_y);
+    let (span_x, span_y) = (max_x - min_x, max_y - min_y);
+    // At least ~10 m across, so that one point alone (or stops on one line) has a scale.
+    let scale = ((WIDTH - 2.0 * PAD) / span_x.max(1e-4)).min((HEIGHT - 2.0 * PAD) / span_y.max(1e-4));
     // Centred in the box.
     let (off_x, off_y) = ((WIDTH - span_x * scale) / 2.0, (HEIGHT - span_y * scale) / 2.0);
     let at = |(lat, lng): (f64, f64)| (off_x + (lng * k - min_x) * scale, off_y + (max_y - lat) * scale);
