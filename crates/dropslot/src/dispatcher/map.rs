@@ -40,9 +40,15 @@ pub fn letter(i: usize) -> char {
     if i < 26 { char::from(b'A' + i) } else { char::from(b'a' + i - 26) }
 }
 
-/// The colour of the `i`th route, in the map and beside its table.
-pub fn colour(i: usize) -> &'static str {
+/// The colour of the `i`th route, in the map.
+fn colour(i: usize) -> &'static str {
     COLOURS[i % COLOURS.len()]
+}
+
+/// The `i`th route's colour as an index into the stylesheet's `tone-N` classes (the same
+/// colours, in the same order), for its table's card.
+pub fn tone(i: usize) -> usize {
+    i % COLOURS.len()
 }
 
 fn text(v: f64) -> String {

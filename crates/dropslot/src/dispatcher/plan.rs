@@ -43,7 +43,8 @@ struct MoveForm {
 
 struct RouteBlock {
     letter: char,
-    colour: &'static str,
+    /// The route's colour as a class (`tone-N`): the CSP allows no inline style.
+    tone: usize,
     driver: String,
     start: String,
     end: String,
@@ -105,7 +106,7 @@ async fn render(
             let letter = map::letter(i);
             RouteBlock {
                 letter,
-                colour: map::colour(i),
+                tone: map::tone(i),
                 driver: driver(&r.driver_id),
                 start: clock(&r.start),
                 end: clock(&r.end),
