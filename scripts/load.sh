@@ -8,7 +8,8 @@
 # After the restart (both modes): asynchronous orders of 100 drop-offs, in shipments/s.
 # First of all (before the floor), address points (CONTRACT §11): POINTS generated points
 # imported into a database of their own (points/s, first run and re-run), and preview with
-# them loaded against the main server without them, alternated in one invocation.
+# them loaded against the main server without them, alternated in one invocation. Then the
+# day plans (issue 30): 2,000 live drop-offs, 40 drivers, one plan per depot, timed.
 #
 #   scripts/load.sh                     # 10 s per endpoint, on SQLite
 #   DURATION=30s scripts/load.sh
@@ -29,7 +30,9 @@
 #      are split evenly between WRKS wrks, and the figures are summed (rates) or the worst
 #      taken (latencies); scenario calls and the ops run go to the first),
 #      ONLY (all, default; api: floor, preview, sync with the durability check, and async;
-#      points: the address-points phase alone),
+#      points: the address-points phase alone; plan: the day-plan phase alone),
+#      PLAN (1; 0 skips the day plans), PLAN_ORDERS (2000), PLAN_DRIVERS (40), PLAN_TIME_LIMIT
+#      (20 s a plan), PLAN_PARALLEL (1: both depots' plans at once),
 #      ASYNC_REQUESTS (asynchronous requests of 100 drop-offs, default 200), ASYNC_CLIENTS
 #      (posted at once, default 8), PREVIEW_PAIRS (alternated runs of preview with rate limits
 #      and metrics off and on, default 2),
@@ -343,6 +346,34 @@ points_report() {
     echo "preview, $variant addresses: without points ${POINTS_RPS[${variant}_A]}req/s (mean $mean_a); with $POINTS_LINES points ${POINTS_RPS[${variant}_B]}req/s (mean $mean_b); with/without = $(awk -v a="$mean_b" -v b="$mean_a" 'BEGIN { printf "%.3f", a / b }')"
   done
 }
+# Day plans (issue 30): a Toronto day of PLAN_ORDERS (2,000) live drop-offs over the 4 zones
+# and 2 slots, PLAN_DRIVERS (40) drivers, then one delivery plan per depot through the API,
+# each with PLAN_TIME_LIMIT (20) seconds to search, timed and judged rule by rule
+# (scripts/plan-load.py). PLAN=0 skips it.
+PLAN_LINES=()
+plan_phase() {
+  local client live operator
+  client=$("$DROPSLOT" client create --name plan-load --database "$DB_URL")
+  live=$("$DROPSLOT" token create --client "$client" --kind live --database "$DB_URL")
+  operator=$("$DROPSLOT" token create --kind operator --database "$DB_URL")
+  log "day plans: ${PLAN_ORDERS:-2000} drop-offs, ${PLAN_DRIVERS:-40} drivers, ${PLAN_TIME_LIMIT:-20} s per plan"
+  mapfile -t PLAN_LINES < <(python3 "$ROOT/scripts/plan-load.py" "$APP" "$operator" "$live" "${NOW%%T*}") \
+    || die "day plans: $(printf '%s\n' "${PLAN_LINES[@]}" | tail -1)"
+  printf '%s\n' "${PLAN_LINES[@]}" >&2
+}
+plan_report() {
+  ((${#PLAN_LINES[@]} > 0)) || return 0
+  echo "day plans (scripts/plan-load.py, one line per depot, then the summary):"
+  printf '  %s\n' "${PLAN_LINES[@]}"
+}
+if [[ ${PLAN:-1} == 1 && ${ONLY:-all} =~ ^(all|plan)$ ]]; then plan_phase; fi
+if [[ ${ONLY:-all} == plan ]]; then
+  echo
+  echo "backend: $BACKEND"
+  plan_report
+  exit 0
+fi
+
 ((POINTS > 0)) && points_phase
 if [[ ${ONLY:-all} == points ]]; then
   echo
@@ -862,6 +893,7 @@ if [[ ${ONLY:-all} == all ]]; then
   fi
 fi
 points_report
+plan_report
 echo "sync durability: wrk saw $requests responses, $s201 of them 201, $non2xx non-2xx; $sent requests sent"
 echo "                 orders rows committed during the run: $orders (parcels $parcels), counted after kill -9"
 if [[ $non2xx != 0 ]]; then echo "FAIL: $non2xx non-2xx responses"; ok=0; fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Schemathesis against the real server and its own /openapi.json (issue 12): every operation,
 # `--checks all`, each operation authenticated with the token its security scheme names (a
-# test token, an ops token, the admin token; scripts/schemathesis.toml). Runs the debug binary
+# test token, an ops token, an operator token, the admin token; scripts/schemathesis.toml). Runs the debug binary
 # on a temporary SQLite file with a pinned clock and generous rate limits; fails on any failure.
 # Called by scripts/test.sh after the SQLite test run. Bounded: at most SCHEMATHESIS_TIMEOUT
 # seconds in all (default 600); SCHEMATHESIS_MAX_EXAMPLES (20) and SCHEMATHESIS_SEED (1) tune
@@ -37,10 +37,12 @@ export DROPSLOT_ADMIN_TOKEN="schemathesis-admin-token-0123456789"
 CLIENT=$("$BIN" client create --name schemathesis)
 DROPSLOT_TEST_TOKEN=$("$BIN" token create --client "$CLIENT" --kind test)
 DROPSLOT_OPS_TOKEN=$("$BIN" token create --client "$CLIENT" --kind ops)
+# The courier's dispatchers: the fleet and the day plans.
+DROPSLOT_OPERATOR_TOKEN=$("$BIN" token create --kind operator)
 # The client whose tokens the admin listing shows (scripts/schemathesis.toml pins its `{id}`):
 # revoking what it lists cannot revoke the run's own tokens.
 DROPSLOT_ADMIN_CLIENT=$("$BIN" client create --name schemathesis-admin-target)
-export DROPSLOT_TEST_TOKEN DROPSLOT_OPS_TOKEN DROPSLOT_ADMIN_CLIENT
+export DROPSLOT_TEST_TOKEN DROPSLOT_OPS_TOKEN DROPSLOT_OPERATOR_TOKEN DROPSLOT_ADMIN_CLIENT
 
 "$BIN" serve --listen "127.0.0.1:$PORT" --config "$PWD/scripts/high-limits.toml" >"$WORK/serve.log" 2>&1 &
 SERVER=$!

@@ -1,13 +1,13 @@
-//! Render one 4x6 parcel label as PDF and as ZPL.
+//! Render one 4x6 parcel label as PDF and as ZPL, and the demo run sheet.
 //! Targets: PDF ≤ 1 ms, ZPL ≤ 50 µs per label on one core.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dropslot_labels::{Label, LabelFormat, LabelSize, render};
+use dropslot_labels::{Label, LabelFormat, LabelSize, render, render_run_sheet};
 
 #[path = "../tests/common/demo.rs"]
-#[allow(dead_code)] // only the parcel label is benchmarked
+#[allow(dead_code)] // only the parcel label and the run sheet are benchmarked
 mod demo;
 
 fn bench(c: &mut Criterion) {
@@ -22,6 +22,11 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function("parcel_4x6_zpl", |b| {
         b.iter(|| render(black_box(&label), LabelSize::FourBySix, LabelFormat::Zpl));
+    });
+    // 25 stops, 40 parcels, 6 US Letter pages.
+    let sheet = demo::run_sheet();
+    c.bench_function("run_sheet_25_stops_pdf", |b| {
+        b.iter(|| render_run_sheet(black_box(&sheet)));
     });
 }
 

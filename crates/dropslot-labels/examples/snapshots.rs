@@ -6,7 +6,8 @@
 //!
 //! Renders each label kind as a 4x6 PDF (and 4x4 with `--all`) into a
 //! temporary directory, then rasterises it at 150 dpi with poppler's
-//! `pdftoppm` (see scripts/test-deps.sh) into `<out>/<kind>-<size>.png`.
+//! `pdftoppm` (see scripts/test-deps.sh) into `<out>/<kind>-<size>.png`,
+//! and page 1 of the demo run sheet at 100 dpi into `<out>/run-sheet.png`.
 //! `--keep` keeps the temporary PDF and ZPL files for a look.
 
 #[path = "../tests/common/demo.rs"]
@@ -15,7 +16,7 @@ mod demo;
 use std::path::PathBuf;
 use std::process::Command;
 
-use dropslot_labels::{LabelFormat, LabelSize, render};
+use dropslot_labels::{LabelFormat, LabelSize, render, render_run_sheet};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -44,6 +45,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("{}", out.join(format!("{name}.png")).display());
         }
     }
+    // Page 1 of the demo run sheet (US Letter) at 100 dpi.
+    let pdf = tmp.join("run-sheet.pdf");
+    std::fs::write(&pdf, render_run_sheet(&demo::run_sheet()))?;
+    let status = Command::new("pdftoppm")
+        .args(["-r", "100", "-png", "-singlefile", "-f", "1", "-l", "1"])
+        .arg(&pdf)
+        .arg(out.join("run-sheet"))
+        .status()
+        .map_err(|e| format!("pdftoppm: {e} (run scripts/test-deps.sh)"))?;
+    if !status.success() {
+        return Err(format!("pdftoppm failed on {}", pdf.display()).into());
+    }
+    println!("{}", out.join("run-sheet.png").display());
     if keep {
         println!("PDF and ZPL files kept in {}", tmp.display());
     } else {

@@ -25,11 +25,16 @@ pub(crate) fn sanitize(raw: &str) -> String {
         .collect()
 }
 
+/// Longest payload we encode. Even at 1 pt modules a 100-character symbol is
+/// wider than any page we print; and `barcoders`' checksum sums in `i32` and
+/// overflows (a panic in debug builds) past about 6,000 characters.
+const MAX_PAYLOAD: usize = 100;
+
 /// Encodes a [`sanitize`]d payload as modules (`true` = bar), from the start
 /// character through the stop pattern, without quiet zones. `None` for an
-/// empty payload.
+/// empty payload or one longer than [`MAX_PAYLOAD`] (too wide to print).
 pub(crate) fn encode(payload: &str) -> Option<Vec<bool>> {
-    if payload.is_empty() || !payload.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+    if payload.is_empty() || payload.len() > MAX_PAYLOAD || !payload.bytes().all(|b| (b' '..=b'~').contains(&b)) {
         return None;
     }
     let modules =
@@ -95,6 +100,8 @@ mod tests {
         assert_eq!(m.len(), 15 * 11 + 13);
         assert!(m[0] && *m.last().unwrap());
         assert!(encode("").is_none());
+        assert!(encode(&"A".repeat(MAX_PAYLOAD)).is_some());
+        assert!(encode(&"A".repeat(10_000)).is_none(), "too long to print, and no overflow");
         assert_eq!(sanitize(" ^XZ~é> "), "?XZ???");
     }
 }

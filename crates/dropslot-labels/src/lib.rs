@@ -1,5 +1,6 @@
 //! Printable shipping labels for dropslot: parcel, drop-off and pick-up labels
-//! as PDF or ZPL II, 4x6 or 4x4 inches.
+//! as PDF or ZPL II, 4x6 or 4x4 inches; and drivers' run sheets as PDF
+//! ([`render_run_sheet`]).
 //!
 //! Rendering is pure and deterministic: no I/O, no clock, no randomness, so
 //! the same input always gives the same bytes (HTTP caches and `ETag`s work).
@@ -17,8 +18,11 @@ mod code128;
 mod font;
 mod layout;
 mod pdf;
+mod run_sheet;
 mod text;
 mod zpl;
+
+pub use run_sheet::{RunSheet, RunSheetParcel, RunSheetStop, render_run_sheet};
 
 use std::fmt;
 use std::str::FromStr;
@@ -225,7 +229,7 @@ pub fn render(label: &Label, size: LabelSize, format: LabelFormat) -> Vec<u8> {
     let canvas = layout::build(label, size);
     match format {
         LabelFormat::Pdf => pdf::write(&canvas),
-        LabelFormat::Zpl => zpl::write(&canvas).into_bytes(),
+        LabelFormat::Zpl => zpl::write(&canvas, size).into_bytes(),
     }
 }
 

@@ -8,10 +8,11 @@
 
 use std::fmt::Write;
 
+use crate::LabelSize;
 use crate::layout::{Align, BarcodeItem, Canvas, DOT, Item, LINE_HEIGHT, QrItem, TextItem};
 
-pub(crate) fn write(canvas: &Canvas) -> String {
-    let (w, h) = canvas.size.dots();
+pub(crate) fn write(canvas: &Canvas, size: LabelSize) -> String {
+    let (w, h) = size.dots();
     let mut z = String::with_capacity(4096);
     // ^CI28: field data is UTF-8. ^LH0,0: positions are from the label's top left.
     let _ = write!(z, "^XA\n^CI28\n^PW{w}\n^LL{h}\n^LH0,0\n");

@@ -445,6 +445,30 @@ const TABLES: &[Table] = &[
             c("revoked_at", INSTANT_OR_NULL),
         ],
     },
+    Table {
+        name: "plans",
+        identity: false,
+        columns: &[
+            c("id", TEXT),
+            c("depot", TEXT),
+            c("date", TEXT),
+            c("kind", TEXT),
+            c("status", TEXT),
+            c("version", INT),
+            c("started_ms", INT),
+            c("plan_json", JSON_OR_NULL),
+        ],
+    },
+    Table {
+        name: "published_routes",
+        identity: false,
+        columns: &[c("id", TEXT), c("plan_id", TEXT), c("driver_id", TEXT), c("date", TEXT)],
+    },
+    Table {
+        name: "published_stops",
+        identity: false,
+        columns: &[c("shipment_unique_id", TEXT), c("route_id", TEXT), c("plan_id", TEXT)],
+    },
 ];
 
 /// The `SQLite` tables the copy leaves behind, and why.

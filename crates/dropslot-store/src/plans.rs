@@ -106,6 +106,44 @@ pub(crate) fn final_statuses() -> String {
     Status::ALL.iter().filter(|s| s.is_final()).map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ")
 }
 
+/// The candidates of a plan of `kind`: `$1` the depot, `$2` the date, `$3` the plan whose own
+/// published stops are still its candidates (`''` for a new plan). `PostgreSQL`'s placeholders;
+/// `SQLite` reads them as `?1`…`?3` ([`sqlite_placeholders`]).
+pub(crate) fn plan_candidates_sql(kind: PlanKind) -> String {
+    let finals = final_statuses();
+    match kind {
+        PlanKind::Delivery => format!(
+            "SELECT d.unique_id, d.start_at, d.end_at, d.address_json,
+                (SELECT count(*) FROM parcels p WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL),
+                (SELECT CAST(coalesce(sum(p.weight_mg), 0) AS BIGINT) FROM parcels p
+                  WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL)
+             FROM drop_off_shipments d
+             WHERE d.scheduled_date = $2 AND d.warehouse = $1 AND d.mode = 'live' AND d.status NOT IN ({finals})
+               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = d.unique_id AND s.plan_id <> $3)
+             ORDER BY d.id"
+        ),
+        // A pick-up belongs to the depot of its first drop-off's zone.
+        PlanKind::PickUp => format!(
+            "SELECT u.unique_id, u.start_at, u.end_at, u.address_json,
+                (SELECT count(*) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL),
+                (SELECT CAST(coalesce(sum(p.weight_mg), 0) AS BIGINT) FROM parcels p
+                  JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL)
+             FROM pick_up_shipments u
+             WHERE u.scheduled_date = $2 AND u.mode = 'live' AND u.status NOT IN ({finals})
+               AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = $1
+               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = u.unique_id AND s.plan_id <> $3)
+             ORDER BY u.id"
+        ),
+    }
+}
+
+/// `$1` → `?1`: the same numbered parameters in `SQLite`'s spelling (the SQL has no other `$`).
+pub(crate) fn sqlite_placeholders(sql: &str) -> String {
+    sql.replace('$', "?")
+}
+
 /// One candidate row: unique id, window start and end (ISO 8601), the address JSON, live
 /// parcels and their weight in milligrams.
 pub(crate) type CandidateColumns = (String, String, String, String, i64, i64);

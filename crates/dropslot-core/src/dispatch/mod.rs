@@ -239,7 +239,8 @@ impl Group {
 }
 
 impl Problem {
-    /// Groups `candidates` into stops (same coordinates, same window), in a stable order.
+    /// Groups `candidates` into stops (same coordinates, same window, within the largest
+    /// vehicle's capacities), in a stable order.
     pub fn new(
         kind: PlanKind,
         depot: Depot,
@@ -252,10 +253,21 @@ impl Problem {
                 .partial_cmp(&(b.at.lat(), b.at.lng(), b.from, b.to, &b.unique_id))
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
+        // A stop never holds more than the largest vehicle carries: a merchant's forty parcels
+        // become as many stops as it takes, so that several vans can share them.
+        let most = (
+            drivers.iter().map(|d| d.capacity_parcels).max().unwrap_or(0),
+            drivers.iter().map(|d| d.capacity_grams).max().unwrap_or(0),
+        );
         let mut stops: Vec<Group> = Vec::new();
         for c in candidates {
             match stops.last_mut() {
-                Some(g) if g.first().at == c.at && (g.first().from, g.first().to) == (c.from, c.to) => {
+                Some(g)
+                    if g.first().at == c.at
+                        && (g.first().from, g.first().to) == (c.from, c.to)
+                        && i64::from(g.parcels() + c.parcels) <= most.0
+                        && g.grams() + c.grams <= most.1 =>
+                {
                     g.shipments.push(c);
                 }
                 _ => stops.push(Group { shipments: vec![c] }),

@@ -3,6 +3,7 @@
 //!
 //! The label layouts in [`labels`] fill a [`Canvas`]; the PDF and ZPL back
 //! ends only translate its items, so both formats show the same content.
+//! A run sheet ([`run_sheet`]) is a list of canvases, one per PDF page.
 //! Barcode and QR modules are whole printer dots (203 dpi) so bars print
 //! crisply on thermal printers from either format.
 
@@ -11,8 +12,10 @@
 
 mod blocks;
 mod labels;
+mod run_sheet;
 
 pub(crate) use labels::build;
+pub(crate) use run_sheet::build as build_run_sheet;
 
 use crate::LabelSize;
 use crate::code128;
@@ -81,6 +84,9 @@ pub(crate) struct BarcodeItem {
     pub x: f32,
     pub y: f32,
     pub height: f32,
+    /// Module (narrowest bar) width in points, as the PDF draws it.
+    pub module: f32,
+    /// The same width in 203 dpi dots, for ZPL's `^BY` (labels only).
     pub module_dots: u32,
     /// Modules from start to stop character, `true` = bar.
     pub modules: Vec<bool>,
@@ -114,6 +120,18 @@ pub(crate) enum Item {
     Qr(QrItem),
 }
 
+impl Item {
+    /// Moves the item `dy` points down the page.
+    pub fn shift(&mut self, dy: f32) {
+        match self {
+            Item::Rect { y, .. } => *y += dy,
+            Item::Text(t) => t.y += dy,
+            Item::Barcode(b) => b.y += dy,
+            Item::Qr(q) => q.y += dy,
+        }
+    }
+}
+
 /// How a piece of text may be sized.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Style {
@@ -140,7 +158,6 @@ impl Style {
 }
 
 pub(crate) struct Canvas {
-    pub size: LabelSize,
     pub width: f32,
     pub height: f32,
     pub items: Vec<Item>,
@@ -149,7 +166,12 @@ pub(crate) struct Canvas {
 impl Canvas {
     pub fn new(size: LabelSize) -> Self {
         let (width, height) = size.points();
-        Self { size, width, height, items: Vec::with_capacity(48) }
+        Self::page(width, height)
+    }
+
+    /// An empty page of any size (run sheets use paper sizes).
+    pub fn page(width: f32, height: f32) -> Self {
+        Self { width, height, items: Vec::with_capacity(48) }
     }
 
     pub fn rect(&mut self, x: f32, y: f32, w: f32, h: f32) {
@@ -191,14 +213,16 @@ impl Canvas {
     /// long to scan at the narrowest module is printed as text only.
     pub fn barcode(&mut self, x: f32, y: f32, w: f32, h: f32, text_size: f32, raw: &str) -> f32 {
         let payload = code128::sanitize(raw);
-        let Some(modules) = code128::encode(&payload) else {
+        if payload.is_empty() {
             return y;
-        };
+        }
+        // `None` here means too long to encode at all: the text-only case.
+        let modules = code128::encode(&payload).unwrap_or_default();
         let avail_dots = (w / DOT).floor() as u32;
         let total = modules.len() as u32 + 2 * QUIET_BAR;
         let module_dots = (avail_dots / total).min(MAX_BAR_DOTS);
         let text_style = Style::new(Weight::Bold, text_size, text_size * 0.7, 2).align(Align::Center);
-        if module_dots < MIN_BAR_DOTS {
+        if modules.is_empty() || module_dots < MIN_BAR_DOTS {
             let y = self.text(
                 x,
                 y,
@@ -216,6 +240,7 @@ impl Canvas {
             x: left,
             y,
             height,
+            module: module_dots as f32 * DOT,
             module_dots,
             modules,
             payload: payload.clone(),

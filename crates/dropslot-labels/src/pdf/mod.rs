@@ -1,6 +1,7 @@
-//! PDF back end: one page, vector text in the embedded DejaVu subset, bars and
-//! QR modules as filled rectangles. No dates, ids or other varying data are
-//! written, so equal labels give equal bytes.
+//! PDF back end: one page per canvas (a label is one, a run sheet many),
+//! vector text in the embedded DejaVu subset, bars and QR modules as filled
+//! rectangles. No dates, ids or other varying data are written, so equal
+//! input gives equal bytes.
 
 mod embed;
 
@@ -17,24 +18,35 @@ const BOLD: Name<'static> = Name(b"F2");
 const CONTENT_LEVEL: u8 = 1;
 
 pub(crate) fn write(canvas: &Canvas) -> Vec<u8> {
+    write_pages(std::slice::from_ref(canvas))
+}
+
+/// Writes one page per canvas, in order; each page has its canvas's size.
+pub(crate) fn write_pages(canvases: &[Canvas]) -> Vec<u8> {
     let catalog = Ref::new(1);
     let pages = Ref::new(2);
-    let page = Ref::new(3);
-    let contents = Ref::new(4);
     let regular_ids = [5, 6, 7, 8, 9].map(Ref::new);
     let bold_ids = [10, 11, 12, 13, 14].map(Ref::new);
+    // Page i is object `page_ref(i)`, its content stream the object after it.
+    // The first page keeps ids 3 and 4 so a one-page document numbers its
+    // objects as the label writer always has.
+    let page_ref = |i: usize| Ref::new(if i == 0 { 3 } else { 15 + 2 * (i as i32 - 1) });
 
-    let mut pdf = Pdf::with_capacity(64 * 1024);
+    let mut pdf = Pdf::with_capacity(64 * 1024 + canvases.len() * 8 * 1024);
     pdf.catalog(catalog).pages(pages);
-    pdf.pages(pages).kids([page]).count(1);
-    let mut p = pdf.page(page);
-    p.media_box(Rect::new(0.0, 0.0, canvas.width, canvas.height)).parent(pages).contents(contents);
-    p.resources().fonts().pair(REGULAR, regular_ids[0]).pair(BOLD, bold_ids[0]);
-    p.finish();
-
-    let content = content(canvas);
-    let compressed = miniz_oxide::deflate::compress_to_vec_zlib(&content, CONTENT_LEVEL);
-    pdf.stream(contents, &compressed).filter(Filter::FlateDecode);
+    let kids: Vec<Ref> = (0..canvases.len()).map(page_ref).collect();
+    pdf.pages(pages).kids(kids.iter().copied()).count(kids.len() as i32);
+    for (canvas, &page) in canvases.iter().zip(&kids) {
+        let mut p = pdf.page(page);
+        p.media_box(Rect::new(0.0, 0.0, canvas.width, canvas.height)).parent(pages).contents(page.next());
+        p.resources().fonts().pair(REGULAR, regular_ids[0]).pair(BOLD, bold_ids[0]);
+        p.finish();
+    }
+    for (canvas, &page) in canvases.iter().zip(&kids) {
+        let content = content(canvas);
+        let compressed = miniz_oxide::deflate::compress_to_vec_zlib(&content, CONTENT_LEVEL);
+        pdf.stream(page.next(), &compressed).filter(Filter::FlateDecode);
+    }
 
     embed::embedded(Weight::Regular).write(&mut pdf, regular_ids);
     embed::embedded(Weight::Bold).write(&mut pdf, bold_ids);
@@ -98,7 +110,7 @@ fn runs(cells: &[bool], mut f: impl FnMut(usize, usize)) {
 }
 
 fn barcode(c: &mut Content, page_h: f32, b: &BarcodeItem) {
-    let module = b.module_dots as f32 * DOT;
+    let module = b.module;
     let bottom = page_h - b.y - b.height;
     runs(&b.modules, |start, len| {
         c.rect(b.x + start as f32 * module, bottom, len as f32 * module, b.height);

@@ -136,7 +136,51 @@ pub struct Word {
 }
 
 pub fn words(pdf: &str) -> Vec<Word> {
-    let html = String::from_utf8(run("pdftotext", &["-bbox", pdf, "-"]).stdout).unwrap();
+    parse_words(&String::from_utf8(run("pdftotext", &["-bbox", pdf, "-"]).stdout).unwrap())
+}
+
+/// The words of page `n` (1-based) only, for documents of several pages.
+pub fn page_words(pdf: &str, n: usize) -> Vec<Word> {
+    let n = n.to_string();
+    parse_words(&String::from_utf8(run("pdftotext", &["-f", &n, "-l", &n, "-bbox", pdf, "-"]).stdout).unwrap())
+}
+
+/// The text of page `n` (1-based).
+pub fn page_text(pdf: &str, n: usize) -> String {
+    let n = n.to_string();
+    String::from_utf8(run("pdftotext", &["-f", &n, "-l", &n, pdf, "-"]).stdout).unwrap()
+}
+
+/// `pdfinfo`'s page count.
+pub fn page_count(pdf: &str) -> usize {
+    let out = run("pdfinfo", &[pdf]);
+    let info = String::from_utf8_lossy(&out.stdout);
+    let line = info.lines().find(|l| l.starts_with("Pages:")).expect("pdfinfo prints the page count");
+    line["Pages:".len()..].trim().parse().expect("a page count")
+}
+
+/// Rasterises every page of `pdf` at `dpi`; returns the PNGs in page order.
+pub fn rasterise_pages(pdf: &str, dpi: u32) -> Vec<String> {
+    let prefix = format!("{}-{dpi}", pdf.trim_end_matches(".pdf"));
+    run("pdftoppm", &["-r", &dpi.to_string(), "-png", pdf, &prefix]);
+    // pdftoppm names them `<prefix>-<n>.png`, `n` zero-padded to the width of
+    // the page count.
+    let dir = Path::new(pdf).parent().unwrap();
+    let stem = Path::new(&prefix).file_name().unwrap().to_str().unwrap().to_owned() + "-";
+    let mut pages: Vec<(usize, String)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            let n = name.strip_prefix(&stem)?.strip_suffix(".png")?.parse().ok()?;
+            Some((n, dir.join(&name).to_str().unwrap().to_owned()))
+        })
+        .collect();
+    pages.sort();
+    assert_eq!(pages.iter().map(|p| p.0).collect::<Vec<_>>(), (1..=pages.len()).collect::<Vec<_>>(), "{pdf}");
+    pages.into_iter().map(|p| p.1).collect()
+}
+
+fn parse_words(html: &str) -> Vec<Word> {
     let attr = |tag: &str, name: &str| -> f64 {
         let key = format!("{name}=\"");
         let s = tag.find(&key).unwrap() + key.len();

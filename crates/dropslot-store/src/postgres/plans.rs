@@ -8,39 +8,9 @@ use tokio_postgres::Row;
 
 use super::map_err;
 use super::sql::Sql;
-use crate::plans::{CandidateColumns, SaveError, StoredPlan, candidate, final_statuses, plan_json, plan_row};
+use crate::plans::{CandidateColumns, SaveError, StoredPlan, candidate, plan_candidates_sql, plan_json, plan_row};
 use crate::{StoreError, StoreResult};
 use dropslot_core::dispatch::{Candidate, Plan, PlanKind, PlanStatus};
-
-fn candidate_sql(kind: PlanKind) -> String {
-    let finals = final_statuses();
-    match kind {
-        PlanKind::Delivery => format!(
-            "SELECT d.unique_id, d.start_at, d.end_at, d.address_json,
-                (SELECT count(*) FROM parcels p WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL),
-                (SELECT coalesce(sum(p.weight_mg), 0)::BIGINT FROM parcels p
-                  WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL)
-             FROM drop_off_shipments d
-             WHERE d.scheduled_date = $2 AND d.warehouse = $1 AND d.mode = 'live' AND d.status NOT IN ({finals})
-               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = d.unique_id AND s.plan_id <> $3)
-             ORDER BY d.id"
-        ),
-        // A pick-up belongs to the depot of its first drop-off's zone.
-        PlanKind::PickUp => format!(
-            "SELECT u.unique_id, u.start_at, u.end_at, u.address_json,
-                (SELECT count(*) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
-                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL),
-                (SELECT coalesce(sum(p.weight_mg), 0)::BIGINT FROM parcels p
-                  JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
-                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL)
-             FROM pick_up_shipments u
-             WHERE u.scheduled_date = $2 AND u.mode = 'live' AND u.status NOT IN ({finals})
-               AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = $1
-               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = u.unique_id AND s.plan_id <> $3)
-             ORDER BY u.id"
-        ),
-    }
-}
 
 fn get<T: for<'a> tokio_postgres::types::FromSql<'a>>(r: &Row, i: usize, what: &str) -> Result<T, StoreError> {
     r.try_get(i).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
@@ -53,7 +23,7 @@ pub(super) async fn candidates(
     date: Date,
     plan: &str,
 ) -> StoreResult<Vec<Candidate>> {
-    let rows = c.query(&candidate_sql(kind), &[&depot, &date.to_string(), &plan]).await.map_err(map_err)?;
+    let rows = c.query(&plan_candidates_sql(kind), &[&depot, &date.to_string(), &plan]).await.map_err(map_err)?;
     rows.iter()
         .map(|r| {
             let columns: CandidateColumns = (

@@ -7,36 +7,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::map_err;
 use crate::StoreError;
-use crate::plans::{CandidateColumns, SaveError, StoredPlan, candidate, final_statuses, plan_json, plan_row};
+use crate::plans::{
+    CandidateColumns, SaveError, StoredPlan, candidate, plan_candidates_sql, plan_json, plan_row, sqlite_placeholders,
+};
 use dropslot_core::dispatch::{Candidate, Plan, PlanKind, PlanStatus};
-
-fn candidate_sql(kind: PlanKind) -> String {
-    let finals = final_statuses();
-    match kind {
-        PlanKind::Delivery => format!(
-            "SELECT d.unique_id, d.start_at, d.end_at, d.address_json,
-                (SELECT count(*) FROM parcels p WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL),
-                (SELECT coalesce(sum(p.weight_mg), 0) FROM parcels p WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL)
-             FROM drop_off_shipments d
-             WHERE d.scheduled_date = ?2 AND d.warehouse = ?1 AND d.mode = 'live' AND d.status NOT IN ({finals})
-               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = d.unique_id AND s.plan_id <> ?3)
-             ORDER BY d.id"
-        ),
-        // A pick-up belongs to the depot of its first drop-off's zone.
-        PlanKind::PickUp => format!(
-            "SELECT u.unique_id, u.start_at, u.end_at, u.address_json,
-                (SELECT count(*) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
-                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL),
-                (SELECT coalesce(sum(p.weight_mg), 0) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
-                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL)
-             FROM pick_up_shipments u
-             WHERE u.scheduled_date = ?2 AND u.mode = 'live' AND u.status NOT IN ({finals})
-               AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = ?1
-               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = u.unique_id AND s.plan_id <> ?3)
-             ORDER BY u.id"
-        ),
-    }
-}
 
 pub(super) fn candidate_rows(
     c: &Connection,
@@ -45,7 +19,7 @@ pub(super) fn candidate_rows(
     date: Date,
     plan: &str,
 ) -> rusqlite::Result<Vec<CandidateColumns>> {
-    c.prepare_cached(&candidate_sql(kind))?
+    c.prepare_cached(&sqlite_placeholders(&plan_candidates_sql(kind)))?
         .query_map(params![depot, date.to_string(), plan], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
         })?

@@ -54,6 +54,7 @@ use crate::app::App;
         crate::plans::move_stop,
         crate::plans::optimize,
         crate::plans::publish,
+        crate::plans::sheet,
         crate::webhooks::routes::create,
         crate::webhooks::routes::list,
         crate::webhooks::routes::show,

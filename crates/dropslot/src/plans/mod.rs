@@ -24,7 +24,7 @@ use dropslot_core::dispatch::{
 use dropslot_core::geo::distance::LatLng;
 use dropslot_core::routing::{self, roads::RoadModel};
 use dropslot_store::{SaveOutcome, StoredPlan};
-use wire::{MoveRequest, OptimizeRequest, PlanRequest, PlanView};
+use wire::{MoveRequest, OptimizeRequest, PlanList, PlanRequest, PlanView};
 
 /// A plan left `solving` this long after its start was abandoned by a crashed process (the
 /// longest solve is 60 s, plus its road times).
@@ -39,6 +39,7 @@ pub fn routes() -> axum::Router<App> {
         .route(crate::http::api_path!("/ops/plans/{id}/moves"), post(move_stop))
         .route(crate::http::api_path!("/ops/plans/{id}/optimize"), post(optimize))
         .route(crate::http::api_path!("/ops/plans/{id}/publish"), post(publish))
+        .route(crate::http::api_path!("/ops/routes/{id}/sheet.pdf"), get(sheet))
 }
 
 /// A depot a plan can start from: its coordinates and its city's time zone and road model.
@@ -322,7 +323,7 @@ fn saved(outcome: SaveOutcome) -> Result<()> {
     security(("operator_token" = [])),
     params(("date" = String, Query, format = Date, description = "YYYY-MM-DD (required).")),
     responses(
-        (status = 200, description = "The plans.", body = Envelope<Vec<PlanView>>),
+        (status = 200, description = "The plans.", body = Envelope<PlanList>),
         (status = 422, description = "A missing or malformed `query.date`, or another parameter.", body = ErrorEnvelope),
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
@@ -334,7 +335,7 @@ async fn list(State(app): State<App>, _: OperatorCaller, RawQuery(raw): RawQuery
         let tz = depot_tz(&app, &stored.plan.depot);
         views.push(PlanView::new(&stored.plan, &tz));
     }
-    Ok(envelope(200, "Plans.", &views).into_response())
+    Ok(envelope(200, "Plans.", &PlanList { plans: views }).into_response())
 }
 
 /// `GET /ops/plans/{id}`.
@@ -437,7 +438,7 @@ pub(crate) async fn move_in_plan(app: &App, id: &str, request: &MoveRequest) -> 
 #[utoipa::path(post, path = "/ops/plans/{id}/optimize", tag = "Dispatch", operation_id = "optimize_plan",
     summary = "Re-optimise a plan",
     description = "Solves the plan again over its drivers, with the depot's shipments as they are now (new ones in, final ones out). In a published plan every published stop stays on its route in its order; new shipments may be added around them.",
-    security(("operator_token" = [])), request_body(content = OptimizeRequest, description = "Optional."),
+    security(("operator_token" = [])), request_body(content = Option<OptimizeRequest>, description = "Optional: it may be left out."),
     params(("id" = String, Path, description = "The plan's id.")),
     responses(
         (status = 200, description = "The plan, re-solved.", body = Envelope<PlanView>),
@@ -459,9 +460,10 @@ async fn optimize(
     let request: OptimizeRequest = if empty {
         OptimizeRequest::default()
     } else {
+        // `null` is no body too.
         let JsonBody(r, _) =
-            <JsonBody<OptimizeRequest> as axum::extract::FromRequest<App>>::from_request(request, &app).await?;
-        r
+            <JsonBody<Option<OptimizeRequest>> as axum::extract::FromRequest<App>>::from_request(request, &app).await?;
+        r.unwrap_or_default()
     };
     let (next, tz) = optimize_plan(&app, &id, request.time_limit_s).await?;
     Ok(envelope(200, "Plan re-optimised.", &PlanView::new(&next, &tz)).into_response())
@@ -528,4 +530,111 @@ pub(crate) async fn publish_plan(app: &App, id: &str) -> Result<(Plan, TimeZone)
     let next = Plan { status: PlanStatus::Published, published_at: Some(app.clock.now().as_second()), ..stored.plan };
     saved(app.store.save_plan(&next, stored.version).await?)?;
     Ok((next, base.tz))
+}
+
+/// `HH:MM` of Unix seconds in `tz`.
+fn clock(seconds: i64, tz: &TimeZone) -> String {
+    jiff::Timestamp::from_second(seconds)
+        .map(|t| t.to_zoned(tz.clone()).strftime("%H:%M").to_string())
+        .unwrap_or_default()
+}
+
+/// `GET /ops/routes/{id}/sheet.pdf`: the route's run sheet.
+#[utoipa::path(get, path = "/ops/routes/{id}/sheet.pdf", tag = "Dispatch", operation_id = "route_sheet",
+    summary = "A route's run sheet (PDF)",
+    description = "Printable, US Letter: the route's stops in order with their windows, ETAs, addresses and receivers, and each parcel's pick-up code as a Code 128 barcode (with its custom code, if any, beside it). Drafts print too.",
+    security(("operator_token" = [])),
+    params(("id" = String, Path, description = "The route's id (from its plan).")),
+    responses(
+        (status = 200, description = "The run sheet.", content((Vec<u8> = "application/pdf")),
+            headers(("Content-Disposition" = String, description = "`inline`, with a file name."))),
+        (status = 404, description = "No route has this id.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn sheet(State(app): State<App>, _: OperatorCaller, PathParam(id): PathParam<String>) -> Result<Response> {
+    use dropslot_labels::{RunSheet, RunSheetParcel, RunSheetStop};
+    let plan_id = dispatch::plan_of_route(&id).ok_or(Error::NotFound)?;
+    let (stored, base) = load(&app, plan_id).await?;
+    let route = stored.plan.routes.iter().find(|r| r.id == id).ok_or(Error::NotFound)?;
+    let driver = app.store.driver(&route.driver_id).await?;
+    let (driver_name, vehicle) = driver.map_or_else(
+        || (route.driver_id.clone(), String::new()),
+        |d| {
+            (
+                d.driver.name.clone(),
+                format!(
+                    "{} ({} parcels, {} kg)",
+                    d.driver.vehicle.name, d.driver.vehicle.capacity_parcels, d.driver.vehicle.capacity_kg
+                ),
+            )
+        },
+    );
+    let tz = &base.tz;
+    let mut stops = Vec::with_capacity(route.stops.len());
+    for stop in route.visits() {
+        let mut parcels = Vec::new();
+        if stop.kind == dispatch::StopKind::DropOff {
+            for unique_id in &stop.shipment_unique_ids {
+                let Some(shipment) = app.store.shipment(dropslot_store::Visibility::Ops, unique_id).await? else {
+                    continue;
+                };
+                for p in &shipment.parcels {
+                    let label = match &p.custom_code {
+                        Some(custom) => format!("{} · {custom} · {unique_id}", p.pick_up_code),
+                        None => format!("{} · {unique_id}", p.pick_up_code),
+                    };
+                    parcels.push(RunSheetParcel { code: p.pick_up_code.clone(), label });
+                }
+            }
+        }
+        stops.push(RunSheetStop {
+            seq: stop.seq,
+            kind: match stop.kind {
+                dispatch::StopKind::PickUp => "Pick-up",
+                dispatch::StopKind::DropOff => "Drop-off",
+                dispatch::StopKind::Depot => "Depot",
+            }
+            .into(),
+            window: format!("{}–{}", clock(stop.from, tz), clock(stop.to, tz)),
+            eta: clock(stop.eta, tz),
+            address: stop.address.clone(),
+            receiver: stop.receiver.clone(),
+            phone: stop.phone.clone(),
+            note: stop.shipment_unique_ids.join(", "),
+            parcels,
+        });
+    }
+    let parcels: u32 = route.visits().iter().map(|s| s.parcels).sum();
+    let summary = format!(
+        "{} stops · {parcels} parcels · {:.1} km · {} h {:02} min · leave {} · back {}",
+        route.visits().len(),
+        route.distance_m as f64 / 1000.0,
+        route.duration_s / 3600,
+        route.duration_s % 3600 / 60,
+        clock(route.start, tz),
+        clock(route.end, tz),
+    );
+    let sheet = RunSheet {
+        title: format!("Route · {driver_name}"),
+        date: stored.plan.date.clone(),
+        depot: format!("{} · {}", base.depot.code, base.depot.address),
+        driver: driver_name,
+        vehicle,
+        summary,
+        stops,
+    };
+    let pdf = tokio::task::spawn_blocking(move || dropslot_labels::render_run_sheet(&sheet))
+        .await
+        .map_err(|e| Error::Internal(format!("the run sheet's thread failed: {e}")))?;
+    let file = format!("inline; filename=\"run-sheet-{}-{}.pdf\"", stored.plan.date, route.driver_id);
+    Ok((
+        [
+            (axum::http::header::CONTENT_TYPE, "application/pdf".to_string()),
+            (axum::http::header::CONTENT_DISPOSITION, file),
+            // Names and phones of receivers: kept by no cache.
+            (axum::http::header::CACHE_CONTROL, "no-store".to_string()),
+        ],
+        pdf,
+    )
+        .into_response())
 }

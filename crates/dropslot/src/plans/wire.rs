@@ -120,6 +120,13 @@ pub struct PlanView {
     pub published_at: Option<String>,
 }
 
+/// `GET /ops/plans?date=`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PlanList {
+    /// By depot, then kind.
+    pub plans: Vec<PlanView>,
+}
+
 /// Unix seconds in `tz`, ISO 8601 with the offset.
 fn at(seconds: i64, tz: &TimeZone) -> String {
     Timestamp::from_second(seconds).map_or_else(|_| String::new(), |t| dropslot_core::time::local(t, tz))

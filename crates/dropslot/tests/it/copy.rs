@@ -39,6 +39,11 @@ const TABLES: &[&str] = &[
     "order_requests",
     "slot_fill",
     "capacity_overrides",
+    "drivers",
+    "staff_tokens",
+    "plans",
+    "published_routes",
+    "published_stops",
 ];
 
 fn copy(from: &str, to: &str) -> Output {
@@ -230,6 +235,31 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     let token = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "test"]));
     let revoked = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "live"]));
     assert!(crate::cli::dropslot(&sqlite, &["token", "revoke", &revoked[..16]]).status.success());
+    // The fleet: an operator token and a driver with its driver token.
+    let operator = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--kind", "operator"]));
+    let driver = stdout(&crate::cli::dropslot(
+        &sqlite,
+        &[
+            "driver",
+            "create",
+            "--name",
+            "Sam Rivera",
+            "--phone",
+            "+1 416 555 0199",
+            "--depot",
+            "YYZ1",
+            "--capacity-parcels",
+            "120",
+            "--capacity-kg",
+            "800",
+            "--shift",
+            "08:00-18:00",
+            "--weekdays",
+            "mon,fri",
+        ],
+    ));
+    let (driver_id, sign_in) = driver.split_once('\n').expect("the id, then the sign-in link");
+    let driver_token = sign_in.split_once("#token=").expect("a sign-in link").1.to_string();
     // Address points move too (their coordinates are the one REAL column).
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../dropslot-core/data/address-points-sample.csv");
     assert!(crate::cli::dropslot(&sqlite, &["addresses", "import", sample]).status.success());
@@ -293,6 +323,22 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
         let before = reads(c, &seen, &token, &demo).await;
         (seen, idempotent, before)
     });
+    // A published day plan: a live order of the client on the driver's route.
+    let live = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "live"]));
+    let plan = rt.block_on(async {
+        let c = &source;
+        let (status, _, o) = c.post("/requests/sync", &live, &request(&[800.0]), None).await;
+        assert_eq!(status, 201, "{o}");
+        let date = o["object"]["shipments"][0]["drop_off_shipment"]["scheduled_date"].as_str().unwrap().to_string();
+        let body = json!({"date": date, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1});
+        let (status, _, p) = c.post("/ops/plans", &operator, &body, None).await;
+        assert_eq!(status, 201, "{p}");
+        let id = p["object"]["id"].as_str().unwrap().to_string();
+        let (status, _, p) = c.post(&format!("/ops/plans/{id}/publish"), &operator, &json!({}), None).await;
+        assert_eq!(status, 200, "{p}");
+        assert_eq!(p["object"]["cost"]["shipments_assigned"], 1, "{p}");
+        p["object"].clone()
+    });
     let label = label_link(&before[&format!("/orders/{}", seen.orders[0])]).expect("a label link");
     let label_bytes = rt.block_on(source.label(&label));
     drop(server);
@@ -314,7 +360,16 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
         assert_eq!(*rows, in_sqlite(&format!("SELECT count(*) FROM {table}")), "{table}: every row");
         assert_eq!(*rows, target.scalar(&format!("SELECT count(*) FROM {table}")), "{table}: in PostgreSQL");
         assert!(*rows > 0, "{table}: the scenario leaves rows in every table");
-        if !["idempotency_keys", "slot_fill", "capacity_overrides", "address_points"].contains(&table.as_str()) {
+        let no_ids = [
+            "idempotency_keys",
+            "slot_fill",
+            "capacity_overrides",
+            "address_points",
+            "plans",
+            "published_routes",
+            "published_stops",
+        ];
+        if !no_ids.contains(&table.as_str()) {
             // The sequence continues right after the copied ids (the tables without ids aside).
             let max = in_sqlite(&format!("SELECT max(id) FROM {table}"));
             let last =
@@ -325,8 +380,9 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     let rows = |table: &str| summary.iter().find(|(t, _)| t == table).map(|(_, n)| *n);
     assert_eq!(
         (rows("clients"), rows("tokens"), rows("orders"), rows("parcels")),
-        // Four orders made by `sync`, one (of two drop-offs, three parcels) by `async`.
-        (Some(2), Some(3), Some(5), Some(9))
+        // Five orders made by `sync` (one live, on the plan), one (of two drop-offs, three
+        // parcels) by `async`; a live token beside the test and the revoked one.
+        (Some(2), Some(4), Some(6), Some(10))
     );
     let max_event = in_sqlite("SELECT max(id) FROM shipment_events");
     let max_shipment_order = in_sqlite("SELECT max(id) FROM shipment_orders");
@@ -339,7 +395,7 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     assert_fails(&copy(&missing, &pg), 1);
     assert_eq!(copy(&pg, &pg).status.code(), Some(2));
     assert_eq!(copy(&sqlite, &sqlite).status.code(), Some(2));
-    assert_eq!(target.scalar("SELECT count(*) FROM orders"), 5, "a refused copy leaves the target as it was");
+    assert_eq!(target.scalar("SELECT count(*) FROM orders"), 6, "a refused copy leaves the target as it was");
 
     // The target: a server on PostgreSQL, finding the copied clients (no demo client made).
     let (server, base, again) = crate::cli::spawn_serve_with(&pg, &env);
@@ -360,6 +416,20 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
         // The revoked token stays revoked.
         let (status, _, _) = c.call(c.http.get(format!("{}{API}/orders", c.base)).bearer_auth(&revoked)).await;
         assert_eq!(status, 401);
+        // Staff tokens and drivers move too.
+        let (status, _, drivers) =
+            c.call(c.http.get(format!("{}{API}/ops/drivers", c.base)).bearer_auth(&operator)).await;
+        assert_eq!(status, 200, "{drivers}");
+        assert_eq!(drivers["object"]["drivers"][0]["id"], driver_id, "{drivers}");
+        assert_eq!(drivers["object"]["drivers"][0]["weekdays"], json!(["mon", "fri"]), "{drivers}");
+        let (status, _, _) =
+            c.call(c.http.get(format!("{}{API}/ops/drivers", c.base)).bearer_auth(&driver_token)).await;
+        assert_eq!(status, 403, "a driver token stays a driver token");
+        // The published plan reads the same.
+        let plan_path = format!("{}{API}/ops/plans/{}", c.base, plan["id"].as_str().unwrap());
+        let (status, _, copied) = c.call(c.http.get(plan_path).bearer_auth(&operator)).await;
+        assert_eq!(status, 200, "{copied}");
+        assert_eq!(copied["object"], plan, "the plan reads the same after the copy");
         // The same key and body: a replay of the copied order.
         let (status, replay, body) = c.post("/requests/sync", &token, &replayed_body, Some(KEY)).await;
         assert_eq!((status, replay), (201, true), "{body}");

@@ -403,3 +403,66 @@ async fn operator_tokens_and_drivers_from_the_command_line() {
     assert_envelope(&s.get("/ops/drivers", &op).await, 401);
     assert_eq!(dropslot(&db, &["token", "revoke", &prefix]).status.code(), Some(1));
 }
+
+/// Races: concurrent re-issues leave exactly one live driver token, and concurrent changes of
+/// different fields lose none of the changes they answered 200 for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_reissues_and_changes_lose_nothing() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let id = create(&s, &op, &driver_body()).await["id"].as_str().expect("id").to_string();
+    let path = format!("/ops/drivers/{id}");
+    let (reissue, empty) = (format!("{path}/token"), json!({}));
+    let reissues = (0..8).map(|_| s.post(&reissue, &op, &empty));
+    let links: Vec<String> = futures_util::future::join_all(reissues)
+        .await
+        .into_iter()
+        .map(|r| {
+            assert_eq!(r.status, 200, "{}", r.body);
+            r.body["object"]["sign_in_url"].as_str().expect("sign_in_url").to_string()
+        })
+        .collect();
+    assert_eq!(s.scalar("SELECT count(*) FROM staff_tokens WHERE kind = 'driver' AND revoked_at IS NULL"), 1);
+    let mut live = 0;
+    for link in &links {
+        match s.get("/ops/drivers", &token_of(link)).await.status.as_u16() {
+            403 => live += 1,
+            401 => {}
+            other => panic!("a driver token answered {other}"),
+        }
+    }
+    assert_eq!(live, 1, "exactly one of the re-issued links works");
+
+    let changes = [
+        json!({"name": "Samantha Rivera"}),
+        json!({"phone": "+1 647 555 0100"}),
+        json!({"vehicle": {"name": "Van 9"}}),
+        json!({"vehicle": {"capacity_kg": 700}}),
+        json!({"shift": {"end": "16:00"}}),
+        json!({"weekdays": ["wed"]}),
+    ];
+    let sent = changes.iter().map(|c| patch(&s, &path, &op, c));
+    let answers = futures_util::future::join_all(sent).await;
+    let d = s.get(&path, &op).await.body["object"].clone();
+    let mut applied = 0;
+    for (change, r) in changes.iter().zip(&answers) {
+        match r.status.as_u16() {
+            200 => {
+                applied += 1;
+                for (key, value) in change.as_object().expect("object") {
+                    match value.as_object() {
+                        Some(inner) => {
+                            for (k, v) in inner {
+                                assert_eq!(&d[key][k], v, "{change} was answered 200 but is lost: {d}");
+                            }
+                        }
+                        None => assert_eq!(&d[key], value, "{change} was answered 200 but is lost: {d}"),
+                    }
+                }
+            }
+            409 => assert_envelope(r, 409),
+            other => panic!("{change}: {other} {}", r.body),
+        }
+    }
+    assert!(applied > 0, "{answers:?}", answers = answers.iter().map(|r| r.status).collect::<Vec<_>>());
+}

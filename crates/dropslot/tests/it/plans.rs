@@ -50,6 +50,11 @@ fn point(i: usize) -> (f64, f64) {
 /// A live order of one drop-off at point `i` with `parcels` parcels, in `slot`; its tracking
 /// code (the drop-off shipment's unique id).
 pub(crate) async fn order(s: &TestServer, live: &str, i: usize, parcels: usize, slot: &str) -> String {
+    order_with_codes(s, live, i, parcels, slot).await.0
+}
+
+/// As [`order`], with the parcels' pick-up codes.
+async fn order_with_codes(s: &TestServer, live: &str, i: usize, parcels: usize, slot: &str) -> (String, Vec<String>) {
     let (lat, lng) = point(i);
     let body = json!({
         "pick_up_address": {"text": PICK_UP},
@@ -63,7 +68,13 @@ pub(crate) async fn order(s: &TestServer, live: &str, i: usize, parcels: usize, 
     });
     let r = s.post("/requests/sync", live, &body).await;
     assert_eq!(r.status, 201, "{}", r.body);
-    r.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().expect("unique_id").to_string()
+    let shipment = &r.body["object"]["shipments"][0];
+    let codes = shipment["parcels"]
+        .as_array()
+        .expect("parcels")
+        .iter()
+        .map(|p| p["pick_up_code"].as_str().unwrap().to_string());
+    (shipment["drop_off_shipment"]["unique_id"].as_str().expect("unique_id").to_string(), codes.collect())
 }
 
 fn ts(v: &Value) -> Timestamp {
@@ -181,8 +192,8 @@ async fn a_delivery_plan_keeps_every_window_capacity_and_shift_and_places_each_s
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["object"], p);
     let r = d.s.get(&format!("/ops/plans?date={DATE}"), &d.op).await;
-    assert_eq!(r.body["object"][0]["id"], id, "{}", r.body);
-    assert_eq!(d.s.get("/ops/plans?date=2026-11-24", &d.op).await.body["object"], json!([]));
+    assert_eq!(r.body["object"]["plans"][0]["id"], id, "{}", r.body);
+    assert_eq!(d.s.get("/ops/plans?date=2026-11-24", &d.op).await.body["object"], json!({"plans": []}));
 
     // While it is a draft, no other delivery plan of the depot and date can be made.
     let r = d.s.post("/ops/plans", &d.op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery"})).await;
@@ -402,4 +413,147 @@ async fn only_operator_tokens_reach_the_plans() {
     }
     assert_envelope(&d.s.get(&path, "ds_operator_notatoken").await, 401);
     assert_eq!(d.s.get(&path, &d.op).await.status, 200);
+}
+
+/// Every barcode (format, text) on every page of a PDF, rasterised by poppler and read by
+/// zxing-cpp (nothing of ours), and the PDF's text.
+fn scan_pdf(pdf: &[u8]) -> (Vec<(String, String)>, String) {
+    use std::process::Command;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sheet.pdf");
+    std::fs::write(&path, pdf).unwrap();
+    let ok = Command::new("pdftoppm").args(["-r", "200", "-png"]).arg(&path).arg(dir.path().join("page")).status();
+    assert!(ok.expect("pdftoppm is missing: run scripts/test-deps.sh").success());
+    let mut pages: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .collect();
+    pages.sort();
+    assert!(!pages.is_empty());
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dropslot-labels/tests/decode.py");
+    let out = Command::new("python3").arg(script).args(&pages).output().expect("python3");
+    assert!(out.status.success(), "decode.py: {}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut codes = Vec::new();
+    for page in &pages {
+        for c in json[page.to_str().unwrap()].as_array().unwrap() {
+            codes.push((c["format"].as_str().unwrap().to_string(), c["text"].as_str().unwrap().to_string()));
+        }
+    }
+    let text = Command::new("pdftotext").args(["-layout"]).arg(&path).arg("-").output().expect("pdftotext");
+    (codes, String::from_utf8_lossy(&text.stdout).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_prints_as_a_run_sheet_whose_barcodes_scan() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    let (driver_id, driver_token) = driver(&s, &op, "Dana Sheet", 40, ("08:00", "22:00")).await;
+    let mut codes = HashMap::new();
+    for i in 0..6 {
+        let (tracking, parcels) = order_with_codes(&s, &live, i, 1 + i % 2, "TOR-DT-PM").await;
+        codes.insert(tracking, parcels);
+    }
+    let r =
+        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let route = &r.body["object"]["routes"][0];
+    assert_eq!(route["driver_id"], driver_id.as_str());
+    let path = format!("/ops/routes/{}/sheet.pdf", route["id"].as_str().unwrap());
+    let res = s.http.get(s.url(&path)).bearer_auth(&op).send().await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "application/pdf");
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    let pdf = res.bytes().await.unwrap();
+    let (scanned, text) = scan_pdf(&pdf);
+    let mut found: Vec<String> = scanned
+        .iter()
+        .map(|(format, code)| {
+            assert_eq!(format, "Code128");
+            code.clone()
+        })
+        .collect();
+    found.sort();
+    let mut expected: Vec<String> = codes.values().flatten().cloned().collect();
+    expected.sort();
+    assert_eq!(found, expected, "every parcel of the route scans, once");
+    // Stops in order, with their receivers and windows.
+    let stops: Vec<&Value> = route["stops"].as_array().unwrap().iter().filter(|s| s["kind"] == "drop_off").collect();
+    let mut at = 0;
+    for stop in &stops {
+        let tracking = stop["shipment_unique_ids"][0].as_str().unwrap();
+        let i = text[at..].find(tracking).unwrap_or_else(|| panic!("{tracking} after {at} in {text}"));
+        at += i;
+    }
+    assert!(text.contains("Dana Sheet") && text.contains("14:00") && text.contains("Receiver 0"), "{text}");
+    // Only operators print it; another id is a 404.
+    assert_envelope(&s.get(&path, &driver_token).await, 403);
+    assert_envelope(&s.get("/ops/routes/PLNNOPE.DRVNOPE/sheet.pdf", &op).await, 404);
+    assert_envelope(&s.get("/ops/routes/nope/sheet.pdf", &op).await, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pick_up_plan_collects_at_the_merchants_in_their_window() {
+    let d = day().await;
+    let r =
+        d.s.post("/ops/plans", &d.op, &json!({"date": DATE, "depot": "YYZ1", "kind": "pick_up", "time_limit_s": 1}))
+            .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let p = &r.body["object"];
+    assert_eq!(p["kind"], "pick_up");
+    // Ten orders of one merchant address and pick-up slot, 19 parcels: more than one van of
+    // 12 takes, so the merchant is two stops (never more than the largest van), one per van.
+    let stops: Vec<&Value> = p["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["stops"].as_array().unwrap())
+        .filter(|s| s["kind"] != "depot")
+        .collect();
+    assert_eq!(p["unassigned"], json!([]), "{p}");
+    assert_eq!(stops.len(), 2, "{p}");
+    let mut pick_ups = 0;
+    let mut parcels = 0;
+    for stop in &stops {
+        assert_eq!(stop["kind"], "pick_up");
+        assert!(stop["parcels"].as_i64().unwrap() <= 12, "{stop}");
+        pick_ups += stop["shipment_unique_ids"].as_array().unwrap().len();
+        parcels += stop["parcels"].as_i64().unwrap();
+        let (from, to, eta) = (ts(&stop["window"]["from"]), ts(&stop["window"]["to"]), ts(&stop["eta"]));
+        assert!(from <= eta && eta <= to, "{stop}");
+    }
+    assert_eq!((pick_ups, parcels), (10, 19), "every pick-up and parcel of the ten orders");
+    // A delivery plan of the same depot and date is another plan: both may be open.
+    let r =
+        d.s.post("/ops/plans", &d.op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1}))
+            .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+}
+
+/// One runtime thread for the server and the client: a solver on it would stall every other
+/// request until the plan is done.
+#[tokio::test(flavor = "current_thread")]
+async fn the_api_keeps_serving_while_a_plan_is_solved() {
+    let d = day().await;
+    let body = json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 3});
+    let solving = d.s.post("/ops/plans", &d.op, &body);
+    let others = async {
+        // Once the plan is being solved, previews and reads are answered meanwhile.
+        while d.s.scalar("SELECT count(*) FROM plans WHERE status = 'solving'") == 0 {
+            tokio::task::yield_now().await;
+        }
+        let mut answered = 0;
+        for _ in 0..5 {
+            assert_eq!(d.s.preview(&crate::common::request(&[500.0])).await.status, 200);
+            assert_eq!(d.s.get("/ops/drivers", &d.op).await.status, 200);
+            answered += 1;
+        }
+        let still = d.s.scalar("SELECT count(*) FROM plans WHERE status = 'solving'");
+        (answered, still)
+    };
+    let (plan, (answered, still_solving)) = tokio::join!(solving, others);
+    assert_eq!(plan.status, 201, "{}", plan.body);
+    assert_eq!((answered, still_solving), (5, 1), "answered while the plan was still being solved");
 }
