@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Schemathesis against the real server and its own /openapi.json (issue 12): every operation,
 # `--checks all`, each operation authenticated with the token its security scheme names (a
-# test token, an ops token, an operator token, the admin token; scripts/schemathesis.toml). Runs the debug binary
+# test token, an ops token, an operator token, a driver token, the admin token;
+# scripts/schemathesis.toml). Runs the debug binary
 # on a temporary SQLite file with a pinned clock and generous rate limits; fails on any failure.
 # Called by scripts/test.sh after the SQLite test run. Bounded: at most SCHEMATHESIS_TIMEOUT
 # seconds in all (default 600); SCHEMATHESIS_MAX_EXAMPLES (20) and SCHEMATHESIS_SEED (1) tune
@@ -39,10 +40,14 @@ DROPSLOT_TEST_TOKEN=$("$BIN" token create --client "$CLIENT" --kind test)
 DROPSLOT_OPS_TOKEN=$("$BIN" token create --client "$CLIENT" --kind ops)
 # The courier's dispatchers: the fleet and the day plans.
 DROPSLOT_OPERATOR_TOKEN=$("$BIN" token create --kind operator)
+# A driver, for the driver API: its token is in the sign-in link (the second line).
+DROPSLOT_DRIVER_TOKEN=$("$BIN" driver create --name Schemathesis --phone "+1 416 555 0100" --depot YYZ1 \
+    --capacity-parcels 100 --capacity-kg 500 --shift 08:00-18:00 --weekdays mon,tue,wed,thu,fri | sed -n 's/.*#token=//p')
+[ -n "$DROPSLOT_DRIVER_TOKEN" ] || { echo "schemathesis: no driver token" >&2; exit 1; }
 # The client whose tokens the admin listing shows (scripts/schemathesis.toml pins its `{id}`):
 # revoking what it lists cannot revoke the run's own tokens.
 DROPSLOT_ADMIN_CLIENT=$("$BIN" client create --name schemathesis-admin-target)
-export DROPSLOT_TEST_TOKEN DROPSLOT_OPS_TOKEN DROPSLOT_OPERATOR_TOKEN DROPSLOT_ADMIN_CLIENT
+export DROPSLOT_TEST_TOKEN DROPSLOT_OPS_TOKEN DROPSLOT_OPERATOR_TOKEN DROPSLOT_DRIVER_TOKEN DROPSLOT_ADMIN_CLIENT
 
 "$BIN" serve --listen "127.0.0.1:$PORT" --config "$PWD/scripts/high-limits.toml" >"$WORK/serve.log" 2>&1 &
 SERVER=$!

@@ -341,6 +341,8 @@ pub trait Store: Send + Sync + 'static {
     async fn save_plan(&self, plan: &Plan, version: i64) -> StoreResult<SaveOutcome>;
     /// Deletes a draft at `version`; false when it is not a draft at that version.
     async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool>;
+    /// The published plans of `date` in which driver `driver_id` has a route.
+    async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>>;
 
     // The dispatcher (system clock, Unix ms).
     /// Claims up to `limit` due deliveries until `lease_until_ms`, at most one per (endpoint,

@@ -9,6 +9,7 @@ pub mod capacity;
 pub mod cli;
 pub mod dashboard;
 pub mod dispatcher;
+pub mod driver;
 pub mod error;
 pub mod fleet;
 pub mod health;

@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::{
-    addresses, auth, capacity, dashboard, dispatcher, fleet, health, http, labels, metrics, openapi, ops, orders,
-    plans, sandbox, shipments, tracking, webhooks,
+    addresses, auth, capacity, dashboard, dispatcher, driver, fleet, health, http, labels, metrics, openapi, ops,
+    orders, plans, sandbox, shipments, tracking, webhooks,
 };
 
 /// A started service: the application, the demo client's token when the database was empty,
@@ -172,6 +172,7 @@ fn api_routes() -> axum::Router<App> {
         .merge(ops::routes())
         .merge(fleet::routes())
         .merge(plans::routes())
+        .merge(driver::routes())
         .merge(addresses::routes())
         .merge(webhooks::routes())
         .merge(auth::admin::routes())

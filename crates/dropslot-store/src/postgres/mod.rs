@@ -1140,6 +1140,10 @@ impl Store for PgStore {
     async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool> {
         plans::delete(&self.conn().await?, id, version).await
     }
+
+    async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>> {
+        plans::plans_of_driver(&self.conn().await?, driver_id, date).await
+    }
 }
 
 #[cfg(test)]

@@ -168,3 +168,19 @@ pub(super) async fn delete(c: &impl Sql, id: &str, version: i64) -> StoreResult<
         .map_err(map_err)?;
     Ok(n == 1)
 }
+
+pub(super) async fn plans_of_driver(c: &impl Sql, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>> {
+    let rows = c
+        .query(
+            "SELECT p.id, p.status, p.version, p.plan_json FROM published_routes r JOIN plans p ON p.id = r.plan_id
+             WHERE r.driver_id = $1 AND r.date = $2 AND p.status = 'published' ORDER BY p.id",
+            &[&driver_id, &date.to_string()],
+        )
+        .await
+        .map_err(map_err)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        out.extend(parsed(r)?);
+    }
+    Ok(out)
+}

@@ -992,6 +992,16 @@ impl Store for SqliteStore {
         let id = id.to_string();
         self.writer.write(move |c| plans::delete(c, &id, version)).await
     }
+
+    async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>> {
+        let driver_id = driver_id.to_string();
+        let rows = self.read_blocking(move |c| plans::plans_of_driver(c, &driver_id, date)).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            out.extend(plans::parsed(&row)?);
+        }
+        Ok(out)
+    }
 }
 
 /// The unique indexes whose violation a caller turns into a field error, by name, with the

@@ -155,3 +155,12 @@ pub(super) fn delete(c: &Connection, id: &str, version: i64) -> Result<bool, Sto
         .map_err(map_err)?;
     Ok(n == 1)
 }
+
+pub(super) fn plans_of_driver(c: &Connection, driver_id: &str, date: Date) -> rusqlite::Result<Vec<PlanColumns>> {
+    c.prepare_cached(
+        "SELECT p.id, p.status, p.version, p.plan_json FROM published_routes r JOIN plans p ON p.id = r.plan_id
+         WHERE r.driver_id = ?1 AND r.date = ?2 AND p.status = 'published' ORDER BY p.id",
+    )?
+    .query_map(params![driver_id, date.to_string()], plan_columns)?
+    .collect()
+}

@@ -72,6 +72,34 @@ impl FromRequestParts<App> for OperatorCaller {
     }
 }
 
+/// A caller holding a `driver` token: the driver app's API (CONTRACT §13), for this driver's
+/// own published routes only. Every other token is a 403 (client and operator tokens), an
+/// unknown or revoked one a 401.
+pub struct DriverCaller {
+    pub driver_id: String,
+}
+
+impl FromRequestParts<App> for DriverCaller {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
+        const REFUSED: &str = "The driver API takes driver tokens only (sign in from the link your dispatcher sent).";
+        match principal(parts, app).await? {
+            Some(StaffPrincipal { kind: StaffKind::Driver, driver_id: Some(driver_id) }) => {
+                let token = super::hash(super::bearer(parts)?);
+                super::limit(parts, app, &app.settings.rate_limits, &token)?;
+                Ok(DriverCaller { driver_id })
+            }
+            Some(_) => Err(Error::Forbidden(REFUSED)),
+            None => {
+                let token = super::hash(super::bearer(parts)?);
+                app.store.principal(&token).await?.ok_or(Error::Unauthorized)?;
+                Err(Error::Forbidden(REFUSED))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

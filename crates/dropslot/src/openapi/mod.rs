@@ -55,6 +55,8 @@ use crate::app::App;
         crate::plans::optimize,
         crate::plans::publish,
         crate::plans::sheet,
+        crate::driver::route,
+        crate::driver::scan,
         crate::webhooks::routes::create,
         crate::webhooks::routes::list,
         crate::webhooks::routes::show,
@@ -120,6 +122,10 @@ pub fn document() -> utoipa::openapi::OpenApi {
         (
             "operator_token",
             "An `operator` token (the courier's dispatchers, bound to no client): `Authorization: Bearer ds_operator_…`.",
+        ),
+        (
+            "driver_token",
+            "A `driver` token (one driver's, from its sign-in link): `Authorization: Bearer ds_driver_…`.",
         ),
         ("admin_token", "The admin token of the configuration (`DROPSLOT_ADMIN_TOKEN`)."),
     ] {

@@ -12,6 +12,7 @@ mod common;
 mod copy;
 mod dashboard;
 mod dashboard_http;
+mod driver_api;
 mod errors;
 mod fleet;
 mod hardening;

@@ -1,0 +1,245 @@
+//! The driver app's API (CONTRACT §13), driver tokens only: today's published routes of the
+//! driver, and what a scanned code is on them. A driver reaches only the stops of its own
+//! published routes; anything else is a 404. (The app's pages and its actions come next.)
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use jiff::tz::TimeZone;
+use serde::{Deserialize, Serialize};
+
+use crate::app::App;
+use crate::auth::staff::DriverCaller;
+use crate::error::{Envelope, Error, ErrorEnvelope, Result, envelope};
+use crate::http::JsonBody;
+use dropslot_core::dispatch::{Route, StopKind};
+use dropslot_store::Visibility;
+
+pub fn routes() -> axum::Router<App> {
+    use axum::routing::{get, post};
+    axum::Router::new()
+        .route(crate::http::api_path!("/driver/route"), get(route))
+        .route(crate::http::api_path!("/driver/scans"), post(scan))
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DriverParcel {
+    pub pick_up_code: String,
+    pub custom_code: Option<String>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DriverShipment {
+    pub unique_id: String,
+    /// Its state now (CONTRACT §4).
+    pub status: String,
+    /// Its live parcels (a drop-off's; a pick-up stop lists none yet).
+    pub parcels: Vec<DriverParcel>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DriverWindow {
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Navigation {
+    /// `geo:` URI for the phone's maps app.
+    pub geo: String,
+    /// Directions on OpenStreetMap.
+    pub maps: String,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DriverStop {
+    pub seq: u32,
+    /// `pick_up` or `drop_off`.
+    pub kind: &'static str,
+    pub window: DriverWindow,
+    pub eta: String,
+    pub address: String,
+    pub receiver: String,
+    /// `tel:` link text: the receiver's phone as given.
+    pub phone: String,
+    pub lat: f64,
+    pub lng: f64,
+    pub navigation: Navigation,
+    pub parcels: u32,
+    pub shipments: Vec<DriverShipment>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DriverRoute {
+    pub id: String,
+    pub plan_id: String,
+    pub start: String,
+    pub end: String,
+    pub distance_m: i64,
+    /// The stops in order, the depot left out.
+    pub stops: Vec<DriverStop>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DriverDay {
+    /// Today in the driver's depot's city.
+    pub date: String,
+    pub routes: Vec<DriverRoute>,
+}
+
+fn at(seconds: i64, tz: &TimeZone) -> String {
+    jiff::Timestamp::from_second(seconds).map_or_else(|_| String::new(), |t| dropslot_core::time::local(t, tz))
+}
+
+/// The driver's depot's time zone (UTC if the depot left the area file).
+async fn zone_of(app: &App, driver_id: &str) -> Result<TimeZone> {
+    let driver = app.store.driver(driver_id).await?.ok_or(Error::Unauthorized)?;
+    let area = &app.settings.area;
+    Ok(area
+        .depot_zones(&driver.driver.depot)
+        .next()
+        .and_then(|z| area.cities().get(z.city))
+        .map_or(TimeZone::UTC, |c| c.tz.clone()))
+}
+
+/// Today's published routes of this driver, each stop with its shipments as they are now.
+async fn today(app: &App, driver_id: &str) -> Result<DriverDay> {
+    let tz = zone_of(app, driver_id).await?;
+    let date = app.clock.now().to_zoned(tz.clone()).date();
+    let mut routes = Vec::new();
+    for stored in app.store.driver_plans(driver_id, date).await? {
+        for r in stored.plan.routes.iter().filter(|r| r.driver_id == driver_id) {
+            routes.push(route_view(app, &stored.plan.id, r, &tz).await?);
+        }
+    }
+    Ok(DriverDay { date: date.to_string(), routes })
+}
+
+async fn route_view(app: &App, plan_id: &str, r: &Route, tz: &TimeZone) -> Result<DriverRoute> {
+    let mut stops = Vec::with_capacity(r.visits().len());
+    for s in r.visits() {
+        let mut shipments = Vec::with_capacity(s.shipment_unique_ids.len());
+        for unique_id in &s.shipment_unique_ids {
+            let found = match s.kind {
+                StopKind::DropOff => app.store.shipment(Visibility::Ops, unique_id).await?,
+                StopKind::PickUp | StopKind::Depot => None,
+            };
+            shipments.push(match found {
+                Some(sh) => DriverShipment {
+                    unique_id: unique_id.clone(),
+                    status: sh.drop_off.status.as_str().into(),
+                    parcels: sh
+                        .parcels
+                        .iter()
+                        .map(|p| DriverParcel {
+                            pick_up_code: p.pick_up_code.clone(),
+                            custom_code: p.custom_code.clone(),
+                        })
+                        .collect(),
+                },
+                None => DriverShipment { unique_id: unique_id.clone(), status: String::new(), parcels: Vec::new() },
+            });
+        }
+        let (lat, lng) = (s.lat, s.lng);
+        stops.push(DriverStop {
+            seq: s.seq,
+            kind: if s.kind == StopKind::PickUp { "pick_up" } else { "drop_off" },
+            window: DriverWindow { from: at(s.from, tz), to: at(s.to, tz) },
+            eta: at(s.eta, tz),
+            address: s.address.clone(),
+            receiver: s.receiver.clone(),
+            phone: s.phone.clone(),
+            lat,
+            lng,
+            navigation: Navigation {
+                geo: format!("geo:{lat},{lng}?q={lat},{lng}"),
+                maps: format!("https://www.openstreetmap.org/directions?to={lat}%2C{lng}"),
+            },
+            parcels: s.parcels,
+            shipments,
+        });
+    }
+    Ok(DriverRoute {
+        id: r.id.clone(),
+        plan_id: plan_id.to_string(),
+        start: at(r.start, tz),
+        end: at(r.end, tz),
+        distance_m: r.distance_m,
+        stops,
+    })
+}
+
+/// `GET /driver/route`.
+#[utoipa::path(get, path = "/driver/route", tag = "Driver", operation_id = "driver_route",
+    summary = "Today's routes of this driver",
+    description = "The driver's published routes of today (in the depot's city), stops in order with their window, ETA, address, receiver, navigation links and each shipment's parcels.",
+    security(("driver_token" = [])),
+    responses(
+        (status = 200, description = "Today's routes (none when no plan is published for this driver).", body = Envelope<DriverDay>),
+        (status = 401, description = "No valid driver token.", body = ErrorEnvelope),
+        (status = 403, description = "Another kind of token.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn route(State(app): State<App>, caller: DriverCaller) -> Result<Response> {
+    let day = today(&app, &caller.driver_id).await?;
+    Ok(envelope(200, "Today's routes.", &day).into_response())
+}
+
+/// `POST /driver/scans`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"code": "PK7M2Q9XR4TB"}))]
+pub struct ScanRequest {
+    /// What the camera read, or what was typed: a parcel's pick-up code or custom code.
+    #[schema(min_length = 1, max_length = 100)]
+    pub code: String,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ScanResult {
+    pub route_id: String,
+    pub stop_seq: u32,
+    pub shipment_unique_id: String,
+    pub pick_up_code: String,
+    pub custom_code: Option<String>,
+}
+
+#[utoipa::path(post, path = "/driver/scans", tag = "Driver", operation_id = "driver_scan",
+    summary = "What a scanned code is on this driver's route",
+    description = "The parcel and stop of today's routes of this driver that the code (pick-up code or custom code) names.",
+    security(("driver_token" = [])), request_body = ScanRequest,
+    responses(
+        (status = 200, description = "The parcel's stop.", body = Envelope<ScanResult>),
+        (status = 404, description = "No parcel of this driver's routes today has this code.", body = ErrorEnvelope),
+        (status = 422, description = "An empty or overlong code.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn scan(
+    State(app): State<App>,
+    caller: DriverCaller,
+    JsonBody(request, _): JsonBody<ScanRequest>,
+) -> Result<Response> {
+    let code = request.code.trim();
+    if code.is_empty() || code.chars().count() > 100 {
+        return Err(Error::invalid("code", "The code is 1 to 100 characters: a parcel's pick-up code or custom code."));
+    }
+    let day = today(&app, &caller.driver_id).await?;
+    for r in &day.routes {
+        for s in &r.stops {
+            for sh in &s.shipments {
+                if let Some(p) =
+                    sh.parcels.iter().find(|p| p.pick_up_code == code || p.custom_code.as_deref() == Some(code))
+                {
+                    let found = ScanResult {
+                        route_id: r.id.clone(),
+                        stop_seq: s.seq,
+                        shipment_unique_id: sh.unique_id.clone(),
+                        pick_up_code: p.pick_up_code.clone(),
+                        custom_code: p.custom_code.clone(),
+                    };
+                    return Ok(envelope(200, "On your route.", &found).into_response());
+                }
+            }
+        }
+    }
+    Err(Error::NotFound)
+}

@@ -1,0 +1,118 @@
+//! The driver app's API (CONTRACT §13) on both backends: a driver reads only its own
+//! published route of today, scans only its own parcels, and no other token reaches it.
+
+use serde_json::{Value, json};
+
+use crate::common::{ADMIN_TOKEN, PICK_UP, TestServer, assert_envelope};
+
+const DATE: &str = "2026-11-23";
+
+async fn operator(s: &TestServer) -> String {
+    let r = s.send(s.http.post(s.url("/admin/operator-tokens")).bearer_auth(ADMIN_TOKEN)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["object"]["token"].as_str().unwrap().to_string()
+}
+
+async fn driver(s: &TestServer, op: &str, name: &str) -> (String, String) {
+    let body = json!({
+        "name": name, "phone": "+1 416 555 0199", "depot": "YYZ1",
+        "vehicle": {"name": "Van", "capacity_parcels": 4, "capacity_kg": 500},
+        "shift": {"start": "08:00", "end": "22:00"}, "weekdays": ["mon"]
+    });
+    let r = s.post("/ops/drivers", op, &body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let token = r.body["object"]["sign_in_url"].as_str().unwrap().split_once("#token=").unwrap().1.to_string();
+    (r.body["object"]["id"].as_str().unwrap().to_string(), token)
+}
+
+/// A live order at point `i` with two parcels; its tracking code and the parcels' codes.
+async fn order(s: &TestServer, live: &str, i: usize) -> (String, Vec<String>) {
+    let body = json!({
+        "pick_up_address": {"text": PICK_UP},
+        "drop_offs": [{
+            "address": {"text": "290 Bremner Blvd, Toronto, ON M5V 3L9", "lat": 43.640 + 0.004 * i as f64, "lng": -79.39,
+                        "person_name": format!("Receiver {i}"), "person_phone": "+1 416 555 0100"},
+            "scheduled_date": DATE, "time_slot_code": "TOR-DT-PM",
+            "parcels": [{"unit": "g", "values": 1000, "custom_code": format!("DRIVERAPI0000000{i}")}, {"unit": "g", "values": 900}]
+        }]
+    });
+    let r = s.post("/requests/sync", live, &body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let sh = &r.body["object"]["shipments"][0];
+    let codes = sh["parcels"].as_array().unwrap().iter().map(|p| p["pick_up_code"].as_str().unwrap().to_string());
+    (sh["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string(), codes.collect())
+}
+
+fn shipments_of(day: &Value) -> Vec<String> {
+    day["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["stops"].as_array().unwrap())
+        .flat_map(|s| s["shipments"].as_array().unwrap())
+        .map(|sh| sh["unique_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_reads_and_scans_only_its_own_published_route_of_today() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, ops) = s.new_client("Merchant").await;
+    let (ana, ana_token) = driver(&s, &op, "Ana").await;
+    let (_, ben_token) = driver(&s, &op, "Ben").await;
+    // Four orders of two parcels, vans of four parcels: two stops each.
+    let mut orders = Vec::new();
+    for i in 0..4 {
+        orders.push(order(&s, &live, i).await);
+    }
+    let r =
+        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let plan = r.body["object"].clone();
+    // A draft is no driver's yet.
+    let r = s.get("/driver/route", &ana_token).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["object"], json!({"date": DATE, "routes": []}));
+    let id = plan["id"].as_str().unwrap();
+    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+
+    let ana_day = s.get("/driver/route", &ana_token).await.body["object"].clone();
+    let ben_day = s.get("/driver/route", &ben_token).await.body["object"].clone();
+    let (mine, theirs) = (shipments_of(&ana_day), shipments_of(&ben_day));
+    assert_eq!(mine.len() + theirs.len(), 4, "{ana_day} {ben_day}");
+    assert!(mine.iter().all(|u| !theirs.contains(u)), "each sees only its own stops");
+    let planned = plan["routes"].as_array().unwrap().iter().find(|r| r["driver_id"] == ana.as_str()).unwrap();
+    assert_eq!(ana_day["routes"][0]["id"], planned["id"]);
+    let stop = &ana_day["routes"][0]["stops"][0];
+    assert_eq!(stop["seq"], 1);
+    assert_eq!(stop["window"]["from"], "2026-11-23T14:00:00-05:00");
+    assert!(stop["navigation"]["geo"].as_str().unwrap().starts_with("geo:43.6"), "{stop}");
+    assert!(stop["receiver"].as_str().unwrap().starts_with("Receiver "), "{stop}");
+    assert_eq!(stop["shipments"][0]["status"], "scheduled");
+    assert_eq!(stop["shipments"][0]["parcels"].as_array().unwrap().len(), 2);
+
+    // A scan of one of Ana's parcels, by pick-up code and by custom code; Ben's is a 404.
+    let (tracking, codes) = orders.iter().find(|(t, _)| mine.contains(t)).unwrap();
+    let r = s.post("/driver/scans", &ana_token, &json!({"code": codes[1]})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["object"]["shipment_unique_id"], tracking.as_str());
+    let i = orders.iter().position(|(t, _)| t == tracking).unwrap();
+    let r = s.post("/driver/scans", &ana_token, &json!({"code": format!("DRIVERAPI0000000{i}")})).await;
+    assert_eq!(r.body["object"]["pick_up_code"], codes[0].as_str(), "{}", r.body);
+    let (_, other) = orders.iter().find(|(t, _)| theirs.contains(t)).unwrap();
+    assert_envelope(&s.post("/driver/scans", &ana_token, &json!({"code": other[0]})).await, 404);
+    assert_envelope(&s.post("/driver/scans", &ana_token, &json!({"code": "NOTACODE"})).await, 404);
+    let r = s.post("/driver/scans", &ana_token, &json!({"code": " "})).await;
+    assert_envelope(&r, 422);
+    r.error_at("code");
+
+    // Only driver tokens: client, ops and operator tokens are refused, an unknown one is a 401.
+    for token in [live.as_str(), ops.as_str(), s.token.as_str(), op.as_str()] {
+        assert_envelope(&s.get("/driver/route", token).await, 403);
+    }
+    assert_envelope(&s.get("/driver/route", "ds_driver_unknown").await, 401);
+    // A driver token reaches nothing else.
+    assert_envelope(&s.get("/orders", &ana_token).await, 403);
+    assert_envelope(&s.get(&format!("/ops/plans/{id}"), &ana_token).await, 403);
+}
