@@ -21,6 +21,8 @@ struct PlanPage {
     frame: Option<Frame>,
     plan: PlanView,
     draft: bool,
+    /// When it was published, in the depot's local time (`2026-11-23 07:00`).
+    published: Option<String>,
     distance_km: String,
     duration: String,
     routes: Vec<RouteBlock>,
@@ -136,6 +138,7 @@ async fn render(
     let body = PlanPage {
         frame: Some(session.frame("board")),
         draft: view.status == "draft",
+        published: view.published_at.as_deref().map(|t| format!("{} {}", t.get(..10).unwrap_or(t), clock(t))),
         distance_km: km(view.cost.distance_m),
         duration: hours(view.cost.duration_s),
         plan: view,
