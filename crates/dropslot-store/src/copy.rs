@@ -476,6 +476,7 @@ const NOT_COPIED: &[(&str, &str)] = &[
     ("schema_migrations", "the target records its own migrations"),
     ("health_probe", "the readiness probe's row, rewritten at every start"),
     ("dashboard_sessions", "browser sessions: after a move its users sign in again"),
+    ("ops_sessions", "dispatchers' browser sessions: after a move they sign in again"),
 ];
 
 /// The `PostgreSQL` columns a `SQLite` column becomes, with their array types (for `unnest`).

@@ -49,6 +49,14 @@ pub struct StaffPrincipal {
     pub driver_id: Option<String>,
 }
 
+/// A live dispatcher session (`/ops` pages): the CSRF token its forms carry and its operator
+/// token's display prefix. A revoked token ends it.
+#[derive(Debug, Clone)]
+pub struct OpsSessionRecord {
+    pub csrf: String,
+    pub token_prefix: String,
+}
+
 /// A staff token as listed: never the token itself.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct StaffTokenInfo {

@@ -22,9 +22,9 @@ use async_trait::async_trait;
 use jiff::Timestamp;
 use jiff::civil::Date;
 
-pub use fleet::{NewStaffToken, StaffKind, StaffPrincipal, StaffTokenInfo, StoredDriver};
+pub use fleet::{NewStaffToken, OpsSessionRecord, StaffKind, StaffPrincipal, StaffTokenInfo, StoredDriver};
 pub use lifecycle::*;
-pub use plans::{SaveOutcome, StoredPlan};
+pub use plans::{BoardCount, SaveOutcome, StoredPlan};
 pub use requests::*;
 pub use types::*;
 pub use webhooks::*;
@@ -138,6 +138,21 @@ pub trait Store: Send + Sync + 'static {
     -> StoreResult<Option<SessionRecord>>;
     /// Ends a session (sign-out); ending one that does not exist is not an error.
     async fn end_session(&self, session: &TokenHash) -> StoreResult<()>;
+
+    // Dispatcher sessions (`/ops` pages, CONTRACT §12): the same records, over operator tokens.
+    /// Starts a session for the unrevoked operator token whose hash is `token`; false (and
+    /// nothing written) when the token is unknown, revoked, or not an operator's.
+    async fn create_ops_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<bool>;
+    /// The session, if its operator token is still unrevoked and it was last seen at or after
+    /// `idle_since_ms`; a session seen more than a minute before `now_ms` is marked seen now.
+    async fn ops_session(
+        &self,
+        session: &TokenHash,
+        idle_since_ms: i64,
+        now_ms: i64,
+    ) -> StoreResult<Option<OpsSessionRecord>>;
+    /// Ends a dispatcher session (sign-out); ending one that does not exist is not an error.
+    async fn end_ops_session(&self, session: &TokenHash) -> StoreResult<()>;
 
     // Saved pick-up addresses (CONTRACT §3.4).
     /// The id of the saved address with this normalised text (a preview's `saved_address_id`).
@@ -317,6 +332,9 @@ pub trait Store: Send + Sync + 'static {
     async fn plan(&self, id: &str) -> StoreResult<Option<StoredPlan>>;
     /// Every solved plan of `date`, drafts and published.
     async fn plans_on(&self, date: Date) -> StoreResult<Vec<StoredPlan>>;
+    /// The depot's live shipments of `date` that are not final, counted by kind, zone and
+    /// slot, with how many are in a published route (the dispatcher's board).
+    async fn board_counts(&self, depot: &str, date: Date) -> StoreResult<Vec<BoardCount>>;
     /// Writes `plan` over version `version`. A published plan's routes and stops are
     /// rewritten in the same transaction; a shipment in another published plan's route
     /// refuses the whole write.

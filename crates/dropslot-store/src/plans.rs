@@ -51,6 +51,56 @@ impl SaveError {
     }
 }
 
+/// A depot's day on the dispatcher's board: the live shipments of one kind, zone and slot
+/// that are not final, and how many of them are in a route of a published plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardCount {
+    pub kind: PlanKind,
+    /// The drop-offs' zone; empty for pick-ups (they belong to the depot, not a zone).
+    pub zone: String,
+    pub slot: String,
+    pub shipments: i64,
+    pub published: i64,
+}
+
+/// The board's counts (`?1`/`$1` the depot, `?2`/`$2` the date), written for `param`.
+pub(crate) fn board_sql(param: char) -> String {
+    let finals = final_statuses();
+    let published = |alias: &str| {
+        format!(
+            "sum(CASE WHEN EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = {alias}.unique_id) THEN 1 ELSE 0 END)"
+        )
+    };
+    format!(
+        "SELECT 'delivery', d.zone_code, d.slot_code, count(*), {pd}
+         FROM drop_off_shipments d
+         WHERE d.scheduled_date = {p}2 AND d.warehouse = {p}1 AND d.mode = 'live' AND d.status NOT IN ({finals})
+         GROUP BY d.zone_code, d.slot_code
+         UNION ALL
+         SELECT 'pick_up', '', u.slot_code, count(*), {pu}
+         FROM pick_up_shipments u
+         WHERE u.scheduled_date = {p}2 AND u.mode = 'live' AND u.status NOT IN ({finals})
+           AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = {p}1
+         GROUP BY u.slot_code
+         ORDER BY 1, 2, 3",
+        pd = published("d"),
+        pu = published("u"),
+        p = param,
+    )
+}
+
+/// A board row from its columns (kind, zone, slot, shipments, published).
+pub(crate) fn board_row(
+    kind: &str,
+    zone: String,
+    slot: String,
+    shipments: i64,
+    published: i64,
+) -> Result<BoardCount, StoreError> {
+    let kind = PlanKind::parse(kind).ok_or_else(|| StoreError::Corrupt(format!("board: kind {kind}")))?;
+    Ok(BoardCount { kind, zone, slot, shipments, published })
+}
+
 /// `'delivered', 'returned', …`: the final statuses, for `NOT IN` (from the core's rule).
 pub(crate) fn final_statuses() -> String {
     Status::ALL.iter().filter(|s| s.is_final()).map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ")

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod capacity;
 pub mod cli;
 pub mod dashboard;
+pub mod dispatcher;
 pub mod driver;
 pub mod error;
 pub mod fleet;

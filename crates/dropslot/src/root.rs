@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::{
-    addresses, auth, capacity, dashboard, driver, fleet, health, http, labels, metrics, openapi, ops, orders, plans,
-    sandbox, shipments, tracking, webhooks,
+    addresses, auth, capacity, dashboard, dispatcher, driver, fleet, health, http, labels, metrics, openapi, ops,
+    orders, plans, sandbox, shipments, tracking, webhooks,
 };
 
 /// A started service: the application, the demo client's token when the database was empty,
@@ -188,4 +188,5 @@ fn root_routes(with_metrics: bool) -> axum::Router<App> {
         .merge(health::routes(with_metrics))
         .merge(openapi::routes())
         .merge(dashboard::routes())
+        .merge(dispatcher::routes())
 }

@@ -66,6 +66,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (11, "address_points", include_str!("../../migrations/postgres/0011_address_points.sql")),
     (12, "fleet", include_str!("../../migrations/postgres/0012_fleet.sql")),
     (13, "plans", include_str!("../../migrations/postgres/0013_plans.sql")),
+    (14, "ops_sessions", include_str!("../../migrations/postgres/0014_ops_sessions.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -663,6 +664,55 @@ impl Store for PgStore {
         Ok(Some(record))
     }
 
+    async fn create_ops_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<bool> {
+        let c = self.conn().await?;
+        let n = c
+            .execute(
+                "INSERT INTO ops_sessions (hash, staff_token_id, csrf, created_ms, last_seen_ms)
+                 SELECT $1, id, $2, $3, $3 FROM staff_tokens
+                 WHERE hash = $4 AND kind = 'operator' AND revoked_at IS NULL",
+                &[&&session.hash.0[..], &session.csrf, &session.now_ms, &&token.0[..]],
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(n == 1)
+    }
+
+    async fn ops_session(
+        &self,
+        session: &TokenHash,
+        idle_since_ms: i64,
+        now_ms: i64,
+    ) -> StoreResult<Option<crate::OpsSessionRecord>> {
+        let c = self.conn().await?;
+        let row = c
+            .query_opt(
+                "SELECT s.csrf, t.prefix, s.last_seen_ms FROM ops_sessions s JOIN staff_tokens t ON t.id = s.staff_token_id
+                 WHERE s.hash = $1 AND t.kind = 'operator' AND t.revoked_at IS NULL AND s.last_seen_ms >= $2",
+                &[&&session.0[..], &idle_since_ms],
+            )
+            .await
+            .map_err(map_err)?;
+        let Some(r) = row else { return Ok(None) };
+        let record = crate::OpsSessionRecord { csrf: r.get(0), token_prefix: r.get(1) };
+        let last_seen: i64 = r.get(2);
+        if last_seen < now_ms - 60_000 {
+            c.execute(
+                "UPDATE ops_sessions SET last_seen_ms = $2 WHERE hash = $1 AND last_seen_ms < $2",
+                &[&&session.0[..], &now_ms],
+            )
+            .await
+            .map_err(map_err)?;
+        }
+        Ok(Some(record))
+    }
+
+    async fn end_ops_session(&self, session: &TokenHash) -> StoreResult<()> {
+        let c = self.conn().await?;
+        c.execute("DELETE FROM ops_sessions WHERE hash = $1", &[&&session.0[..]]).await.map_err(map_err)?;
+        Ok(())
+    }
+
     async fn end_session(&self, session: &TokenHash) -> StoreResult<()> {
         let c = self.conn().await?;
         c.execute("DELETE FROM dashboard_sessions WHERE hash = $1", &[&&session.0[..]]).await.map_err(map_err)?;
@@ -1069,6 +1119,12 @@ impl Store for PgStore {
 
     async fn plans_on(&self, date: Date) -> StoreResult<Vec<StoredPlan>> {
         plans::plans_of(&self.conn().await?, date).await
+    }
+
+    async fn board_counts(&self, depot: &str, date: Date) -> StoreResult<Vec<crate::BoardCount>> {
+        let c = self.conn().await?;
+        let rows = c.query(&crate::plans::board_sql('$'), &[&depot, &date.to_string()]).await.map_err(map_err)?;
+        rows.iter().map(|r| crate::plans::board_row(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))).collect()
     }
 
     async fn save_plan(&self, plan: &Plan, version: i64) -> StoreResult<SaveOutcome> {

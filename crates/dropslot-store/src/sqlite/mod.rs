@@ -58,6 +58,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (11, "address_points", include_str!("../../migrations/sqlite/0011_address_points.sql")),
     (12, "fleet", include_str!("../../migrations/sqlite/0012_fleet.sql")),
     (13, "plans", include_str!("../../migrations/sqlite/0013_plans.sql")),
+    (14, "ops_sessions", include_str!("../../migrations/sqlite/0014_ops_sessions.sql")),
 ];
 const READERS: usize = 4;
 
@@ -519,6 +520,68 @@ impl Store for SqliteStore {
         Ok(Some(record))
     }
 
+    async fn create_ops_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<bool> {
+        let token = *token;
+        self.writer
+            .write(move |c| {
+                let n = c
+                    .prepare_cached(
+                        "INSERT INTO ops_sessions (hash, staff_token_id, csrf, created_ms, last_seen_ms)
+                         SELECT ?1, id, ?2, ?3, ?3 FROM staff_tokens
+                         WHERE hash = ?4 AND kind = 'operator' AND revoked_at IS NULL",
+                    )
+                    .and_then(|mut st| {
+                        st.execute(params![&session.hash.0[..], session.csrf, session.now_ms, &token.0[..]])
+                    })
+                    .map_err(map_err)?;
+                Ok(n == 1)
+            })
+            .await
+    }
+
+    async fn ops_session(
+        &self,
+        session: &TokenHash,
+        idle_since_ms: i64,
+        now_ms: i64,
+    ) -> StoreResult<Option<crate::OpsSessionRecord>> {
+        let found = self.read(|c| {
+            c.prepare_cached(
+                "SELECT s.csrf, t.prefix, s.last_seen_ms FROM ops_sessions s JOIN staff_tokens t ON t.id = s.staff_token_id
+                 WHERE s.hash = ?1 AND t.kind = 'operator' AND t.revoked_at IS NULL AND s.last_seen_ms >= ?2",
+            )?
+            .query_row(params![&session.0[..], idle_since_ms], |r| {
+                Ok((crate::OpsSessionRecord { csrf: r.get(0)?, token_prefix: r.get(1)? }, r.get::<_, i64>(2)?))
+            })
+            .optional()
+        })?;
+        let Some((record, last_seen)) = found else { return Ok(None) };
+        if last_seen < now_ms - 60_000 {
+            let hash = *session;
+            self.writer
+                .write(move |c| {
+                    c.execute(
+                        "UPDATE ops_sessions SET last_seen_ms = ?2 WHERE hash = ?1 AND last_seen_ms < ?2",
+                        params![&hash.0[..], now_ms],
+                    )
+                    .map_err(map_err)?;
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok(Some(record))
+    }
+
+    async fn end_ops_session(&self, session: &TokenHash) -> StoreResult<()> {
+        let hash = *session;
+        self.writer
+            .write(move |c| {
+                c.execute("DELETE FROM ops_sessions WHERE hash = ?1", [&hash.0[..]]).map_err(map_err)?;
+                Ok(())
+            })
+            .await
+    }
+
     async fn end_session(&self, session: &TokenHash) -> StoreResult<()> {
         let hash = *session;
         self.writer
@@ -912,6 +975,12 @@ impl Store for SqliteStore {
             out.extend(plans::parsed(&row)?);
         }
         Ok(out)
+    }
+
+    async fn board_counts(&self, depot: &str, date: Date) -> StoreResult<Vec<crate::BoardCount>> {
+        let depot = depot.to_string();
+        let rows = self.read_blocking(move |c| plans::board_rows(c, &depot, date)).await?;
+        rows.into_iter().map(|(k, z, s, n, p)| crate::plans::board_row(&k, z, s, n, p)).collect()
     }
 
     async fn save_plan(&self, plan: &Plan, version: i64) -> StoreResult<SaveOutcome> {

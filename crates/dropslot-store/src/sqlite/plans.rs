@@ -26,6 +26,15 @@ pub(super) fn candidate_rows(
         .collect()
 }
 
+/// One board row: kind, zone, slot, shipments, of which in published routes.
+pub(super) type BoardColumns = (String, String, String, i64, i64);
+
+pub(super) fn board_rows(c: &Connection, depot: &str, date: Date) -> rusqlite::Result<Vec<BoardColumns>> {
+    c.prepare_cached(&crate::plans::board_sql('?'))?
+        .query_map(params![depot, date.to_string()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
+        .collect()
+}
+
 pub(super) fn candidates(kind: PlanKind, rows: Vec<CandidateColumns>) -> Result<Vec<Candidate>, StoreError> {
     rows.into_iter().map(|r| candidate(kind, r)).collect()
 }

@@ -114,7 +114,7 @@ impl Session {
 }
 
 /// The value of cookie `name`, if the request sent exactly one.
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     let mut found = None;
     for value in headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()) {
         for pair in value.split(';') {
@@ -134,20 +134,26 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// A `Set-Cookie` value for `name`: `HttpOnly`, `SameSite=Strict`, the dashboard's path,
 /// `Secure` behind https; `max_age` 0 deletes it.
 fn set_cookie(app: &App, name: &str, value: &str, max_age: Option<u64>) -> HeaderValue {
+    cookie_at(app, "/dashboard", name, value, max_age)
+}
+
+/// A `Set-Cookie` value for `name` under `path` (the dashboard's, or the dispatcher's
+/// `/ops`), with the same flags.
+pub(crate) fn cookie_at(app: &App, path: &str, name: &str, value: &str, max_age: Option<u64>) -> HeaderValue {
     let secure = if app.settings.base_url.starts_with("https://") { "; Secure" } else { "" };
     let age = max_age.map(|s| format!("; Max-Age={s}")).unwrap_or_default();
-    HeaderValue::from_str(&format!("{name}={value}; Path=/dashboard; HttpOnly; SameSite=Strict{secure}{age}"))
+    HeaderValue::from_str(&format!("{name}={value}; Path={path}; HttpOnly; SameSite=Strict{secure}{age}"))
         .unwrap_or_else(|_| HeaderValue::from_static("ds_invalid=; Max-Age=0"))
 }
 
 /// 32 random bytes as base64url: session values and CSRF tokens.
-fn random_value() -> String {
+pub(crate) fn random_value() -> String {
     use base64::Engine;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(dropslot_core::ids::random_bytes::<32>())
 }
 
 /// Equal in time independent of where they differ.
-fn same_secret(a: &str, b: &str) -> bool {
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -217,6 +223,16 @@ impl Fields {
 
 /// Reads an urlencoded form within the size and time limits.
 async fn read_form(req: Request, app: &App) -> Result<Fields, Response> {
+    read_form_or(req, app, |e| error_page(None, e)).await
+}
+
+/// Reads an urlencoded form within the size and time limits; `fail` renders a refusal.
+pub(crate) async fn read_form_or(
+    req: Request,
+    app: &App,
+    fail: impl Fn(&Error) -> Response,
+) -> Result<Fields, Response> {
+    let error_page = |_: Option<()>, e: &Error| fail(e);
     let content_type = crate::http::single(req.headers(), &header::CONTENT_TYPE, "Content-Type");
     let content_type = content_type.map_err(|e| error_page(None, &e))?;
     let form = content_type.and_then(|v| v.to_str().ok()).is_some_and(|v| {

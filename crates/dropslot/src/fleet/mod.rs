@@ -180,10 +180,17 @@ async fn remove(State(app): State<App>, _: OperatorCaller, PathParam(id): PathPa
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn reissue(State(app): State<App>, _: OperatorCaller, PathParam(id): PathParam<String>) -> Result<Response> {
+    let link = SignInLink { sign_in_url: reissue_sign_in(&app.store, &app.settings, &id, app.clock.now()).await? };
+    Ok(envelope(200, "Sign-in link re-issued; the earlier ones no longer work.", &link).into_response())
+}
+
+/// A new driver token for driver `id`, every earlier one revoked: what `POST
+/// /ops/drivers/{id}/token` and the drivers page both do. Returns the new sign-in link.
+pub async fn reissue_sign_in(store: &DynStore, settings: &Settings, id: &str, now: Timestamp) -> Result<String> {
     let minted = staff::mint(StaffKind::Driver);
-    if !app.store.reissue_driver_token(&id, minted.stored, app.clock.now()).await? {
+    if !store.reissue_driver_token(id, minted.stored, now).await? {
         return Err(Error::NotFound);
     }
-    let link = SignInLink { sign_in_url: sign_in_url(&app.settings, &minted.secret) };
-    Ok(envelope(200, "Sign-in link re-issued; the earlier ones no longer work.", &link).into_response())
+    tracing::info!(driver_id = %id, "driver sign-in link re-issued");
+    Ok(sign_in_url(settings, &minted.secret))
 }

@@ -81,8 +81,9 @@ use crate::app::App;
 )]
 struct Api;
 
-/// Every documented operation at the root. The dashboard (`/dashboard`, HTML forms behind a
-/// session cookie) is left out: it is a browser UI, not an API (docs/api.md).
+/// Every documented operation at the root. The dashboard (`/dashboard`) and the dispatcher's
+/// pages (`/ops`), HTML forms behind a session cookie, are left out: they are browser UIs, not
+/// an API (docs/api.md).
 #[derive(OpenApi)]
 #[openapi(paths(
     crate::labels::serve,

@@ -192,6 +192,13 @@ async fn create(
     _: OperatorCaller,
     JsonBody(request, _): JsonBody<PlanRequest>,
 ) -> Result<Response> {
+    let (plan, tz) = create_plan(&app, &request).await?;
+    Ok(envelope(201, "Plan made.", &PlanView::new(&plan, &tz)).into_response())
+}
+
+/// Solves a new draft plan: what `POST /ops/plans` and the dispatcher's board both do.
+/// Returns the plan and its depot's time zone.
+pub(crate) async fn create_plan(app: &App, request: &PlanRequest) -> Result<(Plan, TimeZone)> {
     let mut errors = FieldErrors::new();
     let date = date_at("date", &request.date);
     let kind = PlanKind::parse(&request.kind);
@@ -202,7 +209,7 @@ async fn create(
     if request.driver_ids.as_ref().is_some_and(|d| d.len() > 500) {
         errors.add("driver_ids", "At most 500 drivers.");
     }
-    let base = base(&app, &request.depot);
+    let base = base(app, &request.depot);
     if let Err(Error::Validation(e)) = &date {
         errors.merge(e.clone());
     }
@@ -211,7 +218,7 @@ async fn create(
     }
     errors.into_result()?;
     let (date, base, kind) = (date?, base?, kind.unwrap_or(PlanKind::Delivery));
-    let drivers = drivers(&app, &base.depot.code, date, request.driver_ids.as_deref(), &base.tz).await?;
+    let drivers = drivers(app, &base.depot.code, date, request.driver_ids.as_deref(), &base.tz).await?;
     let id = dropslot_core::ids::sortable_id("PLN", 10);
     let now = app.clock.now();
     let began = app.store.begin_plan(&id, &base.depot.code, date, kind, now.as_millisecond(), SOLVING_LEASE_MS).await?;
@@ -233,8 +240,7 @@ async fn create(
             made.map(|plan| (plan, base.tz))
         })
     };
-    let (plan, tz) = task.await.map_err(|e| Error::Internal(format!("the plan's task failed: {e}")))??;
-    Ok(envelope(201, "Plan made.", &PlanView::new(&plan, &tz)).into_response())
+    task.await.map_err(|e| Error::Internal(format!("the plan's task failed: {e}")))?
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -273,6 +279,17 @@ async fn make(
 
 fn service_time(r: &dropslot_core::config::RoutingSettings) -> ServiceTime {
     ServiceTime { stop_seconds: i64::from(r.stop_seconds), parcel_seconds: i64::from(r.parcel_seconds) }
+}
+
+/// The plan with this id (and its version) in its depot's time zone, or 404: the plan page.
+pub(crate) async fn read_plan(app: &App, id: &str) -> Result<(StoredPlan, TimeZone)> {
+    let (stored, base) = load(app, id).await?;
+    Ok((stored, base.tz))
+}
+
+/// The time zone of a depot's city (UTC for a depot no longer in the area file).
+pub(crate) fn depot_tz(app: &App, depot: &str) -> TimeZone {
+    base(app, depot).map_or(TimeZone::UTC, |b| b.tz)
 }
 
 /// The plan with this id and its depot's time zone, or 404.
@@ -315,7 +332,7 @@ async fn list(State(app): State<App>, _: OperatorCaller, RawQuery(raw): RawQuery
     let date = date_at("query.date", q.get("date").map_or("", String::as_str))?;
     let mut views = Vec::new();
     for stored in app.store.plans_on(date).await? {
-        let tz = base(&app, &stored.plan.depot).map_or(TimeZone::UTC, |b| b.tz);
+        let tz = depot_tz(&app, &stored.plan.depot);
         views.push(PlanView::new(&stored.plan, &tz));
     }
     Ok(envelope(200, "Plans.", &PlanList { plans: views }).into_response())
@@ -387,7 +404,15 @@ async fn move_stop(
     PathParam(id): PathParam<String>,
     JsonBody(request, _): JsonBody<MoveRequest>,
 ) -> Result<Response> {
-    let (stored, base) = load(&app, &id).await?;
+    let (next, tz) = move_in_plan(&app, &id, &request).await?;
+    Ok(envelope(200, "Stop moved.", &PlanView::new(&next, &tz)).into_response())
+}
+
+/// Moves a shipment's stop and re-times the routes it touches: what `POST
+/// /ops/plans/{id}/moves` and the plan page's move form both do. A broken rule is a 422 at
+/// `position` naming the rule.
+pub(crate) async fn move_in_plan(app: &App, id: &str, request: &MoveRequest) -> Result<(Plan, TimeZone)> {
+    let (stored, base) = load(app, id).await?;
     let position = usize::try_from(request.position).unwrap_or(0);
     let (mut next, changed) =
         dispatch::place(&stored.plan, &request.shipment_unique_id, &request.to_route_id, position)
@@ -406,7 +431,7 @@ async fn move_stop(
         return Err(broken(&rules));
     }
     saved(app.store.save_plan(&next, stored.version).await?)?;
-    Ok(envelope(200, "Stop moved.", &PlanView::new(&next, &base.tz)).into_response())
+    Ok((next, base.tz))
 }
 
 /// `POST /ops/plans/{id}/optimize`.
@@ -440,10 +465,17 @@ async fn optimize(
             <JsonBody<Option<OptimizeRequest>> as axum::extract::FromRequest<App>>::from_request(request, &app).await?;
         r.unwrap_or_default()
     };
+    let (next, tz) = optimize_plan(&app, &id, request.time_limit_s).await?;
+    Ok(envelope(200, "Plan re-optimised.", &PlanView::new(&next, &tz)).into_response())
+}
+
+/// Solves a plan again, published stops kept in place: what `POST /ops/plans/{id}/optimize`
+/// and the plan page's button both do.
+pub(crate) async fn optimize_plan(app: &App, id: &str, time_limit_s: Option<i64>) -> Result<(Plan, TimeZone)> {
     let mut errors = FieldErrors::new();
-    let seconds = time_limit(request.time_limit_s, &mut errors);
+    let seconds = time_limit(time_limit_s, &mut errors);
     errors.into_result()?;
-    let (stored, base) = load(&app, &id).await?;
+    let (stored, base) = load(app, id).await?;
     let plan = stored.plan;
     let date: Date = plan.date.parse().map_err(|_| Error::Internal(format!("plan {id}: its date")))?;
     let drivers: Vec<Driver> = plan.routes.iter().map(dispatch::driver_of).collect();
@@ -458,7 +490,7 @@ async fn optimize(
     let (routes, unassigned) = solve(&roads, base.model, problem, fixed, plan.id.clone(), seconds).await?;
     let next = Plan { routes, unassigned, roads: roads.source().into(), ..plan };
     saved(app.store.save_plan(&next, stored.version).await?)?;
-    Ok(envelope(200, "Plan re-optimised.", &PlanView::new(&next, &base.tz)).into_response())
+    Ok((next, base.tz))
 }
 
 /// `POST /ops/plans/{id}/publish`.
@@ -474,13 +506,20 @@ async fn optimize(
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn publish(State(app): State<App>, _: OperatorCaller, PathParam(id): PathParam<String>) -> Result<Response> {
-    let (stored, base) = load(&app, &id).await?;
+    let (plan, tz) = publish_plan(&app, &id).await?;
+    Ok(envelope(200, "Plan published.", &PlanView::new(&plan, &tz)).into_response())
+}
+
+/// Publishes a plan (a published one is answered as it is): what `POST
+/// /ops/plans/{id}/publish` and the plan page's button both do.
+pub(crate) async fn publish_plan(app: &App, id: &str) -> Result<(Plan, TimeZone)> {
+    let (stored, base) = load(app, id).await?;
     if stored.plan.status == PlanStatus::Published {
-        return Ok(envelope(200, "Plan published.", &PlanView::new(&stored.plan, &base.tz)).into_response());
+        return Ok((stored.plan, base.tz));
     }
     let date: Date = stored.plan.date.parse().map_err(|_| Error::Internal(format!("plan {id}: its date")))?;
     // Every shipment must still be plannable: not final, in no other published route.
-    let live = app.store.plan_candidates(stored.plan.kind, &stored.plan.depot, date, Some(&id)).await?;
+    let live = app.store.plan_candidates(stored.plan.kind, &stored.plan.depot, date, Some(id)).await?;
     for route in &stored.plan.routes {
         if let Some(gone) = route.shipments().find(|s| !live.iter().any(|c| c.unique_id == *s)) {
             return Err(Error::Conflict(format!(
@@ -490,7 +529,7 @@ async fn publish(State(app): State<App>, _: OperatorCaller, PathParam(id): PathP
     }
     let next = Plan { status: PlanStatus::Published, published_at: Some(app.clock.now().as_second()), ..stored.plan };
     saved(app.store.save_plan(&next, stored.version).await?)?;
-    Ok(envelope(200, "Plan published.", &PlanView::new(&next, &base.tz)).into_response())
+    Ok((next, base.tz))
 }
 
 /// `HH:MM` of Unix seconds in `tz`.

@@ -21,6 +21,7 @@ mod layout;
 mod metrics;
 mod openapi;
 mod ops;
+mod ops_pages;
 mod orders;
 mod plans;
 mod points;

@@ -12,16 +12,22 @@ use serde_json::{Value, json};
 
 use crate::common::{ADMIN_TOKEN, PICK_UP, Reply, TestServer, assert_envelope};
 
-const DATE: &str = "2026-11-23";
+pub(crate) const DATE: &str = "2026-11-23";
 
-async fn operator(s: &TestServer) -> String {
+pub(crate) async fn operator(s: &TestServer) -> String {
     let r = s.send(s.http.post(s.url("/admin/operator-tokens")).bearer_auth(ADMIN_TOKEN)).await;
     assert_eq!(r.status, 201, "{}", r.body);
     r.body["object"]["token"].as_str().expect("token").to_string()
 }
 
 /// A driver of YYZ1 working every day; its id and sign-in token.
-async fn driver(s: &TestServer, op: &str, name: &str, parcels: u32, shift: (&str, &str)) -> (String, String) {
+pub(crate) async fn driver(
+    s: &TestServer,
+    op: &str,
+    name: &str,
+    parcels: u32,
+    shift: (&str, &str),
+) -> (String, String) {
     let body = json!({
         "name": name, "phone": "+1 416 555 0199", "depot": "YYZ1",
         "vehicle": {"name": "Van", "capacity_parcels": parcels, "capacity_kg": 500},
@@ -43,7 +49,7 @@ fn point(i: usize) -> (f64, f64) {
 
 /// A live order of one drop-off at point `i` with `parcels` parcels, in `slot`; its tracking
 /// code (the drop-off shipment's unique id).
-async fn order(s: &TestServer, live: &str, i: usize, parcels: usize, slot: &str) -> String {
+pub(crate) async fn order(s: &TestServer, live: &str, i: usize, parcels: usize, slot: &str) -> String {
     order_with_codes(s, live, i, parcels, slot).await.0
 }
 
@@ -121,18 +127,18 @@ fn judge(plan: &Value, shipments: &[String], capacity: &HashMap<String, i64>, sh
     assert_eq!(seen, expected, "every shipment exactly once");
 }
 
-struct Day {
-    s: TestServer,
-    op: String,
-    live: String,
-    drivers: Vec<(String, String)>,
-    shipments: Vec<String>,
-    capacity: HashMap<String, i64>,
+pub(crate) struct Day {
+    pub s: TestServer,
+    pub op: String,
+    pub live: String,
+    pub drivers: Vec<(String, String)>,
+    pub shipments: Vec<String>,
+    pub capacity: HashMap<String, i64>,
 }
 
 /// Two drivers of 12 parcels, 10 orders of 1 to 3 parcels: 6 in the afternoon slot, 4 in
 /// the evening one.
-async fn day() -> Day {
+pub(crate) async fn day() -> Day {
     let s = TestServer::start().await;
     let op = operator(&s).await;
     let (_, _, live, _) = s.new_client("Merchant").await;
@@ -224,7 +230,7 @@ async fn move_stop(d: &Day, id: &str, shipment: &str, route: &str, position: usi
 }
 
 /// The route and position (among its stops) of `shipment`.
-fn place(plan: &Value, shipment: &str) -> Option<(String, usize)> {
+pub(crate) fn place(plan: &Value, shipment: &str) -> Option<(String, usize)> {
     plan["routes"].as_array()?.iter().find_map(|r| {
         r["stops"].as_array()?.iter().find_map(|s| {
             s["shipment_unique_ids"]

@@ -1,0 +1,141 @@
+//! The day's board of a depot: its live shipments counted by zone and slot, how many are in
+//! published routes, the plans of the date, and the form that makes a plan.
+
+use askama::Template;
+use axum::extract::{RawQuery, State};
+
+use super::{Frame, OpsPosted, OpsSession, PageResult, fail, ok};
+use crate::app::App;
+use crate::dashboard::see_other;
+use crate::error::Error;
+use crate::plans::wire::PlanRequest;
+use dropslot_core::dispatch::{PlanKind, PlanStatus};
+
+#[derive(Template)]
+#[template(path = "ops/board.html")]
+struct BoardPage {
+    frame: Option<Frame>,
+    date: String,
+    depot: String,
+    depot_name: String,
+    /// Every depot: (code, name).
+    depots: Vec<(String, String)>,
+    rows: Vec<CountRow>,
+    total: Totals,
+    plans: Vec<PlanRow>,
+}
+
+struct CountRow {
+    kind: &'static str,
+    zone: String,
+    slot: String,
+    shipments: i64,
+    published: i64,
+    open: i64,
+}
+
+#[derive(Default)]
+struct Totals {
+    shipments: i64,
+    published: i64,
+    open: i64,
+}
+
+struct PlanRow {
+    id: String,
+    kind: &'static str,
+    status: &'static str,
+    routes_used: usize,
+    assigned: usize,
+    unassigned: usize,
+}
+
+fn kind_words(kind: PlanKind) -> &'static str {
+    match kind {
+        PlanKind::Delivery => "Delivery",
+        PlanKind::PickUp => "Pick-up",
+    }
+}
+
+/// `GET /ops/board?date=&depot=`: default the first depot, and today in its city.
+pub(super) async fn show(State(app): State<App>, session: OpsSession, RawQuery(raw): RawQuery) -> PageResult {
+    let q = crate::http::query_params(raw.as_deref(), &["date", "depot"]).map_err(fail(&session))?;
+    let area = &app.settings.area;
+    let depots: Vec<(String, String)> = area.depots().iter().map(|d| (d.code.clone(), d.name.clone())).collect();
+    let depot = match q.get("depot").filter(|d| !d.is_empty()) {
+        Some(code) => {
+            area.depot(code).ok_or_else(|| fail(&session)(Error::invalid("query.depot", "No depot has this code.")))?
+        }
+        None => area.depots().first().ok_or_else(|| fail(&session)(Error::NotFound))?,
+    };
+    let tz = crate::plans::depot_tz(&app, &depot.code);
+    let date = match q.get("date").filter(|d| !d.is_empty()) {
+        Some(d) => crate::capacity::date_at("query.date", d).map_err(fail(&session))?,
+        None => app.clock.now().to_zoned(tz).date(),
+    };
+    let counts = app.store.board_counts(&depot.code, date).await.map_err(|e| fail(&session)(e.into()))?;
+    let mut total = Totals::default();
+    let rows = counts
+        .into_iter()
+        .map(|c| {
+            total.shipments += c.shipments;
+            total.published += c.published;
+            total.open += c.shipments - c.published;
+            CountRow {
+                kind: kind_words(c.kind),
+                zone: if c.zone.is_empty() { "—".into() } else { c.zone },
+                slot: c.slot,
+                shipments: c.shipments,
+                published: c.published,
+                open: c.shipments - c.published,
+            }
+        })
+        .collect();
+    let stored = app.store.plans_on(date).await.map_err(|e| fail(&session)(e.into()))?;
+    let plans = stored
+        .iter()
+        .filter(|p| p.plan.depot == depot.code)
+        .map(|p| PlanRow {
+            id: p.plan.id.clone(),
+            kind: kind_words(p.plan.kind),
+            status: match p.plan.status {
+                PlanStatus::Draft => "draft",
+                PlanStatus::Published => "published",
+            },
+            routes_used: p.plan.routes.iter().filter(|r| !r.visits().is_empty()).count(),
+            assigned: p.plan.routes.iter().map(|r| r.shipments().count()).sum(),
+            unassigned: p.plan.unassigned.len(),
+        })
+        .collect();
+    Ok(ok(BoardPage {
+        frame: Some(session.frame("board")),
+        date: date.to_string(),
+        depot: depot.code.clone(),
+        depot_name: depot.name.clone(),
+        depots,
+        rows,
+        total,
+        plans,
+    }
+    .render()))
+}
+
+/// `POST /ops/plans` (the board's form): the API's `create_plan`, then the plan's page.
+pub(super) async fn create_plan(State(app): State<App>, OpsPosted { session, fields }: OpsPosted) -> PageResult {
+    let time_limit_s = match fields.get("time_limit_s").filter(|t| !t.is_empty()) {
+        None => None,
+        Some(t) => Some(
+            t.parse::<i64>()
+                .map_err(|_| fail(&session)(Error::invalid("time_limit_s", "A whole number of seconds, 1 to 60.")))?,
+        ),
+    };
+    let request = PlanRequest {
+        date: fields.get("date").unwrap_or("").to_string(),
+        depot: fields.get("depot").unwrap_or("").to_string(),
+        kind: fields.get("kind").unwrap_or("").to_string(),
+        driver_ids: None,
+        time_limit_s,
+    };
+    let (plan, _) = crate::plans::create_plan(&app, &request).await.map_err(fail(&session))?;
+    Ok(see_other(&format!("/ops/plans/{}", plan.id)))
+}

@@ -1,0 +1,211 @@
+//! A plan's page: its routes as tables and a drawn map, what is unassigned and why, and the
+//! forms that move a stop, re-optimise and publish (the API's functions in `crate::plans`).
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+
+use super::map::{self, Map};
+use super::{Frame, OpsPosted, OpsSession, PageResult, clock, fail};
+use crate::app::App;
+use crate::dashboard::{field_list, page, see_other};
+use crate::error::Error;
+use crate::plans::wire::{MoveRequest, PlanView, StopView};
+use dropslot_store::StoredPlan;
+
+#[derive(Template)]
+#[template(path = "ops/plan.html")]
+struct PlanPage {
+    frame: Option<Frame>,
+    plan: PlanView,
+    draft: bool,
+    /// When it was published, in the depot's local time (`2026-11-23 07:00`).
+    published: Option<String>,
+    distance_km: String,
+    duration: String,
+    routes: Vec<RouteBlock>,
+    map: Option<Map>,
+    /// Every shipment of the plan, for the move form.
+    shipments: Vec<String>,
+    /// (route id, its letter and driver) for the move form.
+    targets: Vec<(String, String)>,
+    /// The move form as sent, after a refusal.
+    sent: MoveForm,
+    errors: Vec<(String, String)>,
+}
+
+#[derive(Default)]
+struct MoveForm {
+    shipment: String,
+    route: String,
+    position: String,
+}
+
+struct RouteBlock {
+    letter: char,
+    /// The route's colour as a class (`tone-N`): the CSP allows no inline style.
+    tone: usize,
+    driver: String,
+    start: String,
+    end: String,
+    distance_km: String,
+    duration: String,
+    stops: Vec<StopRow>,
+}
+
+struct StopRow {
+    label: String,
+    depot: bool,
+    window: String,
+    eta: String,
+    address: String,
+    shipments: String,
+    parcels: u32,
+}
+
+fn km(m: i64) -> String {
+    format!("{:.1} km", m as f64 / 1000.0)
+}
+
+fn hours(s: i64) -> String {
+    format!("{} h {:02} min", s / 3600, (s % 3600) / 60)
+}
+
+fn stop_row(letter: char, s: &StopView) -> StopRow {
+    let depot = s.kind == "depot";
+    StopRow {
+        label: if depot { "Depot".into() } else { format!("{letter}{}", s.seq) },
+        depot,
+        window: if depot { String::new() } else { format!("{}–{}", clock(&s.window.from), clock(&s.window.to)) },
+        eta: clock(&s.eta),
+        address: s.address.clone(),
+        shipments: s.shipment_unique_ids.join(", "),
+        parcels: s.parcels,
+    }
+}
+
+async fn render(
+    app: &App,
+    session: &OpsSession,
+    stored: &StoredPlan,
+    tz: &jiff::tz::TimeZone,
+    sent: MoveForm,
+    errors: Vec<(String, String)>,
+    status: StatusCode,
+) -> PageResult {
+    let plan = &stored.plan;
+    let view = PlanView::new(plan, tz);
+    let drivers = app.store.drivers(Some(&plan.depot)).await.map_err(|e| fail(session)(e.into()))?;
+    let names: HashMap<&str, &str> = drivers.iter().map(|d| (d.id.as_str(), d.driver.name.as_str())).collect();
+    let driver = |id: &str| names.get(id).map_or_else(|| id.to_string(), |n| format!("{n} ({id})"));
+    let routes: Vec<RouteBlock> = view
+        .routes
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let letter = map::letter(i);
+            RouteBlock {
+                letter,
+                tone: map::tone(i),
+                driver: driver(&r.driver_id),
+                start: clock(&r.start),
+                end: clock(&r.end),
+                distance_km: km(r.distance_m),
+                duration: hours(r.duration_s),
+                stops: r.stops.iter().map(|s| stop_row(letter, s)).collect(),
+            }
+        })
+        .collect();
+    let drawn: Vec<(usize, Vec<(f64, f64)>)> = plan
+        .routes
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.visits().is_empty())
+        .map(|(i, r)| (i, r.visits().iter().map(|s| (s.lat, s.lng)).collect()))
+        .collect();
+    let depot = plan.routes.first().and_then(|r| r.stops.first()).map(|s| (s.lat, s.lng));
+    let map = depot.map(|d| map::draw(d, &drawn));
+    let mut shipments: Vec<String> = plan.routes.iter().flat_map(|r| r.shipments().map(String::from)).collect();
+    shipments.extend(plan.unassigned.iter().map(|u| u.shipment_unique_id.clone()));
+    let targets = plan
+        .routes
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.clone(), format!("{} · {}", map::letter(i), driver(&r.driver_id))))
+        .collect();
+    let body = PlanPage {
+        frame: Some(session.frame("board")),
+        draft: view.status == "draft",
+        published: view.published_at.as_deref().map(|t| format!("{} {}", t.get(..10).unwrap_or(t), clock(t))),
+        distance_km: km(view.cost.distance_m),
+        duration: hours(view.cost.duration_s),
+        plan: view,
+        routes,
+        map,
+        shipments,
+        targets,
+        sent,
+        errors,
+    };
+    Ok(page(status, body.render()))
+}
+
+/// `GET /ops/plans/{id}`.
+pub(super) async fn show(State(app): State<App>, session: OpsSession, Path(id): Path<String>) -> PageResult {
+    let (stored, tz) = crate::plans::read_plan(&app, &id).await.map_err(fail(&session))?;
+    render(&app, &session, &stored, &tz, MoveForm::default(), Vec::new(), StatusCode::OK).await
+}
+
+/// `POST /ops/plans/{id}/moves`: the API's move; a refused move is the plan page again, the
+/// broken rule in words above the form.
+pub(super) async fn move_stop(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    OpsPosted { session, fields }: OpsPosted,
+) -> PageResult {
+    let sent = MoveForm {
+        shipment: fields.get("shipment_unique_id").unwrap_or("").to_string(),
+        route: fields.get("to_route_id").unwrap_or("").to_string(),
+        position: fields.get("position").unwrap_or("").to_string(),
+    };
+    let moved = match sent.position.parse::<i64>() {
+        Ok(position) if position >= 1 => {
+            let request =
+                MoveRequest { shipment_unique_id: sent.shipment.clone(), to_route_id: sent.route.clone(), position };
+            crate::plans::move_in_plan(&app, &id, &request).await.map(|_| ())
+        }
+        _ => Err(Error::invalid("position", "A whole number from 1 (the first stop after the depot).")),
+    };
+    match moved {
+        Ok(()) => Ok(see_other(&format!("/ops/plans/{id}#routes"))),
+        Err(Error::Validation(errors)) => {
+            let (stored, tz) = crate::plans::read_plan(&app, &id).await.map_err(fail(&session))?;
+            let status = StatusCode::UNPROCESSABLE_ENTITY;
+            render(&app, &session, &stored, &tz, sent, field_list(&errors), status).await
+        }
+        Err(e) => Err(fail(&session)(e)),
+    }
+}
+
+/// `POST /ops/plans/{id}/publish`.
+pub(super) async fn publish(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    OpsPosted { session, .. }: OpsPosted,
+) -> PageResult {
+    crate::plans::publish_plan(&app, &id).await.map_err(fail(&session))?;
+    Ok(see_other(&format!("/ops/plans/{id}")))
+}
+
+/// `POST /ops/plans/{id}/optimize`: a short search (5 s), published stops kept.
+pub(super) async fn optimize(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    OpsPosted { session, fields }: OpsPosted,
+) -> PageResult {
+    let seconds = fields.get("time_limit_s").and_then(|t| t.parse().ok()).unwrap_or(5);
+    crate::plans::optimize_plan(&app, &id, Some(seconds)).await.map_err(fail(&session))?;
+    Ok(see_other(&format!("/ops/plans/{id}")))
+}
