@@ -393,7 +393,7 @@ fn broken(rules: &[Broken]) -> Error {
     responses(
         (status = 200, description = "The plan after the move.", body = Envelope<PlanView>),
         (status = 404, description = "No plan has this id.", body = ErrorEnvelope),
-        (status = 409, description = "The plan changed meanwhile.", body = ErrorEnvelope),
+        (status = 409, description = "The plan changed meanwhile, or the shipment became final or went into another published route since it was planned.", body = ErrorEnvelope),
         (status = 422, description = "An unknown shipment or route, a position out of range, or a broken rule.", body = ErrorEnvelope),
         (status = 503, description = "The routing engine (OSRM) did not answer.", body = ErrorEnvelope),
     ))]
@@ -417,6 +417,15 @@ pub(crate) async fn move_in_plan(app: &App, id: &str, request: &MoveRequest) -> 
     let (mut next, changed) =
         dispatch::place(&stored.plan, &request.shipment_unique_id, &request.to_route_id, position)
             .map_err(|(field, message)| Error::invalid(field, message))?;
+    // The shipment must still be plannable: not final, in no other published route.
+    let date: Date = stored.plan.date.parse().map_err(|_| Error::Internal(format!("plan {id}: its date")))?;
+    let live = app.store.plan_candidates(stored.plan.kind, &stored.plan.depot, date, Some(id)).await?;
+    if !live.iter().any(|c| c.unique_id == request.shipment_unique_id) {
+        return Err(Error::Conflict(format!(
+            "Shipment {} is final or in another published route since this plan was made: re-optimise the plan.",
+            request.shipment_unique_id
+        )));
+    }
     let roads = Roads::new(&app.settings.routing);
     let mut rules = Vec::new();
     for r in changed {

@@ -131,6 +131,8 @@ pub(crate) struct Day {
     pub s: TestServer,
     pub op: String,
     pub live: String,
+    /// The merchant's `ops` token (the courier's staff moving its shipments, CONTRACT §6).
+    pub ops: String,
     pub drivers: Vec<(String, String)>,
     pub shipments: Vec<String>,
     pub capacity: HashMap<String, i64>,
@@ -141,7 +143,7 @@ pub(crate) struct Day {
 pub(crate) async fn day() -> Day {
     let s = TestServer::start().await;
     let op = operator(&s).await;
-    let (_, _, live, _) = s.new_client("Merchant").await;
+    let (_, _, live, ops) = s.new_client("Merchant").await;
     let mut drivers = Vec::new();
     let mut capacity = HashMap::new();
     for name in ["Ana", "Ben"] {
@@ -154,7 +156,7 @@ pub(crate) async fn day() -> Day {
         let slot = if i < 6 { "TOR-DT-PM" } else { "TOR-DT-EV" };
         shipments.push(order(&s, &live, i, 1 + i % 3, slot).await);
     }
-    Day { s, op, live, drivers, shipments, capacity }
+    Day { s, op, live, ops, drivers, shipments, capacity }
 }
 
 async fn plan(d: &Day) -> Value {
@@ -556,4 +558,27 @@ async fn the_api_keeps_serving_while_a_plan_is_solved() {
     let (plan, (answered, still_solving)) = tokio::join!(solving, others);
     assert_eq!(plan.status, 201, "{}", plan.body);
     assert_eq!((answered, still_solving), (5, 1), "answered while the plan was still being solved");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shipment_delivered_since_the_plan_was_made_cannot_be_moved_or_published() {
+    let d = day().await;
+    let p = plan(&d).await;
+    let id = p["id"].as_str().unwrap();
+    let done = &d.shipments[0];
+    for to in ["to_pick_up", "picked_up", "processing", "in_transit"] {
+        assert_eq!(d.s.ops_move(&d.ops, done, &json!({"to": to})).await.status, 200);
+    }
+    let proof = json!({"to": "delivered", "proof_of_delivery": [{"type": "receiver_name", "value": "Jane"}]});
+    assert_eq!(d.s.ops_move(&d.ops, done, &proof).await.status, 200);
+    let other = p["routes"][0]["id"].as_str().unwrap();
+    let r = move_stop(&d, id, done, other, 1).await;
+    assert_envelope(&r, 409);
+    assert!(r.body["message"].as_str().unwrap().contains("is final or in another published route"), "{}", r.body);
+    assert_envelope(&d.s.post(&format!("/ops/plans/{id}/publish"), &d.op, &json!({})).await, 409);
+    // Re-optimised, the plan leaves it out, and then publishes.
+    let r = d.s.post(&format!("/ops/plans/{id}/optimize"), &d.op, &json!({"time_limit_s": 1})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(place(&r.body["object"], done).is_none(), "{}", r.body);
+    assert_eq!(d.s.post(&format!("/ops/plans/{id}/publish"), &d.op, &json!({})).await.status, 200);
 }
