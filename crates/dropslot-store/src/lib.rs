@@ -24,7 +24,7 @@ use jiff::civil::Date;
 
 pub use fleet::{NewStaffToken, OpsSessionRecord, StaffKind, StaffPrincipal, StaffTokenInfo, StoredDriver};
 pub use lifecycle::*;
-pub use plans::{BoardCount, SaveOutcome, StoredPlan};
+pub use plans::{BoardCount, DriverKey, DriverMove, SaveOutcome, StoredPlan};
 pub use requests::*;
 pub use types::*;
 pub use webhooks::*;
@@ -216,6 +216,17 @@ pub trait Store: Send + Sync + 'static {
         m: dropslot_core::shipments::Move,
         now: Timestamp,
     ) -> StoreResult<MoveOutcome>;
+    /// A driver's move of a live drop-off shipment (CONTRACT §13), taken once per idempotency
+    /// key: the key's record is written in the move's transaction; a key already used for the
+    /// same request replays, for another is refused. A move refused because a concurrent
+    /// request with the same key took it first replays too.
+    async fn driver_move(
+        &self,
+        key: DriverKey,
+        unique_id: &str,
+        m: dropslot_core::shipments::Move,
+        now: Timestamp,
+    ) -> StoreResult<DriverMove>;
     /// A pick-up scan of a live parcel by its pick-up code.
     async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome>;
 

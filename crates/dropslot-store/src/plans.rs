@@ -216,3 +216,33 @@ pub(crate) fn plan_json(plan: &Plan) -> Result<(String, &'static str), StoreErro
     };
     Ok((json, status))
 }
+
+/// A driver action's idempotency record: whose, which key, and what request it answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverKey {
+    pub driver_id: String,
+    pub key: String,
+    /// SHA-256 of the request (its path and canonical body).
+    pub request_hash: String,
+}
+
+/// How a driver's move went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriverMove {
+    /// Taken now (moved, refused, or not found).
+    Done(crate::MoveOutcome),
+    /// Taken before with this key and the same request: the shipment it moved.
+    Replayed(String),
+    /// This key was used for another request.
+    KeyReused,
+}
+
+/// What the driver's key says before a move: a replay, a reuse, or nothing yet. `row` is the
+/// stored (request hash, shipment) of the key.
+pub(crate) fn recorded(key: &DriverKey, row: Option<(String, String)>) -> Option<DriverMove> {
+    row.map(
+        |(hash, shipment)| {
+            if hash == key.request_hash { DriverMove::Replayed(shipment) } else { DriverMove::KeyReused }
+        },
+    )
+}

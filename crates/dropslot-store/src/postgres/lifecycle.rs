@@ -391,6 +391,64 @@ pub(super) async fn ops_move(
     }
 }
 
+/// The stored (request hash, shipment) of a driver's key.
+async fn driver_record(c: &impl Sql, key: &crate::DriverKey) -> Result<Option<(String, String)>, StoreError> {
+    let row = c
+        .query_opt(
+            "SELECT request_hash, shipment_unique_id FROM driver_requests WHERE driver_id = $1 AND key = $2",
+            &[&key.driver_id, &key.key],
+        )
+        .await
+        .map_err(map_err)?;
+    row.map(|r| {
+        Ok((
+            r.try_get(0).map_err(|e| StoreError::Corrupt(format!("driver request: {e}")))?,
+            r.try_get(1).map_err(|e| StoreError::Corrupt(format!("driver request: {e}")))?,
+        ))
+    })
+    .transpose()
+}
+
+/// A driver's move with its idempotency record, in one transaction. Two requests with one key
+/// at once: the second waits on the shipment's lock, then finds the move refused (it was
+/// taken) and the first's record committed: it replays.
+pub(super) async fn driver_move(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    key: &crate::DriverKey,
+    unique_id: &str,
+    m: &Move,
+    now: Timestamp,
+) -> Result<crate::DriverMove, StoreError> {
+    if let Some(done) = crate::plans::recorded(key, driver_record(c, key).await?) {
+        return Ok(done);
+    }
+    let outcome = ops_move(c, sink, unique_id, m, now).await?;
+    match &outcome {
+        MoveOutcome::Moved(moved) => {
+            let n = c
+                .execute(
+                    "INSERT INTO driver_requests (driver_id, key, request_hash, shipment_unique_id, created_at)
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                    &[&key.driver_id, &key.key, &key.request_hash, moved, &now],
+                )
+                .await
+                .map_err(map_err)?;
+            if n == 0 {
+                // Another request with this key committed meanwhile: this one must not count.
+                return Err(StoreError::Unavailable("a concurrent request with this key; retry".into()));
+            }
+        }
+        MoveOutcome::Refused(_) => {
+            if let Some(done) = crate::plans::recorded(key, driver_record(c, key).await?) {
+                return Ok(done);
+            }
+        }
+        MoveOutcome::NotFound => {}
+    }
+    Ok(crate::DriverMove::Done(outcome))
+}
+
 /// A pick-up scan of a live parcel, by its pick-up code. The parcel is found unlocked, then
 /// its pick-up leg, drop-off shipment and the parcel itself are locked in that order, and the
 /// parcel is checked again: a deletion that committed meanwhile (it locks the pick-up leg

@@ -67,6 +67,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (12, "fleet", include_str!("../../migrations/postgres/0012_fleet.sql")),
     (13, "plans", include_str!("../../migrations/postgres/0013_plans.sql")),
     (14, "ops_sessions", include_str!("../../migrations/postgres/0014_ops_sessions.sql")),
+    (15, "driver_requests", include_str!("../../migrations/postgres/0015_driver_requests.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -923,6 +924,19 @@ impl Store for PgStore {
     ) -> StoreResult<MoveOutcome> {
         let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
         let outcome = in_tx!(self, |tx| lifecycle::ops_move(tx, &mut sink, unique_id, &m, now).await?);
+        self.notify(sink.queued);
+        Ok(outcome)
+    }
+
+    async fn driver_move(
+        &self,
+        key: crate::DriverKey,
+        unique_id: &str,
+        m: dropslot_core::shipments::Move,
+        now: Timestamp,
+    ) -> StoreResult<crate::DriverMove> {
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let outcome = in_tx!(self, |tx| lifecycle::driver_move(tx, &mut sink, &key, unique_id, &m, now).await?);
         self.notify(sink.queued);
         Ok(outcome)
     }

@@ -228,6 +228,40 @@ pub(super) fn ops_move(
     }
 }
 
+/// The stored (request hash, shipment) of a driver's key.
+fn driver_record(c: &Connection, key: &crate::DriverKey) -> Result<Option<(String, String)>, StoreError> {
+    c.prepare_cached("SELECT request_hash, shipment_unique_id FROM driver_requests WHERE driver_id = ?1 AND key = ?2")
+        .and_then(|mut s| s.query_row([&key.driver_id, &key.key], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(map_err)
+}
+
+/// A driver's move with its idempotency record, in the writer's one transaction (the writer
+/// orders every write, so a second request with the key finds the first's record).
+pub(super) fn driver_move(
+    c: &Connection,
+    sink: &mut Sink<'_>,
+    key: &crate::DriverKey,
+    unique_id: &str,
+    m: &Move,
+    now: Timestamp,
+) -> Result<crate::DriverMove, StoreError> {
+    if let Some(done) = crate::plans::recorded(key, driver_record(c, key)?) {
+        return Ok(done);
+    }
+    let outcome = ops_move(c, sink, unique_id, m, now)?;
+    if let MoveOutcome::Moved(moved) = &outcome {
+        c.prepare_cached(
+            "INSERT INTO driver_requests (driver_id, key, request_hash, shipment_unique_id, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .and_then(|mut s| {
+            s.execute(rusqlite::params![key.driver_id, key.key, key.request_hash, moved, now.to_string()])
+        })
+        .map_err(map_err)?;
+    }
+    Ok(crate::DriverMove::Done(outcome))
+}
+
 /// A pick-up scan of a live parcel, by its pick-up code.
 pub(super) fn pick_up_scan(
     c: &Connection,

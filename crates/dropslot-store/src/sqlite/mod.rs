@@ -59,6 +59,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (12, "fleet", include_str!("../../migrations/sqlite/0012_fleet.sql")),
     (13, "plans", include_str!("../../migrations/sqlite/0013_plans.sql")),
     (14, "ops_sessions", include_str!("../../migrations/sqlite/0014_ops_sessions.sql")),
+    (15, "driver_requests", include_str!("../../migrations/sqlite/0015_driver_requests.sql")),
 ];
 const READERS: usize = 4;
 
@@ -766,6 +767,17 @@ impl Store for SqliteStore {
     ) -> StoreResult<MoveOutcome> {
         let unique_id = unique_id.to_string();
         self.write_events(move |c, sink| lifecycle::ops_move(c, sink, &unique_id, &m, now)).await
+    }
+
+    async fn driver_move(
+        &self,
+        key: crate::DriverKey,
+        unique_id: &str,
+        m: dropslot_core::shipments::Move,
+        now: Timestamp,
+    ) -> StoreResult<crate::DriverMove> {
+        let unique_id = unique_id.to_string();
+        self.write_events(move |c, sink| lifecycle::driver_move(c, sink, &key, &unique_id, &m, now)).await
     }
 
     async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome> {

@@ -1,6 +1,8 @@
 //! The driver app's API (CONTRACT §13), driver tokens only: today's published routes of the
 //! driver, and what a scanned code is on them. A driver reaches only the stops of its own
-//! published routes; anything else is a 404. (The app's pages and its actions come next.)
+//! published routes; anything else is a 404. Its moves go through the same state machine as
+//! the ops API, each once per `Idempotency-Key`. (The app's pages, starting a route, proofs and
+//! positions come next.)
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -10,15 +12,17 @@ use serde::{Deserialize, Serialize};
 use crate::app::App;
 use crate::auth::staff::DriverCaller;
 use crate::error::{Envelope, Error, ErrorEnvelope, Result, envelope};
-use crate::http::JsonBody;
+use crate::http::{JsonBody, PathParam};
+use crate::ops::TransitionRequest;
 use dropslot_core::dispatch::{Route, StopKind};
-use dropslot_store::Visibility;
+use dropslot_store::{DriverKey, DriverMove, Visibility};
 
 pub fn routes() -> axum::Router<App> {
     use axum::routing::{get, post};
     axum::Router::new()
         .route(crate::http::api_path!("/driver/route"), get(route))
         .route(crate::http::api_path!("/driver/scans"), post(scan))
+        .route(crate::http::api_path!("/driver/shipments/{unique_id}/transitions"), post(transition))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -242,4 +246,56 @@ async fn scan(
         }
     }
     Err(Error::NotFound)
+}
+
+/// `POST /driver/shipments/{unique_id}/transitions`.
+#[utoipa::path(post, path = "/driver/shipments/{unique_id}/transitions", tag = "Driver", operation_id = "driver_move",
+    summary = "Record a stop's outcome",
+    description = "The ops API's move (`to`, `reason`, `proof_of_delivery`) of a drop-off shipment on this driver's published route of today, through the same state machine (webhooks and tracking follow). Taken once per `Idempotency-Key` (required): a repeat with the same key and body answers the same status with the shipment as it is, and `Idempotent-Replayed: true`.",
+    security(("driver_token" = [])), request_body = TransitionRequest,
+    params(
+        ("unique_id" = String, Path, description = "The drop-off shipment's `unique_id` (tracking code)."),
+        ("Idempotency-Key" = String, Header, pattern = "^[ -~]{1,255}$", description = "1–255 printable ASCII characters, one per action (required)."),
+    ),
+    responses(
+        (status = 200, description = "Moved (or replayed): the shipment as a client reads it.", body = Envelope<crate::orders::view::ShipmentView>,
+            headers(("Idempotent-Replayed" = String, description = "`true` when this answers an earlier request with the same key."))),
+        (status = 404, description = "Not a shipment of this driver's route today.", body = ErrorEnvelope),
+        (status = 409, description = "The state machine refuses this move, or the key was used for another request.", body = ErrorEnvelope),
+        (status = 422, description = "A missing or malformed `Idempotency-Key`, an unknown status, a reason or proof rule broken.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn transition(
+    State(app): State<App>,
+    caller: DriverCaller,
+    PathParam(unique_id): PathParam<String>,
+    headers: axum::http::HeaderMap,
+    JsonBody(request, body): JsonBody<TransitionRequest>,
+) -> Result<Response> {
+    let key = crate::orders::create::idempotency_key(&headers)?.ok_or_else(|| {
+        Error::invalid(
+            "header.Idempotency-Key",
+            "Every driver action needs an Idempotency-Key (1 to 255 printable characters).",
+        )
+    })?;
+    let m = request.into_move()?;
+    let day = today(&app, &caller.driver_id).await?;
+    let on_route =
+        day.routes.iter().flat_map(|r| &r.stops).flat_map(|s| &s.shipments).any(|sh| sh.unique_id == unique_id);
+    if !on_route {
+        return Err(Error::NotFound);
+    }
+    let request_hash = crate::orders::create::fingerprint(&serde_json::json!({"shipment": unique_id, "body": body}));
+    let key = DriverKey { driver_id: caller.driver_id, key, request_hash };
+    match app.store.driver_move(key, &unique_id, m, app.clock.now()).await? {
+        DriverMove::Done(outcome) => crate::ops::answer(&app, outcome).await,
+        DriverMove::Replayed(moved) => {
+            let mut res = crate::ops::answer(&app, dropslot_store::MoveOutcome::Moved(moved)).await?;
+            res.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
+            Ok(res)
+        }
+        DriverMove::KeyReused => Err(Error::Conflict(
+            "This Idempotency-Key was used for another action: send each action with its own key.".into(),
+        )),
+    }
 }

@@ -57,6 +57,7 @@ use crate::app::App;
         crate::plans::sheet,
         crate::driver::route,
         crate::driver::scan,
+        crate::driver::transition,
         crate::webhooks::routes::create,
         crate::webhooks::routes::list,
         crate::webhooks::routes::show,

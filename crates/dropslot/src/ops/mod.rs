@@ -67,7 +67,7 @@ pub struct TransitionRequest {
 impl TransitionRequest {
     /// The move, checked at the door: a known status, bounded texts, a proof for
     /// `delivered` and a reason for `failed`.
-    fn into_move(self) -> Result<Move> {
+    pub(crate) fn into_move(self) -> Result<Move> {
         let mut errors = FieldErrors::new();
         let to = Status::parse(&self.to);
         if to.is_none() {
@@ -148,7 +148,7 @@ async fn scan(State(app): State<App>, _ops: OpsCaller, PathParam(code): PathPara
 }
 
 /// 200 with the shipment as a client reads it, 404, or the refusal.
-async fn answer(app: &App, outcome: MoveOutcome) -> Result<Response> {
+pub(crate) async fn answer(app: &App, outcome: MoveOutcome) -> Result<Response> {
     match outcome {
         MoveOutcome::NotFound => Err(Error::NotFound),
         MoveOutcome::Refused(Refusal::ProofRequired) => {

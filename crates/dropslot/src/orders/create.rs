@@ -109,7 +109,7 @@ pub(super) async fn key_taken(
 
 /// The `Idempotency-Key` header: once at most, 1–255 printable ASCII characters (space to
 /// `~`; a tab or any control character is refused).
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
     static IDEMPOTENCY_KEY: axum::http::HeaderName = axum::http::HeaderName::from_static("idempotency-key");
     let Some(value) = crate::http::single(headers, &IDEMPOTENCY_KEY, "Idempotency-Key")? else { return Ok(None) };
     let bytes = value.as_bytes();
@@ -124,7 +124,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
 
 /// SHA-256 of the body's canonical JSON (keys sorted, no whitespace), computed from the very
 /// value the request was read from: a body either parses for both or is refused.
-pub(super) fn fingerprint(body: &serde_json::Value) -> String {
+pub(crate) fn fingerprint(body: &serde_json::Value) -> String {
     ids::hex(&Sha256::digest(crate::http::json::canonical(body).as_bytes()))
 }
 

@@ -116,3 +116,72 @@ async fn a_driver_reads_and_scans_only_its_own_published_route_of_today() {
     assert_envelope(&s.get("/orders", &ana_token).await, 403);
     assert_envelope(&s.get(&format!("/ops/plans/{id}"), &ana_token).await, 403);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_records_a_delivery_once_per_key_and_only_on_its_own_route() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, ops) = s.new_client("Merchant").await;
+    let (_, ana) = driver(&s, &op, "Ana").await;
+    let (_, ben) = driver(&s, &op, "Ben").await;
+    for i in 0..4 {
+        order(&s, &live, i).await;
+    }
+    let r =
+        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
+    let id = r.body["object"]["id"].as_str().unwrap().to_string();
+    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+    let mine = shipments_of(&s.get("/driver/route", &ana).await.body["object"]);
+    let theirs = shipments_of(&s.get("/driver/route", &ben).await.body["object"]);
+    // At the depot, loaded: the shipments are on their way.
+    for tracking in mine.iter().chain(&theirs) {
+        for to in ["to_pick_up", "picked_up", "processing", "in_transit"] {
+            assert_eq!(s.ops_move(&ops, tracking, &json!({"to": to})).await.status, 200);
+        }
+    }
+    let delivered = json!({"to": "delivered", "proof_of_delivery": [{"type": "receiver_name", "value": "Receiver 0"}]});
+    let send = |tracking: &str, key: Option<&str>, body: &Value| {
+        let mut req =
+            s.http.post(s.url(&format!("/driver/shipments/{tracking}/transitions"))).bearer_auth(&ana).json(body);
+        if let Some(key) = key {
+            req = req.header("Idempotency-Key", key);
+        }
+        s.send(req)
+    };
+    let events = |tracking: &str| {
+        s.scalar(&format!(
+            "SELECT count(*) FROM shipment_events e JOIN drop_off_shipments d ON d.id = e.shipment_id
+             WHERE e.shipment_kind = 'drop_off' AND d.unique_id = '{tracking}' AND e.status = 'delivered'"
+        ))
+    };
+
+    // Sent twice at once with one key (a phone's retry): one delivery, both answered 200.
+    let (a, b) = tokio::join!(send(&mine[0], Some("stop-1"), &delivered), send(&mine[0], Some("stop-1"), &delivered));
+    assert_eq!((a.status.as_u16(), b.status.as_u16()), (200, 200), "{} / {}", a.body, b.body);
+    let replayed =
+        [&a, &b].iter().filter(|r| r.headers.get("idempotent-replayed").is_some_and(|v| v == "true")).count();
+    assert_eq!(replayed, 1, "one took the move, the other replays it");
+    assert_eq!(a.body["object"]["status"], "delivered", "{}", a.body);
+    assert_eq!(events(&mine[0]), 1, "delivered once");
+    // Later, the same key and body: the same answer again; with another body: refused.
+    let again = send(&mine[0], Some("stop-1"), &delivered).await;
+    assert_eq!((again.status.as_u16(), again.body["object"]["status"].as_str()), (200, Some("delivered")));
+    let failed = json!({"to": "failed", "reason": "Nobody home"});
+    assert_envelope(&send(&mine[0], Some("stop-1"), &failed).await, 409);
+    assert_eq!(events(&mine[0]), 1);
+
+    // A failed stop, a refused move, a missing key, another driver's shipment.
+    let r = send(&mine[1], Some("stop-2"), &failed).await;
+    assert_eq!((r.status.as_u16(), r.body["object"]["status"].as_str()), (200, Some("failed")), "{}", r.body);
+    assert_envelope(&send(&mine[1], Some("stop-2b"), &delivered).await, 409);
+    let r = send(&mine[1], None, &delivered).await;
+    assert_envelope(&r, 422);
+    r.error_at("header.Idempotency-Key");
+    assert_envelope(&send(&theirs[0], Some("stop-3"), &delivered).await, 404);
+    assert_eq!(events(&theirs[0]), 0);
+    // The ops API's rules hold: a delivery needs its proof.
+    let r = send(&mine[1], Some("stop-4"), &json!({"to": "delivered"})).await;
+    assert_envelope(&r, 422);
+    r.error_at("proof_of_delivery");
+    assert_eq!(events(&mine[1]), 0);
+}
