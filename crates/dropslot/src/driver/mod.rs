@@ -23,6 +23,7 @@ pub fn routes() -> axum::Router<App> {
         .route(crate::http::api_path!("/driver/route"), get(route))
         .route(crate::http::api_path!("/driver/scans"), post(scan))
         .route(crate::http::api_path!("/driver/shipments/{unique_id}/transitions"), post(transition))
+        .route(crate::http::api_path!("/driver/route/start"), post(start))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -298,4 +299,102 @@ async fn transition(
             "This Idempotency-Key was used for another action: send each action with its own key.".into(),
         )),
     }
+}
+
+/// `POST /driver/route/start`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"scanned": ["PK7M2Q9XR4TB", "PK3W8N5D2KQM"]}))]
+pub struct StartRequest {
+    /// Every parcel's code scanned as loaded (pick-up or custom code): the route starts only
+    /// when each parcel of its drop-offs is among them.
+    #[schema(max_items = 5000)]
+    pub scanned: Vec<String>,
+}
+
+/// The statuses from which starting the route moves a drop-off on (`in_transit` is already there).
+const LOADED: [&str; 2] = ["processing", "to_attempt"];
+
+#[utoipa::path(post, path = "/driver/route/start", tag = "Driver", operation_id = "driver_start",
+    summary = "Start today's route",
+    description = "Once every parcel of the route's drop-offs is scanned as loaded, each drop-off at the depot (`processing`, or `to_attempt` after a failed attempt) goes `in_transit`, through the state machine (webhooks and tracking follow). `Idempotency-Key` is required; each shipment's move is recorded under it, so a retry after a lost answer or a failure half-way completes the start without moving anything twice.",
+    security(("driver_token" = [])), request_body = StartRequest,
+    params(("Idempotency-Key" = String, Header, pattern = "^[ -~]{1,255}$", description = "1–255 printable ASCII characters (required).")),
+    responses(
+        (status = 200, description = "Started: today's routes as they are now.", body = Envelope<DriverDay>),
+        (status = 404, description = "No published route of this driver today.", body = ErrorEnvelope),
+        (status = 409, description = "A drop-off is not at the depot yet (its status is named); nothing was moved.", body = ErrorEnvelope),
+        (status = 422, description = "A parcel not scanned (`scanned`, naming it), or a missing `Idempotency-Key`.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn start(
+    State(app): State<App>,
+    caller: DriverCaller,
+    headers: axum::http::HeaderMap,
+    JsonBody(request, _): JsonBody<StartRequest>,
+) -> Result<Response> {
+    let key = crate::orders::create::idempotency_key(&headers)?.ok_or_else(|| {
+        Error::invalid(
+            "header.Idempotency-Key",
+            "Every driver action needs an Idempotency-Key (1 to 255 printable characters).",
+        )
+    })?;
+    if request.scanned.len() > 5000 {
+        return Err(Error::invalid("scanned", "At most 5,000 codes."));
+    }
+    let day = today(&app, &caller.driver_id).await?;
+    if day.routes.is_empty() {
+        return Err(Error::NotFound);
+    }
+    let drop_offs: Vec<&DriverShipment> =
+        day.routes.iter().flat_map(|r| &r.stops).filter(|s| s.kind == "drop_off").flat_map(|s| &s.shipments).collect();
+    let scanned = |p: &DriverParcel| {
+        request.scanned.iter().any(|c| c.trim() == p.pick_up_code || p.custom_code.as_deref() == Some(c.trim()))
+    };
+    let missing: Vec<&str> =
+        drop_offs.iter().flat_map(|sh| &sh.parcels).filter(|p| !scanned(p)).map(|p| p.pick_up_code.as_str()).collect();
+    if !missing.is_empty() {
+        return Err(Error::invalid(
+            "scanned",
+            format!("Scan every parcel before starting: {} not scanned ({}).", missing.len(), missing.join(", ")),
+        ));
+    }
+    let waiting: Vec<String> = drop_offs
+        .iter()
+        .filter(|sh| !LOADED.contains(&sh.status.as_str()) && sh.status != "in_transit")
+        .map(|sh| format!("{} ({})", sh.unique_id, sh.status))
+        .collect();
+    if !waiting.is_empty() {
+        return Err(Error::Conflict(format!(
+            "These shipments are not at the depot to be loaded: {}. Nothing was moved.",
+            waiting.join(", ")
+        )));
+    }
+    let now = app.clock.now();
+    for sh in drop_offs.iter().filter(|sh| LOADED.contains(&sh.status.as_str())) {
+        let m = dropslot_core::shipments::Move {
+            to: dropslot_core::shipments::Status::InTransit,
+            actor: dropslot_core::shipments::Actor::Ops,
+            reason: None,
+            proof: Vec::new(),
+        };
+        let request_hash = crate::orders::create::fingerprint(&serde_json::json!({"start": sh.unique_id}));
+        let record =
+            DriverKey { driver_id: caller.driver_id.clone(), key: format!("{key}#{}", sh.unique_id), request_hash };
+        match app.store.driver_move(record, &sh.unique_id, m, now).await? {
+            // Moved now or before; or deleted meanwhile by its merchant (nothing to carry).
+            DriverMove::Done(dropslot_store::MoveOutcome::Moved(_) | dropslot_store::MoveOutcome::NotFound)
+            | DriverMove::Replayed(_) => {}
+            DriverMove::Done(dropslot_store::MoveOutcome::Refused(r)) => {
+                return Err(Error::Conflict(format!("{}: {r}", sh.unique_id)));
+            }
+            DriverMove::KeyReused => {
+                return Err(Error::Conflict(
+                    "This Idempotency-Key was used for another action: send each action with its own key.".into(),
+                ));
+            }
+        }
+    }
+    let day = today(&app, &caller.driver_id).await?;
+    Ok(envelope(200, "Route started.", &day).into_response())
 }

@@ -58,6 +58,7 @@ use crate::app::App;
         crate::driver::route,
         crate::driver::scan,
         crate::driver::transition,
+        crate::driver::start,
         crate::webhooks::routes::create,
         crate::webhooks::routes::list,
         crate::webhooks::routes::show,

@@ -185,3 +185,61 @@ async fn a_driver_records_a_delivery_once_per_key_and_only_on_its_own_route() {
     r.error_at("proof_of_delivery");
     assert_eq!(events(&mine[1]), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_starts_once_every_parcel_is_scanned_and_its_drop_offs_go_in_transit_once() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, ops) = s.new_client("Merchant").await;
+    let (_, ana) = driver(&s, &op, "Ana").await;
+    let mut codes = std::collections::HashMap::new();
+    for i in 0..2 {
+        let (tracking, parcels) = order(&s, &live, i).await;
+        codes.insert(tracking, parcels);
+    }
+    let start = |key: &str, scanned: Vec<&String>| {
+        let req = s.http.post(s.url("/driver/route/start")).bearer_auth(&ana).header("Idempotency-Key", key);
+        s.send(req.json(&json!({"scanned": scanned})))
+    };
+    let all: Vec<&String> = codes.values().flatten().collect();
+    // No published route yet.
+    assert_envelope(&start("k0", all.clone()).await, 404);
+    let r =
+        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
+    let id = r.body["object"]["id"].as_str().unwrap().to_string();
+    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+    let trackings: Vec<String> = codes.keys().cloned().collect();
+    // One shipment is at the depot, the other not yet picked up: nothing moves.
+    for to in ["to_pick_up", "picked_up", "processing"] {
+        assert_eq!(s.ops_move(&ops, &trackings[0], &json!({"to": to})).await.status, 200);
+    }
+    let r = start("k1", all.clone()).await;
+    assert_envelope(&r, 409);
+    assert!(r.body["message"].as_str().unwrap().contains(&format!("{} (scheduled)", trackings[1])), "{}", r.body);
+    let in_transit = || s.scalar("SELECT count(*) FROM shipment_events WHERE status = 'in_transit'");
+    assert_eq!(in_transit(), 0);
+    for to in ["to_pick_up", "picked_up", "processing"] {
+        assert_eq!(s.ops_move(&ops, &trackings[1], &json!({"to": to})).await.status, 200);
+    }
+    // A parcel left unscanned: refused, naming it.
+    let (left, scanned): (Vec<&String>, Vec<&String>) = all.iter().partition(|c| **c == all[0]);
+    let r = start("k2", scanned).await;
+    assert_envelope(&r, 422);
+    assert!(r.error_at("scanned")[0].contains(left[0].as_str()), "{}", r.body);
+    // Everything scanned: both go in transit, once, however often the phone retries.
+    let r = start("k3", all.clone()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let statuses: Vec<&str> = r.body["object"]["routes"][0]["stops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["shipments"].as_array().unwrap())
+        .map(|sh| sh["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["in_transit", "in_transit"]);
+    assert_eq!(start("k3", all.clone()).await.status, 200);
+    assert_eq!(in_transit(), 2);
+    let r = s.send(s.http.post(s.url("/driver/route/start")).bearer_auth(&ana).json(&json!({"scanned": []}))).await;
+    assert_envelope(&r, 422);
+    r.error_at("header.Idempotency-Key");
+}
