@@ -476,6 +476,7 @@ const NOT_COPIED: &[(&str, &str)] = &[
     ("schema_migrations", "the target records its own migrations"),
     ("health_probe", "the readiness probe's row, rewritten at every start"),
     ("dashboard_sessions", "browser sessions: after a move its users sign in again"),
+    ("driver_positions", "where drivers were: kept 30 days for the day's map and ETAs, not history to move"),
     (
         "driver_requests",
         "the driver app's idempotency keys: a phone's retry after the move meets the state machine, which refuses a move already made",

@@ -24,7 +24,9 @@ use jiff::civil::Date;
 
 pub use fleet::{NewStaffToken, OpsSessionRecord, StaffKind, StaffPrincipal, StaffTokenInfo, StoredDriver};
 pub use lifecycle::*;
-pub use plans::{BoardCount, DriverKey, DriverMove, SaveOutcome, StoredPlan};
+pub use plans::{
+    BoardCount, DriverKey, DriverMove, POSITION_EVERY_MS, Position, PositionOutcome, SaveOutcome, StoredPlan,
+};
 pub use requests::*;
 pub use types::*;
 pub use webhooks::*;
@@ -352,6 +354,19 @@ pub trait Store: Send + Sync + 'static {
     async fn save_plan(&self, plan: &Plan, version: i64) -> StoreResult<SaveOutcome>;
     /// Deletes a draft at `version`; false when it is not a draft at that version.
     async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool>;
+    /// Records a driver's position under its idempotency key, unless another of its
+    /// positions lies within [`POSITION_EVERY_MS`] of it.
+    async fn record_position(
+        &self,
+        driver_id: &str,
+        key: &str,
+        position: Position,
+        received_ms: i64,
+    ) -> StoreResult<PositionOutcome>;
+    /// The driver's latest position (by the phone's time), if any.
+    async fn latest_position(&self, driver_id: &str) -> StoreResult<Option<Position>>;
+    /// Deletes the positions received before `before_ms`; how many.
+    async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64>;
     /// The published plans of `date` in which driver `driver_id` has a route.
     async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>>;
 

@@ -246,3 +246,26 @@ pub(crate) fn recorded(key: &DriverKey, row: Option<(String, String)>) -> Option
         },
     )
 }
+
+/// A phone's reported position (CONTRACT §13).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Position {
+    pub lat: f64,
+    pub lng: f64,
+    pub accuracy_m: f64,
+    /// When the phone measured it, Unix milliseconds.
+    pub at_ms: i64,
+}
+
+/// How a position report went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PositionOutcome {
+    Recorded,
+    /// This key was recorded before: nothing written.
+    Replayed,
+    /// Another position of this driver lies within 30 s of this one.
+    TooSoon,
+}
+
+/// Positions of one driver closer than this are refused (at most one every 30 s).
+pub const POSITION_EVERY_MS: i64 = 30_000;

@@ -116,7 +116,7 @@ pub async fn start(
                 ))
             });
             let requests = tokio::spawn(orders::worker::run(app.clone(), stopping.clone()));
-            tokio::spawn(upkeep(app.store.clone(), stopping.clone()));
+            tokio::spawn(upkeep(app.store.clone(), app.clock.clone(), stopping.clone()));
             let dispatcher = tokio::spawn(dispatcher.run(stopping));
             Ok(Running { app, demo, server, dispatcher, requests, metrics, metrics_addr })
         }
@@ -131,14 +131,32 @@ pub async fn start(
 /// How often the store's upkeep runs (`Store::upkeep`).
 const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The store's upkeep, every `UPKEEP_EVERY` until the service stops; what it did is logged.
-async fn upkeep(store: dropslot_store::DynStore, mut stopping: tokio::sync::watch::Receiver<bool>) {
+/// Drivers' positions are kept this long (CONTRACT §13: 30 days), and purged this often.
+const POSITIONS_KEPT_MS: i64 = 30 * 86_400_000;
+const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(3_600);
+
+/// The store's upkeep, every `UPKEEP_EVERY` until the service stops, and the purge of old
+/// positions every hour (the first at start); what it did is logged.
+async fn upkeep(
+    store: dropslot_store::DynStore,
+    clock: dropslot_core::clock::Clock,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
+) {
     let mut every = tokio::time::interval(UPKEEP_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut purged: Option<std::time::Instant> = None;
     while !*stopping.borrow() {
         tokio::select! {
             _ = every.tick() => {}
             _ = stopping.changed() => break,
+        }
+        if purged.is_none_or(|at| at.elapsed() >= PURGE_EVERY) {
+            purged = Some(std::time::Instant::now());
+            match store.purge_positions(clock.now().as_millisecond() - POSITIONS_KEPT_MS).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(deleted = n, "drivers' positions older than 30 days deleted"),
+                Err(e) => tracing::warn!(error = %e, "purging old positions failed; tried again later"),
+            }
         }
         match store.upkeep().await {
             Ok(done) => {

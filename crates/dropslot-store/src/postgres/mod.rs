@@ -68,6 +68,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (13, "plans", include_str!("../../migrations/postgres/0013_plans.sql")),
     (14, "ops_sessions", include_str!("../../migrations/postgres/0014_ops_sessions.sql")),
     (15, "driver_requests", include_str!("../../migrations/postgres/0015_driver_requests.sql")),
+    (16, "driver_positions", include_str!("../../migrations/postgres/0016_driver_positions.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -1153,6 +1154,24 @@ impl Store for PgStore {
 
     async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool> {
         plans::delete(&self.conn().await?, id, version).await
+    }
+
+    async fn record_position(
+        &self,
+        driver_id: &str,
+        key: &str,
+        position: crate::Position,
+        received_ms: i64,
+    ) -> StoreResult<crate::PositionOutcome> {
+        plans::record_position(&self.conn().await?, driver_id, key, &position, received_ms).await
+    }
+
+    async fn latest_position(&self, driver_id: &str) -> StoreResult<Option<crate::Position>> {
+        plans::latest_position(&self.conn().await?, driver_id).await
+    }
+
+    async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64> {
+        plans::purge_positions(&self.conn().await?, before_ms).await
     }
 
     async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>> {

@@ -60,6 +60,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (13, "plans", include_str!("../../migrations/sqlite/0013_plans.sql")),
     (14, "ops_sessions", include_str!("../../migrations/sqlite/0014_ops_sessions.sql")),
     (15, "driver_requests", include_str!("../../migrations/sqlite/0015_driver_requests.sql")),
+    (16, "driver_positions", include_str!("../../migrations/sqlite/0016_driver_positions.sql")),
 ];
 const READERS: usize = 4;
 
@@ -1003,6 +1004,25 @@ impl Store for SqliteStore {
     async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool> {
         let id = id.to_string();
         self.writer.write(move |c| plans::delete(c, &id, version)).await
+    }
+
+    async fn record_position(
+        &self,
+        driver_id: &str,
+        key: &str,
+        position: crate::Position,
+        received_ms: i64,
+    ) -> StoreResult<crate::PositionOutcome> {
+        let (driver_id, key) = (driver_id.to_string(), key.to_string());
+        self.writer.write(move |c| plans::record_position(c, &driver_id, &key, &position, received_ms)).await
+    }
+
+    async fn latest_position(&self, driver_id: &str) -> StoreResult<Option<crate::Position>> {
+        self.read(|c| plans::latest_position(c, driver_id))
+    }
+
+    async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64> {
+        self.writer.write(move |c| plans::purge_positions(c, before_ms)).await
     }
 
     async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>> {

@@ -24,6 +24,7 @@ pub fn routes() -> axum::Router<App> {
         .route(crate::http::api_path!("/driver/scans"), post(scan))
         .route(crate::http::api_path!("/driver/shipments/{unique_id}/transitions"), post(transition))
         .route(crate::http::api_path!("/driver/route/start"), post(start))
+        .route(crate::http::api_path!("/driver/positions"), post(position))
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -397,4 +398,100 @@ async fn start(
     }
     let day = today(&app, &caller.driver_id).await?;
     Ok(envelope(200, "Route started.", &day).into_response())
+}
+
+/// `POST /driver/positions`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"lat": 43.6452, "lng": -79.3806, "accuracy_m": 12.5, "at": "2026-11-23T19:05:00Z"}))]
+pub struct PositionReport {
+    /// WGS84 degrees.
+    #[schema(minimum = -90, maximum = 90)]
+    pub lat: f64,
+    #[schema(minimum = -180, maximum = 180)]
+    pub lng: f64,
+    /// The phone's stated accuracy, metres (0 to 10,000).
+    #[schema(minimum = 0, maximum = 10000)]
+    pub accuracy_m: f64,
+    /// When the phone measured it (RFC 3339): at most 5 minutes ahead of the service's clock and
+    /// at most 24 hours old (a phone sends what it kept offline when it is back).
+    #[schema(format = DateTime)]
+    pub at: String,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct PositionRecorded {
+    pub at: String,
+}
+
+#[utoipa::path(post, path = "/driver/positions", tag = "Driver", operation_id = "driver_position",
+    summary = "Report the phone's position",
+    description = "While a route of today is published for this driver, the app reports where the phone is (with the driver's consent), at most one position every 30 s by the phone's clock; closer ones are a 429. Kept 30 days. `Idempotency-Key` is required: a replay records nothing twice and answers 201 again.",
+    security(("driver_token" = [])), request_body = PositionReport,
+    params(("Idempotency-Key" = String, Header, pattern = "^[ -~]{1,255}$", description = "1–255 printable ASCII characters (required).")),
+    responses(
+        (status = 201, description = "Recorded (or recorded before under this key).", body = Envelope<PositionRecorded>),
+        (status = 404, description = "No published route of this driver today.", body = ErrorEnvelope),
+        (status = 422, description = "Coordinates, accuracy or time out of range, at their path; a missing `Idempotency-Key`.", body = ErrorEnvelope),
+        (status = 429, description = "Another position of this driver lies within 30 s of this one.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn position(
+    State(app): State<App>,
+    caller: DriverCaller,
+    headers: axum::http::HeaderMap,
+    JsonBody(report, _): JsonBody<PositionReport>,
+) -> Result<Response> {
+    let key = crate::orders::create::idempotency_key(&headers)?.ok_or_else(|| {
+        Error::invalid(
+            "header.Idempotency-Key",
+            "Every driver action needs an Idempotency-Key (1 to 255 printable characters).",
+        )
+    })?;
+    let now = app.clock.now();
+    let mut errors = crate::error::FieldErrors::new();
+    if let Err(e) = dropslot_core::geo::distance::LatLng::new(report.lat, report.lng) {
+        let path = match e {
+            dropslot_core::geo::distance::CoordinateError::Lat => "lat",
+            dropslot_core::geo::distance::CoordinateError::Lng => "lng",
+        };
+        errors.add(path, e.message());
+    }
+    if !(report.accuracy_m.is_finite() && (0.0..=10_000.0).contains(&report.accuracy_m)) {
+        errors.add("accuracy_m", "The accuracy is 0 to 10,000 metres.");
+    }
+    let at = report.at.parse::<jiff::Timestamp>().ok();
+    let in_range = at.is_some_and(|t| {
+        let age = now.as_millisecond() - t.as_millisecond();
+        (-300_000..=86_400_000).contains(&age)
+    });
+    if !in_range {
+        errors.add("at", "An RFC 3339 time at most 5 minutes ahead of now and at most 24 hours old.");
+    }
+    errors.into_result()?;
+    let at = at.unwrap_or(now);
+    if today(&app, &caller.driver_id).await?.routes.is_empty() {
+        return Err(Error::NotFound);
+    }
+    let p = dropslot_store::Position {
+        lat: report.lat,
+        lng: report.lng,
+        accuracy_m: report.accuracy_m,
+        at_ms: at.as_millisecond(),
+    };
+    let outcome = app.store.record_position(&caller.driver_id, &key, p, now.as_millisecond()).await?;
+    let body = PositionRecorded { at: at.to_string() };
+    match outcome {
+        dropslot_store::PositionOutcome::Recorded => Ok(envelope(201, "Position recorded.", &body).into_response()),
+        dropslot_store::PositionOutcome::Replayed => {
+            let mut res = envelope(201, "Position recorded.", &body).into_response();
+            res.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
+            Ok(res)
+        }
+        dropslot_store::PositionOutcome::TooSoon => Err(Error::RateLimited {
+            retry_after: 30,
+            policy: "\"positions\";q=1;w=30".into(),
+            limit: "\"positions\";r=0;t=30".into(),
+        }),
+    }
 }

@@ -59,6 +59,7 @@ use crate::app::App;
         crate::driver::scan,
         crate::driver::transition,
         crate::driver::start,
+        crate::driver::position,
         crate::webhooks::routes::create,
         crate::webhooks::routes::list,
         crate::webhooks::routes::show,

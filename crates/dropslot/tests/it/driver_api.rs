@@ -243,3 +243,64 @@ async fn a_route_starts_once_every_parcel_is_scanned_and_its_drop_offs_go_in_tra
     assert_envelope(&r, 422);
     r.error_at("header.Idempotency-Key");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn positions_are_taken_at_most_every_30_s_while_a_route_is_published_and_kept_30_days() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    let (ana_id, ana) = driver(&s, &op, "Ana").await;
+    order(&s, &live, 0).await;
+    let report = |key: Option<&str>, body: Value| {
+        let mut req = s.http.post(s.url("/driver/positions")).bearer_auth(&ana).json(&body);
+        if let Some(key) = key {
+            req = req.header("Idempotency-Key", key);
+        }
+        s.send(req)
+    };
+    // NOW is 2026-11-23T12:00:00Z.
+    let at = |t: &str| json!({"lat": 43.6452, "lng": -79.3806, "accuracy_m": 12.5, "at": t});
+    assert_envelope(&report(Some("p0"), at("2026-11-23T11:59:00Z")).await, 404);
+    let r =
+        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
+    let id = r.body["object"]["id"].as_str().unwrap().to_string();
+    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+
+    let r = report(Some("p1"), at("2026-11-23T11:59:00Z")).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let again = report(Some("p1"), at("2026-11-23T11:59:00Z")).await;
+    assert_eq!(
+        (again.status.as_u16(), again.headers.get("idempotent-replayed").map(|v| v.to_str().unwrap())),
+        (201, Some("true"))
+    );
+    let r = report(Some("p2"), at("2026-11-23T11:59:20Z")).await;
+    assert_envelope(&r, 429);
+    assert_eq!(r.headers["retry-after"], "30");
+    assert_eq!(report(Some("p3"), at("2026-11-23T11:59:31Z")).await.status, 201);
+    // Kept offline and sent later: an older one 30 s apart from the rest is taken too.
+    assert_eq!(report(Some("p4"), at("2026-11-23T11:58:00Z")).await.status, 201);
+    let latest = s.app.store.latest_position(&ana_id).await.unwrap().unwrap();
+    assert_eq!(latest.at_ms, "2026-11-23T11:59:31Z".parse::<jiff::Timestamp>().unwrap().as_millisecond());
+    assert_eq!(s.scalar("SELECT count(*) FROM driver_positions"), 3);
+
+    for (body, path) in [
+        (json!({"lat": 91.0, "lng": -79.3, "accuracy_m": 5.0, "at": "2026-11-23T11:50:00Z"}), "lat"),
+        (json!({"lat": 43.6, "lng": 181.0, "accuracy_m": 5.0, "at": "2026-11-23T11:50:00Z"}), "lng"),
+        (json!({"lat": 43.6, "lng": -79.3, "accuracy_m": -1.0, "at": "2026-11-23T11:50:00Z"}), "accuracy_m"),
+        (json!({"lat": 43.6, "lng": -79.3, "accuracy_m": 5.0, "at": "2026-11-21T11:50:00Z"}), "at"),
+        (json!({"lat": 43.6, "lng": -79.3, "accuracy_m": 5.0, "at": "2026-11-23T12:10:00Z"}), "at"),
+        (json!({"lat": 43.6, "lng": -79.3, "accuracy_m": 5.0, "at": "yesterday"}), "at"),
+    ] {
+        let r = report(Some("bad"), body).await;
+        assert_envelope(&r, 422);
+        r.error_at(path);
+    }
+    report(None, at("2026-11-23T11:57:00Z")).await.error_at("header.Idempotency-Key");
+
+    // 30 days: what the service received before then is deleted, the rest kept.
+    let now = "2026-11-23T12:00:00Z".parse::<jiff::Timestamp>().unwrap().as_millisecond();
+    let old = dropslot_store::Position { lat: 43.6, lng: -79.3, accuracy_m: 5.0, at_ms: now - 31 * 86_400_000 };
+    s.app.store.record_position(&ana_id, "old", old, now - 31 * 86_400_000).await.unwrap();
+    assert_eq!(s.app.store.purge_positions(now - 30 * 86_400_000).await.unwrap(), 1);
+    assert_eq!(s.scalar("SELECT count(*) FROM driver_positions"), 3);
+}
