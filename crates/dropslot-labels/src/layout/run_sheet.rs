@@ -76,8 +76,11 @@ impl Pagination {
     }
 
     fn place(&mut self, block: Block) {
-        let page = self.pages.last_mut().expect("a page is started first");
+        if self.pages.is_empty() {
+            self.next_page();
+        }
         let dy = self.y;
+        let Some(page) = self.pages.last_mut() else { return };
         page.items.extend(block.items.into_iter().map(|mut item| {
             item.shift(dy);
             item

@@ -311,15 +311,14 @@ struct MessagePage<'a> {
     errors: Vec<(String, String)>,
 }
 
-/// An error as a page in the dashboard's frame: the same statuses and words as the API's
-/// envelope, field errors listed by their path.
-pub(crate) fn error_page(session: Option<&Session>, e: &Error) -> Response {
-    let status = e.status();
+/// An error in a page's words (the dashboard's and the dispatcher's): its title, message and
+/// field errors by path, as the API's envelope says them; `not_found` is what a 404 means there.
+pub(crate) fn error_words(e: &Error, not_found: &str) -> (&'static str, String, Vec<(String, String)>) {
     let (title, message) = match e {
-        Error::NotFound => ("Not found", "There is nothing here, or it belongs to another account.".to_string()),
+        Error::NotFound => ("Not found", not_found.to_string()),
         Error::Validation(_) => ("Please check the form", "Some fields need a change.".to_string()),
         Error::Forbidden(m) => ("Not allowed", (*m).to_string()),
-        Error::Conflict(m) => ("Not possible now", m.clone()),
+        Error::Conflict(m) | Error::Upstream(m) => ("Not possible now", m.clone()),
         Error::Store(_) | Error::Internal(_) | Error::Unavailable(_) => {
             ("Something went wrong", "The service could not complete this. Try again in a moment.".to_string())
         }
@@ -329,6 +328,14 @@ pub(crate) fn error_page(session: Option<&Session>, e: &Error) -> Response {
         Error::Validation(f) | Error::BadRequest { errors: f, .. } => field_list(f),
         _ => Vec::new(),
     };
+    (title, message, errors)
+}
+
+/// An error as a page in the dashboard's frame: the same statuses and words as the API's
+/// envelope, field errors listed by their path.
+pub(crate) fn error_page(session: Option<&Session>, e: &Error) -> Response {
+    let status = e.status();
+    let (title, message, errors) = error_words(e, "There is nothing here, or it belongs to another account.");
     let frame = session.map(|s| s.frame(""));
     let mut res = page(status, MessagePage { frame, title, message: &message, errors }.render());
     if status.is_server_error() {

@@ -23,7 +23,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::app::App;
-use crate::dashboard::{Fields, IDLE, cookie, cookie_at, field_list, page, read_form_or, same_secret};
+use crate::dashboard::{Fields, IDLE, cookie, cookie_at, page, read_form_or, same_secret};
 use crate::error::{Error, ServerError};
 
 const SESSION_COOKIE: &str = "ds_ops_session";
@@ -145,20 +145,8 @@ struct MessagePage<'a> {
 /// listed by their path.
 pub(crate) fn error_page(session: Option<&OpsSession>, e: &Error) -> Response {
     let status = e.status();
-    let (title, message) = match e {
-        Error::NotFound => ("Not found", "There is nothing here: the plan or driver does not exist.".to_string()),
-        Error::Validation(_) => ("Please check the form", "Some fields need a change.".to_string()),
-        Error::Forbidden(m) => ("Not allowed", (*m).to_string()),
-        Error::Conflict(m) => ("Not possible now", m.clone()),
-        Error::Store(_) | Error::Internal(_) | Error::Unavailable(_) => {
-            ("Something went wrong", "The service could not complete this. Try again in a moment.".to_string())
-        }
-        other => ("Request refused", other.to_string()),
-    };
-    let errors = match e {
-        Error::Validation(f) | Error::BadRequest { errors: f, .. } => field_list(f),
-        _ => Vec::new(),
-    };
+    let (title, message, errors) =
+        crate::dashboard::error_words(e, "There is nothing here: the plan or driver does not exist.");
     let frame = session.map(|s| s.frame(""));
     let mut res = page(status, MessagePage { frame, title, message: &message, errors }.render());
     if status.is_server_error() {

@@ -92,6 +92,26 @@ pub struct DriverDay {
     pub routes: Vec<DriverRoute>,
 }
 
+/// The `Idempotency-Key` every driver action carries (CONTRACT §13): required.
+fn required_key(headers: &axum::http::HeaderMap) -> Result<String> {
+    crate::orders::create::idempotency_key(headers)?.ok_or_else(|| {
+        Error::invalid(
+            "header.Idempotency-Key",
+            "Every driver action needs an Idempotency-Key (1 to 255 printable characters).",
+        )
+    })
+}
+
+fn key_reused() -> Error {
+    Error::Conflict("This Idempotency-Key was used for another action: send each action with its own key.".into())
+}
+
+/// The answer to a driver's replayed request: `Idempotent-Replayed: true`.
+fn replayed(mut res: Response) -> Response {
+    res.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
+    res
+}
+
 fn at(seconds: i64, tz: &TimeZone) -> String {
     jiff::Timestamp::from_second(seconds).map_or_else(|_| String::new(), |t| dropslot_core::time::local(t, tz))
 }
@@ -274,12 +294,7 @@ async fn transition(
     headers: axum::http::HeaderMap,
     JsonBody(request, body): JsonBody<TransitionRequest>,
 ) -> Result<Response> {
-    let key = crate::orders::create::idempotency_key(&headers)?.ok_or_else(|| {
-        Error::invalid(
-            "header.Idempotency-Key",
-            "Every driver action needs an Idempotency-Key (1 to 255 printable characters).",
-        )
-    })?;
+    let key = required_key(&headers)?;
     let m = request.into_move()?;
     let day = today(&app, &caller.driver_id).await?;
     let on_route =
@@ -292,13 +307,9 @@ async fn transition(
     match app.store.driver_move(key, &unique_id, m, app.clock.now()).await? {
         DriverMove::Done(outcome) => crate::ops::answer(&app, outcome).await,
         DriverMove::Replayed(moved) => {
-            let mut res = crate::ops::answer(&app, dropslot_store::MoveOutcome::Moved(moved)).await?;
-            res.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
-            Ok(res)
+            Ok(replayed(crate::ops::answer(&app, dropslot_store::MoveOutcome::Moved(moved)).await?))
         }
-        DriverMove::KeyReused => Err(Error::Conflict(
-            "This Idempotency-Key was used for another action: send each action with its own key.".into(),
-        )),
+        DriverMove::KeyReused => Err(key_reused()),
     }
 }
 
@@ -334,12 +345,7 @@ async fn start(
     headers: axum::http::HeaderMap,
     JsonBody(request, _): JsonBody<StartRequest>,
 ) -> Result<Response> {
-    let key = crate::orders::create::idempotency_key(&headers)?.ok_or_else(|| {
-        Error::invalid(
-            "header.Idempotency-Key",
-            "Every driver action needs an Idempotency-Key (1 to 255 printable characters).",
-        )
-    })?;
+    let key = required_key(&headers)?;
     if request.scanned.len() > 5000 {
         return Err(Error::invalid("scanned", "At most 5,000 codes."));
     }
@@ -389,11 +395,7 @@ async fn start(
             DriverMove::Done(dropslot_store::MoveOutcome::Refused(r)) => {
                 return Err(Error::Conflict(format!("{}: {r}", sh.unique_id)));
             }
-            DriverMove::KeyReused => {
-                return Err(Error::Conflict(
-                    "This Idempotency-Key was used for another action: send each action with its own key.".into(),
-                ));
-            }
+            DriverMove::KeyReused => return Err(key_reused()),
         }
     }
     let day = today(&app, &caller.driver_id).await?;
@@ -442,12 +444,7 @@ async fn position(
     headers: axum::http::HeaderMap,
     JsonBody(report, _): JsonBody<PositionReport>,
 ) -> Result<Response> {
-    let key = crate::orders::create::idempotency_key(&headers)?.ok_or_else(|| {
-        Error::invalid(
-            "header.Idempotency-Key",
-            "Every driver action needs an Idempotency-Key (1 to 255 printable characters).",
-        )
-    })?;
+    let key = required_key(&headers)?;
     let now = app.clock.now();
     let mut errors = crate::error::FieldErrors::new();
     if let Err(e) = dropslot_core::geo::distance::LatLng::new(report.lat, report.lng) {
@@ -484,9 +481,7 @@ async fn position(
     match outcome {
         dropslot_store::PositionOutcome::Recorded => Ok(envelope(201, "Position recorded.", &body).into_response()),
         dropslot_store::PositionOutcome::Replayed => {
-            let mut res = envelope(201, "Position recorded.", &body).into_response();
-            res.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
-            Ok(res)
+            Ok(replayed(envelope(201, "Position recorded.", &body).into_response()))
         }
         dropslot_store::PositionOutcome::TooSoon => Err(Error::RateLimited {
             retry_after: 30,
