@@ -129,15 +129,26 @@ async fn zone_of(app: &App, driver_id: &str) -> Result<TimeZone> {
 
 /// Today's published routes of this driver, each stop with its shipments as they are now.
 async fn today(app: &App, driver_id: &str) -> Result<DriverDay> {
+    let (date, tz, planned) = planned_today(app, driver_id).await?;
+    let mut routes = Vec::with_capacity(planned.len());
+    for (plan_id, r) in &planned {
+        routes.push(route_view(app, plan_id, r, &tz).await?);
+    }
+    Ok(DriverDay { date: date.to_string(), routes })
+}
+
+/// Today's published routes of this driver as their plans hold them (plan id, route), with
+/// the date and its zone: what a membership check needs, without reading each shipment.
+async fn planned_today(app: &App, driver_id: &str) -> Result<(jiff::civil::Date, TimeZone, Vec<(String, Route)>)> {
     let tz = zone_of(app, driver_id).await?;
     let date = app.clock.now().to_zoned(tz.clone()).date();
     let mut routes = Vec::new();
     for stored in app.store.driver_plans(driver_id, date).await? {
-        for r in stored.plan.routes.iter().filter(|r| r.driver_id == driver_id) {
-            routes.push(route_view(app, &stored.plan.id, r, &tz).await?);
-        }
+        let plan_id = stored.plan.id;
+        routes
+            .extend(stored.plan.routes.into_iter().filter(|r| r.driver_id == driver_id).map(|r| (plan_id.clone(), r)));
     }
-    Ok(DriverDay { date: date.to_string(), routes })
+    Ok((date, tz, routes))
 }
 
 async fn route_view(app: &App, plan_id: &str, r: &Route, tz: &TimeZone) -> Result<DriverRoute> {
@@ -296,9 +307,8 @@ async fn transition(
 ) -> Result<Response> {
     let key = required_key(&headers)?;
     let m = request.into_move()?;
-    let day = today(&app, &caller.driver_id).await?;
-    let on_route =
-        day.routes.iter().flat_map(|r| &r.stops).flat_map(|s| &s.shipments).any(|sh| sh.unique_id == unique_id);
+    let (_, _, planned) = planned_today(&app, &caller.driver_id).await?;
+    let on_route = planned.iter().any(|(_, r)| r.shipments().any(|u| u == unique_id));
     if !on_route {
         return Err(Error::NotFound);
     }
@@ -467,7 +477,7 @@ async fn position(
     }
     errors.into_result()?;
     let at = at.unwrap_or(now);
-    if today(&app, &caller.driver_id).await?.routes.is_empty() {
+    if planned_today(&app, &caller.driver_id).await?.2.is_empty() {
         return Err(Error::NotFound);
     }
     let p = dropslot_store::Position {
