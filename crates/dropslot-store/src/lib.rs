@@ -234,6 +234,9 @@ pub trait Store: Send + Sync + 'static {
 
     // Reads.
     async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>>;
+    /// The live drop-off shipments a pick-up shipment collects, by tracking code, oldest
+    /// first (deleted ones too: a driver sees that a merchant withdrew one).
+    async fn pick_up_members(&self, pick_up_unique_id: &str) -> StoreResult<Vec<String>>;
     async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>>;
     /// Newest first, before the row id `before` (the cursor).
     async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>>;

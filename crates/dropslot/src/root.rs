@@ -198,7 +198,8 @@ fn api_routes() -> axum::Router<App> {
 }
 
 /// Every domain's routes at the root: labels and icons, the tracking page, health (with
-/// `/metrics` unless it has its own listener), the dashboard.
+/// `/metrics` unless it has its own listener), the dashboard, the dispatcher's pages and the
+/// driver app.
 fn root_routes(with_metrics: bool) -> axum::Router<App> {
     axum::Router::new()
         .merge(labels::routes())
@@ -207,4 +208,5 @@ fn root_routes(with_metrics: bool) -> axum::Router<App> {
         .merge(openapi::routes())
         .merge(dashboard::routes())
         .merge(dispatcher::routes())
+        .merge(driver::app::routes())
 }

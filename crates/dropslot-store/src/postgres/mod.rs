@@ -953,6 +953,10 @@ impl Store for PgStore {
         reads::shipment(&self.conn().await?, visible, unique_id).await
     }
 
+    async fn pick_up_members(&self, pick_up_unique_id: &str) -> StoreResult<Vec<String>> {
+        reads::pick_up_members(&self.conn().await?, pick_up_unique_id).await
+    }
+
     async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>> {
         reads::order(&self.conn().await?, scope, unique_id).await
     }

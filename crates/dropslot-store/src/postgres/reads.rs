@@ -191,6 +191,19 @@ async fn events(c: &impl Sql, drop_off: i64) -> Result<Vec<StoredEvent>, StoreEr
 }
 
 /// A drop-off shipment by tracking code, where visible.
+/// The live drop-off shipments of a pick-up shipment, oldest first.
+pub(super) async fn pick_up_members(c: &impl Sql, pick_up_unique_id: &str) -> Result<Vec<String>, StoreError> {
+    let rows = c
+        .query(
+            "SELECT d.unique_id FROM pick_up_shipments u JOIN drop_off_shipments d ON d.pick_up_shipment_id = u.id
+             WHERE u.unique_id = $1 AND u.mode = 'live' ORDER BY d.id",
+            &[&pick_up_unique_id],
+        )
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(|r| col(r, 0)).collect()
+}
+
 pub(super) async fn shipment(
     c: &impl Sql,
     visible: Visibility,

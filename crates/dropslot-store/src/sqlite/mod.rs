@@ -790,6 +790,10 @@ impl Store for SqliteStore {
         self.read(|c| reads::shipment(c, visible, unique_id))
     }
 
+    async fn pick_up_members(&self, pick_up_unique_id: &str) -> StoreResult<Vec<String>> {
+        self.read(|c| reads::pick_up_members(c, pick_up_unique_id))
+    }
+
     async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>> {
         let unique_id = unique_id.to_string();
         self.read_blocking(move |c| reads::order(c, scope, &unique_id)).await

@@ -177,6 +177,16 @@ pub(super) fn shipment(
     id.map(|id| shipment_by_id(c, id)).transpose()
 }
 
+/// The live drop-off shipments of a pick-up shipment, oldest first.
+pub(super) fn pick_up_members(c: &Connection, pick_up_unique_id: &str) -> rusqlite::Result<Vec<String>> {
+    c.prepare_cached(
+        "SELECT d.unique_id FROM pick_up_shipments u JOIN drop_off_shipments d ON d.pick_up_shipment_id = u.id
+         WHERE u.unique_id = ?1 AND u.mode = 'live' ORDER BY d.id",
+    )?
+    .query_map([pick_up_unique_id], |r| r.get(0))?
+    .collect()
+}
+
 /// An order with its shipments, by row id (already scoped by the caller).
 fn order_by_id(c: &Connection, id: i64) -> rusqlite::Result<StoredOrder> {
     let (unique_id, created_at): (String, String) = c

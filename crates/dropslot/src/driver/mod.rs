@@ -1,8 +1,9 @@
 //! The driver app's API (CONTRACT §13), driver tokens only: today's published routes of the
 //! driver, and what a scanned code is on them. A driver reaches only the stops of its own
 //! published routes; anything else is a 404. Its moves go through the same state machine as
-//! the ops API, each once per `Idempotency-Key`. (The app's pages, starting a route, proofs and
-//! positions come next.)
+//! the ops API, each once per `Idempotency-Key`. The app that uses it is [`app`].
+
+pub mod app;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -15,7 +16,8 @@ use crate::error::{Envelope, Error, ErrorEnvelope, Result, envelope};
 use crate::http::{JsonBody, PathParam};
 use crate::ops::TransitionRequest;
 use dropslot_core::dispatch::{Route, StopKind};
-use dropslot_store::{DriverKey, DriverMove, Visibility};
+use dropslot_core::shipments::{Actor, Move, Status};
+use dropslot_store::{DriverKey, DriverMove, MoveOutcome, Visibility};
 
 pub fn routes() -> axum::Router<App> {
     use axum::routing::{get, post};
@@ -38,7 +40,9 @@ pub struct DriverShipment {
     pub unique_id: String,
     /// Its state now (CONTRACT §4).
     pub status: String,
-    /// Its live parcels (a drop-off's; a pick-up stop lists none yet).
+    /// The merchant's delivery note for the driver (the drop-off address's `description`).
+    pub note: Option<String>,
+    /// Its live parcels.
     pub parcels: Vec<DriverParcel>,
 }
 
@@ -71,6 +75,8 @@ pub struct DriverStop {
     pub lng: f64,
     pub navigation: Navigation,
     pub parcels: u32,
+    /// At a drop-off, its shipments; at a pick-up, the drop-off shipments collected there
+    /// (each parcel to scan as picked up).
     pub shipments: Vec<DriverShipment>,
 }
 
@@ -154,16 +160,23 @@ async fn planned_today(app: &App, driver_id: &str) -> Result<(jiff::civil::Date,
 async fn route_view(app: &App, plan_id: &str, r: &Route, tz: &TimeZone) -> Result<DriverRoute> {
     let mut stops = Vec::with_capacity(r.visits().len());
     for s in r.visits() {
-        let mut shipments = Vec::with_capacity(s.shipment_unique_ids.len());
+        // A drop-off stop lists its shipments; a pick-up stop the drop-offs its pick-ups collect
+        // (what the driver scans at the merchant).
+        let mut members = Vec::with_capacity(s.shipment_unique_ids.len());
         for unique_id in &s.shipment_unique_ids {
-            let found = match s.kind {
-                StopKind::DropOff => app.store.shipment(Visibility::Ops, unique_id).await?,
-                StopKind::PickUp | StopKind::Depot => None,
-            };
-            shipments.push(match found {
+            match s.kind {
+                StopKind::DropOff => members.push(unique_id.clone()),
+                StopKind::PickUp => members.extend(app.store.pick_up_members(unique_id).await?),
+                StopKind::Depot => {}
+            }
+        }
+        let mut shipments = Vec::with_capacity(members.len());
+        for unique_id in members {
+            shipments.push(match app.store.shipment(Visibility::Ops, &unique_id).await? {
                 Some(sh) => DriverShipment {
-                    unique_id: unique_id.clone(),
+                    unique_id,
                     status: sh.drop_off.status.as_str().into(),
+                    note: sh.drop_off.address.description.clone().filter(|n| !n.trim().is_empty()),
                     parcels: sh
                         .parcels
                         .iter()
@@ -173,7 +186,7 @@ async fn route_view(app: &App, plan_id: &str, r: &Route, tz: &TimeZone) -> Resul
                         })
                         .collect(),
                 },
-                None => DriverShipment { unique_id: unique_id.clone(), status: String::new(), parcels: Vec::new() },
+                None => DriverShipment { unique_id, status: String::new(), note: None, parcels: Vec::new() },
             });
         }
         let (lat, lng) = (s.lat, s.lng);
@@ -226,8 +239,10 @@ async fn route(State(app): State<App>, caller: DriverCaller) -> Result<Response>
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"code": "PK7M2Q9XR4TB"}))]
 pub struct ScanRequest {
-    /// What the camera read, or what was typed: a parcel's pick-up code or custom code.
-    #[schema(min_length = 1, max_length = 100)]
+    /// What the camera read, or what was typed: a parcel's pick-up code or custom code (its
+    /// label's barcode), or its label's QR code (the shipment's tracking URL; a shipment of
+    /// one parcel only).
+    #[schema(min_length = 1, max_length = 300)]
     pub code: String,
 }
 
@@ -242,12 +257,12 @@ pub struct ScanResult {
 
 #[utoipa::path(post, path = "/driver/scans", tag = "Driver", operation_id = "driver_scan",
     summary = "What a scanned code is on this driver's route",
-    description = "The parcel and stop of today's routes of this driver that the code (pick-up code or custom code) names.",
+    description = "The parcel and stop of today's routes of this driver that the code names: a pick-up code or custom code (the label's Code 128), or the label's QR code (the tracking URL) of a shipment of one parcel. Drop-offs and the parcels collected at pick-up stops.",
     security(("driver_token" = [])), request_body = ScanRequest,
     responses(
         (status = 200, description = "The parcel's stop.", body = Envelope<ScanResult>),
         (status = 404, description = "No parcel of this driver's routes today has this code.", body = ErrorEnvelope),
-        (status = 422, description = "An empty or overlong code.", body = ErrorEnvelope),
+        (status = 422, description = "An empty or overlong code, or a QR code of a shipment of several parcels.", body = ErrorEnvelope),
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn scan(
@@ -256,16 +271,37 @@ async fn scan(
     JsonBody(request, _): JsonBody<ScanRequest>,
 ) -> Result<Response> {
     let code = request.code.trim();
-    if code.is_empty() || code.chars().count() > 100 {
-        return Err(Error::invalid("code", "The code is 1 to 100 characters: a parcel's pick-up code or custom code."));
+    if code.is_empty() || code.chars().count() > 300 {
+        return Err(Error::invalid(
+            "code",
+            "The code is 1 to 300 characters: a parcel's pick-up code or custom code, or a label's QR code.",
+        ));
     }
+    // A label's QR code is its shipment's tracking URL: the tracking code is its last segment.
+    let tracking = code.rsplit_once("/track/").map(|(_, c)| c.trim_end_matches('/'));
     let day = today(&app, &caller.driver_id).await?;
     for r in &day.routes {
         for s in &r.stops {
             for sh in &s.shipments {
-                if let Some(p) =
-                    sh.parcels.iter().find(|p| p.pick_up_code == code || p.custom_code.as_deref() == Some(code))
-                {
+                let parcel = match tracking {
+                    None => {
+                        sh.parcels.iter().find(|p| p.pick_up_code == code || p.custom_code.as_deref() == Some(code))
+                    }
+                    Some(t) if t == sh.unique_id => match sh.parcels.as_slice() {
+                        [one] => Some(one),
+                        many => {
+                            return Err(Error::invalid(
+                                "code",
+                                format!(
+                                    "This QR code names shipment {t} of {} parcels: scan each parcel's barcode.",
+                                    many.len()
+                                ),
+                            ));
+                        }
+                    },
+                    Some(_) => None,
+                };
+                if let Some(p) = parcel {
                     let found = ScanResult {
                         route_id: r.id.clone(),
                         stop_seq: s.seq,
@@ -284,7 +320,7 @@ async fn scan(
 /// `POST /driver/shipments/{unique_id}/transitions`.
 #[utoipa::path(post, path = "/driver/shipments/{unique_id}/transitions", tag = "Driver", operation_id = "driver_move",
     summary = "Record a stop's outcome",
-    description = "The ops API's move (`to`, `reason`, `proof_of_delivery`) of a drop-off shipment on this driver's published route of today, through the same state machine (webhooks and tracking follow). Taken once per `Idempotency-Key` (required): a repeat with the same key and body answers the same status with the shipment as it is, and `Idempotent-Replayed: true`.",
+    description = "The ops API's move (`to`, `reason`, `proof_of_delivery`) of a drop-off shipment on this driver's published route of today, through the same state machine (webhooks and tracking follow). `to: picked_up` is the pick-up scan at a merchant: a drop-off collected at a pick-up stop of the driver's route goes `picked_up` (through `to_pick_up` when it was still `scheduled`). Taken once per `Idempotency-Key` (required): a repeat with the same key and body answers the same status with the shipment as it is, and `Idempotent-Replayed: true`.",
     security(("driver_token" = [])), request_body = TransitionRequest,
     params(
         ("unique_id" = String, Path, description = "The drop-off shipment's `unique_id` (tracking code)."),
@@ -307,18 +343,44 @@ async fn transition(
 ) -> Result<Response> {
     let key = required_key(&headers)?;
     let m = request.into_move()?;
-    let (_, _, planned) = planned_today(&app, &caller.driver_id).await?;
-    let on_route = planned.iter().any(|(_, r)| r.shipments().any(|u| u == unique_id));
-    if !on_route {
-        return Err(Error::NotFound);
-    }
     let request_hash = crate::orders::create::fingerprint(&serde_json::json!({"shipment": unique_id, "body": body}));
+    if m.to == Status::PickedUp {
+        // A pick-up scan at the merchant: a drop-off collected at a pick-up stop of this
+        // driver's routes, through `to_pick_up` when nobody had bundled it yet (recorded under
+        // `KEY#to_pick_up`, so a retry finishes what a failure left half-way).
+        let day = today(&app, &caller.driver_id).await?;
+        let found = day
+            .routes
+            .iter()
+            .flat_map(|r| &r.stops)
+            .filter(|s| s.kind == "pick_up")
+            .flat_map(|s| &s.shipments)
+            .find(|sh| sh.unique_id == unique_id);
+        let Some(found) = found else { return Err(Error::NotFound) };
+        if found.status == Status::Scheduled.as_str() {
+            let bundle = DriverKey {
+                driver_id: caller.driver_id.clone(),
+                key: format!("{key}#to_pick_up"),
+                request_hash: crate::orders::create::fingerprint(&serde_json::json!({"bundle": unique_id})),
+            };
+            let to_pick_up = Move::to(Status::ToPickUp, Actor::Ops);
+            match app.store.driver_move(bundle, &unique_id, to_pick_up, app.clock.now()).await? {
+                DriverMove::Done(MoveOutcome::Moved(_)) | DriverMove::Replayed(_) => {}
+                DriverMove::Done(outcome) => return crate::ops::answer(&app, outcome).await,
+                DriverMove::KeyReused => return Err(key_reused()),
+            }
+        }
+    } else {
+        let (_, _, planned) = planned_today(&app, &caller.driver_id).await?;
+        let on_route = planned.iter().any(|(_, r)| r.shipments().any(|u| u == unique_id));
+        if !on_route {
+            return Err(Error::NotFound);
+        }
+    }
     let key = DriverKey { driver_id: caller.driver_id, key, request_hash };
     match app.store.driver_move(key, &unique_id, m, app.clock.now()).await? {
         DriverMove::Done(outcome) => crate::ops::answer(&app, outcome).await,
-        DriverMove::Replayed(moved) => {
-            Ok(replayed(crate::ops::answer(&app, dropslot_store::MoveOutcome::Moved(moved)).await?))
-        }
+        DriverMove::Replayed(moved) => Ok(replayed(crate::ops::answer(&app, MoveOutcome::Moved(moved)).await?)),
         DriverMove::KeyReused => Err(key_reused()),
     }
 }
@@ -389,20 +451,15 @@ async fn start(
     }
     let now = app.clock.now();
     for sh in drop_offs.iter().filter(|sh| LOADED.contains(&sh.status.as_str())) {
-        let m = dropslot_core::shipments::Move {
-            to: dropslot_core::shipments::Status::InTransit,
-            actor: dropslot_core::shipments::Actor::Ops,
-            reason: None,
-            proof: Vec::new(),
-        };
+        let m = Move::to(Status::InTransit, Actor::Ops);
         let request_hash = crate::orders::create::fingerprint(&serde_json::json!({"start": sh.unique_id}));
         let record =
             DriverKey { driver_id: caller.driver_id.clone(), key: format!("{key}#{}", sh.unique_id), request_hash };
         match app.store.driver_move(record, &sh.unique_id, m, now).await? {
             // Moved now or before; or deleted meanwhile by its merchant (nothing to carry).
-            DriverMove::Done(dropslot_store::MoveOutcome::Moved(_) | dropslot_store::MoveOutcome::NotFound)
+            DriverMove::Done(MoveOutcome::Moved(_) | MoveOutcome::NotFound)
             | DriverMove::Replayed(_) => {}
-            DriverMove::Done(dropslot_store::MoveOutcome::Refused(r)) => {
+            DriverMove::Done(MoveOutcome::Refused(r)) => {
                 return Err(Error::Conflict(format!("{}: {r}", sh.unique_id)));
             }
             DriverMove::KeyReused => return Err(key_reused()),

@@ -84,18 +84,28 @@ fn start_driver() -> (Child, u16) {
 
 impl Browser {
     /// A fresh headless chromium with a window of `(width, height)` CSS pixels.
-    pub async fn start((width, height): (u32, u32)) -> Browser {
+    pub async fn start(size: (u32, u32)) -> Browser {
+        Self::start_with(size, &[]).await
+    }
+
+    /// Like [`Browser::start`], with more chromium switches (a fake camera, for one).
+    pub async fn start_with((width, height): (u32, u32), extra: &[String]) -> Browser {
         let (driver, port) = start_driver();
         let mut caps = serde_json::Map::new();
-        caps.insert(
-            "goog:chromeOptions".into(),
-            json!({
-                "binary": CHROMIUM,
-                "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                         "--no-first-run", "--disable-extensions", "--hide-scrollbars",
-                         format!("--window-size={width},{height}")],
-            }),
-        );
+        let mut args: Vec<String> = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-dev-shm-usage",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--hide-scrollbars",
+        ]
+        .map(String::from)
+        .to_vec();
+        args.push(format!("--window-size={width},{height}"));
+        args.extend(extra.iter().cloned());
+        caps.insert("goog:chromeOptions".into(), json!({"binary": CHROMIUM, "args": args}));
         // W3C timeouts: a page load or a script (axe's run) that takes longer fails the test
         // instead of hanging it.
         caps.insert("timeouts".into(), json!({"pageLoad": 20_000, "script": 20_000, "implicit": 0}));
@@ -111,6 +121,50 @@ impl Browser {
         let browser = Browser { client, driver, size: (width, height), cdp };
         browser.viewport(height).await;
         browser
+    }
+
+    /// Sends a Chrome `DevTools` command to the page (network conditions, input events).
+    pub async fn cdp(&self, cmd: &str, params: Value) -> Value {
+        let res = reqwest::Client::new()
+            .post(&self.cdp)
+            .json(&json!({"cmd": cmd, "params": params}))
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .expect("chromedriver answers");
+        let ok = res.status().is_success();
+        let body: Value = res.json().await.unwrap_or_default();
+        assert!(ok, "{cmd}: {body}");
+        body["value"].clone()
+    }
+
+    /// Clicks `css` on this page (no new page expected).
+    pub async fn tap(&self, css: &str) {
+        let target = self.find(css).await;
+        target.click().await.unwrap_or_else(|e| panic!("tap {css}: {e}"));
+    }
+
+    /// Waits until the script `condition` (an expression) is true on the page, within 10 s.
+    pub async fn wait_until(&self, condition: &str) {
+        let deadline = std::time::Instant::now() + ELEMENT_WAIT;
+        let script = format!("try {{ return !!({condition}); }} catch (e) {{ return false; }}");
+        loop {
+            if matches!(self.client.execute(&script, vec![]).await, Ok(Value::Bool(true))) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not true within 10 s on {}: {condition}",
+                self.current_url().await
+            );
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Runs the asynchronous script `script` (it calls `done(value)`, the last argument).
+    pub async fn eval_async(&self, script: &str) -> Value {
+        let wrapped = format!("const done = arguments[arguments.length - 1]; {script}");
+        self.client.execute_async(&wrapped, vec![]).await.unwrap_or_else(|e| panic!("script {script}: {e}"))
     }
 
     /// Emulates a viewport of this browser's width and `height` CSS pixels (a headless

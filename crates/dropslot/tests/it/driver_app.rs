@@ -1,0 +1,348 @@
+//! The driver app (`/driver`, CONTRACT §13) in a real Chromium at a phone's width (360 CSS
+//! pixels), against the real server: sign-in from the link, loading the van by scanning,
+//! deliveries with a drawn signature and a camera photo, a failed stop, taps per stop, the
+//! driver's reach, and the offline queue across a reload. Chromium's fake camera stands in for
+//! the phone's (`--use-fake-device-for-media-stream`).
+
+use serde_json::{Value, json};
+
+use crate::browser::Browser;
+use crate::common::TestServer;
+use crate::driver_api::{DATE, driver, operator, order};
+use crate::receiver::Receiver;
+
+/// A small Android phone's CSS pixels.
+const PHONE_360: (u32, u32) = (360, 740);
+const HOOKS: &str = "[webhooks]\nallow_private = true\nretry_schedule = \"100ms,100ms,100ms,100ms,100ms\"\n";
+
+/// A published day: Ana's and Ben's routes of two stops each, every shipment at the depot.
+struct Day {
+    s: TestServer,
+    live: String,
+    ana: String,
+    /// Ana's stops in order: (tracking code, parcel codes).
+    ana_stops: Vec<(String, Vec<String>)>,
+    ben_stops: Vec<(String, Vec<String>)>,
+    rx: Receiver,
+}
+
+fn stops_of(day: &Value) -> Vec<(String, Vec<String>)> {
+    day["routes"][0]["stops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["shipments"].as_array().unwrap())
+        .map(|sh| {
+            let codes = sh["parcels"].as_array().unwrap().iter().map(|p| p["pick_up_code"].as_str().unwrap().to_string());
+            (sh["unique_id"].as_str().unwrap().to_string(), codes.collect())
+        })
+        .collect()
+}
+
+async fn day() -> Day {
+    let s = TestServer::start_with(HOOKS).await;
+    let op = operator(&s).await;
+    let (_, _, live, ops) = s.new_client("Merchant").await;
+    let rx = Receiver::start().await;
+    let r = s.post("/webhooks", &live, &json!({"url": rx.url, "events": ["same.shipment.delivered"]})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let (_, ana) = driver(&s, &op, "Ana").await;
+    let (_, ben) = driver(&s, &op, "Ben").await;
+    // Four orders of two parcels, vans of four parcels: two stops each.
+    let mut trackings = Vec::new();
+    for i in 0..4 {
+        trackings.push(order(&s, &live, i).await.0);
+    }
+    let r =
+        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["object"]["id"].as_str().unwrap().to_string();
+    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+    for t in &trackings {
+        for to in ["to_pick_up", "picked_up", "processing"] {
+            assert_eq!(s.ops_move(&ops, t, &json!({"to": to})).await.status, 200);
+        }
+    }
+    let ana_stops = stops_of(&s.get("/driver/route", &ana).await.body["object"]);
+    let ben_stops = stops_of(&s.get("/driver/route", &ben).await.body["object"]);
+    assert_eq!((ana_stops.len(), ben_stops.len()), (2, 2), "{ana_stops:?} {ben_stops:?}");
+    Day { s, live, ana, ana_stops, ben_stops, rx }
+}
+
+async fn phone() -> Browser {
+    let camera = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"].map(String::from);
+    Browser::start_with(PHONE_360, &camera).await
+}
+
+/// Opens the sign-in link and waits for the route's stops.
+async fn sign_in(b: &Browser, d: &Day) {
+    b.goto(&format!("{}/driver#token={}", d.s.base, d.ana)).await;
+    b.wait_until("document.querySelectorAll('li.stop').length === 2").await;
+}
+
+async fn check(b: &Browser, name: &str) {
+    b.screenshot(name).await;
+    b.assert_accessible(name).await;
+    // A mobile viewport widens to its content: at 360 px nothing may be wider.
+    let w = b.eval("return [document.documentElement.scrollWidth, window.innerWidth]").await;
+    assert_eq!(w, json!([PHONE_360.0, PHONE_360.0]), "{name}: the page is wider than the phone");
+}
+
+/// Types a code into the scan field, as a driver does when the camera cannot read.
+async fn type_code(b: &Browser, code: &str) {
+    b.fill("#code", code).await;
+    b.tap("#check").await;
+}
+
+/// Draws a signature stroke across the pad with the mouse (one press, a zigzag, a release).
+async fn sign(b: &Browser) {
+    let r = b
+        .eval(
+            "const p = document.getElementById('signature'); p.scrollIntoView({block: 'center'});
+             const r = p.getBoundingClientRect(); return [r.left, r.top, r.width, r.height];",
+        )
+        .await;
+    let n = |i: usize| r[i].as_f64().unwrap();
+    let (x, y, w, h) = (n(0), n(1), n(2), n(3));
+    let mouse = |kind: &str, fx: f64, fy: f64| {
+        json!({"type": kind, "x": x + w * fx, "y": y + h * fy, "button": "left", "buttons": 1, "clickCount": 1})
+    };
+    b.cdp("Input.dispatchMouseEvent", mouse("mousePressed", 0.1, 0.5)).await;
+    for i in 1..=12 {
+        let fy = if i % 2 == 0 { 0.3 } else { 0.7 };
+        b.cdp("Input.dispatchMouseEvent", mouse("mouseMoved", 0.1 + 0.065 * i as f64, fy)).await;
+    }
+    b.cdp("Input.dispatchMouseEvent", mouse("mouseReleased", 0.9, 0.5)).await;
+}
+
+/// Delivers the open stop `seq`: Delivered, a signature, optionally a camera photo, Confirm.
+async fn deliver(b: &Browser, seq: usize, photo: bool) {
+    b.tap(&format!("li[data-seq='{seq}'] button.deliver")).await;
+    sign(b).await;
+    if photo {
+        b.tap("#photo").await;
+        b.wait_until("document.getElementById('viewfinder') && document.getElementById('viewfinder').readyState >= 2")
+            .await;
+        b.tap("#shutter").await;
+        b.wait_until("document.querySelector('img.preview')").await;
+    }
+    b.tap("#confirm").await;
+    b.wait_until(&format!("document.querySelector(\"li[data-seq='{seq}']\").dataset.taps !== undefined")).await;
+}
+
+async fn taps(b: &Browser, seq: usize) -> u64 {
+    let v = b.eval(&format!("return Number(document.querySelector(\"li[data-seq='{seq}']\").dataset.taps)")).await;
+    v.as_u64().unwrap()
+}
+
+async fn all_sent(b: &Browser) {
+    b.wait_until("document.getElementById('sync').textContent === 'All sent'").await;
+}
+
+/// What the shipment read says: its status and its proofs.
+async fn read(d: &Day, tracking: &str) -> Value {
+    let r = d.s.get(&format!("/shipments/{tracking}"), &d.live).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["object"].clone()
+}
+
+fn proof<'a>(events: &'a Value, kind: &str) -> Option<&'a str> {
+    let delivered = events.as_array()?.iter().find(|e| e["status"] == "delivered")?;
+    delivered["proof_of_delivery"].as_array()?.iter().find(|p| p["type"] == kind)?["value"].as_str()
+}
+
+/// The bytes a proof URL serves to the merchant, with their type.
+async fn fetch_proof(d: &Day, url: &str) -> (String, Vec<u8>) {
+    let res = d.s.http.get(url).bearer_auth(&d.live).send().await.unwrap();
+    assert_eq!(res.status(), 200, "{url}");
+    let kind = res.headers()["content-type"].to_str().unwrap().to_string();
+    (kind, res.bytes().await.unwrap().to_vec())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
+    let d = day().await;
+    let b = phone().await;
+    sign_in(&b, &d).await;
+    // The token left the address bar at once and is kept on the phone.
+    assert_eq!(b.current_url().await, format!("{}/driver", d.s.base));
+    assert_eq!(b.eval("return localStorage.getItem('ds_driver_token')").await, d.ana.as_str());
+    let text = b.text("main").await;
+    for (tracking, codes) in &d.ana_stops {
+        assert!(text.contains(tracking.as_str()) && text.contains(codes[0].as_str()), "{text}");
+    }
+    for (tracking, _) in &d.ben_stops {
+        assert!(!text.contains(tracking.as_str()), "Ben's stop on Ana's phone: {text}");
+    }
+    assert!(b.attr("li[data-seq='1'] a[href^='tel:']", "href").await.starts_with("tel:+1416555"));
+    assert!(b.attr("li[data-seq='1'] a[href^='geo:']", "href").await.starts_with("geo:43.6"));
+    // Installable: a manifest, and a service worker that controls the page.
+    assert_eq!(b.attr("link[rel=manifest]", "href").await, "/driver/manifest.webmanifest");
+    b.wait_until("navigator.serviceWorker.controller !== null").await;
+    check(&b, "driver-route").await;
+
+    // Loading: no camera barcode reader in this Chromium, so the codes are typed.
+    let detector = b.eval("return 'BarcodeDetector' in window").await;
+    assert_eq!(b.count("#scan-camera").await, usize::from(detector == true));
+    assert!(b.attr("#start", "disabled").await == "true" || b.count("#start[disabled]").await == 1);
+    // Ben's parcel is refused on the spot, and nothing counts as loaded.
+    type_code(&b, &d.ben_stops[0].1[0]).await;
+    b.wait_until("document.getElementById('notice') && document.getElementById('notice').className === 'alert'").await;
+    assert!(b.text("#notice").await.contains("not on your route"), "{}", b.text("#notice").await);
+    assert_eq!(b.text("#loaded-count").await, "0 of 4 parcels scanned");
+    let codes: Vec<&String> = d.ana_stops.iter().flat_map(|(_, c)| c).collect();
+    for (i, code) in codes.iter().enumerate() {
+        type_code(&b, code).await;
+        b.wait_until(&format!(
+            "document.getElementById('loaded-count') && document.getElementById('loaded-count').textContent === '{} of 4 parcels scanned'",
+            i + 1
+        ))
+        .await;
+    }
+    check(&b, "driver-loaded").await;
+    b.tap("#start").await;
+    all_sent(&b).await;
+    b.wait_until("document.querySelectorAll('button.deliver').length === 2").await;
+    for (tracking, _) in &d.ana_stops {
+        assert_eq!(read(&d, tracking).await["status"], "in_transit");
+    }
+
+    // Stop 1: delivered with a drawn signature and a photo from the camera, in 5 taps.
+    deliver(&b, 1, true).await;
+    assert_eq!(taps(&b, 1).await, 5);
+    all_sent(&b).await;
+    let (first, _) = &d.ana_stops[0];
+    let shipment = read(&d, first).await;
+    assert_eq!(shipment["status"], "delivered", "{shipment}");
+    let events = &shipment["events"];
+    assert!(proof(events, "receiver_name").unwrap_or_default().starts_with("Receiver "), "{events}");
+    let signature = proof(events, "signature").expect("a signature URL").to_string();
+    let photo = proof(events, "photo").expect("a photo URL").to_string();
+    let (kind, png) = fetch_proof(&d, &signature).await;
+    assert_eq!((kind.as_str(), &png[..8]), ("image/png", &b"\x89PNG\r\n\x1a\n"[..]));
+    let (kind, jpeg) = fetch_proof(&d, &photo).await;
+    assert_eq!((kind.as_str(), &jpeg[..2]), ("image/jpeg", &[0xff, 0xd8][..]));
+    // The merchant's receiver gets the delivery with the same proof URLs, serving the same bytes.
+    let got = d.rx.wait_until("the delivery", |g| g.iter().any(|r| r.json()["data"]["unique_id"] == first.as_str())).await;
+    let hook = got.iter().find(|r| r.json()["data"]["unique_id"] == first.as_str()).unwrap().json();
+    assert_eq!(hook["type"], "same.shipment.delivered");
+    let proofs = hook["data"]["proof_of_delivery"].as_array().unwrap().clone();
+    for (kind, bytes) in [("signature", &png), ("photo", &jpeg)] {
+        let url = proofs.iter().find(|p| p["type"] == kind).unwrap()["value"].as_str().unwrap();
+        assert_eq!(&fetch_proof(&d, url).await.1, bytes, "{kind}");
+    }
+    check(&b, "driver-delivered").await;
+
+    // Stop 2: failed, with a reason from the list, in 3 taps.
+    b.tap("li[data-seq='2'] button.fail").await;
+    b.tap("li[data-seq='2'] .reasons button").await;
+    check(&b, "driver-fail").await;
+    b.tap("#confirm").await;
+    b.wait_until("document.querySelector(\"li[data-seq='2']\").dataset.taps !== undefined").await;
+    assert_eq!(taps(&b, 2).await, 3);
+    all_sent(&b).await;
+    let (second, _) = &d.ana_stops[1];
+    let shipment = read(&d, second).await;
+    assert_eq!(shipment["status"], "failed", "{shipment}");
+    let failed = shipment["events"].as_array().unwrap().iter().find(|e| e["status"] == "failed");
+    assert_eq!(failed.unwrap()["reason"], "Nobody at the address");
+
+    // Another driver's stop is a 404 with this phone's token, whatever the app shows.
+    let script = format!(
+        "fetch('/scheduled-service/api/v1/driver/shipments/{}/transitions', {{method: 'POST',
+            headers: {{'Authorization': 'Bearer ' + localStorage.getItem('ds_driver_token'),
+                      'Content-Type': 'application/json', 'Idempotency-Key': 'steal-1'}},
+            body: JSON.stringify({{to: 'failed', reason: 'Nobody at the address'}})}})
+         .then(r => done(r.status), e => done(String(e)));",
+        d.ben_stops[0].0
+    );
+    assert_eq!(b.eval_async(&script).await, 404);
+    assert_eq!(read(&d, &d.ben_stops[0].0).await["status"], "processing");
+
+    // Signing out forgets the token and the kept route.
+    b.tap("#sign-out").await;
+    b.wait_until("document.getElementById('sign-in') !== null").await;
+    assert_eq!(b.eval("return localStorage.getItem('ds_driver_token')").await, Value::Null);
+    check(&b, "driver-sign-in").await;
+}
+
+/// The queued actions' files, as base64, from the phone's IndexedDB, in queue order.
+async fn queued_files(b: &Browser) -> Vec<(String, String, String)> {
+    let script = "const r = indexedDB.open('dropslot-driver', 1);
+        r.onsuccess = () => {
+          const q = r.result.transaction('queue').objectStore('queue').getAll();
+          q.onsuccess = async () => {
+            const out = [];
+            for (const a of q.result) for (const f of a.files || []) {
+              const bytes = new Uint8Array(await f.blob.arrayBuffer());
+              let s = ''; for (const x of bytes) s += String.fromCharCode(x);
+              out.push([a.shipment, f.type, btoa(s)]);
+            }
+            r.result.close();
+            done(out);
+          };
+        };
+        r.onerror = () => done('no database');";
+    let v = b.eval_async(script).await;
+    v.as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|t| (t[0].as_str().unwrap().into(), t[1].as_str().unwrap().into(), t[2].as_str().unwrap().into()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_driver_offline_deliveries_survive_a_reload_and_arrive_once_in_order() {
+    let d = day().await;
+    // The route started from the API: this test is about the stops.
+    let all: Vec<&String> = d.ana_stops.iter().flat_map(|(_, c)| c).collect();
+    let req = d.s.http.post(d.s.url("/driver/route/start")).bearer_auth(&d.ana).header("Idempotency-Key", "start-1");
+    assert_eq!(d.s.send(req.json(&json!({"scanned": all}))).await.status, 200);
+    let b = phone().await;
+    sign_in(&b, &d).await;
+    b.wait_until("navigator.serviceWorker.controller !== null").await;
+    b.wait_until("document.querySelectorAll('button.deliver').length === 2").await;
+
+    // Into a dead zone: both stops delivered, the first with a photo.
+    b.cdp("Network.enable", json!({})).await;
+    let offline = |on: bool| json!({"offline": on, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1});
+    b.cdp("Network.emulateNetworkConditions", offline(true)).await;
+    deliver(&b, 1, true).await;
+    deliver(&b, 2, false).await;
+    b.wait_until("document.getElementById('sync').textContent === 'Offline. 2 to send'").await;
+    check(&b, "driver-offline").await;
+    let files = queued_files(&b).await;
+    let kinds: Vec<(&str, &str)> = files.iter().map(|(s, k, _)| (s.as_str(), k.as_str())).collect();
+    let (first, second) = (d.ana_stops[0].0.as_str(), d.ana_stops[1].0.as_str());
+    assert_eq!(kinds, [(first, "signature"), (first, "photo"), (second, "signature")]);
+    assert_eq!(d.s.scalar("SELECT count(*) FROM shipment_events WHERE status = 'delivered'"), 0);
+
+    // The app reloads without a network (its files from the service worker) and keeps both.
+    b.goto(&format!("{}/driver", d.s.base)).await;
+    b.wait_until("document.getElementById('sync').textContent === 'Offline. 2 to send'").await;
+    assert_eq!(b.count("li.stop").await, 2);
+    assert_eq!(queued_files(&b).await, files, "the photo and signatures survive the reload");
+
+    // Back online: both arrive, once each, in the order they were made.
+    b.cdp("Network.emulateNetworkConditions", offline(false)).await;
+    all_sent(&b).await;
+    let delivered = |t: &str| {
+        format!(
+            "SELECT {{}} FROM shipment_events e JOIN drop_off_shipments d ON d.id = e.shipment_id
+             WHERE e.shipment_kind = 'drop_off' AND e.status = 'delivered' AND d.unique_id = '{t}'"
+        )
+    };
+    for t in [first, second] {
+        assert_eq!(d.s.scalar(&delivered(t).replace("{}", "count(*)")), 1, "{t} delivered once");
+    }
+    let (a, z) = (d.s.scalar(&delivered(first).replace("{}", "e.id")), d.s.scalar(&delivered(second).replace("{}", "e.id")));
+    assert!(a < z, "the first stop's delivery was recorded first");
+    // The proofs served are the bytes the phone kept.
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for (t, kind, bytes) in &files {
+        let shipment = read(&d, t).await;
+        let url = proof(&shipment["events"], kind).unwrap().to_string();
+        assert_eq!(fetch_proof(&d, &url).await.1, b64.decode(bytes).unwrap(), "{t} {kind}");
+    }
+}
