@@ -29,9 +29,18 @@ pub struct MapStop {
     pub label: String,
 }
 
+/// Where a route's driver last was (the phone's reported position).
+pub struct MapPosition {
+    pub x: String,
+    pub y: String,
+    pub letter: char,
+    pub colour: &'static str,
+}
+
 pub struct Map {
     pub routes: Vec<MapRoute>,
     pub depot: (String, String),
+    pub positions: Vec<MapPosition>,
 }
 
 /// The letter of the `i`th route (`A`, `B`, …, then `a`, …).
@@ -56,10 +65,13 @@ fn text(v: f64) -> String {
 }
 
 /// Draws `routes` (each: its index among the plan's routes and its stops' (lat, lng) in
-/// order) around the depot at `depot`.
-pub fn draw(depot: (f64, f64), routes: &[(usize, Vec<(f64, f64)>)]) -> Map {
-    let all: Vec<(f64, f64)> =
-        std::iter::once(depot).chain(routes.iter().flat_map(|(_, s)| s.iter().copied())).collect();
+/// order) around the depot at `depot`, with the drivers' last positions (route index, (lat,
+/// lng)).
+pub fn draw(depot: (f64, f64), routes: &[(usize, Vec<(f64, f64)>)], positions: &[(usize, (f64, f64))]) -> Map {
+    let all: Vec<(f64, f64)> = std::iter::once(depot)
+        .chain(routes.iter().flat_map(|(_, s)| s.iter().copied()))
+        .chain(positions.iter().map(|(_, p)| *p))
+        .collect();
     let mean_lat = all.iter().map(|p| p.0).sum::<f64>() / all.len() as f64;
     let k = mean_lat.to_radians().cos().max(0.01);
     let xs = all.iter().map(|p| p.1 * k);
@@ -96,7 +108,14 @@ pub fn draw(depot: (f64, f64), routes: &[(usize, Vec<(f64, f64)>)]) -> Map {
             }
         })
         .collect();
-    Map { routes: drawn, depot: (text(home.0), text(home.1)) }
+    let positions = positions
+        .iter()
+        .map(|(i, p)| {
+            let (x, y) = at(*p);
+            MapPosition { x: text(x), y: text(y), letter: letter(*i), colour: colour(*i) }
+        })
+        .collect();
+    Map { routes: drawn, depot: (text(home.0), text(home.1)), positions }
 }
 
 #[cfg(test)]
@@ -110,7 +129,7 @@ mod tests {
     #[test]
     fn stops_land_inside_the_box_north_up_and_east_right() {
         let depot = (43.6387, -79.4210);
-        let map = draw(depot, &[(0, vec![(43.65, -79.38), (43.64, -79.39)]), (2, vec![(43.66, -79.40)])]);
+        let map = draw(depot, &[(0, vec![(43.65, -79.38), (43.64, -79.39)]), (2, vec![(43.66, -79.40)])], &[]);
         assert_eq!(map.routes.len(), 2);
         assert_eq!((map.routes[0].letter, map.routes[1].letter), ('A', 'C'));
         assert_eq!(map.routes[0].points.split(' ').count(), 4, "depot, two stops, depot");
@@ -127,7 +146,19 @@ mod tests {
 
     #[test]
     fn one_point_alone_is_drawn_in_the_middle() {
-        let map = draw((43.6, -79.4), &[]);
+        let map = draw((43.6, -79.4), &[], &[]);
         assert_eq!(map.depot, (text(WIDTH / 2.0), text(HEIGHT / 2.0)));
+    }
+
+    #[test]
+    fn a_driver_beyond_the_stops_widens_the_map() {
+        let far = (43.70, -79.30);
+        let map = draw((43.6387, -79.4210), &[(1, vec![(43.65, -79.38)])], &[(1, far)]);
+        let p = &map.positions[0];
+        let (x, y): (f64, f64) = (p.x.parse().unwrap(), p.y.parse().unwrap());
+        assert!((0.0..=WIDTH).contains(&x) && (0.0..=HEIGHT).contains(&y), "{x},{y}");
+        assert_eq!(p.letter, 'B');
+        let (sx, sy) = xy(&map.routes[0].stops[0]);
+        assert!(x > sx && y < sy, "north-east of the stop");
     }
 }

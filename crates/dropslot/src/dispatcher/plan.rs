@@ -52,6 +52,8 @@ struct RouteBlock {
     end: String,
     distance_km: String,
     duration: String,
+    /// Where the driver's phone last reported it was, today (`14:05, ±12 m`).
+    last_seen: Option<String>,
     stops: Vec<StopRow>,
 }
 
@@ -100,6 +102,25 @@ async fn render(
     let drivers = app.store.drivers(Some(&plan.depot)).await.map_err(|e| fail(session)(e.into()))?;
     let names: HashMap<&str, &str> = drivers.iter().map(|d| (d.id.as_str(), d.driver.name.as_str())).collect();
     let driver = |id: &str| names.get(id).map_or_else(|| id.to_string(), |n| format!("{n} ({id})"));
+    // The drivers' last positions on a published plan, when measured on the plan's date.
+    let mut seen: HashMap<String, dropslot_store::Position> = HashMap::new();
+    if view.status == "published" {
+        for r in &plan.routes {
+            let last = app.store.latest_position(&r.driver_id).await.map_err(|e| fail(session)(e.into()))?;
+            let on_date = |p: &dropslot_store::Position| {
+                jiff::Timestamp::from_millisecond(p.at_ms).is_ok_and(|t| t.to_zoned(tz.clone()).date().to_string() == plan.date)
+            };
+            if let Some(p) = last.filter(on_date) {
+                seen.insert(r.driver_id.clone(), p);
+            }
+        }
+    }
+    let last_seen = |driver_id: &str| {
+        seen.get(driver_id).map(|p| {
+            let at = jiff::Timestamp::from_millisecond(p.at_ms).map(|t| dropslot_core::time::local(t, tz));
+            format!("{}, ±{:.0} m", clock(&at.unwrap_or_default()), p.accuracy_m)
+        })
+    };
     let routes: Vec<RouteBlock> = view
         .routes
         .iter()
@@ -114,6 +135,7 @@ async fn render(
                 end: clock(&r.end),
                 distance_km: km(r.distance_m),
                 duration: hours(r.duration_s),
+                last_seen: last_seen(&r.driver_id),
                 stops: r.stops.iter().map(|s| stop_row(letter, s)).collect(),
             }
         })
@@ -126,7 +148,13 @@ async fn render(
         .map(|(i, r)| (i, r.visits().iter().map(|s| (s.lat, s.lng)).collect()))
         .collect();
     let depot = plan.routes.first().and_then(|r| r.stops.first()).map(|s| (s.lat, s.lng));
-    let map = depot.map(|d| map::draw(d, &drawn));
+    let positions: Vec<(usize, (f64, f64))> = plan
+        .routes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| seen.get(&r.driver_id).map(|p| (i, (p.lat, p.lng))))
+        .collect();
+    let map = depot.map(|d| map::draw(d, &drawn, &positions));
     let mut shipments: Vec<String> = plan.routes.iter().flat_map(|r| r.shipments().map(String::from)).collect();
     shipments.extend(plan.unassigned.iter().map(|u| u.shipment_unique_id.clone()));
     let targets = plan

@@ -297,6 +297,15 @@ async fn positions_are_taken_at_most_every_30_s_while_a_route_is_published_and_k
     }
     report(None, at("2026-11-23T11:57:00Z")).await.error_at("header.Idempotency-Key");
 
+    // The dispatcher sees the latest on the published plan: on the map and by the route.
+    let mut v = crate::dashboard_http::Visitor::new(&s);
+    let csrf = v.get("/ops/sign-in").await.csrf();
+    assert_eq!(v.post("/ops/sign-in", &[("csrf", &csrf), ("token", &op)]).await.status, 303);
+    let page = v.get(&format!("/ops/plans/{id}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("Last position: 06:59, ±12 m"), "{}", page.body);
+    assert_eq!(page.body.matches("<g class=\"driver\" data-route=\"A\">").count(), 1, "{}", page.body);
+
     // 30 days: what the service received before then is deleted, the rest kept.
     let now = "2026-11-23T12:00:00Z".parse::<jiff::Timestamp>().unwrap().as_millisecond();
     let old = dropslot_store::Position { lat: 43.6, lng: -79.3, accuracy_m: 5.0, at_ms: now - 31 * 86_400_000 };
