@@ -313,3 +313,51 @@ async fn positions_are_taken_at_most_every_30_s_while_a_route_is_published_and_k
     assert_eq!(s.app.store.purge_positions(now - 30 * 86_400_000).await.unwrap(), 1);
     assert_eq!(s.scalar("SELECT count(*) FROM driver_positions"), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pick_up_scan_at_the_merchant_picks_up_through_the_driver_api_once() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    let (_, ana) = driver(&s, &op, "Ana").await;
+    let (first, codes) = order(&s, &live, 0).await;
+    let r = s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "pick_up", "time_limit_s": 1})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["object"]["id"].as_str().unwrap().to_string();
+    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+    // The pick-up stop lists the drop-offs collected there, with the parcels to scan.
+    let day = s.get("/driver/route", &ana).await.body["object"].clone();
+    let stop = &day["routes"][0]["stops"][0];
+    assert_eq!(stop["kind"], "pick_up", "{day}");
+    assert_eq!(stop["shipments"][0]["unique_id"], first.as_str());
+    assert_eq!(stop["shipments"][0]["status"], "scheduled");
+    let listed: Vec<&str> =
+        stop["shipments"][0]["parcels"].as_array().unwrap().iter().map(|p| p["pick_up_code"].as_str().unwrap()).collect();
+    assert_eq!(listed, codes.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = s.post("/driver/scans", &ana, &json!({"code": codes[1]})).await;
+    assert_eq!((r.status.as_u16(), &r.body["object"]["stop_seq"]), (200, &json!(1)), "{}", r.body);
+    // The label's QR code (the tracking URL) names a shipment of two parcels: each is scanned.
+    let r = s.post("/driver/scans", &ana, &json!({"code": format!("{}/track/{first}", s.base)})).await;
+    assert_envelope(&r, 422);
+    assert!(r.error_at("code")[0].contains("2 parcels"), "{}", r.body);
+
+    let pick_up = |key: &str| {
+        let req = s.http.post(s.url(&format!("/driver/shipments/{first}/transitions"))).bearer_auth(&ana);
+        s.send(req.header("Idempotency-Key", key).json(&json!({"to": "picked_up"})))
+    };
+    let r = pick_up("pk-1").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let seen: Vec<&str> = r.body["object"]["events"].as_array().unwrap().iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(seen, ["scheduled", "to_pick_up", "picked_up"]);
+    assert_eq!(r.body["object"]["pick_up_status"], "picked_up");
+    // A phone that lost the answer sends it again: replayed, nothing moves twice.
+    let again = pick_up("pk-1").await;
+    assert_eq!((again.status.as_u16(), &again.headers["idempotent-replayed"]), (200, &"true".parse().unwrap()));
+    assert_eq!(again.body["object"]["events"].as_array().unwrap().len(), 3);
+    // Another key is another scan: the shipment is past pick-up.
+    assert_envelope(&pick_up("pk-2").await, 409);
+    // A shipment not collected on this driver's route is a 404.
+    let (other, _) = order(&s, &live, 1).await;
+    let req = s.http.post(s.url(&format!("/driver/shipments/{other}/transitions"))).bearer_auth(&ana);
+    assert_envelope(&s.send(req.header("Idempotency-Key", "pk-3").json(&json!({"to": "picked_up"}))).await, 404);
+}
