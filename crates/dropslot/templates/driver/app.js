@@ -145,7 +145,8 @@ async function call(method, path, body, key) {
   let json = null;
   try { json = await res.json(); } catch (_) { json = null; }
   if (res.status === 401) {
-    signOut('Your sign-in link is no longer valid: ask your dispatcher for a new one.');
+    // Keeps what is queued: it is sent once the driver signs in again on this phone.
+    signOut('Your sign-in link is no longer valid: ask your dispatcher for a new one. What is waiting to be sent stays on this phone.', true);
   }
   return {status: res.status, json};
 }
@@ -725,9 +726,10 @@ function signInView(message) {
     h('div', {class: 'buttons'}, h('button', {type: 'submit'}, 'Sign in'))));
 }
 
-async function forget() {
+async function forget(keepQueue) {
   localStorage.removeItem(TOKEN_KEY);
   localStorage.removeItem(POSITION_CONSENT);
+  if (keepQueue) return;
   if (dbPromise) {
     (await dbPromise).close();
     dbPromise = null;
@@ -738,7 +740,7 @@ async function forget() {
   });
 }
 
-async function signOut(message) {
+async function signOut(message, keepQueue) {
   if (!token) return;
   token = null;
   day = null;
@@ -746,7 +748,7 @@ async function signOut(message) {
   closeCamera();
   if (watchId !== null) navigator.geolocation.clearWatch(watchId);
   watchId = null;
-  await forget();
+  await forget(keepQueue);
   signInView(message);
 }
 

@@ -4,6 +4,9 @@
 //! driver's reach, and the offline queue across a reload. Chromium's fake camera stands in for
 //! the phone's (`--use-fake-device-for-media-stream`).
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
 use serde_json::{Value, json};
 
 use crate::browser::Browser;
@@ -69,9 +72,50 @@ async fn day() -> Day {
     Day { s, live, ana, ana_stops, ben_stops, rx }
 }
 
-async fn phone() -> Browser {
-    let camera = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream"].map(String::from);
-    Browser::start_with(PHONE_360, &camera).await
+/// A phone whose camera films `video` (a Y4M file) or Chromium's test pattern.
+async fn phone(video: Option<&Path>) -> Browser {
+    let mut args = vec!["--use-fake-ui-for-media-stream".to_string(), "--use-fake-device-for-media-stream".into()];
+    if let Some(v) = video {
+        args.push(format!("--use-file-for-fake-video-capture={}", v.display()));
+    }
+    Browser::start_with(PHONE_360, &args).await
+}
+
+/// A one-frame video of a parcel label as printed (its PDF rasterised by poppler at 300 dpi),
+/// for the fake camera.
+async fn label_video(d: &Day, tracking: &str, dir: &Path) -> PathBuf {
+    let label = read(d, tracking).await["parcels"][0]["label"].as_str().unwrap().to_string();
+    let pdf = d.s.http.get(&label).send().await.unwrap().bytes().await.unwrap();
+    let (pdf_path, prefix) = (dir.join("label.pdf"), dir.join("label"));
+    std::fs::write(&pdf_path, &pdf).unwrap();
+    let status = Command::new("pdftoppm")
+        .args(["-r", "300", "-png", "-singlefile"])
+        .arg(&pdf_path)
+        .arg(&prefix)
+        .status()
+        .expect("pdftoppm is missing: run scripts/test-deps.sh");
+    assert!(status.success());
+    let video = dir.join("label.y4m");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/png_to_y4m.py");
+    let out = Command::new("python3").arg(script).arg(prefix.with_extension("png")).arg(&video).output().unwrap();
+    assert!(out.status.success(), "png_to_y4m.py: {}", String::from_utf8_lossy(&out.stderr));
+    video
+}
+
+/// The barcodes zxing-cpp reads in an image (format, text): nothing of ours decodes them.
+fn barcodes(image: &[u8], dir: &Path) -> Vec<(String, String)> {
+    let path = dir.join("photo.jpg");
+    std::fs::write(&path, image).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dropslot-labels/tests/decode.py");
+    let out = Command::new("python3").arg(script).arg(&path).output().expect("python3");
+    assert!(out.status.success(), "decode.py: {}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    json[path.to_str().unwrap()]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["format"].as_str().unwrap().to_string(), c["text"].as_str().unwrap().to_string()))
+        .collect()
 }
 
 /// Opens the sign-in link and waits for the route's stops.
@@ -162,7 +206,10 @@ async fn fetch_proof(d: &Day, url: &str) -> (String, Vec<u8>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
     let d = day().await;
-    let b = phone().await;
+    // The phone's camera films the first stop's parcel label.
+    let dir = tempfile::tempdir().unwrap();
+    let video = label_video(&d, &d.ana_stops[0].0, dir.path()).await;
+    let b = phone(Some(&video)).await;
     sign_in(&b, &d).await;
     // The token left the address bar at once and is kept on the phone.
     assert_eq!(b.current_url().await, format!("{}/driver", d.s.base));
@@ -222,6 +269,10 @@ async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
     assert_eq!((kind.as_str(), &png[..8]), ("image/png", &b"\x89PNG\r\n\x1a\n"[..]));
     let (kind, jpeg) = fetch_proof(&d, &photo).await;
     assert_eq!((kind.as_str(), &jpeg[..2]), ("image/jpeg", &[0xff, 0xd8][..]));
+    // The photo is what the camera saw: the parcel's label, whose barcodes still read.
+    let read_back = barcodes(&jpeg, dir.path());
+    let custom = read(&d, first).await["parcels"][0]["custom_code"].as_str().unwrap().to_string();
+    assert!(read_back.iter().any(|(f, t)| f == "Code128" && *t == custom), "{read_back:?}");
     // The merchant's receiver gets the delivery with the same proof URLs, serving the same bytes.
     let got = d.rx.wait_until("the delivery", |g| g.iter().any(|r| r.json()["data"]["unique_id"] == first.as_str())).await;
     let hook = got.iter().find(|r| r.json()["data"]["unique_id"] == first.as_str()).unwrap().json();
@@ -298,7 +349,7 @@ async fn browser_driver_offline_deliveries_survive_a_reload_and_arrive_once_in_o
     let all: Vec<&String> = d.ana_stops.iter().flat_map(|(_, c)| c).collect();
     let req = d.s.http.post(d.s.url("/driver/route/start")).bearer_auth(&d.ana).header("Idempotency-Key", "start-1");
     assert_eq!(d.s.send(req.json(&json!({"scanned": all}))).await.status, 200);
-    let b = phone().await;
+    let b = phone(None).await;
     sign_in(&b, &d).await;
     b.wait_until("navigator.serviceWorker.controller !== null").await;
     b.wait_until("document.querySelectorAll('button.deliver').length === 2").await;
