@@ -1,8 +1,8 @@
 //! The driver app's API (CONTRACT §13), driver tokens only: today's published routes of the
 //! driver, and what a scanned code is on them. A driver reaches only the stops of its own
 //! published routes; anything else is a 404. Its moves go through the same state machine as
-//! the ops API, each once per `Idempotency-Key`. (The app's pages, starting a route, proofs and
-//! positions come next.)
+//! the ops API, each once per `Idempotency-Key`; a delivery attaches the proof images the
+//! driver uploaded (`crate::proofs`) in the move's own transaction.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -93,7 +93,7 @@ pub struct DriverDay {
 }
 
 /// The `Idempotency-Key` every driver action carries (CONTRACT §13): required.
-fn required_key(headers: &axum::http::HeaderMap) -> Result<String> {
+pub(crate) fn required_key(headers: &axum::http::HeaderMap) -> Result<String> {
     crate::orders::create::idempotency_key(headers)?.ok_or_else(|| {
         Error::invalid(
             "header.Idempotency-Key",
@@ -102,12 +102,12 @@ fn required_key(headers: &axum::http::HeaderMap) -> Result<String> {
     })
 }
 
-fn key_reused() -> Error {
+pub(crate) fn key_reused() -> Error {
     Error::Conflict("This Idempotency-Key was used for another action: send each action with its own key.".into())
 }
 
 /// The answer to a driver's replayed request: `Idempotent-Replayed: true`.
-fn replayed(mut res: Response) -> Response {
+pub(crate) fn replayed(mut res: Response) -> Response {
     res.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
     res
 }
@@ -284,7 +284,7 @@ async fn scan(
 /// `POST /driver/shipments/{unique_id}/transitions`.
 #[utoipa::path(post, path = "/driver/shipments/{unique_id}/transitions", tag = "Driver", operation_id = "driver_move",
     summary = "Record a stop's outcome",
-    description = "The ops API's move (`to`, `reason`, `proof_of_delivery`) of a drop-off shipment on this driver's published route of today, through the same state machine (webhooks and tracking follow). Taken once per `Idempotency-Key` (required): a repeat with the same key and body answers the same status with the shipment as it is, and `Idempotent-Replayed: true`.",
+    description = "The ops API's move (`to`, `reason`, `proof_of_delivery`) of a drop-off shipment on this driver's published route of today, through the same state machine (webhooks and tracking follow). A delivery's `signature` and `photo` values are URLs that `POST /driver/proofs` answered this driver (at most one signature and three photos, 10 MB together; `receiver_name` is free text): the move attaches them to the shipment, and its merchant reads them. Taken once per `Idempotency-Key` (required): a repeat with the same key and body answers the same status with the shipment as it is, and `Idempotent-Replayed: true`.",
     security(("driver_token" = [])), request_body = TransitionRequest,
     params(
         ("unique_id" = String, Path, description = "The drop-off shipment's `unique_id` (tracking code)."),
@@ -295,7 +295,7 @@ async fn scan(
             headers(("Idempotent-Replayed" = String, description = "`true` when this answers an earlier request with the same key."))),
         (status = 404, description = "Not a shipment of this driver's route today.", body = ErrorEnvelope),
         (status = 409, description = "The state machine refuses this move, or the key was used for another request.", body = ErrorEnvelope),
-        (status = 422, description = "A missing or malformed `Idempotency-Key`, an unknown status, a reason or proof rule broken.", body = ErrorEnvelope),
+        (status = 422, description = "A missing or malformed `Idempotency-Key`, an unknown status, a reason or proof rule broken (a proof URL that is not one of this driver's uploads, or is another shipment's, at `proof_of_delivery.<i>.value`).", body = ErrorEnvelope),
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn transition(
@@ -312,14 +312,17 @@ async fn transition(
     if !on_route {
         return Err(Error::NotFound);
     }
+    let attach = crate::proofs::to_attach(&app, &caller.driver_id, &unique_id, &m).await?;
     let request_hash = crate::orders::create::fingerprint(&serde_json::json!({"shipment": unique_id, "body": body}));
     let key = DriverKey { driver_id: caller.driver_id, key, request_hash };
-    match app.store.driver_move(key, &unique_id, m, app.clock.now()).await? {
+    let proofs = m.proof.clone();
+    match app.store.driver_move(key, &unique_id, m, attach, app.clock.now()).await? {
         DriverMove::Done(outcome) => crate::ops::answer(&app, outcome).await,
         DriverMove::Replayed(moved) => {
             Ok(replayed(crate::ops::answer(&app, dropslot_store::MoveOutcome::Moved(moved)).await?))
         }
         DriverMove::KeyReused => Err(key_reused()),
+        DriverMove::ProofUnavailable(token) => Err(crate::proofs::unavailable(&app.settings.base_url, &proofs, &token)),
     }
 }
 
@@ -398,7 +401,7 @@ async fn start(
         let request_hash = crate::orders::create::fingerprint(&serde_json::json!({"start": sh.unique_id}));
         let record =
             DriverKey { driver_id: caller.driver_id.clone(), key: format!("{key}#{}", sh.unique_id), request_hash };
-        match app.store.driver_move(record, &sh.unique_id, m, now).await? {
+        match app.store.driver_move(record, &sh.unique_id, m, Vec::new(), now).await? {
             // Moved now or before; or deleted meanwhile by its merchant (nothing to carry).
             DriverMove::Done(dropslot_store::MoveOutcome::Moved(_) | dropslot_store::MoveOutcome::NotFound)
             | DriverMove::Replayed(_) => {}
@@ -406,6 +409,8 @@ async fn start(
                 return Err(Error::Conflict(format!("{}: {r}", sh.unique_id)));
             }
             DriverMove::KeyReused => return Err(key_reused()),
+            // Nothing to attach in a start.
+            DriverMove::ProofUnavailable(_) => return Err(Error::Internal("a start attached a proof".into())),
         }
     }
     let day = today(&app, &caller.driver_id).await?;
