@@ -5,15 +5,15 @@ use serde_json::{Value, json};
 
 use crate::common::{ADMIN_TOKEN, PICK_UP, TestServer, assert_envelope};
 
-const DATE: &str = "2026-11-23";
+pub(crate) const DATE: &str = "2026-11-23";
 
-async fn operator(s: &TestServer) -> String {
+pub(crate) async fn operator(s: &TestServer) -> String {
     let r = s.send(s.http.post(s.url("/admin/operator-tokens")).bearer_auth(ADMIN_TOKEN)).await;
     assert_eq!(r.status, 201, "{}", r.body);
     r.body["object"]["token"].as_str().unwrap().to_string()
 }
 
-async fn driver(s: &TestServer, op: &str, name: &str) -> (String, String) {
+pub(crate) async fn driver(s: &TestServer, op: &str, name: &str) -> (String, String) {
     let body = json!({
         "name": name, "phone": "+1 416 555 0199", "depot": "YYZ1",
         "vehicle": {"name": "Van", "capacity_parcels": 4, "capacity_kg": 500},
@@ -26,7 +26,7 @@ async fn driver(s: &TestServer, op: &str, name: &str) -> (String, String) {
 }
 
 /// A live order at point `i` with two parcels; its tracking code and the parcels' codes.
-async fn order(s: &TestServer, live: &str, i: usize) -> (String, Vec<String>) {
+pub(crate) async fn order(s: &TestServer, live: &str, i: usize) -> (String, Vec<String>) {
     let body = json!({
         "pick_up_address": {"text": PICK_UP},
         "drop_offs": [{
@@ -43,7 +43,7 @@ async fn order(s: &TestServer, live: &str, i: usize) -> (String, Vec<String>) {
     (sh["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string(), codes.collect())
 }
 
-fn shipments_of(day: &Value) -> Vec<String> {
+pub(crate) fn shipments_of(day: &Value) -> Vec<String> {
     day["routes"]
         .as_array()
         .unwrap()

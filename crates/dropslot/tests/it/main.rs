@@ -13,6 +13,7 @@ mod copy;
 mod dashboard;
 mod dashboard_http;
 mod driver_api;
+mod driver_proofs;
 mod errors;
 mod fleet;
 mod hardening;
