@@ -940,7 +940,8 @@ impl Store for PgStore {
         now: Timestamp,
     ) -> StoreResult<crate::DriverMove> {
         let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
-        let outcome = in_tx!(self, |tx| lifecycle::driver_move(tx, &mut sink, &key, unique_id, &m, &attach, now).await?);
+        let outcome =
+            in_tx!(self, |tx| lifecycle::driver_move(tx, &mut sink, &key, unique_id, &m, &attach, now).await?);
         self.notify(sink.queued);
         Ok(outcome)
     }

@@ -139,13 +139,12 @@ impl Error {
     /// The human message; never the internals of a 5xx.
     fn public_message(&self) -> String {
         match self {
-            Self::BadRequest { message, .. } => message.clone(),
+            Self::BadRequest { message, .. } | Self::QuotaFull { message, .. } => message.clone(),
             Self::Unauthorized => "Unauthenticated: a valid bearer token is required.".into(),
             Self::Forbidden(m) | Self::Gone(m) => (*m).into(),
             Self::NotFound => "Not found.".into(),
             Self::MethodNotAllowed => "Method not allowed.".into(),
             Self::Conflict(m) | Self::Upstream(m) | Self::MediaType(m) => m.clone(),
-            Self::QuotaFull { message, .. } => message.clone(),
             Self::PayloadTooLarge => "The request body is too large.".into(),
             Self::UnsupportedMediaType => "The request body must be JSON (Content-Type: application/json).".into(),
             Self::UnsupportedEncoding => {

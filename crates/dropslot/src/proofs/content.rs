@@ -62,9 +62,7 @@ pub enum Refusal {
     Mismatch { declared: &'static str, actual: &'static str, mime: &'static str },
     #[error("The {0} image is damaged or truncated (it does not decode to its end): {1}.")]
     Corrupt(&'static str, String),
-    #[error(
-        "The image is {width}×{height} pixels: at most {MAX_SIDE} pixels a side and {MAX_PIXELS} pixels in all."
-    )]
+    #[error("The image is {width}×{height} pixels: at most {MAX_SIDE} pixels a side and {MAX_PIXELS} pixels in all.")]
     TooLarge { width: u32, height: u32 },
 }
 
@@ -84,7 +82,12 @@ pub fn check(declared: Format, bytes: &[u8]) -> Result<(u32, u32), Refusal> {
 }
 
 fn dimensions(width: u32, height: u32) -> Result<(u32, u32), Refusal> {
-    if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE || u64::from(width) * u64::from(height) > MAX_PIXELS {
+    if width == 0
+        || height == 0
+        || width > MAX_SIDE
+        || height > MAX_SIDE
+        || u64::from(width) * u64::from(height) > MAX_PIXELS
+    {
         return Err(Refusal::TooLarge { width, height });
     }
     Ok((width, height))

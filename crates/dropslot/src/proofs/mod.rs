@@ -93,11 +93,11 @@ pub(crate) async fn readable(app: &App, scope: Scope, token: &str) -> Result<Pro
     if owned_by(&file, scope) { Ok(file) } else { Err(Error::NotFound) }
 }
 
-/// The image with its type, cached privately, never sniffed; `If-None-Match` with its ETag
+/// The image with its type, cached privately, never sniffed; `If-None-Match` with its `ETag`
 /// (the token's digest: a proof's bytes never change) is a 304.
 pub(crate) fn image_response(file: ProofFile, request: &HeaderMap) -> Response {
     let digest = Sha256::digest(file.info.token.as_bytes());
-    let etag = format!("\"{}\"", digest.iter().take(12).map(|b| format!("{b:02x}")).collect::<String>());
+    let etag = format!("\"{}\"", dropslot_core::ids::hex(&digest[..12]));
     let etag = HeaderValue::from_str(&etag).unwrap_or_else(|_| HeaderValue::from_static("\"proof\""));
     let fresh = request.get_all(header::IF_NONE_MATCH).iter().any(|v| {
         v.to_str().is_ok_and(|v| v.split(',').any(|t| t.trim() == "*" || t.trim().as_bytes() == etag.as_bytes()))

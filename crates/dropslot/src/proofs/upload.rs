@@ -46,7 +46,9 @@ pub(super) async fn upload(State(app): State<App>, caller: DriverCaller, req: Re
         .and_then(|v| v.to_str().ok())
         .and_then(Format::from_content_type)
         .ok_or_else(|| {
-            Error::MediaType("A proof is a PNG or JPEG image: send it with Content-Type: image/png or image/jpeg.".into())
+            Error::MediaType(
+                "A proof is a PNG or JPEG image: send it with Content-Type: image/png or image/jpeg.".into(),
+            )
         })?;
     let limits = BodyLimits { size: MAX_BYTES, read_timeout: app.settings.net.body_read_timeout };
     let bytes = crate::http::read_body(req, &app, limits).await?;
@@ -62,7 +64,7 @@ pub(super) async fn upload(State(app): State<App>, caller: DriverCaller, req: Re
     verdict.map_err(|refusal| Error::invalid("body", refusal.to_string()))?;
 
     let digest = Sha256::new().chain_update(declared.mime()).chain_update([0]).chain_update(&bytes).finalize();
-    let request_hash: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let request_hash = dropslot_core::ids::hex(&digest);
     let token = crate::dashboard::random_value();
     let now_ms = app.clock.now().as_millisecond();
     let proof = NewProof {

@@ -410,8 +410,9 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     assert_eq!(copy(&pg, &pg).status.code(), Some(2));
     assert_eq!(copy(&sqlite, &sqlite).status.code(), Some(2));
     assert_eq!(target.scalar("SELECT count(*) FROM orders"), 6, "a refused copy leaves the target as it was");
-    let hex: String = proof_png.iter().map(|b| format!("{b:02x}")).collect();
-    let same = format!("SELECT count(*) FROM proofs WHERE bytes = decode('{hex}', 'hex') AND size = {}", proof_png.len());
+    let hex = dropslot_core::ids::hex(&proof_png);
+    let same =
+        format!("SELECT count(*) FROM proofs WHERE bytes = decode('{hex}', 'hex') AND size = {}", proof_png.len());
     assert_eq!(target.scalar(&same), 1, "the proof's bytes, exactly");
 
     // The target: a server on PostgreSQL, finding the copied clients (no demo client made).

@@ -159,13 +159,14 @@ async fn a_proof_upload_is_checked_by_content_limited_to_5_mb_and_taken_once_per
     let r = upload(&s, &ana, Some("big-2"), "image/png", png_image(8, 2, Some(MB5 + 1))).await;
     assert_envelope(&r, 413);
     assert_eq!(s.scalar("SELECT count(*) FROM proofs"), 3);
-    assert_eq!(s.scalar(&format!("SELECT size FROM proofs WHERE key = 'big-1'")), MB5 as i64);
+    assert_eq!(s.scalar("SELECT size FROM proofs WHERE key = 'big-1'"), MB5 as i64);
 
     // Driver tokens only.
     for token in [live.as_str(), test.as_str(), ops.as_str(), op.as_str()] {
         assert_envelope(&upload(&s, token, Some("k"), "image/png", signature.clone()).await, 403);
     }
-    let anonymous = s.http.post(s.url("/driver/proofs")).header("Content-Type", "image/png").header("Idempotency-Key", "k");
+    let anonymous =
+        s.http.post(s.url("/driver/proofs")).header("Content-Type", "image/png").header("Idempotency-Key", "k");
     assert_envelope(&s.send(anonymous.body(signature)).await, 401);
 }
 
@@ -213,7 +214,8 @@ async fn a_delivery_attaches_its_proofs_and_only_its_merchant_reads_them() {
     let read = s.get(&format!("/shipments/{}", mine[0]), &live).await;
     let events = read.body["object"]["events"].as_array().unwrap();
     assert_eq!(events.last().unwrap()["proof_of_delivery"], proof, "{}", read.body);
-    let attached = format!("SELECT count(*) FROM proofs WHERE shipment_unique_id = '{}' AND client_id IS NOT NULL", mine[0]);
+    let attached =
+        format!("SELECT count(*) FROM proofs WHERE shipment_unique_id = '{}' AND client_id IS NOT NULL", mine[0]);
     assert_eq!(s.scalar(&attached), 2);
     // A replay of the move attaches nothing twice; the proofs cannot serve another delivery.
     assert_eq!(deliver(&s, &ana, &mine[0], "d3", proof.clone()).await.headers["idempotent-replayed"], "true");
@@ -244,7 +246,10 @@ async fn a_delivery_attaches_its_proofs_and_only_its_merchant_reads_them() {
     // The webhook carries the URLs, and they serve the same images.
     let got = rx.delivered(1).await;
     let data = got[0].json()["data"].clone();
-    assert_eq!((got[0].event(), data["unique_id"].as_str()), ("same.shipment.delivered".into(), Some(mine[0].as_str())));
+    assert_eq!(
+        (got[0].event(), data["unique_id"].as_str()),
+        ("same.shipment.delivered".into(), Some(mine[0].as_str()))
+    );
     assert_eq!(data["proof_of_delivery"], proof);
     for (i, expected) in [(1, &signature), (2, &photo)] {
         let url = data["proof_of_delivery"][i]["value"].as_str().unwrap();
@@ -259,11 +264,18 @@ async fn a_delivery_attaches_its_proofs_and_only_its_merchant_reads_them() {
     let sig_src = format!("/dashboard/proofs/{}", token_of(&sig_url));
     let photo_src = format!("/dashboard/proofs/{}", token_of(&photo_url));
     assert!(page.body.contains(&format!("<img src=\"{sig_src}\" alt=\"Signature of the receiver\">")), "{}", page.body);
-    assert!(page.body.contains(&format!("<img src=\"{photo_src}\" alt=\"Photo taken at the delivery\">")), "{}", page.body);
+    assert!(
+        page.body.contains(&format!("<img src=\"{photo_src}\" alt=\"Photo taken at the delivery\">")),
+        "{}",
+        page.body
+    );
     assert!(page.body.contains("Proof: receiver name: Receiver 0"), "{}", page.body);
     let cookie = format!("ds_session={}", v.cookie("ds_session").unwrap());
     let res = s.http.get(format!("{}{sig_src}", s.base)).header(COOKIE, &cookie).send().await.unwrap();
-    assert_eq!((res.status().as_u16(), res.headers()["content-type"].to_str().unwrap().to_string()), (200, "image/png".into()));
+    assert_eq!(
+        (res.status().as_u16(), res.headers()["content-type"].to_str().unwrap().to_string()),
+        (200, "image/png".into())
+    );
     assert_eq!(res.bytes().await.unwrap().to_vec(), signature);
     let mut stranger = Visitor::new(&s);
     stranger.sign_in(&other_live).await;
