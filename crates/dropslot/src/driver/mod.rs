@@ -2,7 +2,10 @@
 //! driver, and what a scanned code is on them. A driver reaches only the stops of its own
 //! published routes; anything else is a 404. Its moves go through the same state machine as
 //! the ops API, each once per `Idempotency-Key`; a delivery attaches the proof images the
-//! driver uploaded (`crate::proofs`) in the move's own transaction.
+//! driver uploaded (`proofs.rs`: `POST /driver/proofs`; the rules in `crate::proofs`) in the
+//! move's own transaction.
+
+pub(crate) mod proofs;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -25,6 +28,11 @@ pub fn routes() -> axum::Router<App> {
         .route(crate::http::api_path!("/driver/shipments/{unique_id}/transitions"), post(transition))
         .route(crate::http::api_path!("/driver/route/start"), post(start))
         .route(crate::http::api_path!("/driver/positions"), post(position))
+        .route(
+            crate::http::api_path!("/driver/proofs"),
+            // This route's own body limit: the image, not the service's 1 MiB for JSON.
+            post(proofs::upload).layer(axum::extract::DefaultBodyLimit::max(crate::proofs::MAX_BYTES)),
+        )
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -60,7 +60,7 @@ use crate::app::App;
         crate::driver::transition,
         crate::driver::start,
         crate::driver::position,
-        crate::proofs::upload::upload,
+        crate::driver::proofs::upload,
         crate::proofs::serve,
         crate::webhooks::routes::create,
         crate::webhooks::routes::list,

@@ -1,11 +1,10 @@
 //! Proof-of-delivery files (CONTRACT §13): the driver app uploads a signature or photo
-//! (`POST /driver/proofs`), names its URL in the delivery's `proof_of_delivery`, and the move
+//! (`POST /driver/proofs`, in `driver::proofs`), names its URL in the delivery's `proof_of_delivery`, and the move
 //! attaches it to the shipment; its merchant then reads it (`GET /proofs/{token}`, or the
 //! dashboard's `/dashboard/proofs/{token}`). The images live in the database (see
 //! docs/architecture.md §9 for the limits and why).
 
 pub mod content;
-pub(crate) mod upload;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -37,14 +36,14 @@ const CACHE_CONTROL: &str = "private, max-age=86400";
 const PREFIX: &str = crate::http::api_path!("/proofs/");
 
 pub fn routes() -> axum::Router<App> {
-    use axum::routing::{get, post};
-    axum::Router::new()
-        .route(
-            crate::http::api_path!("/driver/proofs"),
-            // This route's own body limit: the image, not the service's 1 MiB for JSON.
-            post(upload::upload).layer(axum::extract::DefaultBodyLimit::max(MAX_BYTES)),
-        )
-        .route(crate::http::api_path!("/proofs/{token}"), get(serve))
+    use axum::routing::get;
+    axum::Router::new().route(crate::http::api_path!("/proofs/{token}"), get(serve))
+}
+
+/// A new proof token: 32 random bytes, base64url.
+pub fn new_token() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(dropslot_core::ids::random_bytes::<32>())
 }
 
 /// `{"url"}`: where the uploaded proof is served.

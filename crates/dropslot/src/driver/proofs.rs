@@ -1,18 +1,19 @@
-//! `POST /driver/proofs`: a driver uploads a signature or photo, once per `Idempotency-Key`.
-//! The body is the image itself, checked by content off the async workers, at most two at a
-//! time (a decode of a large photo takes a core and up to ~120 MB for a moment).
+//! `POST /driver/proofs`: a driver uploads a signature or photo, once per `Idempotency-Key`
+//! (what a proof may be, and who reads it: `crate::proofs`). The body is the image itself,
+//! checked by content off the async workers, at most two at a time (a decode of a large photo
+//! takes a core and up to ~120 MB for a moment).
 
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
-use super::content::{self, Format};
-use super::{MAX_BYTES, ProofUrl, UNATTACHED_KEPT_MS, UNATTACHED_PER_DRIVER};
 use crate::app::App;
 use crate::auth::staff::DriverCaller;
 use crate::error::{Envelope, Error, ErrorEnvelope, Result, envelope};
 use crate::http::BodyLimits;
+use crate::proofs::content::{self, Format};
+use crate::proofs::{MAX_BYTES, ProofUrl, UNATTACHED_KEPT_MS, UNATTACHED_PER_DRIVER};
 use dropslot_store::{NewProof, ProofSaved};
 
 /// Image checks running at once, process-wide.
@@ -23,8 +24,8 @@ static DECODES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
     description = "The body is the image itself, `Content-Type: image/png` or `image/jpeg`, at most 5 MB (5,242,880 bytes), at most 8,000 pixels a side and 40 megapixels. It is checked by its content (its first bytes and a full decode). The answer's `url` is what the delivery names in `proof_of_delivery` (`{\"type\": \"signature\"|\"photo\", \"value\": url}`) of `POST /driver/shipments/{unique_id}/transitions`, which attaches it to that shipment; an image no delivery names is deleted after 2 days. A driver holds at most 50 such unattached images. `Idempotency-Key` is required: the same key with the same image answers the same URL again (with `Idempotent-Replayed: true`), with another image a 409.",
     security(("driver_token" = [])),
     request_body(description = "The image file.", content(
-        (super::ImageFile = "image/png"),
-        (super::ImageFile = "image/jpeg"),
+        (crate::proofs::ImageFile = "image/png"),
+        (crate::proofs::ImageFile = "image/jpeg"),
     )),
     params(("Idempotency-Key" = String, Header, pattern = "^[ -~]{1,255}$", description = "1–255 printable ASCII characters, one per image (required).")),
     responses(
@@ -41,7 +42,7 @@ static DECODES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 pub(super) async fn upload(State(app): State<App>, caller: DriverCaller, req: Request) -> Result<Response> {
-    let key = crate::driver::required_key(req.headers())?;
+    let key = super::required_key(req.headers())?;
     let declared = crate::http::single(req.headers(), &CONTENT_TYPE, "Content-Type")?
         .and_then(|v| v.to_str().ok())
         .and_then(Format::from_content_type)
@@ -65,7 +66,7 @@ pub(super) async fn upload(State(app): State<App>, caller: DriverCaller, req: Re
 
     let digest = Sha256::new().chain_update(declared.mime()).chain_update([0]).chain_update(&bytes).finalize();
     let request_hash = dropslot_core::ids::hex(&digest);
-    let token = crate::dashboard::random_value();
+    let token = crate::proofs::new_token();
     let now_ms = app.clock.now().as_millisecond();
     let proof = NewProof {
         token: token.clone(),
@@ -76,13 +77,13 @@ pub(super) async fn upload(State(app): State<App>, caller: DriverCaller, req: Re
         bytes: bytes.to_vec(),
         created_ms: now_ms,
     };
-    let answer = |token: &str| ProofUrl { url: super::url(&app.settings.base_url, token) };
+    let answer = |token: &str| ProofUrl { url: crate::proofs::url(&app.settings.base_url, token) };
     match app.store.save_proof(proof, UNATTACHED_PER_DRIVER).await? {
         ProofSaved::Saved => Ok(envelope(201, "Proof stored.", &answer(&token)).into_response()),
         ProofSaved::Replayed(earlier) => {
-            Ok(crate::driver::replayed(envelope(201, "Proof stored.", &answer(&earlier)).into_response()))
+            Ok(super::replayed(envelope(201, "Proof stored.", &answer(&earlier)).into_response()))
         }
-        ProofSaved::KeyReused => Err(crate::driver::key_reused()),
+        ProofSaved::KeyReused => Err(super::key_reused()),
         ProofSaved::TooMany => Err(Error::QuotaFull {
             message: format!(
                 "You hold {UNATTACHED_PER_DRIVER} images that no delivery names yet: record the deliveries they are for \
