@@ -58,10 +58,13 @@ pub(super) async fn upload(State(app): State<App>, caller: DriverCaller, req: Re
     }
     let permit = DECODES.acquire().await.map_err(|_| Error::Unavailable("shutting down"))?;
     let checked = bytes.clone();
-    let verdict = tokio::task::spawn_blocking(move || content::check(declared, &checked))
-        .await
-        .map_err(|e| Error::Internal(format!("image check: {e}")))?;
-    drop(permit);
+    // The permit goes with the decode: a client that hangs up does not free it early.
+    let verdict = tokio::task::spawn_blocking(move || {
+        let _decoding = permit;
+        content::check(declared, &checked)
+    })
+    .await
+    .map_err(|e| Error::Internal(format!("image check: {e}")))?;
     verdict.map_err(|refusal| Error::invalid("body", refusal.to_string()))?;
 
     let digest = Sha256::new().chain_update(declared.mime()).chain_update([0]).chain_update(&bytes).finalize();
