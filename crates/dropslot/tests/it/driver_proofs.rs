@@ -329,3 +329,48 @@ async fn a_delivery_carries_at_most_10_mb_of_proofs_and_a_driver_at_most_50_unat
     assert_eq!(s.scalar("SELECT count(*) FROM proofs"), 2);
     assert_eq!(upload(&s, &ana, Some("u51"), "image/png", png_image(4, 201, None)).await.status, 201);
 }
+
+/// Two deliveries at once naming the same proof: the check in the move's transaction lets
+/// exactly one of them have it; the other is refused whole (its shipment does not move).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_deliveries_racing_for_one_proof_attach_it_once() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, ops) = s.new_client("Merchant").await;
+    let (_, ana) = driver(&s, &op, "Ana").await;
+    let (a, _) = order(&s, &live, 0).await;
+    let (b, _) = order(&s, &live, 1).await;
+    on_the_way(&s, &op, &ops, &[a.clone(), b.clone()]).await;
+    for round in 0..3 {
+        let url = uploaded(&s, &ana, &format!("race-{round}"), "image/png", png_image(8, round, None)).await;
+        let proof = json!([{"type": "signature", "value": url}]);
+        let (key_a, key_b) = (format!("a-{round}"), format!("b-{round}"));
+        let (ra, rb) =
+            tokio::join!(deliver(&s, &ana, &a, &key_a, proof.clone()), deliver(&s, &ana, &b, &key_b, proof.clone()));
+        let mut statuses = [ra.status.as_u16(), rb.status.as_u16()];
+        statuses.sort_unstable();
+        if round == 0 {
+            assert_eq!(statuses, [200, 422], "{} / {}", ra.body, rb.body);
+            let loser = if ra.status == 422 { &ra } else { &rb };
+            assert!(loser.error_at("proof_of_delivery.0.value")[0].contains("another delivery"), "{}", loser.body);
+            let winner = if ra.status == 200 { &a } else { &b };
+            let attached = format!("SELECT count(*) FROM proofs WHERE shipment_unique_id = '{winner}'");
+            assert_eq!(s.scalar(&attached), 1);
+            assert_eq!(s.scalar("SELECT count(*) FROM shipment_events WHERE status = 'delivered'"), 1);
+            // The loser is still in transit: it is delivered with a proof of its own.
+            let (loser_id, key) = if ra.status == 200 { (&b, "b-own") } else { (&a, "a-own") };
+            let own = uploaded(&s, &ana, "own", "image/png", png_image(8, 99, None)).await;
+            let r = deliver(&s, &ana, loser_id, key, json!([{"type": "signature", "value": own}])).await;
+            assert_eq!(r.status, 200, "{}", r.body);
+        } else {
+            // Both delivered now: the state machine refuses both, and nothing is attached.
+            assert_eq!(statuses, [409, 409], "{} / {}", ra.body, rb.body);
+            assert_eq!(
+                s.scalar(&format!(
+                    "SELECT count(*) FROM proofs WHERE key = 'race-{round}' AND shipment_unique_id IS NULL"
+                )),
+                1
+            );
+        }
+    }
+}
