@@ -30,6 +30,9 @@ use dropslot_core::shipments::{Actor, ShipmentKind, Status};
 
 /// Rows per read from `SQLite` and per `INSERT` into `PostgreSQL`.
 const BATCH: usize = 1000;
+/// The same for a table with large blobs (proof images, up to 5 MB each): at most 40 MB a
+/// statement.
+const BLOB_BATCH: usize = 8;
 
 /// How long the copy waits for a lock on the target's tables (something else is using it).
 const LOCK_TIMEOUT: &str = "10s";
@@ -43,6 +46,8 @@ enum Conv {
     Text { null: bool, check: Check },
     /// BLOB → BYTEA (a token's SHA-256).
     Bytes,
+    /// A large BLOB → BYTEA (a proof image): its table is copied [`BLOB_BATCH`] rows at a time.
+    Blob,
     /// REAL → DOUBLE PRECISION (an address point's coordinates).
     Float,
     /// 0 or 1 → BOOLEAN.
@@ -469,6 +474,22 @@ const TABLES: &[Table] = &[
         identity: false,
         columns: &[c("shipment_unique_id", TEXT), c("route_id", TEXT), c("plan_id", TEXT)],
     },
+    Table {
+        name: "proofs",
+        identity: false,
+        columns: &[
+            c("token", TEXT),
+            c("driver_id", TEXT),
+            c("key", TEXT),
+            c("request_hash", TEXT),
+            c("content_type", TEXT),
+            c("bytes", Conv::Blob),
+            c("size", INT),
+            c("created_ms", INT),
+            c("shipment_unique_id", TEXT_OR_NULL),
+            c("client_id", INT_OR_NULL),
+        ],
+    },
 ];
 
 /// The `SQLite` tables the copy leaves behind, and why.
@@ -489,7 +510,7 @@ fn targets(column: &Column) -> Vec<(&'static str, Type)> {
     match column.conv {
         Conv::Int { .. } => vec![(column.name, Type::INT8_ARRAY)],
         Conv::Text { .. } => vec![(column.name, Type::TEXT_ARRAY)],
-        Conv::Bytes => vec![(column.name, Type::BYTEA_ARRAY)],
+        Conv::Bytes | Conv::Blob => vec![(column.name, Type::BYTEA_ARRAY)],
         Conv::Float => vec![(column.name, Type::FLOAT8_ARRAY)],
         Conv::Bool => vec![(column.name, Type::BOOL_ARRAY)],
         Conv::Instant { .. } => vec![(column.name, Type::TIMESTAMPTZ_ARRAY)],
@@ -721,13 +742,19 @@ async fn prepare_target(tx: &tokio_postgres::Transaction<'_>, shown: &str) -> Re
     Ok(())
 }
 
-/// Copies one table in batches of [`BATCH`] rows, in rowid order; the rows copied.
+/// Rows per batch of `table`: fewer where a row may hold megabytes.
+fn batch_rows(table: &Table) -> usize {
+    if table.columns.iter().any(|c| matches!(c.conv, Conv::Blob)) { BLOB_BATCH } else { BATCH }
+}
+
+/// Copies one table in batches of [`batch_rows`] rows, in rowid order; the rows copied.
 async fn copy_table(source: &Connection, tx: &tokio_postgres::Transaction<'_>, table: &Table) -> Result<u64, String> {
     let t = table.name;
     let read = read_columns(table);
     let select = format!(
-        "SELECT rowid, {} FROM {t} WHERE rowid > ?1 ORDER BY rowid LIMIT {BATCH}",
-        read.iter().map(|c| c.name).collect::<Vec<_>>().join(", ")
+        "SELECT rowid, {} FROM {t} WHERE rowid > ?1 ORDER BY rowid LIMIT {}",
+        read.iter().map(|c| c.name).collect::<Vec<_>>().join(", "),
+        batch_rows(table)
     );
     let targets = target_columns(table);
     let insert = format!(
@@ -752,7 +779,7 @@ async fn copy_table(source: &Connection, tx: &tokio_postgres::Transaction<'_>, t
         }
         total += inserted;
         after = last;
-        if batch.rows < BATCH {
+        if batch.rows < batch_rows(table) {
             break;
         }
     }
@@ -824,7 +851,7 @@ impl Out {
         match conv {
             Conv::Int { null } => Out::Int { null, values: Vec::new() },
             Conv::Text { null, check } => Out::Text { null, check, values: Vec::new() },
-            Conv::Bytes => Out::Bytes { values: Vec::new() },
+            Conv::Bytes | Conv::Blob => Out::Bytes { values: Vec::new() },
             Conv::Float => Out::Float { values: Vec::new() },
             Conv::Bool => Out::Bool { values: Vec::new() },
             Conv::Instant { null } => Out::Instant { null, values: Vec::new() },

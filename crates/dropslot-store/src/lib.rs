@@ -10,6 +10,7 @@ mod labels;
 mod lifecycle;
 mod plans;
 pub mod postgres;
+mod proofs;
 mod requests;
 pub mod sqlite;
 mod types;
@@ -27,6 +28,7 @@ pub use lifecycle::*;
 pub use plans::{
     BoardCount, DriverKey, DriverMove, POSITION_EVERY_MS, Position, PositionOutcome, SaveOutcome, StoredPlan,
 };
+pub use proofs::{NewProof, ProofFile, ProofInfo, ProofSaved};
 pub use requests::*;
 pub use types::*;
 pub use webhooks::*;
@@ -221,12 +223,16 @@ pub trait Store: Send + Sync + 'static {
     /// A driver's move of a live drop-off shipment (CONTRACT §13), taken once per idempotency
     /// key: the key's record is written in the move's transaction; a key already used for the
     /// same request replays, for another is refused. A move refused because a concurrent
-    /// request with the same key took it first replays too.
+    /// request with the same key took it first replays too. The proofs `attach` names (their
+    /// tokens) are attached to the shipment and its client in the same transaction; one that
+    /// is not this driver's, or is another shipment's, refuses the whole move
+    /// (`DriverMove::ProofUnavailable`), before anything is written.
     async fn driver_move(
         &self,
         key: DriverKey,
         unique_id: &str,
         m: dropslot_core::shipments::Move,
+        attach: Vec<String>,
         now: Timestamp,
     ) -> StoreResult<DriverMove>;
     /// A pick-up scan of a live parcel by its pick-up code.
@@ -370,6 +376,15 @@ pub trait Store: Send + Sync + 'static {
     async fn latest_position(&self, driver_id: &str) -> StoreResult<Option<Position>>;
     /// Deletes the positions received before `before_ms`; how many.
     async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64>;
+    /// Stores a driver's proof upload under its idempotency key, unless the driver already
+    /// holds `max_unattached` unattached proofs.
+    async fn save_proof(&self, proof: NewProof, max_unattached: i64) -> StoreResult<ProofSaved>;
+    /// The proof with this token, without its bytes.
+    async fn proof(&self, token: &str) -> StoreResult<Option<ProofInfo>>;
+    /// The proof with this token, with its bytes.
+    async fn proof_file(&self, token: &str) -> StoreResult<Option<ProofFile>>;
+    /// Deletes the unattached proofs uploaded before `before_ms`; how many.
+    async fn purge_proofs(&self, before_ms: i64) -> StoreResult<u64>;
     /// The published plans of `date` in which driver `driver_id` has a route.
     async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>>;
 

@@ -235,6 +235,9 @@ pub enum DriverMove {
     Replayed(String),
     /// This key was used for another request.
     KeyReused,
+    /// The proof with this token is not the driver's, or is attached to another shipment:
+    /// nothing was written.
+    ProofUnavailable(String),
 }
 
 /// What the driver's key says before a move: a replay, a reuse, or nothing yet. `row` is the

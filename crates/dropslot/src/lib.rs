@@ -20,6 +20,7 @@ pub mod openapi;
 pub mod ops;
 pub mod orders;
 pub mod plans;
+pub mod proofs;
 pub mod ratelimit;
 pub mod roads;
 pub mod root;

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::app::App;
 use crate::{
     addresses, auth, capacity, dashboard, dispatcher, driver, fleet, health, http, labels, metrics, openapi, ops,
-    orders, plans, sandbox, shipments, tracking, webhooks,
+    orders, plans, proofs, sandbox, shipments, tracking, webhooks,
 };
 
 /// A started service: the application, the demo client's token when the database was empty,
@@ -131,12 +131,13 @@ pub async fn start(
 /// How often the store's upkeep runs (`Store::upkeep`).
 const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Drivers' positions are kept this long (CONTRACT §13: 30 days), and purged this often.
+/// Drivers' positions are kept this long (CONTRACT §13: 30 days), and purged (with the proof
+/// images no delivery named within `proofs::UNATTACHED_KEPT_MS`) this often.
 const POSITIONS_KEPT_MS: i64 = 30 * 86_400_000;
 const PURGE_EVERY: std::time::Duration = std::time::Duration::from_secs(3_600);
 
 /// The store's upkeep, every `UPKEEP_EVERY` until the service stops, and the purge of old
-/// positions every hour (the first at start); what it did is logged.
+/// positions and unattached proofs every hour (the first at start); what it did is logged.
 async fn upkeep(
     store: dropslot_store::DynStore,
     clock: dropslot_core::clock::Clock,
@@ -156,6 +157,11 @@ async fn upkeep(
                 Ok(0) => {}
                 Ok(n) => tracing::info!(deleted = n, "drivers' positions older than 30 days deleted"),
                 Err(e) => tracing::warn!(error = %e, "purging old positions failed; tried again later"),
+            }
+            match store.purge_proofs(clock.now().as_millisecond() - proofs::UNATTACHED_KEPT_MS).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(deleted = n, "proof images no delivery named within 2 days deleted"),
+                Err(e) => tracing::warn!(error = %e, "purging unattached proofs failed; tried again later"),
             }
         }
         match store.upkeep().await {
@@ -191,6 +197,7 @@ fn api_routes() -> axum::Router<App> {
         .merge(fleet::routes())
         .merge(plans::routes())
         .merge(driver::routes())
+        .merge(proofs::routes())
         .merge(addresses::routes())
         .merge(webhooks::routes())
         .merge(auth::admin::routes())

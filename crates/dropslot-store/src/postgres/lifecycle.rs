@@ -418,14 +418,19 @@ pub(super) async fn driver_move(
     key: &crate::DriverKey,
     unique_id: &str,
     m: &Move,
+    attach: &[String],
     now: Timestamp,
 ) -> Result<crate::DriverMove, StoreError> {
     if let Some(done) = crate::plans::recorded(key, driver_record(c, key).await?) {
         return Ok(done);
     }
+    if let Some(token) = super::proofs::unavailable(c, attach, &key.driver_id, unique_id).await? {
+        return Ok(crate::DriverMove::ProofUnavailable(token));
+    }
     let outcome = ops_move(c, sink, unique_id, m, now).await?;
     match &outcome {
         MoveOutcome::Moved(moved) => {
+            super::proofs::attach(c, attach, moved).await?;
             let n = c
                 .execute(
                     "INSERT INTO driver_requests (driver_id, key, request_hash, shipment_unique_id, created_at)

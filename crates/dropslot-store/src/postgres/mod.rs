@@ -14,6 +14,7 @@ mod orders;
 mod outbox;
 mod plans;
 mod points;
+mod proofs;
 mod reads;
 mod requests;
 mod sql;
@@ -69,6 +70,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (14, "ops_sessions", include_str!("../../migrations/postgres/0014_ops_sessions.sql")),
     (15, "driver_requests", include_str!("../../migrations/postgres/0015_driver_requests.sql")),
     (16, "driver_positions", include_str!("../../migrations/postgres/0016_driver_positions.sql")),
+    (17, "proofs", include_str!("../../migrations/postgres/0017_proofs.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -934,10 +936,12 @@ impl Store for PgStore {
         key: crate::DriverKey,
         unique_id: &str,
         m: dropslot_core::shipments::Move,
+        attach: Vec<String>,
         now: Timestamp,
     ) -> StoreResult<crate::DriverMove> {
         let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
-        let outcome = in_tx!(self, |tx| lifecycle::driver_move(tx, &mut sink, &key, unique_id, &m, now).await?);
+        let outcome =
+            in_tx!(self, |tx| lifecycle::driver_move(tx, &mut sink, &key, unique_id, &m, &attach, now).await?);
         self.notify(sink.queued);
         Ok(outcome)
     }
@@ -1176,6 +1180,22 @@ impl Store for PgStore {
 
     async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64> {
         plans::purge_positions(&self.conn().await?, before_ms).await
+    }
+
+    async fn save_proof(&self, proof: crate::NewProof, max_unattached: i64) -> StoreResult<crate::ProofSaved> {
+        Ok(in_tx!(self, |tx| proofs::save(tx, &proof, max_unattached).await?))
+    }
+
+    async fn proof(&self, token: &str) -> StoreResult<Option<crate::ProofInfo>> {
+        proofs::proof(&self.conn().await?, token).await
+    }
+
+    async fn proof_file(&self, token: &str) -> StoreResult<Option<crate::ProofFile>> {
+        proofs::file(&self.conn().await?, token).await
+    }
+
+    async fn purge_proofs(&self, before_ms: i64) -> StoreResult<u64> {
+        proofs::purge(&self.conn().await?, before_ms).await
     }
 
     async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>> {

@@ -243,13 +243,18 @@ pub(super) fn driver_move(
     key: &crate::DriverKey,
     unique_id: &str,
     m: &Move,
+    attach: &[String],
     now: Timestamp,
 ) -> Result<crate::DriverMove, StoreError> {
     if let Some(done) = crate::plans::recorded(key, driver_record(c, key)?) {
         return Ok(done);
     }
+    if let Some(token) = super::proofs::unavailable(c, attach, &key.driver_id, unique_id)? {
+        return Ok(crate::DriverMove::ProofUnavailable(token));
+    }
     let outcome = ops_move(c, sink, unique_id, m, now)?;
     if let MoveOutcome::Moved(moved) = &outcome {
+        super::proofs::attach(c, attach, moved)?;
         c.prepare_cached(
             "INSERT INTO driver_requests (driver_id, key, request_hash, shipment_unique_id, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5)",

@@ -11,6 +11,7 @@ mod orders;
 mod outbox;
 mod plans;
 mod points;
+mod proofs;
 mod reads;
 mod requests;
 mod webhooks;
@@ -61,6 +62,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (14, "ops_sessions", include_str!("../../migrations/sqlite/0014_ops_sessions.sql")),
     (15, "driver_requests", include_str!("../../migrations/sqlite/0015_driver_requests.sql")),
     (16, "driver_positions", include_str!("../../migrations/sqlite/0016_driver_positions.sql")),
+    (17, "proofs", include_str!("../../migrations/sqlite/0017_proofs.sql")),
 ];
 const READERS: usize = 4;
 
@@ -775,10 +777,11 @@ impl Store for SqliteStore {
         key: crate::DriverKey,
         unique_id: &str,
         m: dropslot_core::shipments::Move,
+        attach: Vec<String>,
         now: Timestamp,
     ) -> StoreResult<crate::DriverMove> {
         let unique_id = unique_id.to_string();
-        self.write_events(move |c, sink| lifecycle::driver_move(c, sink, &key, &unique_id, &m, now)).await
+        self.write_events(move |c, sink| lifecycle::driver_move(c, sink, &key, &unique_id, &m, &attach, now)).await
     }
 
     async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome> {
@@ -1027,6 +1030,23 @@ impl Store for SqliteStore {
 
     async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64> {
         self.writer.write(move |c| plans::purge_positions(c, before_ms)).await
+    }
+
+    async fn save_proof(&self, proof: crate::NewProof, max_unattached: i64) -> StoreResult<crate::ProofSaved> {
+        self.writer.write(move |c| proofs::save(c, &proof, max_unattached)).await
+    }
+
+    async fn proof(&self, token: &str) -> StoreResult<Option<crate::ProofInfo>> {
+        self.read(|c| proofs::proof(c, token))
+    }
+
+    async fn proof_file(&self, token: &str) -> StoreResult<Option<crate::ProofFile>> {
+        let token = token.to_string();
+        self.read_blocking(move |c| proofs::file(c, &token)).await
+    }
+
+    async fn purge_proofs(&self, before_ms: i64) -> StoreResult<u64> {
+        self.writer.write(move |c| proofs::purge(c, before_ms)).await
     }
 
     async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>> {

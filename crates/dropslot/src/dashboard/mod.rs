@@ -53,6 +53,7 @@ pub fn routes() -> axum::Router<App> {
         .route("/dashboard/sign-out", post(account::sign_out))
         .route("/dashboard/orders", get(orders::list))
         .route("/dashboard/shipments/{code}", get(orders::shipment))
+        .route("/dashboard/proofs/{token}", get(orders::proof))
         .route("/dashboard/shipments/{code}/parcels/{custom_code}/delete", post(orders::delete_parcel))
         .route("/dashboard/shipments/{code}/scenarios/{scenario}", post(orders::scenario))
         .route("/dashboard/webhooks", get(webhooks::list).post(webhooks::create))

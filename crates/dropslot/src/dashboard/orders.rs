@@ -189,7 +189,44 @@ struct TimelineRow {
     actor: String,
     reason: String,
     attempt: String,
-    proof: Vec<String>,
+    proof: Vec<ProofRow>,
+}
+
+/// One proof of delivery: an image when its value is a proof URL of this service (shown from
+/// `/dashboard/proofs/…`, which the session's cookie reaches), else its text as given.
+struct ProofRow {
+    kind: String,
+    value: String,
+    image: Option<String>,
+    alt: &'static str,
+}
+
+fn proof_row(base_url: &str, p: &dropslot_core::shipments::Proof) -> ProofRow {
+    use dropslot_core::shipments::ProofKind;
+    let (kind, alt) = match p.kind {
+        ProofKind::ReceiverName => ("receiver name", ""),
+        ProofKind::Signature => ("signature", "Signature of the receiver"),
+        ProofKind::Photo => ("photo", "Photo taken at the delivery"),
+    };
+    let image = match p.kind {
+        ProofKind::ReceiverName => None,
+        ProofKind::Signature | ProofKind::Photo => {
+            crate::proofs::token_of(base_url, &p.value).map(|t| format!("/dashboard/proofs/{t}"))
+        }
+    };
+    ProofRow { kind: kind.into(), value: p.value.clone(), image, alt }
+}
+
+/// `GET /dashboard/proofs/{token}`: a proof image of one of the session's shipments (the same
+/// rule as `GET /proofs/{token}`: anything else is the 404 page).
+pub(super) async fn proof(
+    State(app): State<App>,
+    session: Session,
+    PathParam(token): PathParam<String>,
+    headers: axum::http::HeaderMap,
+) -> PageResult {
+    let file = crate::proofs::readable(&app, session.scope, &token).await.map_err(fail(&session))?;
+    Ok(crate::proofs::image_response(file, &headers))
 }
 
 struct ParcelRow {
@@ -256,14 +293,7 @@ pub(super) async fn shipment(
             actor: e.actor.as_str().to_string(),
             reason: e.reason.clone().unwrap_or_default(),
             attempt: e.attempt.map(|a| a.to_string()).unwrap_or_default(),
-            proof: e
-                .proof
-                .iter()
-                .map(|p| {
-                    let kind = serde_json::to_value(p.kind).ok().and_then(|v| v.as_str().map(str::to_string));
-                    format!("{}: {}", kind.unwrap_or_default().replace('_', " "), p.value)
-                })
-                .collect(),
+            proof: e.proof.iter().map(|p| proof_row(base, p)).collect(),
         })
         .collect();
     let mut labels = vec![

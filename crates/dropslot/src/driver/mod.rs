@@ -1,9 +1,12 @@
 //! The driver app's API (CONTRACT §13), driver tokens only: today's published routes of the
 //! driver, and what a scanned code is on them. A driver reaches only the stops of its own
 //! published routes; anything else is a 404. Its moves go through the same state machine as
-//! the ops API, each once per `Idempotency-Key`. The app that uses it is [`app`].
+//! the ops API, each once per `Idempotency-Key`; a delivery attaches the proof images the
+//! driver uploaded (`proofs.rs`: `POST /driver/proofs`; the rules in `crate::proofs`) in the
+//! move's own transaction. The app that uses it is [`app`].
 
 pub mod app;
+pub(crate) mod proofs;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -27,6 +30,11 @@ pub fn routes() -> axum::Router<App> {
         .route(crate::http::api_path!("/driver/shipments/{unique_id}/transitions"), post(transition))
         .route(crate::http::api_path!("/driver/route/start"), post(start))
         .route(crate::http::api_path!("/driver/positions"), post(position))
+        .route(
+            crate::http::api_path!("/driver/proofs"),
+            // This route's own body limit: the image, not the service's 1 MiB for JSON.
+            post(proofs::upload).layer(axum::extract::DefaultBodyLimit::max(crate::proofs::MAX_BYTES)),
+        )
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -99,7 +107,7 @@ pub struct DriverDay {
 }
 
 /// The `Idempotency-Key` every driver action carries (CONTRACT §13): required.
-fn required_key(headers: &axum::http::HeaderMap) -> Result<String> {
+pub(crate) fn required_key(headers: &axum::http::HeaderMap) -> Result<String> {
     crate::orders::create::idempotency_key(headers)?.ok_or_else(|| {
         Error::invalid(
             "header.Idempotency-Key",
@@ -108,12 +116,12 @@ fn required_key(headers: &axum::http::HeaderMap) -> Result<String> {
     })
 }
 
-fn key_reused() -> Error {
+pub(crate) fn key_reused() -> Error {
     Error::Conflict("This Idempotency-Key was used for another action: send each action with its own key.".into())
 }
 
 /// The answer to a driver's replayed request: `Idempotent-Replayed: true`.
-fn replayed(mut res: Response) -> Response {
+pub(crate) fn replayed(mut res: Response) -> Response {
     res.headers_mut().insert("idempotent-replayed", axum::http::HeaderValue::from_static("true"));
     res
 }
@@ -320,7 +328,7 @@ async fn scan(
 /// `POST /driver/shipments/{unique_id}/transitions`.
 #[utoipa::path(post, path = "/driver/shipments/{unique_id}/transitions", tag = "Driver", operation_id = "driver_move",
     summary = "Record a stop's outcome",
-    description = "The ops API's move (`to`, `reason`, `proof_of_delivery`) of a drop-off shipment on this driver's published route of today, through the same state machine (webhooks and tracking follow). `to: picked_up` is the pick-up scan at a merchant: a drop-off collected at a pick-up stop of the driver's route goes `picked_up` (through `to_pick_up` when it was still `scheduled`). Taken once per `Idempotency-Key` (required): a repeat with the same key and body answers the same status with the shipment as it is, and `Idempotent-Replayed: true`.",
+    description = "The ops API's move (`to`, `reason`, `proof_of_delivery`) of a drop-off shipment on this driver's published route of today, through the same state machine (webhooks and tracking follow). A delivery's `signature` and `photo` values are URLs that `POST /driver/proofs` answered this driver (at most one signature and three photos, 10 MB together; `receiver_name` is free text): the move attaches them to the shipment, and its merchant reads them. `to: picked_up` is the pick-up scan at a merchant: a drop-off collected at a pick-up stop of the driver's route goes `picked_up` (through `to_pick_up` when it was still `scheduled`). Taken once per `Idempotency-Key` (required): a repeat with the same key and body answers the same status with the shipment as it is, and `Idempotent-Replayed: true`.",
     security(("driver_token" = [])), request_body = TransitionRequest,
     params(
         ("unique_id" = String, Path, description = "The drop-off shipment's `unique_id` (tracking code)."),
@@ -331,7 +339,7 @@ async fn scan(
             headers(("Idempotent-Replayed" = String, description = "`true` when this answers an earlier request with the same key."))),
         (status = 404, description = "Not a shipment of this driver's route today.", body = ErrorEnvelope),
         (status = 409, description = "The state machine refuses this move, or the key was used for another request.", body = ErrorEnvelope),
-        (status = 422, description = "A missing or malformed `Idempotency-Key`, an unknown status, a reason or proof rule broken.", body = ErrorEnvelope),
+        (status = 422, description = "A missing or malformed `Idempotency-Key`, an unknown status, a reason or proof rule broken (a proof URL that is not one of this driver's uploads, or is another shipment's, at `proof_of_delivery.<i>.value`).", body = ErrorEnvelope),
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn transition(
@@ -364,10 +372,12 @@ async fn transition(
                 request_hash: crate::orders::create::fingerprint(&serde_json::json!({"bundle": unique_id})),
             };
             let to_pick_up = Move::to(Status::ToPickUp, Actor::Ops);
-            match app.store.driver_move(bundle, &unique_id, to_pick_up, app.clock.now()).await? {
+            match app.store.driver_move(bundle, &unique_id, to_pick_up, Vec::new(), app.clock.now()).await? {
                 DriverMove::Done(MoveOutcome::Moved(_)) | DriverMove::Replayed(_) => {}
                 DriverMove::Done(outcome) => return crate::ops::answer(&app, outcome).await,
                 DriverMove::KeyReused => return Err(key_reused()),
+                // Nothing to attach in a pick-up.
+                DriverMove::ProofUnavailable(_) => return Err(Error::Internal("a pick-up attached a proof".into())),
             }
         }
     } else {
@@ -377,11 +387,14 @@ async fn transition(
             return Err(Error::NotFound);
         }
     }
+    let attach = crate::proofs::to_attach(&app, &caller.driver_id, &unique_id, &m).await?;
     let key = DriverKey { driver_id: caller.driver_id, key, request_hash };
-    match app.store.driver_move(key, &unique_id, m, app.clock.now()).await? {
+    let proofs = m.proof.clone();
+    match app.store.driver_move(key, &unique_id, m, attach, app.clock.now()).await? {
         DriverMove::Done(outcome) => crate::ops::answer(&app, outcome).await,
         DriverMove::Replayed(moved) => Ok(replayed(crate::ops::answer(&app, MoveOutcome::Moved(moved)).await?)),
         DriverMove::KeyReused => Err(key_reused()),
+        DriverMove::ProofUnavailable(token) => Err(crate::proofs::unavailable(&app.settings.base_url, &proofs, &token)),
     }
 }
 
@@ -455,7 +468,7 @@ async fn start(
         let request_hash = crate::orders::create::fingerprint(&serde_json::json!({"start": sh.unique_id}));
         let record =
             DriverKey { driver_id: caller.driver_id.clone(), key: format!("{key}#{}", sh.unique_id), request_hash };
-        match app.store.driver_move(record, &sh.unique_id, m, now).await? {
+        match app.store.driver_move(record, &sh.unique_id, m, Vec::new(), now).await? {
             // Moved now or before; or deleted meanwhile by its merchant (nothing to carry).
             DriverMove::Done(MoveOutcome::Moved(_) | MoveOutcome::NotFound)
             | DriverMove::Replayed(_) => {}
@@ -463,6 +476,8 @@ async fn start(
                 return Err(Error::Conflict(format!("{}: {r}", sh.unique_id)));
             }
             DriverMove::KeyReused => return Err(key_reused()),
+            // Nothing to attach in a start.
+            DriverMove::ProofUnavailable(_) => return Err(Error::Internal("a start attached a proof".into())),
         }
     }
     let day = today(&app, &caller.driver_id).await?;

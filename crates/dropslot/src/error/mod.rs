@@ -78,6 +78,10 @@ pub enum Error {
     PayloadTooLarge,
     #[error("unsupported media type")]
     UnsupportedMediaType,
+    /// A body of a type this route does not take (a proof that is not PNG or JPEG): a 415
+    /// naming `header.Content-Type`.
+    #[error("{0}")]
+    MediaType(String),
     #[error("unsupported content encoding")]
     UnsupportedEncoding,
     #[error("the request body was not received in time")]
@@ -88,6 +92,10 @@ pub enum Error {
     /// `RateLimit` header values.
     #[error("rate limited")]
     RateLimited { retry_after: u64, policy: String, limit: String },
+    /// A quota other than the request rate is full (a driver's unattached proofs): a 429 whose
+    /// message says what frees it.
+    #[error("{message}")]
+    QuotaFull { message: String, retry_after: u64 },
     #[error("service unavailable: {0}")]
     Unavailable(&'static str),
     /// A service this one depends on (the routing engine) did not answer usably: a 503 whose
@@ -115,10 +123,12 @@ impl Error {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Gone(_) => StatusCode::GONE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::UnsupportedMediaType | Self::UnsupportedEncoding => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::UnsupportedMediaType | Self::UnsupportedEncoding | Self::MediaType(_) => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::RateLimited { .. } | Self::QuotaFull { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) | Self::Upstream(_) | Self::Store(dropslot_store::StoreError::Unavailable(_)) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -129,12 +139,12 @@ impl Error {
     /// The human message; never the internals of a 5xx.
     fn public_message(&self) -> String {
         match self {
-            Self::BadRequest { message, .. } => message.clone(),
+            Self::BadRequest { message, .. } | Self::QuotaFull { message, .. } => message.clone(),
             Self::Unauthorized => "Unauthenticated: a valid bearer token is required.".into(),
             Self::Forbidden(m) | Self::Gone(m) => (*m).into(),
             Self::NotFound => "Not found.".into(),
             Self::MethodNotAllowed => "Method not allowed.".into(),
-            Self::Conflict(m) | Self::Upstream(m) => m.clone(),
+            Self::Conflict(m) | Self::Upstream(m) | Self::MediaType(m) => m.clone(),
             Self::PayloadTooLarge => "The request body is too large.".into(),
             Self::UnsupportedMediaType => "The request body must be JSON (Content-Type: application/json).".into(),
             Self::UnsupportedEncoding => {
@@ -170,7 +180,10 @@ impl IntoResponse for Error {
         let failure = status
             .is_server_error()
             .then(|| ServerError(format!("{self:?}; source: {:?}", std::error::Error::source(&self)).into()));
-        let empty = FieldErrors::new();
+        let mut empty = FieldErrors::new();
+        if let Self::MediaType(m) = &self {
+            empty.add("header.Content-Type", m.clone());
+        }
         let errors = match &self {
             Self::Validation(e) | Self::BadRequest { errors: e, .. } => e,
             _ => &empty,
@@ -193,6 +206,9 @@ impl IntoResponse for Error {
             }
             Self::Unavailable(_) | Self::Store(dropslot_store::StoreError::Unavailable(_)) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            Self::QuotaFull { retry_after, .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
             }
             Self::RateLimited { retry_after, policy, limit } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));

@@ -69,6 +69,31 @@ pub struct BodyLimits {
     pub read_timeout: std::time::Duration,
 }
 
+/// The whole body of `req`, uncompressed, within `limits`: a compressed body is a 415, a
+/// declared length over the limit a 413 before a byte is read (and a body that turns out
+/// longer a 413 too, as the route's `DefaultBodyLimit` marks it), one that stalls a 408.
+/// [`JsonBody`] reads through it; so does a route that takes another type of body (a proof
+/// image), with its own limits.
+pub async fn read_body<S: Send + Sync>(req: Request, state: &S, limits: BodyLimits) -> Result<Bytes, Error> {
+    if !identity_encoding(req.headers()) {
+        return Err(Error::UnsupportedEncoding);
+    }
+    // A declared length over the limit is refused before a byte of the body is read.
+    let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limits.size as u64) {
+        return Err(Error::PayloadTooLarge);
+    }
+    // A body that stalls (trickled, or shorter than its Content-Length) is a 408.
+    let read = tokio::time::timeout(limits.read_timeout, Bytes::from_request(req, state));
+    read.await.map_err(|_| Error::BodyTimeout)?.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            Error::PayloadTooLarge
+        } else {
+            Error::BadRequest { message: "The request body could not be read.".into(), errors: FieldErrors::new() }
+        }
+    })
+}
+
 impl<S, T> FromRequest<S> for JsonBody<T>
 where
     S: Send + Sync,
@@ -84,23 +109,7 @@ where
         if !json {
             return Err(Error::UnsupportedMediaType);
         }
-        if !identity_encoding(req.headers()) {
-            return Err(Error::UnsupportedEncoding);
-        }
-        // A declared length over the limit is refused before a byte of the body is read.
-        let declared = req.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > limits.size as u64) {
-            return Err(Error::PayloadTooLarge);
-        }
-        // A body that stalls (trickled, or shorter than its Content-Length) is a 408.
-        let read = tokio::time::timeout(limits.read_timeout, Bytes::from_request(req, state));
-        let bytes = read.await.map_err(|_| Error::BodyTimeout)?.map_err(|rejection| {
-            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                Error::PayloadTooLarge
-            } else {
-                Error::BadRequest { message: "The request body could not be read.".into(), errors: FieldErrors::new() }
-            }
-        })?;
+        let bytes = read_body(req, state, limits).await?;
         let value = super::json::parse_value(&bytes)?;
         let typed = super::json::from_value(&value)?;
         Ok(JsonBody(typed, value))

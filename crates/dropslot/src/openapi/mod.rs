@@ -60,6 +60,8 @@ use crate::app::App;
         crate::driver::transition,
         crate::driver::start,
         crate::driver::position,
+        crate::driver::proofs::upload,
+        crate::proofs::serve,
         crate::webhooks::routes::create,
         crate::webhooks::routes::list,
         crate::webhooks::routes::show,

@@ -44,6 +44,7 @@ const TABLES: &[&str] = &[
     "plans",
     "published_routes",
     "published_stops",
+    "proofs",
 ];
 
 fn copy(from: &str, to: &str) -> Output {
@@ -339,6 +340,18 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
         assert_eq!(p["object"]["cost"]["shipments_assigned"], 1, "{p}");
         p["object"].clone()
     });
+    // A proof image the driver uploaded (its bytes are the one large BLOB).
+    let mut proof_png = Vec::new();
+    let mut e = png::Encoder::new(&mut proof_png, 2, 2);
+    e.set_color(png::ColorType::Grayscale);
+    e.write_header().unwrap().write_image_data(&[0, 255, 255, 0]).unwrap();
+    rt.block_on(async {
+        let c = &source;
+        let req = c.http.post(format!("{}{API}/driver/proofs", c.base)).bearer_auth(&driver_token);
+        let req = req.header("Content-Type", "image/png").header("Idempotency-Key", "copy-proof");
+        let (status, _, p) = c.call(req.body(proof_png.clone())).await;
+        assert_eq!(status, 201, "{p}");
+    });
     let label = label_link(&before[&format!("/orders/{}", seen.orders[0])]).expect("a label link");
     let label_bytes = rt.block_on(source.label(&label));
     drop(server);
@@ -368,6 +381,7 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
             "plans",
             "published_routes",
             "published_stops",
+            "proofs",
         ];
         if !no_ids.contains(&table.as_str()) {
             // The sequence continues right after the copied ids (the tables without ids aside).
@@ -396,6 +410,10 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     assert_eq!(copy(&pg, &pg).status.code(), Some(2));
     assert_eq!(copy(&sqlite, &sqlite).status.code(), Some(2));
     assert_eq!(target.scalar("SELECT count(*) FROM orders"), 6, "a refused copy leaves the target as it was");
+    let hex = dropslot_core::ids::hex(&proof_png);
+    let same =
+        format!("SELECT count(*) FROM proofs WHERE bytes = decode('{hex}', 'hex') AND size = {}", proof_png.len());
+    assert_eq!(target.scalar(&same), 1, "the proof's bytes, exactly");
 
     // The target: a server on PostgreSQL, finding the copied clients (no demo client made).
     let (server, base, again) = crate::cli::spawn_serve_with(&pg, &env);

@@ -43,7 +43,7 @@ pub(crate) async fn order(s: &TestServer, live: &str, i: usize) -> (String, Vec<
     (sh["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string(), codes.collect())
 }
 
-fn shipments_of(day: &Value) -> Vec<String> {
+pub(crate) fn shipments_of(day: &Value) -> Vec<String> {
     day["routes"]
         .as_array()
         .unwrap()

@@ -14,6 +14,7 @@ mod dashboard;
 mod dashboard_http;
 mod driver_api;
 mod driver_app;
+mod driver_proofs;
 mod errors;
 mod fleet;
 mod hardening;

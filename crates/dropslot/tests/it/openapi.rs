@@ -17,8 +17,18 @@ fn committed() -> PathBuf {
 
 /// Routes deliberately not in the document (`METHOD path`, or a path prefix for every method):
 /// the dashboard and the dispatcher's pages (`/ops`) are browser UIs behind a session cookie
-/// (docs/api.md). Each entry must still match a route, so a stale one fails too.
-const UNDOCUMENTED: &[&str] = &["/dashboard", "/ops"];
+/// (docs/api.md), and the driver app's static files (docs/driver.md; its API is documented).
+/// Each entry must still match a route, so a stale one fails too.
+const UNDOCUMENTED: &[&str] = &[
+    "/dashboard",
+    "/ops",
+    "GET /driver",
+    "GET /driver/app.js",
+    "GET /driver/app.css",
+    "GET /driver/icon.svg",
+    "GET /driver/manifest.webmanifest",
+    "GET /driver/sw.js",
+];
 
 /// Whether `route` (`METHOD path`) is one of [`UNDOCUMENTED`].
 fn undocumented(route: &str) -> bool {
