@@ -37,6 +37,10 @@ let camera = null;
 let taps = 0;
 let watchId = null;
 let lastPosition = 0;
+// Actions the server has taken since the page loaded (`data-sent` on the body).
+let sent = 0;
+// What the page shows now, as a key: a render that would draw the same leaves it alone.
+let drawn = null;
 
 // Every tap on the page: a stop's actions report how many it took (`data-taps`).
 document.addEventListener('pointerdown', () => { taps += 1; }, true);
@@ -222,6 +226,7 @@ async function flush() {
       const outcome = await send(a);
       if (outcome === 'retry') break;
       await dequeue(a.seq);
+      if (a.kind !== 'position') sent += 1;
       changed = true;
     }
   } finally {
@@ -652,7 +657,15 @@ async function render() {
   const waiting = pending.filter((a) => a.kind !== 'position').length;
   sync.className = online ? 'sync' : 'sync offline';
   sync.textContent = (online ? '' : 'Offline. ') + (waiting ? `${waiting} to send` : online ? 'All sent' : 'Nothing to send');
+  document.body.dataset.sent = String(sent);
   if (!token) return;
+  // Nothing changed since the last drawing: leave the page alone (a tap landing on a button
+  // while it is redrawn would be lost).
+  const state = JSON.stringify([online, pending.map((a) => a.seq), conflicts.length, notice, day, [...loaded],
+    camera && camera.purpose, lastTaps, localStorage.getItem(POSITION_CONSENT),
+    sheet && [sheet.shipment, sheet.kind, sheet.reason, sheet.error, sheet.photoUrl]]);
+  if (state === drawn) return;
+  drawn = state;
   // Typing in progress survives a re-render.
   const focused = document.activeElement && document.activeElement.id;
   const typed = {code: (document.getElementById('code') || {}).value, receiver: (document.getElementById('receiver') || {}).value};
@@ -704,6 +717,7 @@ async function render() {
 // ---- sign-in and out -------------------------------------------------------------------
 
 function signInView(message) {
+  drawn = null;
   document.getElementById('sign-out').hidden = true;
   const main = document.getElementById('main');
   main.replaceChildren(

@@ -138,10 +138,18 @@ impl Browser {
         body["value"].clone()
     }
 
-    /// Clicks `css` on this page (no new page expected).
+    /// Clicks `css` on this page (no new page expected). An element that a script redrew
+    /// between finding and clicking it is found again (three times at most).
     pub async fn tap(&self, css: &str) {
-        let target = self.find(css).await;
-        target.click().await.unwrap_or_else(|e| panic!("tap {css}: {e}"));
+        for _ in 0..3 {
+            match self.find(css).await.click().await {
+                Ok(()) => return,
+                Err(fantoccini::error::CmdError::Standard(e))
+                    if e.error == fantoccini::error::ErrorStatus::StaleElementReference => {}
+                Err(e) => panic!("tap {css}: {e}"),
+            }
+        }
+        panic!("tap {css}: redrawn three times under the click");
     }
 
     /// Waits until the script `condition` (an expression) is true on the page, within 10 s.

@@ -162,6 +162,7 @@ async fn sign(b: &Browser) {
 /// Delivers the open stop `seq`: Delivered, a signature, optionally a camera photo, Confirm.
 async fn deliver(b: &Browser, seq: usize, photo: bool) {
     b.tap(&format!("li[data-seq='{seq}'] button.deliver")).await;
+    b.wait_until("document.getElementById('signature') && document.getElementById('signature').width > 0").await;
     sign(b).await;
     if photo {
         b.tap("#photo").await;
@@ -169,6 +170,7 @@ async fn deliver(b: &Browser, seq: usize, photo: bool) {
             .await;
         b.tap("#shutter").await;
         b.wait_until("document.querySelector('img.preview')").await;
+        check(b, "driver-proof").await;
     }
     b.tap("#confirm").await;
     b.wait_until(&format!("document.querySelector(\"li[data-seq='{seq}']\").dataset.taps !== undefined")).await;
@@ -179,8 +181,13 @@ async fn taps(b: &Browser, seq: usize) -> u64 {
     v.as_u64().unwrap()
 }
 
-async fn all_sent(b: &Browser) {
-    b.wait_until("document.getElementById('sync').textContent === 'All sent'").await;
+/// Waits until the server has taken `n` actions from this page (since it loaded) and nothing
+/// waits.
+async fn all_sent(b: &Browser, n: usize) {
+    b.wait_until(&format!(
+        "document.body.dataset.sent === '{n}' && document.getElementById('sync').textContent === 'All sent'"
+    ))
+    .await;
 }
 
 /// What the shipment read says: its status and its proofs.
@@ -248,7 +255,7 @@ async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
     }
     check(&b, "driver-loaded").await;
     b.tap("#start").await;
-    all_sent(&b).await;
+    all_sent(&b, 1).await;
     b.wait_until("document.querySelectorAll('button.deliver').length === 2").await;
     for (tracking, _) in &d.ana_stops {
         assert_eq!(read(&d, tracking).await["status"], "in_transit");
@@ -257,7 +264,7 @@ async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
     // Stop 1: delivered with a drawn signature and a photo from the camera, in 5 taps.
     deliver(&b, 1, true).await;
     assert_eq!(taps(&b, 1).await, 5);
-    all_sent(&b).await;
+    all_sent(&b, 2).await;
     let (first, _) = &d.ana_stops[0];
     let shipment = read(&d, first).await;
     assert_eq!(shipment["status"], "delivered", "{shipment}");
@@ -276,7 +283,7 @@ async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
     // The merchant's receiver gets the delivery with the same proof URLs, serving the same bytes.
     let got = d.rx.wait_until("the delivery", |g| g.iter().any(|r| r.json()["data"]["unique_id"] == first.as_str())).await;
     let hook = got.iter().find(|r| r.json()["data"]["unique_id"] == first.as_str()).unwrap().json();
-    assert_eq!(hook["type"], "same.shipment.delivered");
+    assert_eq!(hook["event"], "same.shipment.delivered");
     let proofs = hook["data"]["proof_of_delivery"].as_array().unwrap().clone();
     for (kind, bytes) in [("signature", &png), ("photo", &jpeg)] {
         let url = proofs.iter().find(|p| p["type"] == kind).unwrap()["value"].as_str().unwrap();
@@ -286,12 +293,14 @@ async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
 
     // Stop 2: failed, with a reason from the list, in 3 taps.
     b.tap("li[data-seq='2'] button.fail").await;
+    b.wait_until("document.querySelector(\"li[data-seq='2'] .reasons button\")").await;
     b.tap("li[data-seq='2'] .reasons button").await;
+    b.wait_until("document.querySelector(\"li[data-seq='2'] .reasons button[aria-pressed=true]\")").await;
     check(&b, "driver-fail").await;
     b.tap("#confirm").await;
     b.wait_until("document.querySelector(\"li[data-seq='2']\").dataset.taps !== undefined").await;
     assert_eq!(taps(&b, 2).await, 3);
-    all_sent(&b).await;
+    all_sent(&b, 3).await;
     let (second, _) = &d.ana_stops[1];
     let shipment = read(&d, second).await;
     assert_eq!(shipment["status"], "failed", "{shipment}");
@@ -376,7 +385,7 @@ async fn browser_driver_offline_deliveries_survive_a_reload_and_arrive_once_in_o
 
     // Back online: both arrive, once each, in the order they were made.
     b.cdp("Network.emulateNetworkConditions", offline(false)).await;
-    all_sent(&b).await;
+    all_sent(&b, 2).await;
     let delivered = |t: &str| {
         format!(
             "SELECT {{}} FROM shipment_events e JOIN drop_off_shipments d ON d.id = e.shipment_id
