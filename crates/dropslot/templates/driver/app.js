@@ -22,7 +22,6 @@ const REASONS = [
   'Parcel damaged',
   'Out of time today',
 ];
-const RUNNING = ['in_transit', 'to_pick_up', 'picked_up'];
 const FINAL = ['delivered', 'returned', 'cancelled', 'deleted'];
 
 let token = null;
@@ -190,8 +189,9 @@ function toLoad() {
   return dropOffs().filter((sh) => ['processing', 'to_attempt'].includes(statusOf(sh))).flatMap((sh) => sh.parcels);
 }
 
+/** A route of today with something left to do: positions are reported while it runs. */
 function routeRunning() {
-  return stops().some(({stop}) => stop.shipments.some((sh) => RUNNING.includes(statusOf(sh))));
+  return stops().some(({stop}) => stop.shipments.some((sh) => !FINAL.includes(statusOf(sh)) && statusOf(sh) !== 'failed'));
 }
 
 async function refresh() {
@@ -226,7 +226,7 @@ async function flush() {
       const outcome = await send(a);
       if (outcome === 'retry') break;
       await dequeue(a.seq);
-      if (a.kind !== 'position') sent += 1;
+      if (outcome === 'done' && a.kind !== 'position') sent += 1;
       changed = true;
     }
   } finally {
@@ -236,7 +236,7 @@ async function flush() {
   else await render();
 }
 
-/** 'done', 'refused' (kept in `conflicts`) or 'retry' (offline, or the server busy). */
+/** 'done', 'refused' (shown in `conflicts`) or 'retry' (offline, or the server busy). */
 async function send(a) {
   try {
     const r = await deliver(a);
@@ -245,7 +245,7 @@ async function send(a) {
     if (r.status === 429 && a.kind === 'position') return 'done';
     if (r.status === 401 || r.status === 429 || r.status >= 500) return 'retry';
     if (a.kind !== 'position') await refused(a, errorText(r.json, r.status));
-    return 'done';
+    return 'refused';
   } catch (e) {
     if (!(e instanceof Offline)) throw e;
     online = false;
@@ -479,6 +479,7 @@ function syncPositions() {
   const wanted = localStorage.getItem(POSITION_CONSENT) === 'yes' && routeRunning() && navigator.geolocation;
   if (wanted && watchId === null) {
     watchId = navigator.geolocation.watchPosition((p) => {
+      // The phone's clock when the fix arrives (a fix is at most 15 s old: maximumAge).
       const now = Date.now();
       if (now - lastPosition < 30000) return;
       lastPosition = now;
@@ -486,7 +487,7 @@ function syncPositions() {
         lat: p.coords.latitude,
         lng: p.coords.longitude,
         accuracy_m: Math.min(Math.max(p.coords.accuracy || 0, 0), 10000),
-        at: new Date(p.timestamp || now).toISOString(),
+        at: new Date(now).toISOString(),
       }});
     }, () => {}, {enableHighAccuracy: true, maximumAge: 15000, timeout: 60000});
   } else if (!wanted && watchId !== null) {
@@ -622,21 +623,26 @@ function stopView(stop) {
       ? h('p', {class: 'muted'}, 'Scan each parcel here to pick it up.') : null);
 }
 
+/** The scan field: one element for the page's life, so typing is never redrawn under the
+ * driver's fingers (and a hardware scanner's keystrokes all land in it). */
+let scanField = null;
 function scanForm() {
+  if (!scanField) {
+    scanField = h('form', {class: 'scan', id: 'scan-form', onsubmit: (e) => {
+      e.preventDefault();
+      const input = document.getElementById('code');
+      const v = input.value;
+      input.value = '';
+      scanned(v);
+    }},
+    h('div', {}, h('label', {for: 'code'}, 'Parcel code'),
+      h('input', {type: 'text', id: 'code', autocomplete: 'off', autocapitalize: 'characters', spellcheck: 'false',
+        enterkeyhint: 'done', inputmode: 'text', maxlength: '300'})),
+    h('button', {type: 'submit', id: 'check'}, 'Check'));
+  }
   const canDetect = 'BarcodeDetector' in window && navigator.mediaDevices;
-  const form = h('form', {class: 'scan', id: 'scan-form', onsubmit: (e) => {
-    e.preventDefault();
-    const input = document.getElementById('code');
-    const v = input.value;
-    input.value = '';
-    scanned(v);
-  }},
-  h('div', {}, h('label', {for: 'code'}, 'Parcel code'),
-    h('input', {type: 'text', id: 'code', autocomplete: 'off', autocapitalize: 'characters', spellcheck: 'false',
-      enterkeyhint: 'done', inputmode: 'text', maxlength: '300'})),
-  h('button', {type: 'submit', id: 'check'}, 'Check'));
   return h('div', {},
-    form,
+    scanField,
     canDetect ? h('div', {class: 'buttons'}, camera && camera.purpose === 'scan' ? null
       : h('button', {type: 'button', class: 'secondary', id: 'scan-camera', onclick: () => openCamera('scan')}, 'Scan with camera')) : null,
     camera && camera.purpose === 'scan' ? viewfinder() : null);
@@ -668,7 +674,7 @@ async function render() {
   drawn = state;
   // Typing in progress survives a re-render.
   const focused = document.activeElement && document.activeElement.id;
-  const typed = {code: (document.getElementById('code') || {}).value, receiver: (document.getElementById('receiver') || {}).value};
+  const typed = {receiver: (document.getElementById('receiver') || {}).value};
   if (sheet && typed.receiver !== undefined) sheet.receiver = typed.receiver;
   const out = [];
   if (conflicts.length) {
@@ -694,7 +700,7 @@ async function render() {
         load.length ? h('div', {class: 'buttons'}, h('button', {type: 'button', id: 'start', disabled: done < load.length, onclick: start},
           done < load.length ? `Scan ${load.length - done} more to start` : 'Start route')) : null));
     }
-    if (routeRunning() || localStorage.getItem(POSITION_CONSENT) === 'yes') {
+    if (routeRunning()) {
       const on = localStorage.getItem(POSITION_CONSENT) === 'yes';
       out.push(h('div', {class: 'buttons'}, h('button', {type: 'button', class: 'secondary', id: 'share', 'aria-pressed': on ? 'true' : 'false',
         onclick: () => { localStorage.setItem(POSITION_CONSENT, on ? 'no' : 'yes'); syncPositions(); render(); }},
@@ -703,10 +709,6 @@ async function render() {
     out.push(...day.routes.map(routeView));
   }
   main.replaceChildren(...out);
-  if (typed.code) {
-    const c = document.getElementById('code');
-    if (c) c.value = typed.code;
-  }
   if (focused) {
     const f = document.getElementById(focused);
     if (f && f.focus) f.focus();

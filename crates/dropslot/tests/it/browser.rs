@@ -82,6 +82,11 @@ fn start_driver() -> (Child, u16) {
     panic!("chromedriver exited at start three times (port taken?)");
 }
 
+/// The element was replaced by a script between finding and using it.
+fn stale(e: &fantoccini::error::CmdError) -> bool {
+    matches!(e, fantoccini::error::CmdError::Standard(w) if w.error == fantoccini::error::ErrorStatus::StaleElementReference)
+}
+
 impl Browser {
     /// A fresh headless chromium with a window of `(width, height)` CSS pixels.
     pub async fn start(size: (u32, u32)) -> Browser {
@@ -144,8 +149,7 @@ impl Browser {
         for _ in 0..3 {
             match self.find(css).await.click().await {
                 Ok(()) => return,
-                Err(fantoccini::error::CmdError::Standard(e))
-                    if e.error == fantoccini::error::ErrorStatus::StaleElementReference => {}
+                Err(e) if stale(&e) => {}
                 Err(e) => panic!("tap {css}: {e}"),
             }
         }
@@ -206,11 +210,23 @@ impl Browser {
         }
     }
 
-    /// Types `text` into the input `css` (cleared first).
+    /// Types `text` into the input `css` (cleared first). An input that a script redrew
+    /// meanwhile is found again (three times at most).
     pub async fn fill(&self, css: &str, text: &str) {
-        let e = self.find(css).await;
-        e.clear().await.expect("clear");
-        e.send_keys(text).await.unwrap_or_else(|err| panic!("type into {css}: {err}"));
+        for _ in 0..3 {
+            let e = self.find(css).await;
+            match e.clear().await {
+                Ok(()) => {}
+                Err(err) if stale(&err) => continue,
+                Err(err) => panic!("clear {css}: {err}"),
+            }
+            match e.send_keys(text).await {
+                Ok(()) => return,
+                Err(err) if stale(&err) => {}
+                Err(err) => panic!("type into {css}: {err}"),
+            }
+        }
+        panic!("type into {css}: redrawn three times meanwhile");
     }
 
     /// Chooses the option with `value` in the select `css`.

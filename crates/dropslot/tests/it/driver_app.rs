@@ -406,3 +406,82 @@ async fn browser_driver_offline_deliveries_survive_a_reload_and_arrive_once_in_o
         assert_eq!(fetch_proof(&d, &url).await.1, b64.decode(bytes).unwrap(), "{t} {kind}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_driver_shares_its_position_and_a_parcel_withdrawn_meanwhile_is_shown_not_overwritten() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    let (ana_id, ana) = driver(&s, &op, "Ana").await;
+    // Two orders to collect at the merchant: one of a single parcel, one of two.
+    let body = json!({
+        "pick_up_address": {"text": crate::common::PICK_UP},
+        "drop_offs": [{
+            "address": {"text": "290 Bremner Blvd, Toronto, ON M5V 3L9", "lat": 43.641, "lng": -79.39,
+                        "person_name": "Receiver W", "person_phone": "+1 416 555 0100"},
+            "scheduled_date": DATE, "time_slot_code": "TOR-DT-PM",
+            "parcels": [{"unit": "g", "values": 1000, "custom_code": "WITHDRAWN0000000001"}]
+        }]
+    });
+    let r = s.post("/requests/sync", &live, &body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let withdrawn = r.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string();
+    let (kept, kept_codes) = order(&s, &live, 1).await;
+    let r = s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "pick_up", "time_limit_s": 1})).await;
+    let id = r.body["object"]["id"].as_str().unwrap().to_string();
+    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+
+    let b = phone(None).await;
+    // The phone's clock is the service's (pinned) one; its place is the depot's street.
+    let now_ms = crate::common::NOW.parse::<jiff::Timestamp>().unwrap().as_millisecond();
+    let clock = format!("(() => {{ const shift = {now_ms} - Date.now(); const real = Date.now.bind(Date); Date.now = () => real() + shift; }})();");
+    b.cdp("Page.addScriptToEvaluateOnNewDocument", json!({"source": clock})).await;
+    b.cdp("Browser.grantPermissions", json!({"permissions": ["geolocation"], "origin": s.base})).await;
+    b.cdp("Emulation.setGeolocationOverride", json!({"latitude": 43.6452, "longitude": -79.3806, "accuracy": 12})).await;
+    b.goto(&format!("{}/driver#token={ana}", s.base)).await;
+    b.wait_until("document.querySelectorAll('li.stop').length >= 1").await;
+    assert!(b.text("main").await.contains("Scan each parcel here to pick it up."));
+
+    // With consent, the position reaches the dispatcher.
+    b.tap("#share").await;
+    b.wait_until("document.getElementById('share').getAttribute('aria-pressed') === 'true'").await;
+    let seen = async {
+        loop {
+            if let Some(p) = s.app.store.latest_position(&ana_id).await.unwrap() {
+                return p;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    let p = tokio::time::timeout(std::time::Duration::from_secs(10), seen).await.expect("a position within 10 s");
+    assert_eq!((p.lat, p.lng, p.accuracy_m), (43.6452, -79.3806, 12.0));
+    assert!((p.at_ms - now_ms).abs() < 60_000, "measured by the phone's clock: {}", p.at_ms);
+
+    // Offline at the merchant: both scanned; meanwhile the merchant withdraws the single parcel.
+    b.cdp("Network.enable", json!({})).await;
+    let offline = |on: bool| json!({"offline": on, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1});
+    b.cdp("Network.emulateNetworkConditions", offline(true)).await;
+    type_code(&b, "WITHDRAWN0000000001").await;
+    b.wait_until("document.getElementById('sync').textContent === 'Offline. 1 to send'").await;
+    type_code(&b, &kept_codes[0]).await;
+    b.wait_until("document.getElementById('sync').textContent === 'Offline. 2 to send'").await;
+    let r = s.delete_parcel("WITHDRAWN0000000001", &live).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // Back online: the kept one is picked up; the withdrawn one is refused and shown, and its
+    // shipment stays deleted.
+    b.cdp("Network.emulateNetworkConditions", offline(false)).await;
+    all_sent(&b, 1).await;
+    b.wait_until("document.getElementById('conflicts') !== null").await;
+    let changed = b.text("#conflicts").await;
+    assert!(changed.contains(&withdrawn) && changed.contains("was not recorded"), "{changed}");
+    assert_eq!(b.count("li.stop.changed").await, 1);
+    check(&b, "driver-changed").await;
+    let status = |t: String| {
+        let s = &s;
+        let live = live.clone();
+        async move { s.get(&format!("/shipments/{t}"), &live).await.body["object"]["status"].clone() }
+    };
+    assert_eq!(status(withdrawn.clone()).await, "deleted");
+    assert_eq!(status(kept.clone()).await, "picked_up");
+}
