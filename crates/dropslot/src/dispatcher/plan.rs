@@ -108,7 +108,8 @@ async fn render(
         for r in &plan.routes {
             let last = app.store.latest_position(&r.driver_id).await.map_err(|e| fail(session)(e.into()))?;
             let on_date = |p: &dropslot_store::Position| {
-                jiff::Timestamp::from_millisecond(p.at_ms).is_ok_and(|t| t.to_zoned(tz.clone()).date().to_string() == plan.date)
+                jiff::Timestamp::from_millisecond(p.at_ms)
+                    .is_ok_and(|t| t.to_zoned(tz.clone()).date().to_string() == plan.date)
             };
             if let Some(p) = last.filter(on_date) {
                 seen.insert(r.driver_id.clone(), p);

@@ -33,7 +33,7 @@ static WORKER_SOURCE: LazyLock<String> = LazyLock::new(|| {
         h.update(part.as_bytes());
     }
     let digest = h.finalize();
-    let version: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let version = dropslot_core::ids::hex(&digest[..8]);
     WORKER.replace("__VERSION__", &version)
 });
 

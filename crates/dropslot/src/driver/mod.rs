@@ -470,8 +470,7 @@ async fn start(
             DriverKey { driver_id: caller.driver_id.clone(), key: format!("{key}#{}", sh.unique_id), request_hash };
         match app.store.driver_move(record, &sh.unique_id, m, Vec::new(), now).await? {
             // Moved now or before; or deleted meanwhile by its merchant (nothing to carry).
-            DriverMove::Done(MoveOutcome::Moved(_) | MoveOutcome::NotFound)
-            | DriverMove::Replayed(_) => {}
+            DriverMove::Done(MoveOutcome::Moved(_) | MoveOutcome::NotFound) | DriverMove::Replayed(_) => {}
             DriverMove::Done(MoveOutcome::Refused(r)) => {
                 return Err(Error::Conflict(format!("{}: {r}", sh.unique_id)));
             }

@@ -321,7 +321,8 @@ async fn a_pick_up_scan_at_the_merchant_picks_up_through_the_driver_api_once() {
     let (_, _, live, _) = s.new_client("Merchant").await;
     let (_, ana) = driver(&s, &op, "Ana").await;
     let (first, codes) = order(&s, &live, 0).await;
-    let r = s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "pick_up", "time_limit_s": 1})).await;
+    let r =
+        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "pick_up", "time_limit_s": 1})).await;
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.body["object"]["id"].as_str().unwrap().to_string();
     assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
@@ -331,8 +332,12 @@ async fn a_pick_up_scan_at_the_merchant_picks_up_through_the_driver_api_once() {
     assert_eq!(stop["kind"], "pick_up", "{day}");
     assert_eq!(stop["shipments"][0]["unique_id"], first.as_str());
     assert_eq!(stop["shipments"][0]["status"], "scheduled");
-    let listed: Vec<&str> =
-        stop["shipments"][0]["parcels"].as_array().unwrap().iter().map(|p| p["pick_up_code"].as_str().unwrap()).collect();
+    let listed: Vec<&str> = stop["shipments"][0]["parcels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pick_up_code"].as_str().unwrap())
+        .collect();
     assert_eq!(listed, codes.iter().map(String::as_str).collect::<Vec<_>>());
     let r = s.post("/driver/scans", &ana, &json!({"code": codes[1]})).await;
     assert_eq!((r.status.as_u16(), &r.body["object"]["stop_seq"]), (200, &json!(1)), "{}", r.body);
@@ -347,7 +352,8 @@ async fn a_pick_up_scan_at_the_merchant_picks_up_through_the_driver_api_once() {
     };
     let r = pick_up("pk-1").await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let seen: Vec<&str> = r.body["object"]["events"].as_array().unwrap().iter().map(|e| e["status"].as_str().unwrap()).collect();
+    let seen: Vec<&str> =
+        r.body["object"]["events"].as_array().unwrap().iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(seen, ["scheduled", "to_pick_up", "picked_up"]);
     assert_eq!(r.body["object"]["pick_up_status"], "picked_up");
     // A phone that lost the answer sends it again: replayed, nothing moves twice.

@@ -5,6 +5,8 @@
 //! the phone's (`--use-fake-device-for-media-stream`).
 
 use std::path::{Path, PathBuf};
+
+use base64::Engine;
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -36,7 +38,8 @@ fn stops_of(day: &Value) -> Vec<(String, Vec<String>)> {
         .iter()
         .flat_map(|s| s["shipments"].as_array().unwrap())
         .map(|sh| {
-            let codes = sh["parcels"].as_array().unwrap().iter().map(|p| p["pick_up_code"].as_str().unwrap().to_string());
+            let codes =
+                sh["parcels"].as_array().unwrap().iter().map(|p| p["pick_up_code"].as_str().unwrap().to_string());
             (sh["unique_id"].as_str().unwrap().to_string(), codes.collect())
         })
         .collect()
@@ -148,13 +151,11 @@ async fn sign(b: &Browser) {
         .await;
     let n = |i: usize| r[i].as_f64().unwrap();
     let (x, y, w, h) = (n(0), n(1), n(2), n(3));
-    let mouse = |kind: &str, fx: f64, fy: f64| {
-        json!({"type": kind, "x": x + w * fx, "y": y + h * fy, "button": "left", "buttons": 1, "clickCount": 1})
-    };
+    let mouse = |kind: &str, fx: f64, fy: f64| json!({"type": kind, "x": x + w * fx, "y": y + h * fy, "button": "left", "buttons": 1, "clickCount": 1});
     b.cdp("Input.dispatchMouseEvent", mouse("mousePressed", 0.1, 0.5)).await;
     for i in 1..=12 {
         let fy = if i % 2 == 0 { 0.3 } else { 0.7 };
-        b.cdp("Input.dispatchMouseEvent", mouse("mouseMoved", 0.1 + 0.065 * i as f64, fy)).await;
+        b.cdp("Input.dispatchMouseEvent", mouse("mouseMoved", 0.1 + 0.065 * f64::from(i), fy)).await;
     }
     b.cdp("Input.dispatchMouseEvent", mouse("mouseReleased", 0.9, 0.5)).await;
 }
@@ -281,7 +282,8 @@ async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
     let custom = read(&d, first).await["parcels"][0]["custom_code"].as_str().unwrap().to_string();
     assert!(read_back.iter().any(|(f, t)| f == "Code128" && *t == custom), "{read_back:?}");
     // The merchant's receiver gets the delivery with the same proof URLs, serving the same bytes.
-    let got = d.rx.wait_until("the delivery", |g| g.iter().any(|r| r.json()["data"]["unique_id"] == first.as_str())).await;
+    let got =
+        d.rx.wait_until("the delivery", |g| g.iter().any(|r| r.json()["data"]["unique_id"] == first.as_str())).await;
     let hook = got.iter().find(|r| r.json()["data"]["unique_id"] == first.as_str()).unwrap().json();
     assert_eq!(hook["event"], "same.shipment.delivered");
     let proofs = hook["data"]["proof_of_delivery"].as_array().unwrap().clone();
@@ -326,7 +328,7 @@ async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
     check(&b, "driver-sign-in").await;
 }
 
-/// The queued actions' files, as base64, from the phone's IndexedDB, in queue order.
+/// The queued actions' files, as base64, from the phone's `IndexedDB`, in queue order.
 async fn queued_files(b: &Browser) -> Vec<(String, String, String)> {
     let script = "const r = indexedDB.open('dropslot-driver', 1);
         r.onsuccess = () => {
@@ -395,10 +397,10 @@ async fn browser_driver_offline_deliveries_survive_a_reload_and_arrive_once_in_o
     for t in [first, second] {
         assert_eq!(d.s.scalar(&delivered(t).replace("{}", "count(*)")), 1, "{t} delivered once");
     }
-    let (a, z) = (d.s.scalar(&delivered(first).replace("{}", "e.id")), d.s.scalar(&delivered(second).replace("{}", "e.id")));
+    let (a, z) =
+        (d.s.scalar(&delivered(first).replace("{}", "e.id")), d.s.scalar(&delivered(second).replace("{}", "e.id")));
     assert!(a < z, "the first stop's delivery was recorded first");
     // The proofs served are the bytes the phone kept.
-    use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD;
     for (t, kind, bytes) in &files {
         let shipment = read(&d, t).await;
@@ -427,17 +429,21 @@ async fn browser_driver_shares_its_position_and_a_parcel_withdrawn_meanwhile_is_
     assert_eq!(r.status, 201, "{}", r.body);
     let withdrawn = r.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string();
     let (kept, kept_codes) = order(&s, &live, 1).await;
-    let r = s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "pick_up", "time_limit_s": 1})).await;
+    let r =
+        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "pick_up", "time_limit_s": 1})).await;
     let id = r.body["object"]["id"].as_str().unwrap().to_string();
     assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
 
     let b = phone(None).await;
     // The phone's clock is the service's (pinned) one; its place is the depot's street.
     let now_ms = crate::common::NOW.parse::<jiff::Timestamp>().unwrap().as_millisecond();
-    let clock = format!("(() => {{ const shift = {now_ms} - Date.now(); const real = Date.now.bind(Date); Date.now = () => real() + shift; }})();");
+    let clock = format!(
+        "(() => {{ const shift = {now_ms} - Date.now(); const real = Date.now.bind(Date); Date.now = () => real() + shift; }})();"
+    );
     b.cdp("Page.addScriptToEvaluateOnNewDocument", json!({"source": clock})).await;
     b.cdp("Browser.grantPermissions", json!({"permissions": ["geolocation"], "origin": s.base})).await;
-    b.cdp("Emulation.setGeolocationOverride", json!({"latitude": 43.6452, "longitude": -79.3806, "accuracy": 12})).await;
+    b.cdp("Emulation.setGeolocationOverride", json!({"latitude": 43.6452, "longitude": -79.3806, "accuracy": 12}))
+        .await;
     b.goto(&format!("{}/driver#token={ana}", s.base)).await;
     b.wait_until("document.querySelectorAll('li.stop').length >= 1").await;
     assert!(b.text("main").await.contains("Scan each parcel here to pick it up."));
