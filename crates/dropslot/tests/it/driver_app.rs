@@ -321,6 +321,20 @@ async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
     assert_eq!(b.eval_async(&script).await, 404);
     assert_eq!(read(&d, &d.ben_stops[0].0).await["status"], "processing");
 
+    // The merchant sees the proof on the dashboard's shipment page (its own session).
+    b.goto(&format!("{}/dashboard/sign-in", d.s.base)).await;
+    b.fill("#token", &d.live).await;
+    b.click("#sign-in button[type=submit]").await;
+    b.goto(&format!("{}/dashboard/shipments/{first}", d.s.base)).await;
+    b.wait_until(
+        "[...document.querySelectorAll('figure.proof img')].filter(i => i.complete && i.naturalWidth > 0).length === 2",
+    )
+    .await;
+    b.assert_accessible("dashboard shipment with proofs").await;
+    b.screenshot("dashboard-proof").await;
+    b.goto(&format!("{}/driver", d.s.base)).await;
+    b.wait_until("document.getElementById('sign-out') && !document.getElementById('sign-out').hidden").await;
+
     // Signing out forgets the token and the kept route.
     b.tap("#sign-out").await;
     b.wait_until("document.getElementById('sign-in') !== null").await;
