@@ -11,6 +11,7 @@ pub mod dashboard;
 pub mod dispatcher;
 pub mod driver;
 pub mod error;
+pub mod eta;
 pub mod fleet;
 pub mod health;
 pub mod http;
