@@ -490,6 +490,20 @@ const TABLES: &[Table] = &[
             c("client_id", INT_OR_NULL),
         ],
     },
+    Table {
+        name: "stop_etas",
+        identity: false,
+        columns: &[
+            c("shipment_unique_id", TEXT),
+            c("route_id", TEXT),
+            c("arrival_ms", INT),
+            c("from_ms", INT),
+            c("to_ms", INT),
+            c("late", INT),
+            c("stops_before", INT),
+            c("updated_ms", INT),
+        ],
+    },
 ];
 
 /// The `SQLite` tables the copy leaves behind, and why.

@@ -376,6 +376,9 @@ pub trait Store: Send + Sync + 'static {
     async fn latest_position(&self, driver_id: &str) -> StoreResult<Option<Position>>;
     /// Deletes the positions received before `before_ms`; how many.
     async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64>;
+    /// Replaces the live ETAs of route `route_id` with `etas` (shipment, ETA), in one
+    /// transaction (CONTRACT §14).
+    async fn save_etas(&self, route_id: &str, etas: Vec<(String, StoredEta)>, now_ms: i64) -> StoreResult<()>;
     /// Stores a driver's proof upload under its idempotency key, unless the driver already
     /// holds `max_unattached` unattached proofs.
     async fn save_proof(&self, proof: NewProof, max_unattached: i64) -> StoreResult<ProofSaved>;

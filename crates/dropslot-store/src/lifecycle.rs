@@ -82,6 +82,20 @@ pub struct StoredShipment {
     pub parcels: Vec<StoredParcel>,
     /// The drop-off shipment's events, oldest first.
     pub events: Vec<StoredEvent>,
+    /// Its live ETA, while it is on a published delivery route (CONTRACT §14).
+    pub eta: Option<StoredEta>,
+}
+
+/// A drop-off's live ETA (CONTRACT §14), Unix milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredEta {
+    pub arrival_ms: i64,
+    pub from_ms: i64,
+    pub to_ms: i64,
+    /// The arrival is after the slot's end (the window is not clipped to it).
+    pub late: bool,
+    /// Stops of its route not served yet before its own.
+    pub stops_before: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -138,4 +152,5 @@ pub struct Tracking {
     pub city: String,
     /// (status, when), oldest first.
     pub events: Vec<(Status, Timestamp)>,
+    pub eta: Option<StoredEta>,
 }

@@ -282,6 +282,7 @@ fn stored_shipments(o: &NewOrder, ids: &OrderIds) -> Vec<StoredShipment> {
                     })
                     .collect(),
                 events: Vec::new(),
+                eta: None,
             }
         })
         .collect()

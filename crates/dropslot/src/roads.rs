@@ -133,3 +133,11 @@ fn describe(e: &reqwest::Error) -> String {
         "the connection failed".into()
     }
 }
+
+/// A road-time failure as the API answers it: the routing engine down or wrong is a 503.
+pub(crate) fn error(e: RoadError) -> crate::error::Error {
+    match e {
+        RoadError::Internal(m) => crate::error::Error::Internal(m),
+        other => crate::error::Error::Upstream(other.to_string()),
+    }
+}

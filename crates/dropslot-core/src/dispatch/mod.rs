@@ -618,5 +618,6 @@ pub fn place(
     Ok((next, changed))
 }
 
+pub mod eta;
 #[cfg(test)]
 mod tests;

@@ -71,6 +71,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (15, "driver_requests", include_str!("../../migrations/postgres/0015_driver_requests.sql")),
     (16, "driver_positions", include_str!("../../migrations/postgres/0016_driver_positions.sql")),
     (17, "proofs", include_str!("../../migrations/postgres/0017_proofs.sql")),
+    (19, "stop_etas", include_str!("../../migrations/postgres/0019_stop_etas.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
@@ -1180,6 +1181,11 @@ impl Store for PgStore {
 
     async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64> {
         plans::purge_positions(&self.conn().await?, before_ms).await
+    }
+
+    async fn save_etas(&self, route_id: &str, etas: Vec<(String, crate::StoredEta)>, now_ms: i64) -> StoreResult<()> {
+        in_tx!(self, |tx| plans::save_etas(tx, route_id, &etas, now_ms).await?);
+        Ok(())
     }
 
     async fn save_proof(&self, proof: crate::NewProof, max_unattached: i64) -> StoreResult<crate::ProofSaved> {

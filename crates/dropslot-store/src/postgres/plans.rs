@@ -247,3 +247,31 @@ pub(super) async fn latest_position(c: &impl Sql, driver_id: &str) -> StoreResul
 pub(super) async fn purge_positions(c: &impl Sql, before_ms: i64) -> StoreResult<u64> {
     c.execute("DELETE FROM driver_positions WHERE received_ms < $1", &[&before_ms]).await.map_err(map_err)
 }
+
+/// Replaces a route's live ETAs, in the caller's transaction: one statement for the rows.
+pub(super) async fn save_etas(
+    c: &impl Sql,
+    route_id: &str,
+    etas: &[(String, crate::StoredEta)],
+    now_ms: i64,
+) -> StoreResult<()> {
+    c.execute("DELETE FROM stop_etas WHERE route_id = $1", &[&route_id]).await.map_err(map_err)?;
+    let ids: Vec<&str> = etas.iter().map(|(u, _)| u.as_str()).collect();
+    let arrival: Vec<i64> = etas.iter().map(|(_, e)| e.arrival_ms).collect();
+    let from: Vec<i64> = etas.iter().map(|(_, e)| e.from_ms).collect();
+    let to: Vec<i64> = etas.iter().map(|(_, e)| e.to_ms).collect();
+    let late: Vec<i32> = etas.iter().map(|(_, e)| i32::from(e.late)).collect();
+    let before: Vec<i32> = etas.iter().map(|(_, e)| i32::try_from(e.stops_before).unwrap_or(i32::MAX)).collect();
+    c.execute(
+        "INSERT INTO stop_etas (shipment_unique_id, route_id, arrival_ms, from_ms, to_ms, late, stops_before, updated_ms)
+         SELECT u, $2, a, f, t, l, b, $8
+         FROM unnest($1::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::int[], $7::int[]) AS x (u, a, f, t, l, b)
+         ON CONFLICT (shipment_unique_id) DO UPDATE SET route_id = excluded.route_id, arrival_ms = excluded.arrival_ms,
+            from_ms = excluded.from_ms, to_ms = excluded.to_ms, late = excluded.late,
+            stops_before = excluded.stops_before, updated_ms = excluded.updated_ms",
+        &[&ids, &route_id, &arrival, &from, &to, &late, &before, &now_ms],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}

@@ -62,9 +62,11 @@ pub(super) async fn shipments_without_events(c: &impl Sql, ids: &[i64]) -> Resul
                  WHERE so2.order_id = so.order_id AND d2.id < d.id),
                 p.id, p.unique_id, p.label_token, p.scheduled_date, p.start_at, p.end_at, p.status, p.slot_name,
                 p.address_json,
-                x.pick_up_codes, x.custom_codes, x.size_codes, x.label_tokens
+                x.pick_up_codes, x.custom_codes, x.size_codes, x.label_tokens,
+                e.arrival_ms, e.from_ms, e.to_ms, e.late, e.stops_before
              FROM unnest($1::bigint[]) WITH ORDINALITY AS w (id, ord)
              JOIN drop_off_shipments d ON d.id = w.id
+             LEFT JOIN stop_etas e ON e.shipment_unique_id = d.unique_id
              JOIN shipment_orders so ON so.id = d.shipment_order_id
              JOIN orders o ON o.id = so.order_id
              JOIN pick_up_shipments p ON p.id = d.pick_up_shipment_id
@@ -145,7 +147,18 @@ fn shipment_row(r: &Row) -> Result<StoredShipment, StoreError> {
             label_token,
         })
         .collect();
+    let eta = match col::<Option<i64>>(r, 37)? {
+        None => None,
+        Some(arrival_ms) => Some(crate::StoredEta {
+            arrival_ms,
+            from_ms: col(r, 38)?,
+            to_ms: col(r, 39)?,
+            late: col::<i32>(r, 40)? != 0,
+            stops_before: narrow(col::<i32>(r, 41)?.into(), "stops_before")?,
+        }),
+    };
     Ok(StoredShipment {
+        eta,
         order_unique_id: col(r, 21)?,
         drop_off_index: narrow(col(r, 23)?, "drop-off index")?,
         shipment_order: ShipmentOrderId(col(r, 13)?),
@@ -375,7 +388,10 @@ pub(super) async fn parcel_by_custom_code(
 pub(super) async fn tracking(c: &impl Sql, code: &str) -> Result<Option<Tracking>, StoreError> {
     let row = c
         .query_opt(
-            "SELECT id, unique_id, status, scheduled_date, slot_name, city FROM drop_off_shipments WHERE unique_id = $1",
+            "SELECT d.id, d.unique_id, d.status, d.scheduled_date, d.slot_name, d.city,
+                e.arrival_ms, e.from_ms, e.to_ms, e.late, e.stops_before
+             FROM drop_off_shipments d LEFT JOIN stop_etas e ON e.shipment_unique_id = d.unique_id
+             WHERE d.unique_id = $1",
             &[&code],
         )
         .await
@@ -389,6 +405,16 @@ pub(super) async fn tracking(c: &impl Sql, code: &str) -> Result<Option<Tracking
         slot_name: col(&r, 4)?,
         city: col(&r, 5)?,
         events: Vec::new(),
+        eta: match col::<Option<i64>>(&r, 6)? {
+            None => None,
+            Some(arrival_ms) => Some(crate::StoredEta {
+                arrival_ms,
+                from_ms: col(&r, 7)?,
+                to_ms: col(&r, 8)?,
+                late: col::<i32>(&r, 9)? != 0,
+                stops_before: narrow(col::<i32>(&r, 10)?.into(), "stops_before")?,
+            }),
+        },
     };
     t.events = events(c, id).await?.into_iter().map(|e| (e.to, e.at)).collect();
     Ok(Some(t))

@@ -63,6 +63,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (15, "driver_requests", include_str!("../../migrations/sqlite/0015_driver_requests.sql")),
     (16, "driver_positions", include_str!("../../migrations/sqlite/0016_driver_positions.sql")),
     (17, "proofs", include_str!("../../migrations/sqlite/0017_proofs.sql")),
+    (19, "stop_etas", include_str!("../../migrations/sqlite/0019_stop_etas.sql")),
 ];
 const READERS: usize = 4;
 
@@ -1030,6 +1031,11 @@ impl Store for SqliteStore {
 
     async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64> {
         self.writer.write(move |c| plans::purge_positions(c, before_ms)).await
+    }
+
+    async fn save_etas(&self, route_id: &str, etas: Vec<(String, crate::StoredEta)>, now_ms: i64) -> StoreResult<()> {
+        let route_id = route_id.to_string();
+        self.writer.write(move |c| plans::save_etas(c, &route_id, &etas, now_ms)).await
     }
 
     async fn save_proof(&self, proof: crate::NewProof, max_unattached: i64) -> StoreResult<crate::ProofSaved> {

@@ -217,3 +217,30 @@ pub(super) fn purge_positions(c: &Connection, before_ms: i64) -> Result<u64, Sto
         .map_err(map_err)?;
     Ok(n as u64)
 }
+
+/// Replaces a route's live ETAs (the writer's transaction holds them together).
+pub(super) fn save_etas(
+    c: &Connection,
+    route_id: &str,
+    etas: &[(String, crate::StoredEta)],
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    c.prepare_cached("DELETE FROM stop_etas WHERE route_id = ?1")
+        .and_then(|mut s| s.execute([route_id]))
+        .map_err(map_err)?;
+    let mut insert = c
+        .prepare_cached(
+            "INSERT INTO stop_etas (shipment_unique_id, route_id, arrival_ms, from_ms, to_ms, late, stops_before, updated_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (shipment_unique_id) DO UPDATE SET route_id = excluded.route_id, arrival_ms = excluded.arrival_ms,
+                from_ms = excluded.from_ms, to_ms = excluded.to_ms, late = excluded.late,
+                stops_before = excluded.stops_before, updated_ms = excluded.updated_ms",
+        )
+        .map_err(map_err)?;
+    for (u, e) in etas {
+        insert
+            .execute(params![u, route_id, e.arrival_ms, e.from_ms, e.to_ms, i32::from(e.late), e.stops_before, now_ms])
+            .map_err(map_err)?;
+    }
+    Ok(())
+}

@@ -123,10 +123,28 @@ pub(super) fn shipment_without_events(c: &Connection, id: i64) -> rusqlite::Resu
         shipment_order_unique_id,
         totals,
         pick_up,
+        eta: eta_of(c, &drop_off.unique_id)?,
         drop_off,
         parcels,
         events: Vec::new(),
     })
+}
+
+/// A drop-off's live ETA, while it is on a published delivery route.
+pub(super) fn eta_of(c: &Connection, unique_id: &str) -> rusqlite::Result<Option<crate::StoredEta>> {
+    c.prepare_cached(
+        "SELECT arrival_ms, from_ms, to_ms, late, stops_before FROM stop_etas WHERE shipment_unique_id = ?1",
+    )?
+    .query_row([unique_id], |r| {
+        Ok(crate::StoredEta {
+            arrival_ms: r.get(0)?,
+            from_ms: r.get(1)?,
+            to_ms: r.get(2)?,
+            late: r.get(3)?,
+            stops_before: r.get(4)?,
+        })
+    })
+    .optional()
 }
 
 /// A drop-off shipment's events, oldest first.
@@ -309,11 +327,13 @@ pub(super) fn tracking(c: &Connection, code: &str) -> rusqlite::Result<Option<Tr
                     slot_name: r.get(4)?,
                     city: r.get(5)?,
                     events: Vec::new(),
+                    eta: None,
                 },
             ))
         })
         .optional()?;
     let Some((id, mut t)) = found else { return Ok(None) };
     t.events = events(c, id)?.into_iter().map(|e| (e.to, e.at)).collect();
+    t.eta = eta_of(c, &t.tracking_code)?;
     Ok(Some(t))
 }

@@ -388,13 +388,40 @@ async fn transition(
         }
     }
     let attach = crate::proofs::to_attach(&app, &caller.driver_id, &unique_id, &m).await?;
+    let driver_id = caller.driver_id.clone();
     let key = DriverKey { driver_id: caller.driver_id, key, request_hash };
     let proofs = m.proof.clone();
+    let served = matches!(m.to, Status::Delivered | Status::Failed);
     match app.store.driver_move(key, &unique_id, m, attach, app.clock.now()).await? {
+        DriverMove::Done(MoveOutcome::Moved(moved)) => {
+            if served {
+                progress(&app, &driver_id, Some(&unique_id)).await;
+            }
+            crate::ops::answer(&app, MoveOutcome::Moved(moved)).await
+        }
         DriverMove::Done(outcome) => crate::ops::answer(&app, outcome).await,
         DriverMove::Replayed(moved) => Ok(replayed(crate::ops::answer(&app, MoveOutcome::Moved(moved)).await?)),
         DriverMove::KeyReused => Err(key_reused()),
         DriverMove::ProofUnavailable(token) => Err(crate::proofs::unavailable(&app.settings.base_url, &proofs, &token)),
+    }
+}
+
+/// Re-times the ETAs of the driver's routes of today (only the one holding `shipment`, when
+/// given) after its progress: a stop served, a position (CONTRACT §14). The progress itself is
+/// recorded already; a failure here (the routing engine down) is logged and leaves the
+/// windows to the next progress.
+async fn progress(app: &App, driver_id: &str, shipment: Option<&str>) {
+    let result: Result<()> = async {
+        let Some(driver) = app.store.driver(driver_id).await? else { return Ok(()) };
+        let (_, _, planned) = planned_today(app, driver_id).await?;
+        for (_, r) in planned.iter().filter(|(_, r)| shipment.is_none_or(|u| r.shipments().any(|s| s == u))) {
+            crate::eta::refresh(app, &driver.driver.depot, r).await?;
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(driver = %driver_id, error = %e, "the route's ETAs were not re-timed");
     }
 }
 
@@ -560,7 +587,10 @@ async fn position(
     let outcome = app.store.record_position(&caller.driver_id, &key, p, now.as_millisecond()).await?;
     let body = PositionRecorded { at: at.to_string() };
     match outcome {
-        dropslot_store::PositionOutcome::Recorded => Ok(envelope(201, "Position recorded.", &body).into_response()),
+        dropslot_store::PositionOutcome::Recorded => {
+            progress(&app, &caller.driver_id, None).await;
+            Ok(envelope(201, "Position recorded.", &body).into_response())
+        }
         dropslot_store::PositionOutcome::Replayed => {
             Ok(replayed(envelope(201, "Position recorded.", &body).into_response()))
         }

@@ -25,6 +25,10 @@ pub struct ShipmentView {
     pub located_by: LocatedByView,
     /// Oldest first.
     pub events: Vec<EventView>,
+    /// The live ETA window while it is on a published delivery route and not served yet
+    /// (CONTRACT §14); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eta: Option<crate::eta::EtaWindow>,
 }
 
 /// `point` (an imported address point matched the street number and name), `given` (the
@@ -70,6 +74,7 @@ impl ShipmentView {
                 pick_up_address: s.pick_up.address_located_by,
                 drop_off_address: s.drop_off.address.located_by,
             },
+            eta: crate::eta::shown(s.drop_off.status, s.eta.as_ref(), &tz),
             events: s.events.into_iter().map(|e| EventView::new(e, &tz)).collect(),
         }
     }

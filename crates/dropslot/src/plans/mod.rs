@@ -139,10 +139,7 @@ async fn drivers(app: &App, depot: &str, date: Date, ids: Option<&[String]>, tz:
 }
 
 fn roads_error(e: RoadError) -> Error {
-    match e {
-        RoadError::Internal(m) => Error::Internal(m),
-        other => Error::Upstream(other.to_string()),
-    }
+    crate::roads::error(e)
 }
 
 /// Solves `problem` (fixed routes given by driver id) within `seconds`: the road matrix, then
@@ -538,6 +535,11 @@ pub(crate) async fn publish_plan(app: &App, id: &str) -> Result<(Plan, TimeZone)
     }
     let next = Plan { status: PlanStatus::Published, published_at: Some(app.clock.now().as_second()), ..stored.plan };
     saved(app.store.save_plan(&next, stored.version).await?)?;
+    // The drop-offs' ETA windows (CONTRACT §14). The plan is published whatever happens here:
+    // a failure (the routing engine down) leaves the windows to the driver's first progress.
+    if let Err(e) = crate::eta::refresh_plan(app, &next).await {
+        tracing::warn!(plan = %next.id, error = %e, "the published plan's ETAs were not computed");
+    }
     Ok((next, base.tz))
 }
 

@@ -43,6 +43,13 @@ struct TrackingJson {
     time_slot: String,
     city: String,
     events: Vec<EventJson>,
+    /// The live ETA window while the parcel is on a published delivery route and not
+    /// delivered yet (CONTRACT §14); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    eta: Option<crate::eta::EtaWindow>,
+    /// How many stops its driver makes before this one, with `eta`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stops_before: Option<u32>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -64,6 +71,8 @@ struct Page<'a> {
     time_slot: &'a str,
     city: &'a str,
     events: Vec<PageEvent>,
+    /// "14:20–14:50", with the stops before it and whether it is past the slot.
+    eta: Option<(String, u32, bool)>,
 }
 
 struct PageEvent {
@@ -174,6 +183,8 @@ fn json_page(t: &Tracking, tz: &jiff::tz::TimeZone) -> Response {
         time_slot: t.slot_name.clone(),
         city: t.city.clone(),
         events: t.events.iter().map(|(status, at)| EventJson { status: *status, at: local(*at, tz) }).collect(),
+        eta: crate::eta::shown(t.status, t.eta.as_ref(), tz),
+        stops_before: crate::eta::shown(t.status, t.eta.as_ref(), tz).and(t.eta.map(|e| e.stops_before)),
     };
     match serde_json::to_string(&body) {
         Ok(text) => crate::error::json_response(200, text),
@@ -183,7 +194,12 @@ fn json_page(t: &Tracking, tz: &jiff::tz::TimeZone) -> Response {
 
 fn html_page(t: &Tracking, tz: &jiff::tz::TimeZone) -> Response {
     let (status_label, headline) = label(t.status);
+    let eta = crate::eta::shown(t.status, t.eta.as_ref(), tz).zip(t.eta).map(|(w, e)| {
+        let hm = |iso: &str| iso.get(11..16).unwrap_or(iso).to_string();
+        (format!("{}–{}", hm(&w.from), hm(&w.to)), e.stops_before, w.late)
+    });
     let page = Page {
+        eta,
         css: CSS,
         tracking_code: &t.tracking_code,
         headline,

@@ -47,6 +47,10 @@ struct ShipmentEvent<'a> {
     city: &'a str,
     pick_up_shipment: PickUp<'a>,
     parcels: Vec<Parcel<'a>>,
+    /// The live ETA window while the shipment is on a published route and not served
+    /// (CONTRACT §14); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    eta: Option<crate::eta::EtaWindow>,
 }
 
 #[derive(Serialize)]
@@ -83,6 +87,7 @@ pub fn shipment_event(cx: &Context<'_>, s: &StoredShipment, e: &StoredEvent) -> 
         unique_id: &d.unique_id,
         tracking_code: &d.unique_id,
         tracking_url: crate::labels::tracking_url(cx.base_url, &d.unique_id),
+        eta: crate::eta::shown(e.to, s.eta.as_ref(), &tz),
         status: e.to,
         previous_status: e.from,
         trigger_datetime: local(e.at, &tz),

@@ -45,6 +45,7 @@ const TABLES: &[&str] = &[
     "published_routes",
     "published_stops",
     "proofs",
+    "stop_etas",
 ];
 
 fn copy(from: &str, to: &str) -> Output {
@@ -382,6 +383,7 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
             "published_routes",
             "published_stops",
             "proofs",
+            "stop_etas",
         ];
         if !no_ids.contains(&table.as_str()) {
             // The sequence continues right after the copied ids (the tables without ids aside).

@@ -16,6 +16,7 @@ mod driver_api;
 mod driver_app;
 mod driver_proofs;
 mod errors;
+mod eta;
 mod fleet;
 mod hardening;
 mod labels;
