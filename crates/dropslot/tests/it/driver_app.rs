@@ -89,36 +89,19 @@ async fn phone(video: Option<&Path>) -> Browser {
 async fn label_video(d: &Day, tracking: &str, dir: &Path) -> PathBuf {
     let label = read(d, tracking).await["parcels"][0]["label"].as_str().unwrap().to_string();
     let pdf = d.s.http.get(&label).send().await.unwrap().bytes().await.unwrap();
-    let (pdf_path, prefix) = (dir.join("label.pdf"), dir.join("label"));
-    std::fs::write(&pdf_path, &pdf).unwrap();
-    let status = Command::new("pdftoppm")
-        .args(["-r", "300", "-png", "-singlefile"])
-        .arg(&pdf_path)
-        .arg(&prefix)
-        .status()
-        .expect("pdftoppm is missing: run scripts/test-deps.sh");
-    assert!(status.success());
+    let png = crate::labels::rasterise(&pdf, dir, "label");
     let video = dir.join("label.y4m");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/png_to_y4m.py");
-    let out = Command::new("python3").arg(script).arg(prefix.with_extension("png")).arg(&video).output().unwrap();
+    let out = Command::new("python3").arg(script).arg(png).arg(&video).output().unwrap();
     assert!(out.status.success(), "png_to_y4m.py: {}", String::from_utf8_lossy(&out.stderr));
     video
 }
 
-/// The barcodes zxing-cpp reads in an image (format, text): nothing of ours decodes them.
+/// The barcodes zxing-cpp reads in an image (format, text).
 fn barcodes(image: &[u8], dir: &Path) -> Vec<(String, String)> {
     let path = dir.join("photo.jpg");
     std::fs::write(&path, image).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dropslot-labels/tests/decode.py");
-    let out = Command::new("python3").arg(script).arg(&path).output().expect("python3");
-    assert!(out.status.success(), "decode.py: {}", String::from_utf8_lossy(&out.stderr));
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    json[path.to_str().unwrap()]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["format"].as_str().unwrap().to_string(), c["text"].as_str().unwrap().to_string()))
-        .collect()
+    crate::labels::decode_image(&path)
 }
 
 /// Opens the sign-in link and waits for the route's stops.

@@ -2,7 +2,7 @@
 //! document, and the barcodes decoded from the served PDFs (rasterised by poppler, read by
 //! zxing-cpp — nothing of ours) carry the custom code, the pick-up code, the tracking URL.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::{TestServer, request_with_codes};
@@ -12,6 +12,11 @@ const CODE: &str = "LABELTEST0000001";
 
 /// (format, text) of every barcode in a PDF's first page.
 fn decode_pdf(pdf: &[u8], dir: &Path, name: &str) -> Vec<(String, String)> {
+    decode_image(&rasterise(pdf, dir, name))
+}
+
+/// The first page of `pdf` as a 300 dpi PNG in `dir` (poppler's `pdftoppm`): its path.
+pub(crate) fn rasterise(pdf: &[u8], dir: &Path, name: &str) -> PathBuf {
     let pdf_path = dir.join(format!("{name}.pdf"));
     std::fs::write(&pdf_path, pdf).unwrap();
     let prefix = dir.join(name);
@@ -22,16 +27,21 @@ fn decode_pdf(pdf: &[u8], dir: &Path, name: &str) -> Vec<(String, String)> {
         .status()
         .expect("pdftoppm is missing: run scripts/test-deps.sh");
     assert!(status.success());
-    let png = prefix.with_extension("png");
+    prefix.with_extension("png")
+}
+
+/// (format, text) of every barcode zxing-cpp reads in the image at `path` (PNG or JPEG):
+/// nothing of ours decodes them.
+pub(crate) fn decode_image(path: &Path) -> Vec<(String, String)> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dropslot-labels/tests/decode.py");
-    let out = Command::new("python3").arg(script).arg(&png).output().expect("python3");
+    let out = Command::new("python3").arg(script).arg(path).output().expect("python3");
     assert!(
         out.status.success(),
         "decode.py failed (run scripts/test-deps.sh): {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    json[png.to_str().unwrap()]
+    json[path.to_str().unwrap()]
         .as_array()
         .unwrap()
         .iter()
