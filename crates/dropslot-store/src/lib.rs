@@ -240,6 +240,12 @@ pub trait Store: Send + Sync + 'static {
 
     // Reads.
     async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>>;
+    /// Each live drop-off of `unique_ids` (tracking codes) that exists: its status and when it
+    /// last changed (its newest event). What re-timing a route needs, in one read.
+    async fn progress_of(
+        &self,
+        unique_ids: Vec<String>,
+    ) -> StoreResult<Vec<(String, dropslot_core::shipments::Status, Timestamp)>>;
     /// The live drop-off shipments a pick-up shipment collects, by tracking code, oldest
     /// first (deleted ones too: a driver sees that a merchant withdrew one).
     async fn pick_up_members(&self, pick_up_unique_id: &str) -> StoreResult<Vec<String>>;

@@ -84,15 +84,19 @@ pub async fn refresh(app: &App, depot: &str, route: &Route) -> Result<()> {
         return Ok(());
     }
     let now = app.clock.now();
+    let ids: Vec<String> = route.visits().iter().flat_map(|s| s.shipment_unique_ids.iter().cloned()).collect();
+    let progress: std::collections::HashMap<String, (Status, i64)> =
+        app.store.progress_of(ids).await?.into_iter().map(|(u, status, at)| (u, (status, at.as_second()))).collect();
     let mut served_stops = Vec::with_capacity(route.visits().len());
     let mut origin: Option<Origin> = None;
     for s in route.visits() {
         let mut done = s.kind == StopKind::DropOff;
         let mut last = None;
         for u in &s.shipment_unique_ids {
-            let Some(sh) = app.store.shipment(Visibility::Ops, u).await? else { continue };
-            done &= served(sh.drop_off.status);
-            last = last.max(sh.events.last().map(|e| e.at.as_second()));
+            // A shipment gone from the live ones (it cannot be, once published) holds nothing.
+            let Some((status, at)) = progress.get(u) else { continue };
+            done &= served(*status);
+            last = last.max(Some(*at));
         }
         if done
             && let (Some(time), Ok(at)) = (last, LatLng::new(s.lat, s.lng))

@@ -958,6 +958,13 @@ impl Store for PgStore {
         reads::shipment(&self.conn().await?, visible, unique_id).await
     }
 
+    async fn progress_of(
+        &self,
+        unique_ids: Vec<String>,
+    ) -> StoreResult<Vec<(String, dropslot_core::shipments::Status, Timestamp)>> {
+        reads::progress_of(&self.conn().await?, &unique_ids).await
+    }
+
     async fn pick_up_members(&self, pick_up_unique_id: &str) -> StoreResult<Vec<String>> {
         reads::pick_up_members(&self.conn().await?, pick_up_unique_id).await
     }

@@ -204,6 +204,24 @@ async fn events(c: &impl Sql, drop_off: i64) -> Result<Vec<StoredEvent>, StoreEr
 }
 
 /// A drop-off shipment by tracking code, where visible.
+/// Each live drop-off's status and the time of its newest event, in one statement.
+pub(super) async fn progress_of(
+    c: &impl Sql,
+    unique_ids: &[String],
+) -> Result<Vec<(String, Status, Timestamp)>, StoreError> {
+    let rows = c
+        .query(
+            "SELECT d.unique_id, d.status, e.at FROM drop_off_shipments d
+             CROSS JOIN LATERAL (SELECT at FROM shipment_events
+                WHERE shipment_kind = 'drop_off' AND shipment_id = d.id ORDER BY id DESC LIMIT 1) e
+             WHERE d.unique_id = ANY($1) AND d.mode = 'live'",
+            &[&unique_ids],
+        )
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(|r| Ok((col(r, 0)?, status_column(r, 1)?, col::<Timestamp>(r, 2)?))).collect()
+}
+
 /// The live drop-off shipments of a pick-up shipment, oldest first.
 pub(super) async fn pick_up_members(c: &impl Sql, pick_up_unique_id: &str) -> Result<Vec<String>, StoreError> {
     let rows = c

@@ -794,6 +794,13 @@ impl Store for SqliteStore {
         self.read(|c| reads::shipment(c, visible, unique_id))
     }
 
+    async fn progress_of(
+        &self,
+        unique_ids: Vec<String>,
+    ) -> StoreResult<Vec<(String, dropslot_core::shipments::Status, Timestamp)>> {
+        self.read(|c| reads::progress_of(c, &unique_ids))
+    }
+
     async fn pick_up_members(&self, pick_up_unique_id: &str) -> StoreResult<Vec<String>> {
         self.read(|c| reads::pick_up_members(c, pick_up_unique_id))
     }

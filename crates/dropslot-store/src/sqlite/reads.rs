@@ -195,6 +195,25 @@ pub(super) fn shipment(
     id.map(|id| shipment_by_id(c, id)).transpose()
 }
 
+/// Each live drop-off's status and the time of its newest event.
+pub(super) fn progress_of(c: &Connection, unique_ids: &[String]) -> rusqlite::Result<Vec<(String, Status, Timestamp)>> {
+    let mut q = c.prepare_cached(
+        "SELECT d.unique_id, d.status, e.at FROM drop_off_shipments d
+         JOIN shipment_events e ON e.id = (SELECT max(id) FROM shipment_events
+            WHERE shipment_kind = 'drop_off' AND shipment_id = d.id)
+         WHERE d.unique_id = ?1 AND d.mode = 'live'",
+    )?;
+    let mut out = Vec::with_capacity(unique_ids.len());
+    for u in unique_ids {
+        if let Some(row) =
+            q.query_row([u], |r| Ok((r.get::<_, String>(0)?, status_column(r, 1)?, timestamp(r, 2)?))).optional()?
+        {
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
 /// The live drop-off shipments of a pick-up shipment, oldest first.
 pub(super) fn pick_up_members(c: &Connection, pick_up_unique_id: &str) -> rusqlite::Result<Vec<String>> {
     c.prepare_cached(
