@@ -494,6 +494,9 @@ const TABLES: &[Table] = &[
 
 /// The `SQLite` tables the copy leaves behind, and why.
 const NOT_COPIED: &[(&str, &str)] = &[
+    ("notifications", "recipient messages: not carried yet (issue 32 follow-up); sent ones stay in the source"),
+    ("notification_recipients", "opt-out tokens and opt-outs: not carried yet (issue 32 follow-up)"),
+    ("notification_settings", "clients' notification settings: not carried yet (issue 32 follow-up)"),
     ("schema_migrations", "the target records its own migrations"),
     ("health_probe", "the readiness probe's row, rewritten at every start"),
     ("dashboard_sessions", "browser sessions: after a move its users sign in again"),
