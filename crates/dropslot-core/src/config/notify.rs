@@ -10,6 +10,10 @@ pub(super) struct RawNotifications {
     smtp: Option<RawSmtp>,
     #[serde(default)]
     sms: Option<RawSms>,
+    /// How long a sender's claim on a message holds (`2m`): a message left `sending` by a
+    /// crashed process is `uncertain` after it. Longer than a send's timeouts (15 s).
+    #[serde(default)]
+    lease: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,10 +78,17 @@ impl std::fmt::Debug for SmsSettings {
 }
 
 /// The configured channels; `None` = not configured (messages recorded `not_configured`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NotificationConfig {
     pub smtp: Option<SmtpSettings>,
     pub sms: Option<SmsSettings>,
+    pub lease: std::time::Duration,
+}
+
+impl Default for NotificationConfig {
+    fn default() -> Self {
+        NotificationConfig { smtp: None, sms: None, lease: std::time::Duration::from_secs(120) }
+    }
 }
 
 /// The credentials from `DROPSLOT_SMTP_USER`/`_PASSWORD` and `DROPSLOT_SMS_USER`/`_PASSWORD`.
@@ -152,7 +163,17 @@ pub(super) fn build(raw: RawNotifications, creds: &Credentials) -> Result<Notifi
             })
         }
     };
-    Ok(NotificationConfig { smtp, sms })
+    let lease = match raw.lease.as_deref() {
+        None => std::time::Duration::from_secs(120),
+        Some(text) => {
+            let d = super::parse_duration(text).map_err(|e| format!("notifications.lease: {e}"))?;
+            if d < std::time::Duration::from_secs(1) || d > std::time::Duration::from_secs(3600) {
+                return Err("notifications.lease: from 1s to 1h".into());
+            }
+            d
+        }
+    };
+    Ok(NotificationConfig { smtp, sms, lease })
 }
 
 #[cfg(test)]

@@ -18,8 +18,6 @@ use dropslot_core::config::{SmsSettings, SmtpSecurity, SmtpSettings};
 use dropslot_store::notifications::Facts;
 use dropslot_store::{Channel, ClaimedNotification, NotificationEnd, NotificationOutcome};
 
-/// How long a claim holds: longer than one message's timeouts (connect + send).
-const LEASE: Duration = Duration::from_secs(120);
 /// Every outbound step's limit.
 const TIMEOUT: Duration = Duration::from_secs(15);
 const BATCH: usize = 16;
@@ -73,14 +71,17 @@ impl Sender {
         Ok(Sender { app, mailer, sms, wake })
     }
 
-    /// Claims and sends until `stopping` turns true.
+    /// Claims and sends until `stopping` turns true; a claimed batch is sent concurrently (each
+    /// message within the lease), and finished before the next claim or the stop.
     pub async fn run(self, mut stopping: tokio::sync::watch::Receiver<bool>) {
         if self.mailer.is_none() && self.sms.is_none() {
             return;
         }
+        let lease = self.app.settings.notifications.lease.as_millis() as i64;
+        let me = Arc::new(self);
         while !*stopping.borrow() {
             let now = dropslot_store::queue_now_ms();
-            let claimed = match self.app.store.claim_notifications(now, now + LEASE.as_millis() as i64, BATCH).await {
+            let claimed = match me.app.store.claim_notifications(now, now + lease, BATCH).await {
                 Ok(c) => c,
                 Err(e) => {
                     tracing::warn!(error = %e, "claiming notifications failed; tried again shortly");
@@ -88,19 +89,22 @@ impl Sender {
                 }
             };
             let busy = !claimed.is_empty();
+            let mut batch = tokio::task::JoinSet::new();
             for c in claimed {
-                self.one(c).await;
+                let me = me.clone();
+                batch.spawn(async move { me.one(c).await });
             }
+            while batch.join_next().await.is_some() {}
             if busy {
                 continue;
             }
-            let next = self.app.store.next_notification_due_ms().await.ok().flatten();
+            let next = me.app.store.next_notification_due_ms().await.ok().flatten();
             let wait = next.map_or(Duration::from_secs(1), |at| {
                 Duration::from_millis(u64::try_from(at - dropslot_store::queue_now_ms()).unwrap_or(0))
                     .min(Duration::from_secs(1))
             });
             tokio::select! {
-                () = self.wake.notified() => {}
+                () = me.wake.notified() => {}
                 () = tokio::time::sleep(wait.max(Duration::from_millis(20))) => {}
                 _ = stopping.changed() => {}
             }

@@ -21,6 +21,7 @@ mod hardening;
 mod labels;
 mod layout;
 mod metrics;
+mod notifications;
 mod openapi;
 mod ops;
 mod ops_pages;

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""A real SMTP server for the notification tests (aiosmtpd, installed by scripts/test-deps.sh).
+
+Binds 127.0.0.1:PORT, writes one JSON line per accepted message to LOG (Message-ID,
+envelope sender and recipients, subject, the text part, the List-Unsubscribe headers),
+flushed to disk before the reply, and prints "ready" once it listens.
+
+--hang-until FILE: after a message is logged, its "250" reply waits until FILE exists
+(the kill test lands its SIGKILL between the server's acceptance and the client's ack).
+"""
+
+import argparse
+import asyncio
+import email
+import email.policy
+import json
+import os
+import sys
+import time
+
+from aiosmtpd.controller import Controller
+
+
+class Handler:
+    def __init__(self, log, hang_until):
+        self.log = log
+        self.hang_until = hang_until
+
+    async def handle_DATA(self, server, session, envelope):
+        msg = email.message_from_bytes(envelope.original_content or envelope.content, policy=email.policy.default)
+        text = ""
+        html = ""
+        for part in msg.walk():
+            if part.get_content_type() == "text/plain" and not text:
+                text = part.get_content()
+            elif part.get_content_type() == "text/html" and not html:
+                html = part.get_content()
+        record = {
+            "message_id": str(msg.get("Message-ID", "")),
+            "mail_from": envelope.mail_from,
+            "rcpt_tos": list(envelope.rcpt_tos),
+            "from": str(msg.get("From", "")),
+            "to": str(msg.get("To", "")),
+            "subject": str(msg.get("Subject", "")),
+            "text": text,
+            "html": html,
+            "list_unsubscribe": str(msg.get("List-Unsubscribe", "")),
+            "list_unsubscribe_post": str(msg.get("List-Unsubscribe-Post", "")),
+        }
+        with open(self.log, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        if self.hang_until:
+            while not os.path.exists(self.hang_until):
+                await asyncio.sleep(0.05)
+        return "250 Message accepted for delivery"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--log", required=True)
+    p.add_argument("--hang-until", default=None)
+    a = p.parse_args()
+    controller = Controller(Handler(a.log, a.hang_until), hostname="127.0.0.1", port=a.port)
+    controller.start()
+    print("ready", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    finally:
+        controller.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
