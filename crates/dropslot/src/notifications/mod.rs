@@ -135,6 +135,14 @@ fn page(title: &str, body: &str) -> Response {
 
 /// `GET /notifications/opt-out/{token}`: a confirm form (a mail scanner following the link
 /// opts nobody out).
+#[utoipa::path(get, path = "/notifications/opt-out/{token}", tag = "Notifications", operation_id = "opt_out_form",
+    summary = "The recipient's opt-out page",
+    description = "Public (the token in the link of every message is the credential). A confirm form: following the link opts nobody out.",
+    params(("token" = String, Path, description = "The recipient's opt-out token, from a message's link.")),
+    responses(
+        (status = 200, description = "The confirm form (or, once opted out, the confirmation).", content_type = "text/html", body = String),
+        (status = 404, description = "No such token.", content_type = "text/html", body = String),
+    ))]
 async fn opt_out_form(State(app): State<App>, PathParam(token): PathParam<String>) -> Result<Response> {
     match app.store.opt_out_state(&token).await? {
         None => Ok((axum::http::StatusCode::NOT_FOUND, page("Link not found", "<p>This link is not valid.</p>"))
@@ -153,6 +161,14 @@ async fn opt_out_form(State(app): State<App>, PathParam(token): PathParam<String
 
 /// `POST /notifications/opt-out/{token}`: the form's button, or a mail client's RFC 8058
 /// one-click request.
+#[utoipa::path(post, path = "/notifications/opt-out/{token}", tag = "Notifications", operation_id = "opt_out",
+    summary = "Opt a recipient out",
+    description = "Public. Stops every later message to the address or number the token stands for (RFC 8058 one-click too). Taking it twice is the same as once.",
+    params(("token" = String, Path, description = "The recipient's opt-out token, from a message's link.")),
+    responses(
+        (status = 200, description = "Opted out.", content_type = "text/html", body = String),
+        (status = 404, description = "No such token.", content_type = "text/html", body = String),
+    ))]
 async fn opt_out(State(app): State<App>, PathParam(token): PathParam<String>) -> Result<Response> {
     if app.store.opt_out(&token, app.clock.now()).await? {
         tracing::info!("a recipient opted out of notifications");
