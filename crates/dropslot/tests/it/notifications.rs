@@ -297,6 +297,17 @@ async fn test_mode_sends_nothing_and_records_test_mode() {
     let all = listed(&s, &s.token, &tracking).await;
     assert_eq!(all.len(), 2, "{all:?}");
     assert!(all.iter().all(|n| n["state"] == "test_mode"), "{all:?}");
+    // Shown on the dashboard's shipment page, masked.
+    let mut v = crate::dashboard_http::Visitor::new(&s);
+    v.sign_in(&s.token).await;
+    let page = v.get(&format!("/dashboard/shipments/{tracking}")).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("Recipient messages") && page.body.contains("data-state=\"test_mode\""),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("t•••@example.com") && !page.body.contains("tess@example.com"), "masked");
     // A live message after it arrives, alone.
     let (_, _, live, _) = s.new_client("Corner Shop").await;
     order(&s, &live, EMAIL).await;
