@@ -303,6 +303,11 @@ pub enum NotificationEnd {
     Failed {
         error: String,
     },
+    /// Handed over, and the answer lost (a broken connection or a timeout after the message
+    /// went out): it may have been delivered, so it is not sent again.
+    Uncertain {
+        error: String,
+    },
     OptedOut,
 }
 

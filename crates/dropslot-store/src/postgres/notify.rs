@@ -261,6 +261,7 @@ pub(super) async fn finish(c: &impl Sql, o: &NotificationOutcome) -> StoreResult
         NotificationEnd::Sent => ("sent", None, None, Some(o.now.to_string())),
         NotificationEnd::Retry { error, next_ms } => ("pending", Some(error), Some(*next_ms), None),
         NotificationEnd::Failed { error } => ("failed", Some(error), None, None),
+        NotificationEnd::Uncertain { error } => ("uncertain", Some(error), None, None),
         NotificationEnd::OptedOut => ("opted_out", None, None, None),
     };
     let n = c

@@ -118,6 +118,7 @@ impl Sender {
             NotificationEnd::Sent => "sent",
             NotificationEnd::Retry { .. } => "retry",
             NotificationEnd::Failed { .. } => "failed",
+            NotificationEnd::Uncertain { .. } => "uncertain",
             NotificationEnd::OptedOut => "opted_out",
         };
         tracing::info!(
@@ -160,6 +161,7 @@ impl Sender {
         match sent {
             Ok(()) => NotificationEnd::Sent,
             Err(Failure::Permanent(error)) => NotificationEnd::Failed { error },
+            Err(Failure::Uncertain(error)) => NotificationEnd::Uncertain { error },
             Err(Failure::Transient(error)) => {
                 let attempts = u32::try_from(c.attempts + 1).unwrap_or(u32::MAX);
                 match retry::next_delay(&self.app.settings.webhooks.retry_schedule, attempts, None, retry::unit()) {
@@ -218,8 +220,14 @@ impl Sender {
             Ok(r) => {
                 Err(Failure::Permanent(format!("The SMS provider refused the message ({}).", r.status().as_u16())))
             }
-            Err(e) if e.is_timeout() => Err(Failure::Transient("The SMS provider did not answer in time.".into())),
-            Err(_) => Err(Failure::Transient("The SMS provider could not be reached.".into())),
+            Err(e) if e.is_connect() => Err(Failure::Transient("The SMS provider could not be reached.".into())),
+            Err(e) if e.is_timeout() => Err(Failure::Uncertain(
+                "The SMS provider did not answer in time; the message may have been sent and is not sent again.".into(),
+            )),
+            Err(_) => Err(Failure::Uncertain(
+                "The connection to the SMS provider broke; the message may have been sent and is not sent again."
+                    .into(),
+            )),
         }
     }
 
@@ -235,14 +243,22 @@ impl Sender {
 enum Failure {
     Permanent(String),
     Transient(String),
+    /// The message went out and the answer was lost: never sent again.
+    Uncertain(String),
     /// The claim ended (another process holds the message now).
     Lost,
 }
 
 /// The error in the integrator's words, with the SMTP code when there is one; never lettre's
-/// text (it can quote an address).
+/// text (it can quote an address). No connection, a TLS failure or a 4xx: not accepted, tried
+/// again. A 5xx: refused for good. A connection broken or timed out once the session began:
+/// the server may have accepted the message, so it is `uncertain` and never sent again (the
+/// same rule as a crash while `sending`; docs/notifications.md).
 fn smtp_failure(e: &lettre::transport::smtp::Error) -> Failure {
     let code = e.status().map(|c| c.to_string());
+    // lettre tells a failed connect apart only in its text ("Connection error: …"); the text is
+    // looked at here and never kept.
+    let not_connected = e.to_string().starts_with("Connection error");
     if e.is_permanent() {
         Failure::Permanent(format!(
             "The mail server refused the message permanently (SMTP {}).",
@@ -253,10 +269,14 @@ fn smtp_failure(e: &lettre::transport::smtp::Error) -> Failure {
             "The mail server deferred the message (SMTP {}); tried again later.",
             code.as_deref().unwrap_or("4xx")
         ))
-    } else if e.is_timeout() {
-        Failure::Transient("The mail server did not answer in time; tried again later.".into())
-    } else {
+    } else if not_connected {
         Failure::Transient("The mail server could not be reached; tried again later.".into())
+    } else if e.is_tls() {
+        Failure::Transient("The TLS handshake with the mail server failed; tried again later.".into())
+    } else if e.is_timeout() {
+        Failure::Uncertain("The mail server stopped answering during the session; the message may have been delivered and is not sent again.".into())
+    } else {
+        Failure::Uncertain("The connection to the mail server broke during the session; the message may have been delivered and is not sent again.".into())
     }
 }
 
