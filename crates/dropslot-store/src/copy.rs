@@ -490,13 +490,45 @@ const TABLES: &[Table] = &[
             c("client_id", INT_OR_NULL),
         ],
     },
+    Table {
+        name: "notifications",
+        identity: true,
+        columns: &[
+            c("id", INT),
+            c("client_id", INT),
+            c("mode", MODE),
+            c("drop_off_id", INT),
+            c("shipment_unique_id", TEXT),
+            c("trigger_kind", TEXT),
+            c("channel", TEXT),
+            c("recipient", TEXT),
+            c("recipient_hash", TEXT),
+            c("state", TEXT),
+            c("facts_json", JSON),
+            c("message_id", TEXT),
+            c("attempts", INT),
+            c("last_error", TEXT_OR_NULL),
+            c("next_attempt_ms", INT),
+            c("lease_until_ms", INT),
+            c("created_at", TEXT),
+            c("sent_at", TEXT_OR_NULL),
+        ],
+    },
+    // Opt-outs must survive a move: a recipient who opted out is never written to again.
+    Table {
+        name: "notification_recipients",
+        identity: false,
+        columns: &[c("recipient_hash", TEXT), c("opt_out_token", TEXT), c("opted_out_at", TEXT_OR_NULL)],
+    },
+    Table {
+        name: "notification_settings",
+        identity: false,
+        columns: &[c("client_id", INT), c("mode", MODE), c("settings_json", JSON), c("updated_at", TEXT)],
+    },
 ];
 
 /// The `SQLite` tables the copy leaves behind, and why.
 const NOT_COPIED: &[(&str, &str)] = &[
-    ("notifications", "recipient messages: not carried yet (issue 32 follow-up); sent ones stay in the source"),
-    ("notification_recipients", "opt-out tokens and opt-outs: not carried yet (issue 32 follow-up)"),
-    ("notification_settings", "clients' notification settings: not carried yet (issue 32 follow-up)"),
     ("schema_migrations", "the target records its own migrations"),
     ("health_probe", "the readiness probe's row, rewritten at every start"),
     ("dashboard_sessions", "browser sessions: after a move its users sign in again"),
