@@ -71,7 +71,8 @@ impl Channel {
     }
 }
 
-/// Which triggers a client has on.
+/// Which triggers a client has on (the wire shape CONTRACT §14 fixes: one switch each).
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TriggerSwitches {
@@ -240,8 +241,7 @@ pub fn recipient_hash(channel: Channel, recipient: &str) -> String {
             format!("sms:{}{digits}", if t.starts_with('+') { "+" } else { "" })
         }
     };
-    let digest = Sha256::digest(normal.as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    dropslot_core::ids::hex(&Sha256::digest(normal.as_bytes()))
 }
 
 /// `<n_…@dropslot>`: a message's stable Message-ID, fixed when enqueued (every attempt sends it).

@@ -487,10 +487,9 @@ async fn queue_notifications(
     let mut planned = super::notify::Planned::default();
     for ((scope, _), w) in orders.iter().zip(written) {
         let key = (scope.client.0, scope.mode.as_str());
-        if !tenants.contains_key(&key) {
+        if let std::collections::hash_map::Entry::Vacant(e) = tenants.entry(key) {
             let settings = super::notify::settings(c, *scope).await?;
-            tenants
-                .insert(key, crate::notifications::NotifyTenant { client: key.0, mode: key.1.to_string(), settings });
+            e.insert(crate::notifications::NotifyTenant { client: key.0, mode: key.1.to_string(), settings });
         }
         let Some(tenant) = tenants.get(&key) else { continue };
         for (shipment, scheduled) in created_events(w, |drop_off| got.events.get(&drop_off).copied())? {

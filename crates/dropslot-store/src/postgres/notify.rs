@@ -41,6 +41,22 @@ pub(super) async fn tenants(c: &impl Sql, drop_offs: &[i64]) -> StoreResult<Vec<
         .collect()
 }
 
+/// The planned rows as the insert's `unnest` columns.
+#[derive(Default)]
+struct Columns<'a> {
+    clients: Vec<i64>,
+    modes: Vec<&'a str>,
+    drop_offs: Vec<i64>,
+    shipments: Vec<&'a str>,
+    triggers: Vec<&'static str>,
+    channels: Vec<&'static str>,
+    recipients: Vec<&'a str>,
+    hashes: Vec<&'a str>,
+    states: Vec<&'static str>,
+    facts: Vec<&'a str>,
+    message_ids: Vec<&'a str>,
+}
+
 /// Messages planned for a unit of work, written in one statement.
 #[derive(Default)]
 pub(super) struct Planned {
@@ -66,20 +82,19 @@ impl Planned {
         if self.rows.is_empty() {
             return Ok(0);
         }
-        let mut cols: (Vec<i64>, Vec<String>, Vec<i64>, Vec<String>, Vec<&str>, Vec<&str>) = Default::default();
-        let mut more: (Vec<String>, Vec<String>, Vec<&str>, Vec<String>, Vec<String>) = Default::default();
+        let mut cols = Columns::default();
         for (client, mode, n) in &self.rows {
-            cols.0.push(*client);
-            cols.1.push(mode.clone());
-            cols.2.push(n.drop_off_id);
-            cols.3.push(n.shipment_unique_id.clone());
-            cols.4.push(n.trigger.as_str());
-            cols.5.push(n.channel.as_str());
-            more.0.push(n.recipient.clone());
-            more.1.push(n.recipient_hash.clone());
-            more.2.push(n.state);
-            more.3.push(n.facts_json.clone());
-            more.4.push(n.message_id.clone());
+            cols.clients.push(*client);
+            cols.modes.push(mode.as_str());
+            cols.drop_offs.push(n.drop_off_id);
+            cols.shipments.push(n.shipment_unique_id.as_str());
+            cols.triggers.push(n.trigger.as_str());
+            cols.channels.push(n.channel.as_str());
+            cols.recipients.push(n.recipient.as_str());
+            cols.hashes.push(n.recipient_hash.as_str());
+            cols.states.push(n.state);
+            cols.facts.push(n.facts_json.as_str());
+            cols.message_ids.push(n.message_id.as_str());
         }
         let rows = c
             .query_typed(
@@ -90,17 +105,17 @@ impl Planned {
                  ON CONFLICT (drop_off_id, trigger_kind, channel) DO NOTHING
                  RETURNING state",
                 &[
-                    (&cols.0, Type::INT8_ARRAY),
-                    (&cols.1, Type::TEXT_ARRAY),
-                    (&cols.2, Type::INT8_ARRAY),
-                    (&cols.3, Type::TEXT_ARRAY),
-                    (&cols.4, Type::TEXT_ARRAY),
-                    (&cols.5, Type::TEXT_ARRAY),
-                    (&more.0, Type::TEXT_ARRAY),
-                    (&more.1, Type::TEXT_ARRAY),
-                    (&more.2, Type::TEXT_ARRAY),
-                    (&more.3, Type::TEXT_ARRAY),
-                    (&more.4, Type::TEXT_ARRAY),
+                    (&cols.clients, Type::INT8_ARRAY),
+                    (&cols.modes, Type::TEXT_ARRAY),
+                    (&cols.drop_offs, Type::INT8_ARRAY),
+                    (&cols.shipments, Type::TEXT_ARRAY),
+                    (&cols.triggers, Type::TEXT_ARRAY),
+                    (&cols.channels, Type::TEXT_ARRAY),
+                    (&cols.recipients, Type::TEXT_ARRAY),
+                    (&cols.hashes, Type::TEXT_ARRAY),
+                    (&cols.states, Type::TEXT_ARRAY),
+                    (&cols.facts, Type::TEXT_ARRAY),
+                    (&cols.message_ids, Type::TEXT_ARRAY),
                     (&crate::webhooks::queue_now_ms(), Type::INT8),
                     (&now.to_string(), Type::TEXT),
                 ],

@@ -48,12 +48,11 @@ pub(super) fn enqueue(
     }
     let tenant = tenant(c, drop_off)?;
     let read;
-    let shipment = match shipment {
-        Some(s) => s,
-        None => {
-            read = shipment_without_events(c, drop_off).map_err(map_err)?;
-            &read
-        }
+    let shipment = if let Some(s) = shipment {
+        s
+    } else {
+        read = shipment_without_events(c, drop_off).map_err(map_err)?;
+        &read
     };
     let planned = plan(&tenant, channels, shipment, events);
     let mut queued = 0;
