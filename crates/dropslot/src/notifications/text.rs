@@ -1,6 +1,8 @@
 //! What each trigger tells the recipient: the subject, the plain text and the HTML of an
-//! e-mail, and the SMS body, from the facts stored with the message. Pure functions.
+//! e-mail (askama templates in `templates/notifications/`), and the SMS body, from the facts
+//! stored with the message. Pure functions.
 
+use askama::Template;
 use dropslot_store::Trigger;
 use dropslot_store::notifications::Facts;
 
@@ -19,19 +21,25 @@ fn clock(t: &str) -> String {
     t.get(11..16).map_or_else(|| t.to_string(), str::to_string)
 }
 
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
+/// The e-mail's plain-text part (`templates/notifications/email.txt`).
+#[derive(askama::Template)]
+#[template(path = "notifications/email.txt")]
+struct EmailText<'a> {
+    line: &'a str,
+    sender: &'a str,
+    tracking_url: &'a str,
+    opt_out_url: &'a str,
+}
+
+/// The e-mail's HTML part (`templates/notifications/email.html`, escaped by askama).
+#[derive(askama::Template)]
+#[template(path = "notifications/email.html")]
+struct EmailHtml<'a> {
+    subject: &'a str,
+    line: &'a str,
+    sender: &'a str,
+    tracking_url: &'a str,
+    opt_out_url: &'a str,
 }
 
 /// The texts of one message. `sender` is the client's sender name, `eta` the live window
@@ -82,19 +90,11 @@ pub fn render(
             )
         }
     };
-    let text = format!(
-        "{line}\n\nTrack it: {tracking_url}\n\n--\nSent for {sender} by its courier. To stop these messages: {opt_out_url}\n"
-    );
-    let html = format!(
-        "<!doctype html><html><body style=\"font-family:sans-serif\"><p>{}</p>\
-         <p><a href=\"{}\">Track your parcel</a></p>\
-         <p style=\"color:#555;font-size:small\">Sent for {} by its courier. \
-         <a href=\"{}\">Stop these messages</a></p></body></html>",
-        escape(&line),
-        escape(tracking_url),
-        escape(sender),
-        escape(opt_out_url)
-    );
+    let text = EmailText { line: &line, sender, tracking_url, opt_out_url }.render().unwrap_or_else(|_| {
+        format!("{line}\n\nTrack your parcel: {tracking_url}\nTo stop these messages: {opt_out_url}\n")
+    });
+    let html =
+        EmailHtml { subject: &subject, line: &line, sender, tracking_url, opt_out_url }.render().unwrap_or_default();
     let sms = format!("{line} Track: {tracking_url} Stop: {opt_out_url}");
     Texts { subject, text, html, sms }
 }
@@ -127,6 +127,13 @@ mod tests {
     fn masks() {
         assert_eq!(mask(dropslot_store::Channel::Email, "jane@example.com"), "j•••@example.com");
         assert_eq!(mask(dropslot_store::Channel::Sms, "+1 416 555 0100"), "+1 •••• 0100");
+    }
+
+    #[test]
+    fn the_html_part_is_escaped() {
+        let t = render(Trigger::Delivered, &Facts::default(), "<b>Shop</b>", None, "http://t", "http://o");
+        assert!(t.html.contains("&#60;b&#62;Shop") && !t.html.contains("<b>Shop"), "{}", t.html);
+        assert!(t.text.contains("Sent for <b>Shop</b>") && t.text.contains("http://o"), "{}", t.text);
     }
 
     #[test]
