@@ -349,6 +349,111 @@ mod tests {
         assert!(message_id_ok(&new_message_id()));
     }
 
+    fn shipment(email: Option<&str>, phone: Option<&str>, attempts: u32) -> StoredShipment {
+        use dropslot_core::ids::{DropOffShipmentId, PickUpShipmentId, ShipmentOrderId};
+        use dropslot_core::money::{Money, TaxRate};
+        let mut address: crate::StoredDropOffAddress = serde_json::from_value(serde_json::json!({
+            "text": "290 Bremner Blvd", "postal_code": "M5V 3L9", "lat": 43.64, "lng": -79.39,
+            "region": "ON", "location_service_postal_code": "M5V"
+        }))
+        .unwrap();
+        address.person_email = email.map(str::to_string);
+        address.person_phone = phone.map(str::to_string);
+        let zero = Money::default();
+        StoredShipment {
+            order_unique_id: "ORD".into(),
+            drop_off_index: 0,
+            shipment_order: ShipmentOrderId(1),
+            shipment_order_unique_id: "SO".into(),
+            totals: dropslot_core::quote::pricing::totals(zero, zero, TaxRate(0)),
+            pick_up: crate::StoredPickUp {
+                id: PickUpShipmentId(1),
+                unique_id: "PU".into(),
+                label_token: "t".into(),
+                scheduled_date: "2026-11-23".into(),
+                start_at: "2026-11-23T09:00:00-05:00".into(),
+                end_at: "2026-11-23T12:00:00-05:00".into(),
+                status: Status::Scheduled,
+                slot_name: "Morning".into(),
+                address_text: "100 King St W".into(),
+                address_located_by: dropslot_core::geo::LocatedBy::default(),
+            },
+            drop_off: crate::StoredDropOff {
+                id: DropOffShipmentId(7),
+                unique_id: "DROP7".into(),
+                label_token: "t".into(),
+                scheduled_date: "2026-11-23".into(),
+                slot_code: "EV".into(),
+                slot_name: "Evening".into(),
+                start_at: "2026-11-23T14:00:00-05:00".into(),
+                end_at: "2026-11-23T18:00:00-05:00".into(),
+                city: "Toronto".into(),
+                address,
+                status: Status::Scheduled,
+                attempts,
+                max_attempts: 3,
+            },
+            parcels: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    fn event(to: Status, reason: Option<&str>) -> StoredEvent {
+        StoredEvent {
+            id: 1,
+            seq: 1,
+            from: None,
+            to,
+            at: jiff::Timestamp::UNIX_EPOCH,
+            actor: dropslot_core::shipments::Actor::Ops,
+            reason: reason.map(str::to_string),
+            attempt: None,
+            proof: Vec::new(),
+        }
+    }
+
+    fn tenant(mode: &str, settings: NotificationSettings) -> NotifyTenant {
+        NotifyTenant { client: 1, mode: mode.into(), settings }
+    }
+
+    #[test]
+    fn plans_one_row_per_channel_with_its_state() {
+        let both = Channels { email: true, sms: true };
+        let s = shipment(Some("jane@example.com"), Some("+1 416 555 0100"), 1);
+        let live = tenant("live", NotificationSettings::default());
+        let rows = plan(&live, both, &s, &[event(Status::Scheduled, None), event(Status::ToPickUp, None)]);
+        let got: Vec<_> = rows.iter().map(|n| (n.trigger, n.channel, n.state)).collect();
+        assert_eq!(
+            got,
+            [(Trigger::Scheduled, Channel::Email, "pending"), (Trigger::Scheduled, Channel::Sms, "pending")],
+            "to_pick_up fires nothing"
+        );
+        let states = |t: &NotifyTenant, c: Channels| -> Vec<&str> {
+            plan(t, c, &s, &[event(Status::InTransit, None)]).iter().map(|n| n.state).collect()
+        };
+        assert_eq!(states(&tenant("test", NotificationSettings::default()), both), ["test_mode", "test_mode"]);
+        assert_eq!(states(&live, Channels { email: true, sms: false }), ["pending", "not_configured"]);
+        let mut off = NotificationSettings::default();
+        off.triggers.out_for_delivery = false;
+        assert_eq!(states(&tenant("live", off), both), ["disabled", "disabled"]);
+        let nobody = shipment(None, Some("  "), 1);
+        assert!(plan(&live, both, &nobody, &[event(Status::Delivered, None)]).is_empty(), "no address, no row");
+    }
+
+    #[test]
+    fn a_failure_says_whether_another_attempt_follows() {
+        let live = tenant("live", NotificationSettings::default());
+        let email = Channels { email: true, sms: false };
+        let facts = |attempts: u32| -> Facts {
+            let s = shipment(Some("jane@example.com"), None, attempts);
+            let rows = plan(&live, email, &s, &[event(Status::Failed, Some("Nobody at home"))]);
+            serde_json::from_str(&rows[0].facts_json).unwrap()
+        };
+        assert_eq!(facts(1).another_attempt, Some(true));
+        assert_eq!(facts(3).another_attempt, Some(false), "the third of three attempts failed: the return");
+        assert_eq!(facts(1).reason.as_deref(), Some("Nobody at home"));
+    }
+
     fn message_id_ok(id: &str) -> bool {
         id.starts_with("<n_") && id.ends_with("@dropslot>")
     }

@@ -3,7 +3,8 @@
 
 Binds 127.0.0.1:PORT, writes one JSON line per accepted message to LOG (Message-ID,
 envelope sender and recipients, subject, the text part, the List-Unsubscribe headers),
-flushed to disk before the reply, and prints "ready" once it listens.
+flushed before the reply, and prints "ready" once it listens. Also the local server of
+scripts/notify-bench.sh.
 
 --hang-until FILE: after a message is logged, its "250" reply waits until FILE exists
 (the kill test lands its SIGKILL between the server's acceptance and the client's ack).
@@ -48,9 +49,10 @@ class Handler:
             "list_unsubscribe_post": str(msg.get("List-Unsubscribe-Post", "")),
         }
         with open(self.log, "a", encoding="utf-8") as f:
+            # Flushed before the reply: a reader sees the line once the client could have the 250
+            # (the service under test is what gets killed, never this server).
             f.write(json.dumps(record) + "\n")
             f.flush()
-            os.fsync(f.fileno())
         if self.hang_until:
             while not os.path.exists(self.hang_until):
                 await asyncio.sleep(0.05)
