@@ -27,6 +27,8 @@ pub struct Running {
     dispatcher: tokio::task::JoinHandle<()>,
     /// The asynchronous order worker.
     requests: tokio::task::JoinHandle<()>,
+    /// The recipient notification sender (finishes its claimed batch before it stops).
+    notifications: tokio::task::JoinHandle<()>,
     /// The `/metrics` listener's server and address, when it has its own (`metrics_listen`).
     metrics: Option<tokio::task::JoinHandle<()>>,
     pub metrics_addr: Option<std::net::SocketAddr>,
@@ -38,6 +40,7 @@ impl Running {
         let _ = self.server.await;
         let _ = self.dispatcher.await;
         let _ = self.requests.await;
+        let _ = self.notifications.await;
         if let Some(metrics) = self.metrics {
             let _ = metrics.await;
         }
@@ -119,9 +122,9 @@ pub async fn start(
             });
             let requests = tokio::spawn(orders::worker::run(app.clone(), stopping.clone()));
             tokio::spawn(upkeep(app.store.clone(), app.clock.clone(), stopping.clone()));
-            tokio::spawn(sender.run(stopping.clone()));
+            let notifications = tokio::spawn(sender.run(stopping.clone()));
             let dispatcher = tokio::spawn(dispatcher.run(stopping));
-            Ok(Running { app, demo, server, dispatcher, requests, metrics, metrics_addr })
+            Ok(Running { app, demo, server, dispatcher, requests, notifications, metrics, metrics_addr })
         }
         Err(e) => {
             signal.abort();

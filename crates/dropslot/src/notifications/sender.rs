@@ -128,6 +128,8 @@ impl Sender {
             state,
             "notification attempt"
         );
+        let labels = crate::metrics::NotificationLabels { channel: c.channel.as_str().into(), outcome: state.into() };
+        self.app.metrics.notification_attempts.get_or_create(&labels).inc();
         let outcome = NotificationOutcome { id, lease_until_ms, end, now: self.app.clock.now() };
         match self.app.store.finish_notification(outcome).await {
             Ok(true) => {}

@@ -14,6 +14,7 @@ use crate::common::{ADMIN_TOKEN, API, NOW, TestDb, TestServer, request};
 use crate::receiver::Receiver;
 
 const EMAIL: &str = "jane@example.com";
+const FAST: &str = "200ms,200ms,200ms,200ms,200ms,200ms";
 const SMS_USER: &str = "AC0123456789";
 const SMS_PASSWORD: &str = "sms-secret";
 
@@ -25,6 +26,8 @@ struct Smtp {
     dir: tempfile::TempDir,
     /// The service's `notifications.lease`.
     lease: &'static str,
+    /// The service's retry schedule (`webhooks.retry_schedule`, which messages follow too).
+    schedule: &'static str,
 }
 
 fn free_port() -> u16 {
@@ -35,7 +38,7 @@ impl Smtp {
     /// A port nothing listens on yet, and where the server will log.
     fn planned() -> Smtp {
         let dir = tempfile::tempdir().unwrap();
-        Smtp { child: None, port: free_port(), log: dir.path().join("smtp.jsonl"), dir, lease: "2m" }
+        Smtp { child: None, port: free_port(), log: dir.path().join("smtp.jsonl"), dir, lease: "2m", schedule: FAST }
     }
 
     fn start() -> Smtp {
@@ -87,11 +90,11 @@ impl Smtp {
 
     fn fragment(&self, sms_url: &str) -> String {
         format!(
-            "[webhooks]\nallow_private = true\nretry_schedule = \"200ms,200ms,200ms,200ms,200ms,200ms\"\n\
+            "[webhooks]\nallow_private = true\nretry_schedule = \"{}\"\n\
              [notifications]\nlease = \"{}\"\n[notifications.smtp]\nhost = \"127.0.0.1\"\nport = {}\nsecurity = \"none\"\n\
              from = \"Dropslot Courier <courier@dropslot.test>\"\n\
              [notifications.sms]\nurl = \"{sms_url}\"\nfrom = \"+15550009999\"\n",
-            self.lease, self.port
+            self.schedule, self.lease, self.port
         )
     }
 }
@@ -240,6 +243,12 @@ async fn each_trigger_sends_one_email_and_one_sms() {
         let masked = n["recipient"].as_str().unwrap();
         assert!(masked == "j•••@example.com" || masked == "+1 •••• 0100", "{masked}");
     }
+    let metrics = s.http.get(format!("{}/metrics", s.base)).send().await.unwrap().text().await.unwrap();
+    let sent = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("dropslot_notification_attempts_total{channel=\"email\",outcome=\"sent\"} "))
+        .unwrap_or_else(|| panic!("the attempts are counted: {metrics}"));
+    assert_eq!(sent.trim(), "6");
     let (_, _, other, _) = s.new_client("Other Shop").await;
     assert_eq!(s.get(&format!("/shipments/{delivered}/notifications"), &other).await.status, 404);
 }
@@ -322,6 +331,8 @@ async fn test_mode_sends_nothing_and_records_test_mode() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smtp_down_then_up_retries_and_delivers_once() {
     let mut smtp = Smtp::planned();
+    // Long enough for a slow machine to start the SMTP server before the retries run out.
+    smtp.schedule = "200ms,200ms,500ms,1s,2s,3s,3s,3s,3s,3s,3s,3s";
     let sms = Receiver::start().await;
     let s = start(&smtp, &sms).await;
     let (_, _, live, _) = s.new_client("Corner Shop").await;
