@@ -71,7 +71,8 @@ impl Channel {
     }
 }
 
-/// Which triggers a client has on (the wire shape CONTRACT §14 fixes: one switch each).
+/// Which triggers a client has on.
+// One switch per trigger is the wire shape CONTRACT §14 fixes.
 #[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
