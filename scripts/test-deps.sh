@@ -8,7 +8,7 @@
 # pinned) to generate a client from docs/openapi.json and drive the server with it; Debian's chromium and
 # chromium-driver, and axe-core from npm (into target/browser-deps), for the dashboard's
 # browser tests; and a real OSRM routing engine (scripts/osrm.sh, from PyPI's osrm-bindings
-# wheel) for the road-time tests.
+# wheel) for the road-time tests; aiosmtpd (PyPI, pinned) as the real SMTP server of the notification tests.
 # Idempotent: each step runs only when its tool is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +49,12 @@ if ! command -v openapi-python-client >/dev/null 2>&1; then
         || python3 -m pip install --quiet --break-system-packages openapi-python-client==0.29.1 httpx
 fi
 
+# A real SMTP server for the recipient notification tests (tests/smtp_server.py, pinned).
+if ! python3 -c 'import aiosmtpd' >/dev/null 2>&1; then
+    python3 -m pip install --quiet aiosmtpd==1.4.6 \
+        || python3 -m pip install --quiet --break-system-packages aiosmtpd==1.4.6
+fi
+
 # OSRM's executables and car profile, into ~/.cache/dropslot (tests/it/roads.rs finds them there).
 scripts/osrm.sh >/dev/null
 
@@ -56,6 +62,7 @@ command -v pdftoppm >/dev/null
 [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]
 [ -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]
 python3 -c 'import zxingcpp, PIL, standardwebhooks, prometheus_client, schemathesis'
+python3 -c 'import aiosmtpd'
 command -v schemathesis >/dev/null
 command -v openapi-python-client >/dev/null
 echo "test-deps: ok"

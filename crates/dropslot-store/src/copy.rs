@@ -491,6 +491,41 @@ const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "notifications",
+        identity: true,
+        columns: &[
+            c("id", INT),
+            c("client_id", INT),
+            c("mode", MODE),
+            c("drop_off_id", INT),
+            c("shipment_unique_id", TEXT),
+            c("trigger_kind", TEXT),
+            c("channel", TEXT),
+            c("recipient", TEXT),
+            c("recipient_hash", TEXT),
+            c("state", TEXT),
+            c("facts_json", JSON),
+            c("message_id", TEXT),
+            c("attempts", INT),
+            c("last_error", TEXT_OR_NULL),
+            c("next_attempt_ms", INT),
+            c("lease_until_ms", INT),
+            c("created_at", TEXT),
+            c("sent_at", TEXT_OR_NULL),
+        ],
+    },
+    // Opt-outs must survive a move: a recipient who opted out is never written to again.
+    Table {
+        name: "notification_recipients",
+        identity: false,
+        columns: &[c("recipient_hash", TEXT), c("opt_out_token", TEXT), c("opted_out_at", TEXT_OR_NULL)],
+    },
+    Table {
+        name: "notification_settings",
+        identity: false,
+        columns: &[c("client_id", INT), c("mode", MODE), c("settings_json", JSON), c("updated_at", TEXT)],
+    },
+    Table {
         name: "stop_etas",
         identity: false,
         columns: &[

@@ -8,6 +8,7 @@ pub mod copy;
 mod fleet;
 mod labels;
 mod lifecycle;
+pub mod notifications;
 mod plans;
 pub mod postgres;
 mod proofs;
@@ -25,6 +26,10 @@ use jiff::civil::Date;
 
 pub use fleet::{NewStaffToken, OpsSessionRecord, StaffKind, StaffPrincipal, StaffTokenInfo, StoredDriver};
 pub use lifecycle::*;
+pub use notifications::{
+    Channel, Channels, ClaimedNotification, NotificationEnd, NotificationOutcome, NotificationSettings,
+    StoredNotification, Trigger, TriggerSwitches,
+};
 pub use plans::{
     BoardCount, DriverKey, DriverMove, POSITION_EVERY_MS, Position, PositionOutcome, SaveOutcome, StoredPlan,
 };
@@ -423,6 +428,38 @@ pub trait Store: Send + Sync + 'static {
     /// What each of `slots` holds in `mode`: its drop-off shipments (stops) and their parcels,
     /// or its pick-up shipments, deleted ones not counted. Every slot asked for is answered.
     async fn slot_fill(&self, mode: Mode, slots: Vec<SlotDate>) -> StoreResult<HashMap<SlotDate, Load>>;
+
+    // Recipient notifications (CONTRACT §14).
+    /// The client's settings in the scope's mode (the defaults when none are stored).
+    async fn notification_settings(&self, scope: Scope) -> StoreResult<NotificationSettings>;
+    async fn set_notification_settings(
+        &self,
+        scope: Scope,
+        settings: NotificationSettings,
+        now: Timestamp,
+    ) -> StoreResult<()>;
+    /// The messages of the scope's drop-off shipment `unique_id`, oldest first.
+    async fn shipment_notifications(&self, scope: Scope, unique_id: &str) -> StoreResult<Vec<StoredNotification>>;
+    /// Claims up to `limit` due messages until `lease_until_ms` (each recipient gets its
+    /// opt-out token here); a message left `sending` past its lease becomes `uncertain`.
+    async fn claim_notifications(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<ClaimedNotification>>;
+    /// Marks a claimed message `sending` just before it is handed over; false if the claim
+    /// was lost.
+    async fn notification_sending(&self, id: i64, lease_until_ms: i64) -> StoreResult<bool>;
+    /// Records how a claimed attempt ended; false if the claim was lost (nothing written).
+    async fn finish_notification(&self, outcome: NotificationOutcome) -> StoreResult<bool>;
+    /// When the next message falls due (or a `sending` one's lease ends), if any.
+    async fn next_notification_due_ms(&self) -> StoreResult<Option<i64>>;
+    /// Whether the opt-out token is known (`Some`), and whether it has opted out already.
+    async fn opt_out_state(&self, token: &str) -> StoreResult<Option<bool>>;
+    /// Opts the token's recipient out of every later message; false if the token is unknown.
+    async fn opt_out(&self, token: &str, now: Timestamp) -> StoreResult<bool>;
+
     /// The tables' upkeep the database does not do by itself in time (`PostgreSQL`: analyse
     /// and vacuum the hot tables past their thresholds); the commands it ran. Called every
     /// few seconds by one task per process.

@@ -146,6 +146,15 @@ pub trait Outbox: Send + Sync + 'static {
     -> Result<String, String>;
     /// Called after a commit that queued `n` deliveries (wakes the dispatcher).
     fn queued(&self, n: usize);
+    /// Which notification channels are configured: a message for another is recorded
+    /// `not_configured` (CONTRACT §14).
+    fn channels(&self) -> crate::Channels {
+        crate::Channels::default()
+    }
+    /// Called after a commit that queued `n` recipient notifications to send (wakes the sender).
+    fn notified(&self, n: usize) {
+        let _ = n;
+    }
 }
 
 /// The optional header sent with every delivery.

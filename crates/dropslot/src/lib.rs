@@ -17,6 +17,7 @@ pub mod health;
 pub mod http;
 pub mod labels;
 pub mod metrics;
+pub mod notifications;
 pub mod openapi;
 pub mod ops;
 pub mod orders;

@@ -36,6 +36,14 @@ impl EncodeLabelValue for Outcome {
     }
 }
 
+/// A recipient notification's attempt: its channel (`email`, `sms`) and how it ended
+/// (`sent`, `retry`, `failed`, `uncertain`, `opted_out`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NotificationLabels {
+    pub channel: String,
+    pub outcome: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     pub outcome: Outcome,
@@ -202,6 +210,7 @@ pub struct Metrics {
     pub orders_created: Family<OrderLabels, Counter>,
     pub rate_limited: Family<ClassLabels, Counter>,
     pub webhook_queued: Counter,
+    pub notification_attempts: Family<NotificationLabels, Counter>,
     pub webhook_attempts: Family<OutcomeLabels, Counter>,
     pub webhook_latency: Histogram,
     pub webhook_queue_depth: Gauge,
@@ -234,6 +243,12 @@ impl Default for Metrics {
             "Webhook deliveries written to the outbox",
             webhook_queued.clone(),
         );
+        let notification_attempts = Family::<NotificationLabels, Counter>::default();
+        registry.register(
+            "notification_attempts",
+            "Recipient notification attempts by channel and outcome",
+            notification_attempts.clone(),
+        );
         let webhook_attempts = Family::<OutcomeLabels, Counter>::default();
         registry.register("webhook_attempts", "Webhook delivery attempts by outcome", webhook_attempts.clone());
         let webhook_latency = Histogram::new([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 15.0]);
@@ -256,6 +271,7 @@ impl Default for Metrics {
             orders_created,
             rate_limited,
             webhook_queued,
+            notification_attempts,
             webhook_attempts,
             webhook_latency,
             webhook_queue_depth,

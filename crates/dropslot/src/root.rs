@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::{
-    addresses, auth, capacity, dashboard, dispatcher, driver, fleet, health, http, labels, metrics, openapi, ops,
-    orders, plans, proofs, sandbox, shipments, tracking, webhooks,
+    addresses, auth, capacity, dashboard, dispatcher, driver, fleet, health, http, labels, metrics, notifications,
+    openapi, ops, orders, plans, proofs, sandbox, shipments, tracking, webhooks,
 };
 
 /// A started service: the application, the demo client's token when the database was empty,
@@ -27,6 +27,8 @@ pub struct Running {
     dispatcher: tokio::task::JoinHandle<()>,
     /// The asynchronous order worker.
     requests: tokio::task::JoinHandle<()>,
+    /// The recipient notification sender (finishes its claimed batch before it stops).
+    notifications: tokio::task::JoinHandle<()>,
     /// The `/metrics` listener's server and address, when it has its own (`metrics_listen`).
     metrics: Option<tokio::task::JoinHandle<()>>,
     pub metrics_addr: Option<std::net::SocketAddr>,
@@ -38,6 +40,7 @@ impl Running {
         let _ = self.server.await;
         let _ = self.dispatcher.await;
         let _ = self.requests.await;
+        let _ = self.notifications.await;
         if let Some(metrics) = self.metrics {
             let _ = metrics.await;
         }
@@ -84,6 +87,7 @@ pub async fn start(
         let metrics = Arc::new(metrics::Metrics::default());
         let outbox = Arc::new(webhooks::Renderer::new(&settings, metrics.clone()));
         let wake = outbox.wake();
+        let notify_wake = outbox.notify_wake();
         let app = App::build(settings, metrics, outbox, stopping.clone()).await?;
         let demo = bootstrap_demo(&app).await?;
         let dispatcher = webhooks::dispatcher::Dispatcher::new(
@@ -94,10 +98,11 @@ pub async fn start(
             app.clock.clone(),
         )
         .map_err(StoreError::Invalid)?;
-        Ok::<_, StoreError>((app, demo, dispatcher))
+        let sender = notifications::sender::Sender::new(app.clone(), notify_wake).map_err(StoreError::Invalid)?;
+        Ok::<_, StoreError>((app, demo, (dispatcher, sender)))
     };
     match built.await {
-        Ok((app, demo, dispatcher)) => {
+        Ok((app, demo, (dispatcher, sender))) => {
             let own_metrics = metrics_listener.is_some();
             // One request, one view of the store's read caches (`dropslot_store::cache::request_scope`).
             let routed = http::router(app.clone(), api_routes(), root_routes(!own_metrics));
@@ -117,8 +122,9 @@ pub async fn start(
             });
             let requests = tokio::spawn(orders::worker::run(app.clone(), stopping.clone()));
             tokio::spawn(upkeep(app.store.clone(), app.clock.clone(), stopping.clone()));
+            let notifications = tokio::spawn(sender.run(stopping.clone()));
             let dispatcher = tokio::spawn(dispatcher.run(stopping));
-            Ok(Running { app, demo, server, dispatcher, requests, metrics, metrics_addr })
+            Ok(Running { app, demo, server, dispatcher, requests, notifications, metrics, metrics_addr })
         }
         Err(e) => {
             signal.abort();
@@ -202,6 +208,7 @@ fn api_routes() -> axum::Router<App> {
         .merge(webhooks::routes())
         .merge(auth::admin::routes())
         .merge(capacity::routes())
+        .merge(notifications::routes())
 }
 
 /// Every domain's routes at the root: labels and icons, the tracking page, health (with
@@ -216,4 +223,5 @@ fn root_routes(with_metrics: bool) -> axum::Router<App> {
         .merge(dashboard::routes())
         .merge(dispatcher::routes())
         .merge(driver::app::routes())
+        .merge(notifications::public_routes())
 }

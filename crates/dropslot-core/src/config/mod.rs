@@ -2,6 +2,7 @@
 //! environment variables and flags; validated once at start into `Settings`.
 
 mod area;
+mod notify;
 mod routing;
 mod schema;
 
@@ -12,6 +13,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 pub use area::{City, Depot, Region, ServiceArea, Slot, SlotCapacity, Weekdays, Zone};
+pub use notify::{Credentials, NotificationConfig, SmsSettings, SmtpSecurity, SmtpSettings};
 pub use routing::{OsrmSettings, RoadModel, RoutingSettings};
 
 use crate::money::Money;
@@ -26,6 +28,8 @@ struct RawConfig {
     async_orders: RawAsyncOrders,
     booking: RawBooking,
     routing: routing::RawRouting,
+    #[serde(default)]
+    notifications: notify::RawNotifications,
     postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
@@ -374,6 +378,7 @@ pub struct Settings {
     pub async_orders: AsyncOrderSettings,
     pub postgres: PostgresSettings,
     pub routing: RoutingSettings,
+    pub notifications: NotificationConfig,
 }
 
 impl std::fmt::Debug for Settings {
@@ -411,6 +416,7 @@ pub struct Overrides {
     pub metrics_listen: Option<String>,
     pub webhook_retry_schedule: Option<String>,
     pub webhooks_allow_private: Option<String>,
+    pub credentials: Credentials,
 }
 
 impl Overrides {
@@ -427,6 +433,12 @@ impl Overrides {
             metrics_listen: var("DROPSLOT_METRICS_LISTEN"),
             webhook_retry_schedule: var("DROPSLOT_WEBHOOK_RETRY_SCHEDULE"),
             webhooks_allow_private: var("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE"),
+            credentials: Credentials {
+                smtp_user: var("DROPSLOT_SMTP_USER"),
+                smtp_password: var("DROPSLOT_SMTP_PASSWORD"),
+                sms_user: var("DROPSLOT_SMS_USER"),
+                sms_password: var("DROPSLOT_SMS_PASSWORD"),
+            },
         }
     }
 }
@@ -538,6 +550,7 @@ impl Settings {
             })?)
         };
         let webhooks = webhook_settings(&raw.webhooks, o)?;
+        let notifications = notify::build(raw.notifications, &o.credentials).map_err(ConfigError::Invalid)?;
         let postgres = postgres_settings(&raw.postgres)?;
         let async_orders = async_order_settings(&raw.async_orders)?;
         Ok(Settings {
@@ -560,6 +573,7 @@ impl Settings {
             public_rate_limit: raw.public_rate_limit,
             area,
             routing,
+            notifications,
         })
     }
 }

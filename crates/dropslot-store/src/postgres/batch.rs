@@ -120,11 +120,14 @@ async fn commit(
 ) -> Result<Vec<WrittenOrder>, CreateOrderError> {
     let mut conn = pool.get().await?;
     let tx = conn.transaction().await.map_err(map_err)?;
-    let mut sink = Sink { outbox, queued: 0 };
+    let mut sink = Sink { outbox, queued: 0, notified: 0 };
     let written = insert_orders(&tx, &mut sink, orders).await?;
     tx.commit().await.map_err(map_err)?;
     if sink.queued > 0 {
         outbox.queued(sink.queued);
+    }
+    if sink.notified > 0 {
+        outbox.notified(sink.notified);
     }
     Ok(written)
 }

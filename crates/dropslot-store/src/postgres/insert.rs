@@ -430,6 +430,7 @@ pub(super) async fn insert_orders(
         all.push(WrittenOrder::new(o, OrderIds { order, pick_up, saved_address, shipments }));
     }
     queue_webhooks(c, sink, orders, &all, &got).await?;
+    queue_notifications(c, sink, orders, &all, &got).await?;
     // The slots' counters last: their rows are held from here to the commit only, so batches
     // for one slot (every batch, on a busy day) overlap all their other work.
     super::capacity::reserve(c, orders).await?;
@@ -470,6 +471,34 @@ async fn queue_webhooks(
         }
     }
     planned.write(c, sink).await
+}
+
+/// The new drop-offs' `scheduled` recipient notifications, planned from the orders as written
+/// and written in one statement (one settings read per tenant of the batch).
+async fn queue_notifications(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    orders: &[(Scope, &NewOrder)],
+    written: &[WrittenOrder],
+    got: &Inserted,
+) -> Result<(), StoreError> {
+    let channels = sink.outbox.channels();
+    let mut tenants: HashMap<(i64, &str), crate::notifications::NotifyTenant> = HashMap::new();
+    let mut planned = super::notify::Planned::default();
+    for ((scope, _), w) in orders.iter().zip(written) {
+        let key = (scope.client.0, scope.mode.as_str());
+        if let std::collections::hash_map::Entry::Vacant(e) = tenants.entry(key) {
+            let settings = super::notify::settings(c, *scope).await?;
+            e.insert(crate::notifications::NotifyTenant { client: key.0, mode: key.1.to_string(), settings });
+        }
+        let Some(tenant) = tenants.get(&key) else { continue };
+        for (shipment, scheduled) in created_events(w, |drop_off| got.events.get(&drop_off).copied())? {
+            planned.add(tenant, channels, shipment, &[scheduled]);
+        }
+    }
+    sink.notified +=
+        planned.write(c, written.first().map_or_else(Timestamp::now, |w| w.created_at.timestamp())).await?;
+    Ok(())
 }
 
 /// One order in the caller's transaction, its idempotency key claimed first when it has one,

@@ -10,6 +10,7 @@ mod epoch;
 mod fleet;
 mod insert;
 mod lifecycle;
+mod notify;
 mod orders;
 mod outbox;
 mod plans;
@@ -71,6 +72,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (15, "driver_requests", include_str!("../../migrations/postgres/0015_driver_requests.sql")),
     (16, "driver_positions", include_str!("../../migrations/postgres/0016_driver_positions.sql")),
     (17, "proofs", include_str!("../../migrations/postgres/0017_proofs.sql")),
+    (18, "notifications", include_str!("../../migrations/postgres/0018_notifications.sql")),
     (19, "stop_etas", include_str!("../../migrations/postgres/0019_stop_etas.sql")),
 ];
 
@@ -191,6 +193,13 @@ impl PgStore {
     fn notify(&self, queued: usize) {
         if queued > 0 {
             self.outbox.queued(queued);
+        }
+    }
+
+    /// Tells the outbox how many recipient notifications a committed unit of work queued.
+    fn notified(&self, n: usize) {
+        if n > 0 {
+            self.outbox.notified(n);
         }
     }
 
@@ -860,9 +869,10 @@ impl Store for PgStore {
             let order = batcher.create(scope, order).await?;
             return Ok(CreatedOrder { order, body: None });
         }
-        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
         let created = in_tx!(self, |tx| insert::insert_order(tx, &mut sink, scope, &order, &render).await?);
         self.notify(sink.queued);
+        self.notified(sink.notified);
         Ok(created)
     }
 
@@ -872,9 +882,10 @@ impl Store for PgStore {
         code: &CustomCode,
         now: Timestamp,
     ) -> StoreResult<DeleteOutcome> {
-        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
         let outcome = in_tx!(self, |tx| orders::delete_parcel(tx, &mut sink, scope, code, now).await?);
         self.notify(sink.queued);
+        self.notified(sink.notified);
         Ok(outcome)
     }
 
@@ -893,9 +904,10 @@ impl Store for PgStore {
     }
 
     async fn fail_request(&self, end: RequestEnd, errors_json: String) -> StoreResult<bool> {
-        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
         let failed = in_tx!(self, |tx| requests::fail(tx, &mut sink, &end, &errors_json).await?);
         self.notify(sink.queued);
+        self.notified(sink.notified);
         Ok(failed)
     }
 
@@ -914,9 +926,10 @@ impl Store for PgStore {
         scenario: dropslot_core::shipments::Scenario,
         now: Timestamp,
     ) -> StoreResult<Vec<ScenarioResult>> {
-        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
         let results = in_tx!(self, |tx| lifecycle::run_scenario(tx, &mut sink, scope, &ids, scenario, now).await?);
         self.notify(sink.queued);
+        self.notified(sink.notified);
         Ok(results)
     }
 
@@ -926,9 +939,10 @@ impl Store for PgStore {
         m: dropslot_core::shipments::Move,
         now: Timestamp,
     ) -> StoreResult<MoveOutcome> {
-        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
         let outcome = in_tx!(self, |tx| lifecycle::ops_move(tx, &mut sink, unique_id, &m, now).await?);
         self.notify(sink.queued);
+        self.notified(sink.notified);
         Ok(outcome)
     }
 
@@ -940,17 +954,19 @@ impl Store for PgStore {
         attach: Vec<String>,
         now: Timestamp,
     ) -> StoreResult<crate::DriverMove> {
-        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
         let outcome =
             in_tx!(self, |tx| lifecycle::driver_move(tx, &mut sink, &key, unique_id, &m, &attach, now).await?);
         self.notify(sink.queued);
+        self.notified(sink.notified);
         Ok(outcome)
     }
 
     async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome> {
-        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0 };
+        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
         let outcome = in_tx!(self, |tx| lifecycle::pick_up_scan(tx, &mut sink, pick_up_code, now).await?);
         self.notify(sink.queued);
+        self.notified(sink.notified);
         Ok(outcome)
     }
 
@@ -1100,6 +1116,56 @@ impl Store for PgStore {
 
     async fn upkeep(&self) -> StoreResult<Vec<String>> {
         upkeep::round(&self.pool).await
+    }
+
+    async fn notification_settings(&self, scope: Scope) -> StoreResult<crate::NotificationSettings> {
+        notify::settings(&self.conn().await?, scope).await
+    }
+
+    async fn set_notification_settings(
+        &self,
+        scope: Scope,
+        settings: crate::NotificationSettings,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        notify::set_settings(&self.conn().await?, scope, &settings, now).await
+    }
+
+    async fn shipment_notifications(
+        &self,
+        scope: Scope,
+        unique_id: &str,
+    ) -> StoreResult<Vec<crate::StoredNotification>> {
+        notify::list(&self.conn().await?, scope, unique_id).await
+    }
+
+    async fn claim_notifications(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<crate::ClaimedNotification>> {
+        Ok(in_tx!(self, |tx| notify::claim(tx, now_ms, lease_until_ms, limit).await?))
+    }
+
+    async fn notification_sending(&self, id: i64, lease_until_ms: i64) -> StoreResult<bool> {
+        notify::sending(&self.conn().await?, id, lease_until_ms).await
+    }
+
+    async fn finish_notification(&self, outcome: crate::NotificationOutcome) -> StoreResult<bool> {
+        notify::finish(&self.conn().await?, &outcome).await
+    }
+
+    async fn next_notification_due_ms(&self) -> StoreResult<Option<i64>> {
+        notify::next_due_ms(&self.conn().await?).await
+    }
+
+    async fn opt_out_state(&self, token: &str) -> StoreResult<Option<bool>> {
+        notify::opt_out_state(&self.conn().await?, token).await
+    }
+
+    async fn opt_out(&self, token: &str, now: Timestamp) -> StoreResult<bool> {
+        notify::opt_out(&self.conn().await?, token, now).await
     }
 
     async fn capacity_overrides(&self, from: Date, to: Date) -> StoreResult<HashMap<SlotDate, Override>> {

@@ -21,6 +21,8 @@ use crate::{Outbox, StoreError, StoredEvent};
 pub(super) struct Sink<'a> {
     pub outbox: &'a dyn Outbox,
     pub queued: usize,
+    /// Recipient notifications queued to send.
+    pub notified: usize,
 }
 
 pub(super) use crate::webhooks::queue_now_ms as now_ms;
@@ -309,6 +311,7 @@ pub(super) async fn changes(
     now: Timestamp,
 ) -> Result<(), StoreError> {
     let groups = crate::webhooks::by_shipment(events);
+    notifications(c, sink, &groups, now).await?;
     let drop_offs: Vec<i64> = groups.iter().map(|(d, _)| *d).collect();
     let subscribers = subscribers_by_shipment(c, &drop_offs).await?;
     let subscribed: Vec<i64> = drop_offs.iter().copied().filter(|d| subscribers.contains_key(d)).collect();
@@ -329,4 +332,30 @@ pub(super) async fn changes(
         planned.add((first.client, &first.mode), now, queued);
     }
     planned.write(c, sink).await
+}
+
+/// The recipient notifications of a change's shipments (only those whose events fire a
+/// trigger are read), written in one statement.
+async fn notifications(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    groups: &[(i64, Vec<StoredEvent>)],
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let fired: Vec<&(i64, Vec<StoredEvent>)> =
+        groups.iter().filter(|(_, mine)| mine.iter().any(|e| crate::Trigger::of(e.to).is_some())).collect();
+    if fired.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = fired.iter().map(|(d, _)| *d).collect();
+    let tenants: HashMap<i64, crate::notifications::NotifyTenant> =
+        super::notify::tenants(c, &ids).await?.into_iter().collect();
+    let shipments = shipments_without_events(c, &ids).await?;
+    let mut planned = super::notify::Planned::default();
+    for ((drop_off, mine), shipment) in fired.into_iter().zip(&shipments) {
+        let Some(tenant) = tenants.get(drop_off) else { continue };
+        planned.add(tenant, sink.outbox.channels(), shipment, mine);
+    }
+    sink.notified += planned.write(c, now).await?;
+    Ok(())
 }

@@ -7,6 +7,7 @@ mod capacity;
 mod epoch;
 mod fleet;
 mod lifecycle;
+mod notify;
 mod orders;
 mod outbox;
 mod plans;
@@ -63,6 +64,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (15, "driver_requests", include_str!("../../migrations/sqlite/0015_driver_requests.sql")),
     (16, "driver_positions", include_str!("../../migrations/sqlite/0016_driver_positions.sql")),
     (17, "proofs", include_str!("../../migrations/sqlite/0017_proofs.sql")),
+    (18, "notifications", include_str!("../../migrations/sqlite/0018_notifications.sql")),
     (19, "stop_etas", include_str!("../../migrations/sqlite/0019_stop_etas.sql")),
 ];
 const READERS: usize = 4;
@@ -162,16 +164,19 @@ impl SqliteStore {
         F: FnOnce(&Connection, &mut Sink<'_>) -> Result<T, E> + Send + 'static,
     {
         let outbox = self.outbox.clone();
-        let (value, queued) = self
+        let (value, queued, notified) = self
             .writer
             .write(move |c| {
-                let mut sink = Sink { outbox: &*outbox, queued: 0 };
+                let mut sink = Sink { outbox: &*outbox, queued: 0, notified: 0 };
                 let value = work(c, &mut sink)?;
-                Ok::<_, E>((value, sink.queued))
+                Ok::<_, E>((value, sink.queued, sink.notified))
             })
             .await?;
         if queued > 0 {
             self.outbox.queued(queued);
+        }
+        if notified > 0 {
+            self.outbox.notified(notified);
         }
         Ok(value)
     }
@@ -940,6 +945,58 @@ impl Store for SqliteStore {
 
     async fn queue_depth(&self) -> StoreResult<i64> {
         self.read_blocking(webhooks::queue_depth).await
+    }
+
+    async fn notification_settings(&self, scope: Scope) -> StoreResult<crate::NotificationSettings> {
+        self.read(|c| notify::settings(c, scope))
+    }
+
+    async fn set_notification_settings(
+        &self,
+        scope: Scope,
+        settings: crate::NotificationSettings,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        self.writer.write(move |c| notify::set_settings(c, scope, &settings, now)).await
+    }
+
+    async fn shipment_notifications(
+        &self,
+        scope: Scope,
+        unique_id: &str,
+    ) -> StoreResult<Vec<crate::StoredNotification>> {
+        let unique_id = unique_id.to_string();
+        self.read_blocking(move |c| notify::list(c, scope, &unique_id)).await
+    }
+
+    async fn claim_notifications(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<crate::ClaimedNotification>> {
+        self.writer.write(move |c| notify::claim(c, now_ms, lease_until_ms, limit)).await
+    }
+
+    async fn notification_sending(&self, id: i64, lease_until_ms: i64) -> StoreResult<bool> {
+        self.writer.write(move |c| notify::sending(c, id, lease_until_ms)).await
+    }
+
+    async fn finish_notification(&self, outcome: crate::NotificationOutcome) -> StoreResult<bool> {
+        self.writer.write(move |c| notify::finish(c, &outcome)).await
+    }
+
+    async fn next_notification_due_ms(&self) -> StoreResult<Option<i64>> {
+        self.read(notify::next_due_ms)
+    }
+
+    async fn opt_out_state(&self, token: &str) -> StoreResult<Option<bool>> {
+        self.read(|c| notify::opt_out_state(c, token))
+    }
+
+    async fn opt_out(&self, token: &str, now: Timestamp) -> StoreResult<bool> {
+        let token = token.to_string();
+        self.writer.write(move |c| notify::opt_out(c, &token, now)).await
     }
 
     async fn capacity_overrides(&self, from: Date, to: Date) -> StoreResult<HashMap<SlotDate, Override>> {

@@ -16,6 +16,8 @@ use crate::{Outbox, StoreError, StoredEvent, StoredShipment, WrittenOrder};
 pub(super) struct Sink<'a> {
     pub outbox: &'a dyn Outbox,
     pub queued: usize,
+    /// Recipient notifications queued to send.
+    pub notified: usize,
 }
 
 /// The enabled endpoints of the drop-off shipment's client, in its mode.
@@ -138,6 +140,7 @@ pub(super) fn shipment_events(
     events: &[StoredEvent],
     now: Timestamp,
 ) -> Result<(), StoreError> {
+    sink.notified += super::notify::enqueue(c, sink.outbox.channels(), drop_off, None, events, now)?;
     let subscribers = subscribers(c, drop_off)?;
     if subscribers.is_empty() {
         return Ok(());
@@ -156,13 +159,18 @@ pub(super) fn order_created(
     written: &WrittenOrder,
     events: &HashMap<i64, i64>,
 ) -> Result<(), StoreError> {
+    let now = written.created_at.timestamp();
+    for (shipment, scheduled) in created_events(written, |drop_off| events.get(&drop_off).copied())? {
+        let drop_off = shipment.drop_off.id.0;
+        sink.notified +=
+            super::notify::enqueue(c, sink.outbox.channels(), drop_off, Some(shipment), &[scheduled], now)?;
+    }
     // Every shipment of an order is the same tenant's: its first one names the endpoints.
     let Some(first) = written.ids.shipments.first() else { return Ok(()) };
     let subscribers = subscribers(c, first.drop_off.0)?;
     if subscribers.is_empty() {
         return Ok(());
     }
-    let now = written.created_at.timestamp();
     for (shipment, scheduled) in created_events(written, |drop_off| events.get(&drop_off).copied())? {
         // A new shipment's streams are empty.
         let mut busy = vec![false; subscribers.len()];

@@ -179,6 +179,18 @@ struct ShipmentPage {
     deletable: bool,
     scenarios: Vec<(&'static str, &'static str)>,
     notice: Option<String>,
+    /// The recipient messages (CONTRACT §14), recipients masked.
+    messages: Vec<MessageRow>,
+}
+
+struct MessageRow {
+    trigger: &'static str,
+    channel: &'static str,
+    recipient: String,
+    state: String,
+    attempts: i64,
+    last_error: String,
+    sent_at: String,
 }
 
 struct TimelineRow {
@@ -328,7 +340,22 @@ pub(super) async fn shipment(
             _ => String::new(),
         })
     });
+    let messages = crate::notifications::views(&app, session.scope, &d.unique_id)
+        .await
+        .map_err(fail(&session))?
+        .into_iter()
+        .map(|m| MessageRow {
+            trigger: m.trigger.as_str(),
+            channel: m.channel.as_str(),
+            recipient: m.recipient,
+            state: m.state,
+            attempts: m.attempts,
+            last_error: m.last_error.unwrap_or_default(),
+            sent_at: m.sent_at.unwrap_or_default(),
+        })
+        .collect();
     let body = ShipmentPage {
+        messages,
         frame: Some(session.frame("orders")),
         code: d.unique_id.clone(),
         order: s.order_unique_id.clone(),

@@ -71,6 +71,9 @@ use crate::app::App;
         crate::webhooks::routes::test,
         crate::webhooks::routes::deliveries,
         crate::webhooks::routes::resend,
+        crate::notifications::read_settings,
+        crate::notifications::write_settings,
+        crate::notifications::list,
         crate::auth::admin::create_client,
         crate::auth::admin::put_settings,
         crate::auth::admin::create_token,
@@ -94,6 +97,8 @@ struct Api;
     crate::labels::serve,
     crate::labels::icon,
     crate::tracking::page,
+    crate::notifications::opt_out_form,
+    crate::notifications::opt_out,
     crate::health::healthz,
     crate::health::readyz,
     crate::health::metrics,
@@ -103,7 +108,7 @@ struct Api;
 struct Root;
 
 const DESCRIPTION: &str = "Scheduled same-day parcel delivery: rate preview, synchronous and asynchronous orders, \
-parcel deletion by custom code, client reads, saved pick-up addresses, webhooks, sandbox scenarios, \
+parcel deletion by custom code, client reads, saved pick-up addresses, webhooks, recipient notifications, sandbox scenarios, \
 the operations API, the fleet (drivers), day plans and the admin API.\n\n\
 Every JSON answer is the envelope `{\"status\",\"code\",\"message\",\"object\"}`; an error adds \
 `errors` (field path → messages) and its HTTP status equals `code`. Every response carries \

@@ -36,6 +36,9 @@ pub struct Renderer {
     area: dropslot_core::config::ServiceArea,
     wake: Arc<Notify>,
     metrics: Arc<Metrics>,
+    /// Rung when recipient notifications were queued (wakes their sender).
+    notify_wake: Arc<Notify>,
+    channels: dropslot_store::Channels,
 }
 
 impl Renderer {
@@ -45,12 +48,22 @@ impl Renderer {
             area: settings.area.clone(),
             wake: Arc::new(Notify::new()),
             metrics,
+            notify_wake: Arc::new(Notify::new()),
+            channels: dropslot_store::Channels {
+                email: settings.notifications.smtp.is_some(),
+                sms: settings.notifications.sms.is_some(),
+            },
         }
     }
 
     /// Resolves when deliveries were queued since the last call.
     pub fn wake(&self) -> Arc<Notify> {
         self.wake.clone()
+    }
+
+    /// Resolves when recipient notifications were queued since the last call.
+    pub fn notify_wake(&self) -> Arc<Notify> {
+        self.notify_wake.clone()
     }
 
     fn context(&self) -> payload::Context<'_> {
@@ -75,5 +88,13 @@ impl Outbox for Renderer {
     fn queued(&self, n: usize) {
         self.metrics.webhook_queued.inc_by(n as u64);
         self.wake.notify_one();
+    }
+
+    fn channels(&self) -> dropslot_store::Channels {
+        self.channels
+    }
+
+    fn notified(&self, _n: usize) {
+        self.notify_wake.notify_one();
     }
 }

@@ -180,6 +180,12 @@ impl TestServer {
 
     /// Starts with a TOML fragment merged over the embedded default configuration.
     pub async fn start_with(fragment: &str) -> TestServer {
+        Self::start_edited(fragment, |_| {}).await
+    }
+
+    /// Like [`TestServer::start_with`], with the settings changed by `edit` before the start
+    /// (what the environment would set: credentials).
+    pub async fn start_edited(fragment: &str, edit: impl FnOnce(&mut Settings)) -> TestServer {
         let db = TestDb::fresh();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -197,7 +203,8 @@ impl TestServer {
         } else {
             format!("{fragment}\n{GENEROUS_LIMITS}")
         };
-        let settings = Settings::from_toml_fragment(&fragment, &overrides).expect("settings");
+        let mut settings = Settings::from_toml_fragment(&fragment, &overrides).expect("settings");
+        edit(&mut settings);
         let (tx, rx) = oneshot::channel::<()>();
         // Bounded: a test never outlives two minutes of serving.
         let stop = async move {

@@ -45,6 +45,9 @@ const TABLES: &[&str] = &[
     "published_routes",
     "published_stops",
     "proofs",
+    "notifications",
+    "notification_recipients",
+    "notification_settings",
     "stop_etas",
 ];
 
@@ -218,7 +221,10 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     let config = dir.path().join("dropslot.toml");
     // Generous rate limits: the test polls its asynchronous request as fast as it answers.
     let generous = crate::common::GENEROUS_LIMITS;
-    std::fs::write(&config, format!("[webhooks]\nretry_schedule = \"\"\n{generous}")).unwrap();
+    // An SMS provider nobody answers at: a live message is claimed (its recipient gets an
+    // opt-out token) and fails at once (no retries).
+    let sms = "[notifications.sms]\nurl = \"http://127.0.0.1:9/sms\"\nfrom = \"+15550009999\"\n";
+    std::fs::write(&config, format!("[webhooks]\nretry_schedule = \"\"\n{sms}{generous}")).unwrap();
     let config = config.display().to_string();
     let env = [
         ("DROPSLOT_CONFIG", config.as_str()),
@@ -339,6 +345,28 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
         let (status, _, p) = c.post(&format!("/ops/plans/{id}/publish"), &operator, &json!({}), None).await;
         assert_eq!(status, 200, "{p}");
         assert_eq!(p["object"]["cost"]["shipments_assigned"], 1, "{p}");
+        // Recipient notifications: the client's settings, and the live order's SMS claimed
+        // (and failed), its recipient then opted out.
+        let settings = json!({"sender_name": "Copy Parcels", "email": true, "sms": true,
+            "triggers": {"scheduled": true, "out_for_delivery": false, "delivered": true, "failed": true}});
+        let put = c.http.put(format!("{}{API}/notifications/settings", c.base)).bearer_auth(&live);
+        let (status, _, r) = c.call(put.json(&settings)).await;
+        assert_eq!(status, 200, "{r}");
+        let live_tracking = tracking(&o["object"]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let n = c.get(&format!("/shipments/{live_tracking}/notifications"), &live).await;
+            if n["object"]["notifications"][0]["state"] == "failed" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the live SMS was never tried: {n}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let file = rusqlite::Connection::open(&path).unwrap();
+        let token: String =
+            file.query_row("SELECT opt_out_token FROM notification_recipients", [], |r| r.get(0)).unwrap();
+        let r = c.http.post(format!("{}/notifications/opt-out/{token}", c.base)).send().await.unwrap();
+        assert_eq!(r.status(), 200);
         p["object"].clone()
     });
     // A proof image the driver uploaded (its bytes are the one large BLOB).
@@ -383,6 +411,8 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
             "published_routes",
             "published_stops",
             "proofs",
+            "notification_recipients",
+            "notification_settings",
             "stop_etas",
         ];
         if !no_ids.contains(&table.as_str()) {
@@ -416,6 +446,8 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     let same =
         format!("SELECT count(*) FROM proofs WHERE bytes = decode('{hex}', 'hex') AND size = {}", proof_png.len());
     assert_eq!(target.scalar(&same), 1, "the proof's bytes, exactly");
+    let opted_out = "SELECT count(*) FROM notification_recipients WHERE opted_out_at IS NOT NULL";
+    assert_eq!(target.scalar(opted_out), 1, "an opt-out survives the move");
 
     // The target: a server on PostgreSQL, finding the copied clients (no demo client made).
     let (server, base, again) = crate::cli::spawn_serve_with(&pg, &env);

@@ -22,6 +22,7 @@ mod hardening;
 mod labels;
 mod layout;
 mod metrics;
+mod notifications;
 mod openapi;
 mod ops;
 mod ops_pages;

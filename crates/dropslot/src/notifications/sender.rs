@@ -1,0 +1,343 @@
+//! The sender: claims due messages with a lease, marks each `sending` just before handing it
+//! to the SMTP server (lettre, pooled) or the SMS provider, and records how it ended. Errors
+//! are mapped to the integrator's words here: a recipient address never reaches a log or a
+//! stored error (lettre's and reqwest's own texts can hold one, so they are not kept).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lettre::message::header::{HeaderName, HeaderValue};
+use lettre::message::{Mailbox, MultiPart};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use tokio::sync::Notify;
+
+use super::text::{Texts, render};
+use crate::app::App;
+use crate::webhooks::{retry, target};
+use dropslot_core::config::{SmsSettings, SmtpSecurity, SmtpSettings};
+use dropslot_store::notifications::Facts;
+use dropslot_store::{Channel, ClaimedNotification, NotificationEnd, NotificationOutcome};
+
+/// Every outbound step's limit.
+const TIMEOUT: Duration = Duration::from_secs(15);
+const BATCH: usize = 16;
+
+type Mailer = AsyncSmtpTransport<Tokio1Executor>;
+
+pub struct Sender {
+    app: App,
+    mailer: Option<(Mailer, SmtpSettings)>,
+    sms: Option<(reqwest::Client, SmsSettings)>,
+    wake: Arc<Notify>,
+}
+
+fn mailer(s: &SmtpSettings) -> Result<Mailer, String> {
+    let builder = match s.security {
+        SmtpSecurity::StartTls => Mailer::starttls_relay(&s.host).map_err(|e| format!("notifications.smtp: {e}"))?,
+        SmtpSecurity::Tls => Mailer::relay(&s.host).map_err(|e| format!("notifications.smtp: {e}"))?,
+        SmtpSecurity::None => Mailer::builder_dangerous(&s.host),
+    };
+    let mut builder = builder.port(s.port).timeout(Some(TIMEOUT));
+    if let (Some(user), Some(password)) = (&s.user, &s.password) {
+        builder = builder
+            .credentials(lettre::transport::smtp::authentication::Credentials::new(user.clone(), password.clone()));
+    }
+    Ok(builder.build())
+}
+
+impl Sender {
+    /// Refuses (at start) an SMS URL the webhook target rules refuse.
+    pub fn new(app: App, wake: Arc<Notify>) -> Result<Sender, String> {
+        let n = &app.settings.notifications;
+        let mailer = n.smtp.as_ref().map(|s| mailer(s).map(|m| (m, s.clone()))).transpose()?;
+        let allow_private = app.settings.webhooks.allow_private;
+        let sms = match &n.sms {
+            None => None,
+            Some(s) => {
+                let url = target::parse(&s.url).map_err(|e| format!("notifications.sms.url: {e}"))?;
+                target::check_literal(&url, allow_private).map_err(|e| format!("notifications.sms.url: {e}"))?;
+                let client = reqwest::Client::builder()
+                    .timeout(TIMEOUT)
+                    .connect_timeout(Duration::from_secs(5))
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .dns_resolver(Arc::new(target::GuardedResolver { allow_private }))
+                    .user_agent(concat!("dropslot-notifications/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| format!("notifications.sms: {e}"))?;
+                Some((client, s.clone()))
+            }
+        };
+        Ok(Sender { app, mailer, sms, wake })
+    }
+
+    /// Claims and sends until `stopping` turns true; a claimed batch is sent concurrently (each
+    /// message within the lease), and finished before the next claim or the stop.
+    pub async fn run(self, mut stopping: tokio::sync::watch::Receiver<bool>) {
+        if self.mailer.is_none() && self.sms.is_none() {
+            return;
+        }
+        let lease = self.app.settings.notifications.lease.as_millis() as i64;
+        let me = Arc::new(self);
+        while !*stopping.borrow() {
+            let now = dropslot_store::queue_now_ms();
+            let claimed = match me.app.store.claim_notifications(now, now + lease, BATCH).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(error = %e, "claiming notifications failed; tried again shortly");
+                    Vec::new()
+                }
+            };
+            let busy = !claimed.is_empty();
+            let mut batch = tokio::task::JoinSet::new();
+            for c in claimed {
+                let me = me.clone();
+                batch.spawn(async move { me.one(c).await });
+            }
+            while batch.join_next().await.is_some() {}
+            if busy {
+                continue;
+            }
+            let next = me.app.store.next_notification_due_ms().await.ok().flatten();
+            let wait = next.map_or(Duration::from_secs(1), |at| {
+                Duration::from_millis(u64::try_from(at - dropslot_store::queue_now_ms()).unwrap_or(0))
+                    .min(Duration::from_secs(1))
+            });
+            tokio::select! {
+                () = me.wake.notified() => {}
+                () = tokio::time::sleep(wait.max(Duration::from_millis(20))) => {}
+                _ = stopping.changed() => {}
+            }
+        }
+    }
+
+    async fn one(&self, c: ClaimedNotification) {
+        let (id, lease_until_ms) = (c.id, c.lease_until_ms);
+        let end = self.attempt(&c).await;
+        let state = match &end {
+            NotificationEnd::Sent => "sent",
+            NotificationEnd::Retry { .. } => "retry",
+            NotificationEnd::Failed { .. } => "failed",
+            NotificationEnd::Uncertain { .. } => "uncertain",
+            NotificationEnd::OptedOut => "opted_out",
+        };
+        tracing::info!(
+            notification_id = id,
+            channel = c.channel.as_str(),
+            trigger = c.trigger.as_str(),
+            state,
+            "notification attempt"
+        );
+        let labels = crate::metrics::NotificationLabels { channel: c.channel.as_str().into(), outcome: state.into() };
+        self.app.metrics.notification_attempts.get_or_create(&labels).inc();
+        let outcome = NotificationOutcome { id, lease_until_ms, end, now: self.app.clock.now() };
+        match self.app.store.finish_notification(outcome).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(notification_id = id, "notification claim lost before its outcome was recorded");
+            }
+            Err(e) => tracing::warn!(notification_id = id, error = %e, "recording a notification outcome failed"),
+        }
+    }
+
+    /// One attempt: rendered, marked `sending`, handed over.
+    async fn attempt(&self, c: &ClaimedNotification) -> NotificationEnd {
+        if c.opted_out {
+            return NotificationEnd::OptedOut;
+        }
+        // Stored facts that do not parse are an error, never a message with blanks.
+        let facts: Facts = match serde_json::from_str(&c.facts_json) {
+            Ok(f) => f,
+            Err(e) => return NotificationEnd::Failed { error: format!("The stored message does not parse: {e}.") },
+        };
+        let eta = if c.trigger == dropslot_store::Trigger::OutForDelivery {
+            crate::eta::current(&self.app, &c.shipment_unique_id).await.ok().flatten()
+        } else {
+            None
+        };
+        let base = &self.app.settings.base_url;
+        let tracking = crate::labels::tracking_url(base, &c.shipment_unique_id);
+        let opt_out = format!("{base}/notifications/opt-out/{}", c.opt_out_token);
+        let sender = self.sender_name(c);
+        let texts = render(c.trigger, &facts, &sender, eta.as_ref(), &tracking, &opt_out);
+        let sent = match c.channel {
+            Channel::Email => self.email(c, &sender, &texts, &opt_out).await,
+            Channel::Sms => self.sms(c, &texts).await,
+        };
+        match sent {
+            Ok(()) => NotificationEnd::Sent,
+            Err(Failure::Permanent(error)) => NotificationEnd::Failed { error },
+            Err(Failure::Uncertain(error)) => NotificationEnd::Uncertain { error },
+            Err(Failure::Transient(error)) => {
+                let attempts = u32::try_from(c.attempts + 1).unwrap_or(u32::MAX);
+                match retry::next_delay(&self.app.settings.webhooks.retry_schedule, attempts, None, retry::unit()) {
+                    Some(d) => {
+                        NotificationEnd::Retry { error, next_ms: dropslot_store::queue_now_ms() + d.as_millis() as i64 }
+                    }
+                    None => NotificationEnd::Failed { error },
+                }
+            }
+            Err(Failure::Lost) => NotificationEnd::Failed { error: "The claim on this message was lost.".into() },
+        }
+    }
+
+    fn sender_name(&self, c: &ClaimedNotification) -> String {
+        let configured = self
+            .mailer
+            .as_ref()
+            .and_then(|(_, s)| s.from.split_once('<').map(|(name, _)| name.trim().trim_matches('"').to_string()))
+            .filter(|n| !n.is_empty());
+        Some(c.settings.sender_name.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .or(configured)
+            .unwrap_or_else(|| "your merchant".into())
+    }
+
+    async fn email(&self, c: &ClaimedNotification, sender: &str, t: &Texts, opt_out: &str) -> Result<(), Failure> {
+        let Some((mailer, s)) = &self.mailer else {
+            return Err(Failure::Permanent("No SMTP server is configured.".into()));
+        };
+        let message = build_email(s, c, sender, t, opt_out)?;
+        self.mark_sending(c).await?;
+        match mailer.send(message).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(smtp_failure(&e)),
+        }
+    }
+
+    async fn sms(&self, c: &ClaimedNotification, t: &Texts) -> Result<(), Failure> {
+        let Some((client, s)) = &self.sms else {
+            return Err(Failure::Permanent("No SMS provider is configured.".into()));
+        };
+        let url = target::parse(&s.url).map_err(Failure::Permanent)?;
+        target::check(&url, self.app.settings.webhooks.allow_private).await.map_err(Failure::Transient)?;
+        self.mark_sending(c).await?;
+        let mut req =
+            client.post(url).form(&[("To", c.recipient.as_str()), ("From", s.from.as_str()), ("Body", &t.sms)]);
+        if let Some(user) = &s.user {
+            req = req.basic_auth(user, s.password.as_deref());
+        }
+        match req.send().await {
+            Ok(r) if r.status().is_success() => Ok(()),
+            Ok(r) if r.status().as_u16() == 429 || r.status().is_server_error() => Err(Failure::Transient(format!(
+                "The SMS provider answered {}; tried again later.",
+                r.status().as_u16()
+            ))),
+            Ok(r) => {
+                Err(Failure::Permanent(format!("The SMS provider refused the message ({}).", r.status().as_u16())))
+            }
+            Err(e) if e.is_connect() => Err(Failure::Transient("The SMS provider could not be reached.".into())),
+            Err(e) if e.is_timeout() => Err(Failure::Uncertain(
+                "The SMS provider did not answer in time; the message may have been sent and is not sent again.".into(),
+            )),
+            Err(_) => Err(Failure::Uncertain(
+                "The connection to the SMS provider broke; the message may have been sent and is not sent again."
+                    .into(),
+            )),
+        }
+    }
+
+    async fn mark_sending(&self, c: &ClaimedNotification) -> Result<(), Failure> {
+        match self.app.store.notification_sending(c.id, c.lease_until_ms).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Failure::Lost),
+            Err(_) => Err(Failure::Transient("The database could not record the attempt.".into())),
+        }
+    }
+}
+
+enum Failure {
+    Permanent(String),
+    Transient(String),
+    /// The message went out and the answer was lost: never sent again.
+    Uncertain(String),
+    /// The claim ended (another process holds the message now).
+    Lost,
+}
+
+/// The error in the integrator's words, with the SMTP code when there is one; never lettre's
+/// text (it can quote an address). No connection, a TLS failure or a 4xx: not accepted, tried
+/// again. A 5xx: refused for good. A connection broken or timed out once the session began:
+/// the server may have accepted the message, so it is `uncertain` and never sent again (the
+/// same rule as a crash while `sending`; docs/notifications.md).
+fn smtp_failure(e: &lettre::transport::smtp::Error) -> Failure {
+    let code = e.status().map(|c| c.to_string());
+    // lettre tells a failed connect apart only in its text ("Connection error: …"); the text is
+    // looked at here and never kept.
+    let not_connected = e.to_string().starts_with("Connection error");
+    if e.is_permanent() {
+        Failure::Permanent(format!(
+            "The mail server refused the message permanently (SMTP {}).",
+            code.as_deref().unwrap_or("5xx")
+        ))
+    } else if e.is_transient() {
+        Failure::Transient(format!(
+            "The mail server deferred the message (SMTP {}); tried again later.",
+            code.as_deref().unwrap_or("4xx")
+        ))
+    } else if not_connected {
+        Failure::Transient("The mail server could not be reached; tried again later.".into())
+    } else if e.is_tls() {
+        Failure::Transient("The TLS handshake with the mail server failed; tried again later.".into())
+    } else if e.is_timeout() {
+        Failure::Uncertain("The mail server stopped answering during the session; the message may have been delivered and is not sent again.".into())
+    } else {
+        Failure::Uncertain("The connection to the mail server broke during the session; the message may have been delivered and is not sent again.".into())
+    }
+}
+
+/// `List-Unsubscribe` (RFC 2369) with the opt-out URL.
+#[derive(Clone)]
+struct ListUnsubscribe(String);
+
+impl lettre::message::header::Header for ListUnsubscribe {
+    fn name() -> HeaderName {
+        HeaderName::new_from_ascii_str("List-Unsubscribe")
+    }
+    fn parse(s: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(ListUnsubscribe(s.to_string()))
+    }
+    fn display(&self) -> HeaderValue {
+        HeaderValue::new(Self::name(), format!("<{}>", self.0))
+    }
+}
+
+/// `List-Unsubscribe-Post: List-Unsubscribe=One-Click` (RFC 8058).
+#[derive(Clone)]
+struct ListUnsubscribePost;
+
+impl lettre::message::header::Header for ListUnsubscribePost {
+    fn name() -> HeaderName {
+        HeaderName::new_from_ascii_str("List-Unsubscribe-Post")
+    }
+    fn parse(_: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(ListUnsubscribePost)
+    }
+    fn display(&self) -> HeaderValue {
+        HeaderValue::new(Self::name(), "List-Unsubscribe=One-Click".into())
+    }
+}
+
+fn build_email(
+    s: &SmtpSettings,
+    c: &ClaimedNotification,
+    sender: &str,
+    t: &Texts,
+    opt_out: &str,
+) -> Result<Message, Failure> {
+    let from: Mailbox = s.from.parse().map_err(|_| {
+        Failure::Permanent("The configured sender address (notifications.smtp.from) is not valid.".into())
+    })?;
+    let to: lettre::Address = c.recipient.parse().map_err(|_| {
+        Failure::Permanent("The recipient's e-mail address is not valid; the message was not sent.".into())
+    })?;
+    Message::builder()
+        .from(Mailbox::new(Some(sender.to_string()), from.email))
+        .to(Mailbox::new(None, to))
+        .subject(t.subject.clone())
+        .message_id(Some(c.message_id.clone()))
+        .header(ListUnsubscribe(opt_out.to_string()))
+        .header(ListUnsubscribePost)
+        .multipart(MultiPart::alternative_plain_html(t.text.clone(), t.html.clone()))
+        .map_err(|_| Failure::Permanent("The message could not be built (an invalid header).".into()))
+}

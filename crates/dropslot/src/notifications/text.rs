@@ -1,0 +1,147 @@
+//! What each trigger tells the recipient: the subject, the plain text and the HTML of an
+//! e-mail (askama templates in `templates/notifications/`), and the SMS body, from the facts
+//! stored with the message. Pure functions.
+
+use askama::Template;
+use dropslot_store::Trigger;
+use dropslot_store::notifications::Facts;
+
+use crate::eta::EtaWindow;
+
+/// A message ready to send.
+pub struct Texts {
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+    pub sms: String,
+}
+
+/// `HH:MM` of an RFC 3339 local time (the text as given when it is not one).
+fn clock(t: &str) -> String {
+    t.get(11..16).map_or_else(|| t.to_string(), str::to_string)
+}
+
+/// The e-mail's plain-text part (`templates/notifications/email.txt`).
+#[derive(askama::Template)]
+#[template(path = "notifications/email.txt")]
+struct EmailText<'a> {
+    line: &'a str,
+    sender: &'a str,
+    tracking_url: &'a str,
+    opt_out_url: &'a str,
+}
+
+/// The e-mail's HTML part (`templates/notifications/email.html`, escaped by askama).
+#[derive(askama::Template)]
+#[template(path = "notifications/email.html")]
+struct EmailHtml<'a> {
+    subject: &'a str,
+    line: &'a str,
+    sender: &'a str,
+    tracking_url: &'a str,
+    opt_out_url: &'a str,
+}
+
+/// The texts of one message. `sender` is the client's sender name, `eta` the live window
+/// (out for delivery only; the slot is said instead when there is none).
+pub fn render(
+    trigger: Trigger,
+    facts: &Facts,
+    sender: &str,
+    eta: Option<&EtaWindow>,
+    tracking_url: &str,
+    opt_out_url: &str,
+) -> Texts {
+    let slot = format!("{} between {} and {}", facts.date, clock(&facts.start_at), clock(&facts.end_at));
+    let (subject, line) = match trigger {
+        Trigger::Scheduled => (
+            format!("Your delivery from {sender} is scheduled"),
+            format!("Your parcel from {sender} will be delivered on {slot}."),
+        ),
+        Trigger::OutForDelivery => (
+            format!("Your parcel from {sender} is out for delivery"),
+            match eta {
+                Some(w) => format!(
+                    "Your parcel from {sender} is on its way: the driver expects to arrive between {} and {}.",
+                    clock(&w.from),
+                    clock(&w.to)
+                ),
+                None => format!("Your parcel from {sender} is on its way today, within your slot ({slot})."),
+            },
+        ),
+        Trigger::Delivered => (
+            format!("Your parcel from {sender} was delivered"),
+            match facts.receiver.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                Some(name) => format!("Your parcel from {sender} was delivered and received by {name}."),
+                None => format!("Your parcel from {sender} was delivered."),
+            },
+        ),
+        Trigger::Failed => {
+            let why = facts.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
+            let why = why.map_or_else(String::new, |r| format!(" ({r})"));
+            let next = if facts.another_attempt.unwrap_or(false) {
+                "We will try again: you will hear from us when it is on its way."
+            } else {
+                "No attempts are left: the parcel goes back to the sender."
+            };
+            (
+                format!("We could not deliver your parcel from {sender}"),
+                format!("We could not deliver your parcel from {sender} today{why}. {next}"),
+            )
+        }
+    };
+    let text = EmailText { line: &line, sender, tracking_url, opt_out_url }.render().unwrap_or_else(|_| {
+        format!("{line}\n\nTrack your parcel: {tracking_url}\nTo stop these messages: {opt_out_url}\n")
+    });
+    let html =
+        EmailHtml { subject: &subject, line: &line, sender, tracking_url, opt_out_url }.render().unwrap_or_default();
+    let sms = format!("{line} Track: {tracking_url} Stop: {opt_out_url}");
+    Texts { subject, text, html, sms }
+}
+
+/// The recipient as listed: `j•••@example.com`, `+1 •••• 0100`.
+pub fn mask(channel: dropslot_store::Channel, recipient: &str) -> String {
+    match channel {
+        dropslot_store::Channel::Email => match recipient.split_once('@') {
+            Some((local, domain)) => {
+                let first: String = local.chars().take(1).collect();
+                format!("{first}•••@{domain}")
+            }
+            None => "•••".into(),
+        },
+        dropslot_store::Channel::Sms => {
+            let digits: Vec<char> = recipient.chars().filter(char::is_ascii_digit).collect();
+            let plus = if recipient.trim_start().starts_with('+') { "+" } else { "" };
+            let first: String = digits.iter().take(1).collect();
+            let last: String = digits.iter().skip(digits.len().saturating_sub(4)).collect();
+            format!("{plus}{first} •••• {last}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks() {
+        assert_eq!(mask(dropslot_store::Channel::Email, "jane@example.com"), "j•••@example.com");
+        assert_eq!(mask(dropslot_store::Channel::Sms, "+1 416 555 0100"), "+1 •••• 0100");
+    }
+
+    #[test]
+    fn the_html_part_is_escaped() {
+        let t = render(Trigger::Delivered, &Facts::default(), "<b>Shop</b>", None, "http://t", "http://o");
+        assert!(t.html.contains("&#60;b&#62;Shop") && !t.html.contains("<b>Shop"), "{}", t.html);
+        assert!(t.text.contains("Sent for <b>Shop</b>") && t.text.contains("http://o"), "{}", t.text);
+    }
+
+    #[test]
+    fn failed_says_what_next() {
+        let f = Facts { another_attempt: Some(false), reason: Some("not at home".into()), ..Facts::default() };
+        let t = render(Trigger::Failed, &f, "Shop", None, "http://t", "http://o");
+        assert!(t.text.contains("goes back to the sender") && t.text.contains("not at home"));
+        let t = render(Trigger::OutForDelivery, &Facts::default(), "Shop", None, "http://t", "http://o");
+        assert!(t.text.contains("within your slot"));
+    }
+}
