@@ -34,16 +34,12 @@ pub fn view(e: &StoredEta, tz: &TimeZone) -> EtaWindow {
     EtaWindow { from: at(e.from_ms), to: at(e.to_ms), late: e.late }
 }
 
-/// The time zone of the city `code` (UTC for a city that left the area file).
-fn zone(app: &App, city: &str) -> TimeZone {
-    app.settings.area.cities().iter().find(|c| c.code == city).map_or(TimeZone::UTC, |c| c.tz.clone())
-}
-
 /// The current ETA window of the drop-off shipment `unique_id`, when it is on a published
 /// delivery route (`None` otherwise).
 pub async fn current(app: &App, unique_id: &str) -> Result<Option<EtaWindow>> {
     let Some(s) = app.store.shipment(Visibility::Ops, unique_id).await? else { return Ok(None) };
-    Ok(shown(s.drop_off.status, s.eta.as_ref(), &zone(app, &s.drop_off.city)))
+    let tz = dropslot_core::time::city_zone(&app.settings.area, &s.drop_off.city);
+    Ok(shown(s.drop_off.status, s.eta.as_ref(), &tz))
 }
 
 /// The ETA a drop-off in `status` shows: none once its stop is served (a stored window left

@@ -538,3 +538,40 @@ async fn a_kill_between_acceptance_and_ack_sends_no_second_copy() {
         }
     }
 }
+
+/// "Out for delivery" says when: the live window of the shipment's published route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_for_delivery_carries_the_live_eta_window() {
+    let smtp = Smtp::start();
+    let sms = Receiver::start().await;
+    let s = start(&smtp, &sms).await;
+    let op = crate::driver_api::operator(&s).await;
+    let (_, _, live, ops) = s.new_client("Corner Shop").await;
+    crate::driver_api::driver(&s, &op, "Ana").await;
+    let body = json!({
+        "pick_up_address": {"text": crate::common::PICK_UP},
+        "drop_offs": [{
+            "address": {"text": "290 Bremner Blvd, Toronto, ON M5V 3L9", "lat": 43.642, "lng": -79.387,
+                        "person_name": "Jane", "person_phone": "+1 416 555 0100", "person_email": EMAIL},
+            "scheduled_date": crate::driver_api::DATE, "time_slot_code": "TOR-DT-PM",
+            "parcels": [{"unit": "g", "values": 1000}]
+        }]
+    });
+    let r = s.post("/requests/sync", &live, &body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let tracking = r.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string();
+    let plan = json!({"date": crate::driver_api::DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1});
+    let r = s.post("/ops/plans", &op, &plan).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["object"]["id"].as_str().unwrap().to_string();
+    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+    let window = s.get(&format!("/shipments/{tracking}"), &live).await.body["object"]["eta"].clone();
+    let clock = |v: &Value| v.as_str().unwrap()[11..16].to_string();
+    let (from, to) = (clock(&window["from"]), clock(&window["to"]));
+    moves(&s, &ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    let got = smtp.wait_for(2, "scheduled, then out for delivery").await;
+    let out = of(&got, EMAIL, "out for delivery");
+    assert_eq!(out.len(), 1, "{got:?}");
+    let text = out[0]["text"].as_str().unwrap();
+    assert!(text.contains(&format!("expects to arrive between {from} and {to}")), "{window}: {text}");
+}
