@@ -138,6 +138,16 @@ fn connect(path: &str) -> StoreResult<Connection> {
 }
 
 impl SqliteStore {
+    /// Marks a session of `table` (`dashboard_sessions` or `ops_sessions`) seen at `now_ms`.
+    async fn touch_session(&self, table: &'static str, hash: TokenHash, now_ms: i64) -> StoreResult<()> {
+        self.writer
+            .write(move |c| {
+                let sql = format!("UPDATE {table} SET last_seen_ms = ?2 WHERE hash = ?1 AND last_seen_ms < ?2");
+                c.execute(&sql, params![&hash.0[..], now_ms]).map_err(map_err)?;
+                Ok(())
+            })
+            .await
+    }
     pub fn open(path: &str, outbox: Arc<dyn Outbox>) -> StoreResult<SqliteStore> {
         // `/dev/null` or a directory would "open" and leave `-journal`/`-wal` files beside it.
         if let Ok(meta) = std::fs::metadata(path) {
@@ -515,17 +525,7 @@ impl Store for SqliteStore {
         })?;
         let Some((record, last_seen)) = found else { return Ok(None) };
         if last_seen < now_ms - 60_000 {
-            let hash = *session;
-            self.writer
-                .write(move |c| {
-                    c.execute(
-                        "UPDATE dashboard_sessions SET last_seen_ms = ?2 WHERE hash = ?1 AND last_seen_ms < ?2",
-                        params![&hash.0[..], now_ms],
-                    )
-                    .map_err(map_err)?;
-                    Ok(())
-                })
-                .await?;
+            self.touch_session("dashboard_sessions", *session, now_ms).await?;
         }
         Ok(Some(record))
     }
@@ -567,17 +567,7 @@ impl Store for SqliteStore {
         })?;
         let Some((record, last_seen)) = found else { return Ok(None) };
         if last_seen < now_ms - 60_000 {
-            let hash = *session;
-            self.writer
-                .write(move |c| {
-                    c.execute(
-                        "UPDATE ops_sessions SET last_seen_ms = ?2 WHERE hash = ?1 AND last_seen_ms < ?2",
-                        params![&hash.0[..], now_ms],
-                    )
-                    .map_err(map_err)?;
-                    Ok(())
-                })
-                .await?;
+            self.touch_session("ops_sessions", *session, now_ms).await?;
         }
         Ok(Some(record))
     }
