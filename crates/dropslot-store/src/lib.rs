@@ -27,8 +27,8 @@ use jiff::civil::Date;
 pub use fleet::{NewStaffToken, OpsSessionRecord, StaffKind, StaffPrincipal, StaffTokenInfo, StoredDriver};
 pub use lifecycle::*;
 pub use notifications::{
-    Channel, Channels, ClaimedNotification, NotificationEnd, NotificationOutcome, NotificationSettings,
-    StoredNotification, Trigger, TriggerSwitches,
+    Channel, Channels, ClaimedNotification, NotificationClaim, NotificationEnd, NotificationOutcome,
+    NotificationSettings, StoredNotification, Trigger, TriggerSwitches,
 };
 pub use plans::{
     BoardCount, DriverKey, DriverMove, POSITION_EVERY_MS, Position, PositionOutcome, SaveOutcome, StoredPlan,
@@ -447,7 +447,7 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
-    ) -> StoreResult<Vec<ClaimedNotification>>;
+    ) -> StoreResult<NotificationClaim>;
     /// Marks a claimed message `sending` just before it is handed over; false if the claim
     /// was lost.
     async fn notification_sending(&self, id: i64, lease_until_ms: i64) -> StoreResult<bool>;

@@ -291,6 +291,14 @@ pub struct ClaimedNotification {
     pub settings: NotificationSettings,
 }
 
+/// What one claim took: the messages to send, and how many left `sending` by a process that
+/// died with them it turned `uncertain` (they may have been delivered: never sent again).
+#[derive(Debug, Clone, Default)]
+pub struct NotificationClaim {
+    pub messages: Vec<ClaimedNotification>,
+    pub uncertain: u64,
+}
+
 /// How an attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotificationEnd {

@@ -33,6 +33,9 @@ pub struct AppInner {
     /// The slots' capacity as quotes see it, per mode and first date (kept one second:
     /// an order's own transaction decides; `capacity::snapshot`).
     pub capacity: dropslot_store::cache::Ttl<(dropslot_store::Mode, jiff::civil::Date), Arc<Capacity>>,
+    /// Counts the recipient messages whose outcome (or `uncertain` turn) this process recorded:
+    /// what waits on the sender (the tests, the benchmark) watches it instead of polling.
+    pub notifications_recorded: watch::Sender<u64>,
     /// Turns true when the service is shutting down (`/readyz` answers 503 from then on).
     stopping: watch::Receiver<bool>,
 }
@@ -72,6 +75,7 @@ impl App {
             limiters,
             requests_queued: Arc::new(tokio::sync::Notify::new()),
             capacity: dropslot_store::cache::Ttl::new(std::time::Duration::from_secs(1)),
+            notifications_recorded: watch::Sender::new(0),
             stopping,
         })))
     }

@@ -3,7 +3,8 @@
 
 Binds 127.0.0.1:PORT, writes one JSON line per accepted message to LOG (Message-ID,
 envelope sender and recipients, subject, the text part, the List-Unsubscribe headers),
-flushed before the reply, and prints "ready" once it listens. Also the local server of
+flushed before the reply, and prints "ready" once it listens, then "accepted" on stdout for each
+message once its line is written (what the tests wait on, instead of polling the log). Also the local server of
 scripts/notify-bench.sh.
 
 --light: log only the Message-ID and the recipients (no MIME parse), for the benchmark.
@@ -41,6 +42,7 @@ class Handler:
             record = {"message_id": found.group(1).decode() if found else "", "rcpt_tos": list(envelope.rcpt_tos)}
             with open(self.log, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
+            print("accepted", flush=True)
             return "250 Message accepted for delivery"
         msg = email.message_from_bytes(envelope.original_content or envelope.content, policy=email.policy.default)
         text = ""
@@ -67,6 +69,7 @@ class Handler:
             # (the service under test is what gets killed, never this server).
             f.write(json.dumps(record) + "\n")
             f.flush()
+        print("accepted", flush=True)
         if self.hang_until:
             while not os.path.exists(self.hang_until):
                 await asyncio.sleep(0.05)

@@ -1144,7 +1144,7 @@ impl Store for PgStore {
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
-    ) -> StoreResult<Vec<crate::ClaimedNotification>> {
+    ) -> StoreResult<crate::NotificationClaim> {
         Ok(in_tx!(self, |tx| notify::claim(tx, now_ms, lease_until_ms, limit).await?))
     }
 

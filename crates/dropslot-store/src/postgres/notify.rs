@@ -10,8 +10,8 @@ use super::lifecycle::column;
 use super::map_err;
 use super::sql::Sql;
 use crate::notifications::{
-    Channels, ClaimedNotification, NewNotification, NotificationEnd, NotificationOutcome, NotificationSettings,
-    NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
+    Channels, ClaimedNotification, NewNotification, NotificationClaim, NotificationEnd, NotificationOutcome,
+    NotificationSettings, NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
 };
 use crate::{Channel, Scope, StoreError, StoreResult, StoredEvent, StoredShipment, Trigger};
 
@@ -191,8 +191,8 @@ pub(super) async fn claim(
     now_ms: i64,
     lease_until_ms: i64,
     limit: usize,
-) -> StoreResult<Vec<ClaimedNotification>> {
-    c.execute(
+) -> StoreResult<NotificationClaim> {
+    let uncertain = c.execute(
         "UPDATE notifications SET state = 'uncertain', last_error = $2 WHERE state = 'sending' AND lease_until_ms <= $1",
         &[&now_ms, &UNCERTAIN_ERROR],
     )
@@ -252,7 +252,7 @@ pub(super) async fn claim(
             settings,
         });
     }
-    Ok(claimed)
+    Ok(NotificationClaim { messages: claimed, uncertain })
 }
 
 fn parse_mode(mode: &str) -> StoreResult<crate::Mode> {

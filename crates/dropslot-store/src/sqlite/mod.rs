@@ -964,7 +964,7 @@ impl Store for SqliteStore {
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
-    ) -> StoreResult<Vec<crate::ClaimedNotification>> {
+    ) -> StoreResult<crate::NotificationClaim> {
         self.writer.write(move |c| notify::claim(c, now_ms, lease_until_ms, limit)).await
     }
 

@@ -8,8 +8,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::map_err;
 use super::reads::shipment_without_events;
 use crate::notifications::{
-    Channels, ClaimedNotification, NewNotification, NotificationEnd, NotificationOutcome, NotificationSettings,
-    NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
+    Channels, ClaimedNotification, NewNotification, NotificationClaim, NotificationEnd, NotificationOutcome,
+    NotificationSettings, NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
 };
 use crate::{Channel, Scope, StoreError, StoredEvent, StoredShipment, Trigger};
 
@@ -150,13 +150,14 @@ pub(super) fn claim(
     now_ms: i64,
     lease_until_ms: i64,
     limit: usize,
-) -> Result<Vec<ClaimedNotification>, StoreError> {
-    c.execute(
-        "UPDATE notifications SET state = 'uncertain', last_error = ?2
+) -> Result<NotificationClaim, StoreError> {
+    let uncertain = c
+        .execute(
+            "UPDATE notifications SET state = 'uncertain', last_error = ?2
          WHERE state = 'sending' AND lease_until_ms <= ?1",
-        params![now_ms, UNCERTAIN_ERROR],
-    )
-    .map_err(map_err)?;
+            params![now_ms, UNCERTAIN_ERROR],
+        )
+        .map_err(map_err)?;
     let ids: Vec<i64> = c
         .prepare_cached(
             "SELECT id FROM notifications WHERE state = 'pending' AND next_attempt_ms <= ?1 AND lease_until_ms <= ?1
@@ -219,7 +220,7 @@ pub(super) fn claim(
             settings: NotificationSettings::from_json(json.as_deref()),
         });
     }
-    Ok(claimed)
+    Ok(NotificationClaim { messages: claimed, uncertain: uncertain as u64 })
 }
 
 /// Marks a claimed message `sending` (one attempt more) just before it is handed over;

@@ -82,7 +82,16 @@ impl Sender {
         while !*stopping.borrow() {
             let now = dropslot_store::queue_now_ms();
             let claimed = match me.app.store.claim_notifications(now, now + lease, BATCH).await {
-                Ok(c) => c,
+                Ok(c) => {
+                    if c.uncertain > 0 {
+                        tracing::warn!(
+                            messages = c.uncertain,
+                            "notifications left sending past their lease (a process died handing them over) turned uncertain; they are not sent again"
+                        );
+                        me.app.notifications_recorded.send_modify(|n| *n += c.uncertain);
+                    }
+                    c.messages
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "claiming notifications failed; tried again shortly");
                     Vec::new()
@@ -138,6 +147,7 @@ impl Sender {
             }
             Err(e) => tracing::warn!(notification_id = id, error = %e, "recording a notification outcome failed"),
         }
+        self.app.notifications_recorded.send_modify(|n| *n += 1);
     }
 
     /// One attempt: rendered, marked `sending`, handed over.

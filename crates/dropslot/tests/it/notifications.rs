@@ -6,9 +6,10 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
+use tokio::sync::watch;
 
 use crate::common::{ADMIN_TOKEN, API, NOW, TestDb, TestServer, request};
 use crate::receiver::Receiver;
@@ -17,6 +18,8 @@ const EMAIL: &str = "jane@example.com";
 const FAST: &str = "200ms,200ms,200ms,200ms,200ms,200ms";
 const SMS_USER: &str = "AC0123456789";
 const SMS_PASSWORD: &str = "sms-secret";
+/// How long any wait for the sender lasts before the test fails.
+const WAIT: Duration = Duration::from_secs(30);
 
 /// The real SMTP server, stopped when dropped.
 struct Smtp {
@@ -28,6 +31,8 @@ struct Smtp {
     lease: &'static str,
     /// The service's retry schedule (`webhooks.retry_schedule`, which messages follow too).
     schedule: &'static str,
+    /// How many messages the server has logged (its "accepted" lines), across restarts.
+    accepted: Arc<watch::Sender<usize>>,
 }
 
 fn free_port() -> u16 {
@@ -38,7 +43,15 @@ impl Smtp {
     /// A port nothing listens on yet, and where the server will log.
     fn planned() -> Smtp {
         let dir = tempfile::tempdir().unwrap();
-        Smtp { child: None, port: free_port(), log: dir.path().join("smtp.jsonl"), dir, lease: "2m", schedule: FAST }
+        Smtp {
+            child: None,
+            port: free_port(),
+            log: dir.path().join("smtp.jsonl"),
+            dir,
+            lease: "2m",
+            schedule: FAST,
+            accepted: Arc::new(watch::Sender::new(0)),
+        }
     }
 
     fn start() -> Smtp {
@@ -58,9 +71,18 @@ impl Smtp {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("python3 runs (scripts/test-deps.sh installs aiosmtpd)");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        out.read_line(&mut line).unwrap();
         assert_eq!(line.trim(), "ready", "the SMTP server started");
+        let accepted = self.accepted.clone();
+        std::thread::spawn(move || {
+            for l in out.lines().map_while(Result::ok) {
+                if l == "accepted" {
+                    accepted.send_modify(|n| *n += 1);
+                }
+            }
+        });
         self.child = Some(child);
     }
 
@@ -76,16 +98,13 @@ impl Smtp {
             .collect()
     }
 
+    /// Waits until the server has logged `n` messages; all it logged.
     async fn wait_for(&self, n: usize, what: &str) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let got = self.messages();
-            if got.len() >= n {
-                return got;
-            }
-            assert!(Instant::now() < deadline, "{what}: {} of {n} messages arrived: {got:?}", got.len());
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        let mut accepted = self.accepted.subscribe();
+        let arrived = matches!(tokio::time::timeout(WAIT, accepted.wait_for(|got| *got >= n)).await, Ok(Ok(_)));
+        let got = self.messages();
+        assert!(arrived, "{what}: {} of {n} messages arrived: {got:?}", got.len());
+        got
     }
 
     fn fragment(&self, sms_url: &str) -> String {
@@ -153,14 +172,17 @@ async fn wait_listed(
     (trigger, channel): (&str, &str),
     done: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    // Woken by each outcome the sender records; read again only then.
+    let mut recorded = s.app.notifications_recorded.subscribe();
     loop {
+        recorded.borrow_and_update();
         let all = listed(s, token, tracking).await;
         if let Some(n) = all.iter().find(|n| n["trigger"] == trigger && n["channel"] == channel && done(n)) {
             return n.clone();
         }
-        assert!(Instant::now() < deadline, "{trigger}/{channel} never reached the state wanted: {all:?}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        let woken = tokio::time::timeout_at(deadline, recorded.changed()).await;
+        assert!(woken.is_ok(), "{trigger}/{channel} never reached the state wanted: {all:?}");
     }
 }
 
@@ -425,6 +447,8 @@ struct Serve {
     child: Child,
     base: String,
     log: Arc<Mutex<Vec<String>>>,
+    /// How many lines the log holds (what `wait_log` watches).
+    lines: Arc<watch::Sender<usize>>,
 }
 
 impl Serve {
@@ -443,26 +467,43 @@ impl Serve {
             .spawn()
             .unwrap();
         let log = Arc::new(Mutex::new(Vec::new()));
+        let lines = Arc::new(watch::Sender::new(0));
         let stderr = child.stderr.take().unwrap();
-        let kept = log.clone();
+        let (kept, counted) = (log.clone(), lines.clone());
         std::thread::spawn(move || {
             for l in BufReader::new(stderr).lines().map_while(Result::ok) {
                 kept.lock().unwrap().push(l);
+                counted.send_modify(|n| *n += 1);
             }
         });
         let (tx, rx) = std::sync::mpsc::channel();
         let stdout = child.stdout.take().unwrap();
-        let kept = log.clone();
+        let (kept, counted) = (log.clone(), lines.clone());
         std::thread::spawn(move || {
             for l in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if l.contains("listening on") {
                     let _ = tx.send(());
                 }
                 kept.lock().unwrap().push(l);
+                counted.send_modify(|n| *n += 1);
             }
         });
         rx.recv_timeout(Duration::from_secs(30)).expect("serve reports listening");
-        Serve { child, base: format!("http://127.0.0.1:{port}"), log }
+        Serve { child, base: format!("http://127.0.0.1:{port}"), log, lines }
+    }
+
+    /// Waits until a line of the log contains `needle`.
+    async fn wait_log(&self, needle: &str) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut lines = self.lines.subscribe();
+        loop {
+            lines.borrow_and_update();
+            if self.log.lock().unwrap().iter().any(|l| l.contains(needle)) {
+                return;
+            }
+            let woken = tokio::time::timeout_at(deadline, lines.changed()).await;
+            assert!(woken.is_ok(), "the log never said {needle:?}");
+        }
     }
 
     fn kill(&mut self) {
@@ -517,12 +558,10 @@ async fn a_kill_between_acceptance_and_ack_sends_no_second_copy() {
     let second = Serve::start(&db.url(), &config);
     post(&http, format!("{}{API}/requests/sync", second.base), &live, &order_body("ken@example.com")).await;
     smtp.wait_for(2, "the next message, after the restart").await;
-    // The killed attempt's lease ends: it turns `uncertain`, and is never sent again.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while db.scalar("SELECT count(*) FROM notifications WHERE channel = 'email' AND state = 'uncertain'") == 0 {
-        assert!(Instant::now() < deadline, "the killed attempt never turned uncertain");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // The killed attempt's lease ends: it turns `uncertain` (the restarted sender says so in
+    // its log), and is never sent again.
+    second.wait_log("turned uncertain").await;
+    assert_eq!(db.scalar("SELECT count(*) FROM notifications WHERE channel = 'email' AND state = 'uncertain'"), 1);
     // The restarted sender has taken everything due since: the first order's SMS too.
     sms.wait_until("both orders' SMS", |g| g.len() >= 2).await;
     let all = smtp.messages();
