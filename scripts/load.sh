@@ -104,10 +104,11 @@ if ((${#need_apt[@]})); then
 fi
 
 # ---------------------------------------------------------------- build
-log "building (release): dropslot binary and floor example"
-timeout "${BUILD_TIMEOUT:-3600}" cargo build --release -p dropslot --bin dropslot --example floor
+log "building (release): dropslot binary, floor and sync_floor examples"
+timeout "${BUILD_TIMEOUT:-3600}" cargo build --release -p dropslot --bin dropslot --example floor --example sync_floor
 DROPSLOT=$TARGET/release/dropslot
 FLOOR=$TARGET/release/examples/floor
+SYNC_FLOOR=$TARGET/release/examples/sync_floor
 [[ -x $DROPSLOT && -x $FLOOR ]] || die "binaries not found under $TARGET/release"
 
 # ---------------------------------------------------------------- servers
@@ -211,7 +212,26 @@ fsize=$(curl -sS --max-time 10 -o /dev/null -w '%{size_download}' -H 'Content-Ty
 
 # ---------------------------------------------------------------- wrk
 SECS=$(seconds "$DURATION")
-declare -A RPS P50 P99 RESULT
+declare -A RPS P50 P99 CPU RESULT
+TICKS=$(getconf CLK_TCK)
+# listener_pids URL...: the processes listening on those URLs' ports (found with ss), each once.
+listener_pids() {
+  local url port
+  for url in "$@"; do
+    port=$(sed -E 's#^https?://[^/:]+:([0-9]+).*#\1#' <<<"$url")
+    ss -ltnpH "sport = :$port" | grep -oE 'pid=[0-9]+' | cut -d= -f2
+  done | sort -u
+}
+# cpu_ticks PID...: their user+sys CPU so far, summed, in clock ticks (/proc/PID/stat).
+cpu_ticks() {
+  local pid t=0 f
+  for pid in "$@"; do
+    read -r -a f <"/proc/$pid/stat" || continue
+    # Fields 14 and 15 (utime, stime); the command name (field 2) holds no space here.
+    t=$((t + f[13] + f[14]))
+  done
+  echo "$t"
+}
 
 # run NAME PATH [extra env...]: warm-up, then the timed run, with wrk's connections split
 # evenly over WRKS wrk processes run at once, wrk i against serve process i mod PROCESSES;
@@ -239,12 +259,19 @@ run() {
   fi
   "${BEFORE_TIMED:-true}"
   log "wrk -t$threads -c$conns -d$DURATION --latency $name: ${urls[*]}"
+  # The server side's CPU over the timed run (every process behind the URLs): what a request
+  # costs, a figure that travels between machines better than a rate.
+  local servers cpu0
+  mapfile -t servers < <(listener_pids "${urls[@]}")
+  cpu0=$(cpu_ticks "${servers[@]}")
   for i in "${!urls[@]}"; do
     env BODY_FILE="$BODY" TOKEN="$TOKEN" "$@" timeout $((SECS + 60)) \
       wrk -t"$threads" -c"$conns" -d"$DURATION" --latency -s scripts/load.lua "${urls[$i]}" >"$TMP/wrk-$name-$i.txt" &
     wrks+=($!)
   done
   wait "${wrks[@]}"
+  local cpu1
+  cpu1=$(cpu_ticks "${servers[@]}")
   for i in "${!urls[@]}"; do sed 's/^/   /' "$TMP/wrk-$name-$i.txt" >&2; done
   RESULT[$name]=$(cat "$TMP"/wrk-"$name"-*.txt | grep '^LOAD ' | awk '
     { for (f = 2; f <= NF; f++) { split($f, kv, "="); k = kv[1]; v = kv[2] + 0
@@ -255,6 +282,10 @@ run() {
   RPS[$name]=$(field "$name" rps)
   P50[$name]=$(field "$name" p50_ms)
   P99[$name]=$(field "$name" p99_ms)
+  # CPU milliseconds per 1,000 requests (= µs per request).
+  CPU[$name]=$(awk -v d=$((cpu1 - cpu0)) -v hz="$TICKS" -v n="$(field "$name" requests)" \
+    'BEGIN { printf "%.1f", n > 0 ? d * 1000 / hz * 1000 / n : 0 }')
+  RESULT[$name]+=" cpu_ms_per_1000=${CPU[$name]}"
 }
 field() { sed -nE "s/.* $2=([^ ]+).*/\1/p" <<<"${RESULT[$1]}"; }
 
@@ -458,12 +489,41 @@ peak_rss() {
   echo "$m"
 }
 
+# metric NAME: the sum of a counter over the serve processes' /metrics.
+metric() {
+  local app t=0 v
+  for app in "${APPS[@]}"; do
+    v=$(curl -sS --max-time 10 "$app/metrics" | awk -v n="dropslot_$1_total" '$1 == n { print $2 }')
+    t=$((t + ${v:-0}))
+  done
+  echo "$t"
+}
 # Counted after the warm-up (whose orders are not part of the check), just before the timed run.
-count_before() { read -r orders_before parcels_before < <(count_rows); }
+count_before() {
+  read -r orders_before parcels_before < <(count_rows)
+  batches_before=$(metric store_write_batches)
+  jobs_before=$(metric store_batched_jobs)
+}
 watch_start
 BEFORE_TIMED=count_before run sync "$API/requests/sync" WRK_COUNT=1
 read -r SYNC_WAL SYNC_RSS < <(watch_stop)
 PEAK_RSS_API=$(peak_rss)
+# The orders a write transaction grouped during the timed run (the mean).
+SYNC_GROUP=$(awk -v j=$(($(metric store_batched_jobs) - jobs_before)) -v b=$(($(metric store_write_batches) - batches_before)) \
+  'BEGIN { printf "%d", b > 0 ? j / b + 0.5 : 1 }')
+((SYNC_GROUP >= 1)) || SYNC_GROUP=1
+# Sync's own floor (SQLite): a bare rusqlite writer of the same rows (the newest order's),
+# with the same durability and the same grouping, on a fresh database beside this one, for
+# as long as the sync run (examples/sync_floor.rs). It runs while nothing else does.
+if [[ $BACKEND == sqlite ]]; then
+  "$DROPSLOT" migrate --database "sqlite://$TMP/floor.db" >/dev/null 2>&1 || die "cannot migrate the sync floor's database"
+  "$DROPSLOT" client create --name floor --database "sqlite://$TMP/floor.db" >/dev/null
+  for pid in "${APP_PIDS[@]}"; do kill -STOP "$pid"; done
+  SYNC_FLOOR_LINE=$("$SYNC_FLOOR" "$TMP/floor.db" "$DB" "$SYNC_GROUP" "$SECS") || die "the sync floor failed"
+  for pid in "${APP_PIDS[@]}"; do kill -CONT "$pid"; done
+  log "$SYNC_FLOOR_LINE"
+  RPS[sync_floor]=$(sed -nE 's/.* per_s=([^ ]+).*/\1/p' <<<"$SYNC_FLOOR_LINE")
+fi
 # Requests wrk abandoned when its clock ran out may still be committing: let them finish,
 # then kill the server hard (no graceful shutdown) before counting what is on disk.
 sleep 1
@@ -673,14 +733,18 @@ wait "${seeders[@]}"
 CODES=$TMP/codes.txt
 sql "SELECT unique_id FROM drop_off_shipments WHERE mode = 'live' ORDER BY id" >"$CODES"
 log "wrk -t$THREADS -c$CONNECTIONS -d$DURATION --latency ops transitions over $(wc -l <"$CODES") live shipments"
+mapfile -t servers < <(listener_pids "$APP")
+cpu0=$(cpu_ticks "${servers[@]}")
 CODES_FILE=$CODES TOKEN=$OPS THREADS=$THREADS timeout $((SECS + 60)) \
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s scripts/ops.lua "$APP/" | tee "$TMP/wrk-ops.txt" |
   sed 's/^/   /' >&2
+cpu1=$(cpu_ticks "${servers[@]}")
 RESULT[ops]=$(grep '^LOAD ' "$TMP/wrk-ops.txt") || die "no LOAD line from wrk for ops"
 log "peak RSS after scenarios and ops: $(peak_rss) KB"
 RPS[ops]=$(field ops rps)
 P50[ops]=$(field ops p50_ms)
 P99[ops]=$(field ops p99_ms)
+CPU[ops]=$(awk -v d=$((cpu1 - cpu0)) -v hz="$TICKS" -v n="$(field ops requests)" 'BEGIN { printf "%.1f", n > 0 ? d * 1e6 / hz / n : 0 }')
 
 # ---------------------------------------------------------------- webhooks
 # Receivers: four bare-axum floors answering every POST with 2 bytes.
@@ -826,12 +890,12 @@ inflight=$((orders - s201))
 
 echo
 echo "backend: $BACKEND, serve processes: $PROCESSES, wrk processes: $WRKS"
-printf '%-8s %10s %9s %9s %9s\n' endpoint 'req/s' 'p50 ms' 'p99 ms' 'vs floor'
+printf '%-10s %10s %9s %9s %9s %14s\n' endpoint 'req/s' 'p50 ms' 'p99 ms' 'vs floor' 'CPU ms/1000'
 NAMES=(floor preview sync)
 [[ ${ONLY:-all} == all ]] && NAMES+=(sync_hooks ops)
 for name in "${NAMES[@]}"; do
   ratio=$(awk -v a="${RPS[$name]}" -v b="${RPS[floor]}" 'BEGIN { printf "%.3f", a / b }')
-  printf '%-8s %10.0f %9.2f %9.2f %9s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio"
+  printf '%-10s %10.0f %9.2f %9.2f %9s %14s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "$ratio" "${CPU[$name]:-}"
 done
 for c in ${CURVE:-}; do
   for name in "floor_c$c" "preview_c$c" "sync_c$c"; do
@@ -858,6 +922,9 @@ if [[ -n ${SEED_ORDERS:-} ]]; then
 fi
 echo "memory: peak RSS (VmHWM) through floor, preview and sync: $PEAK_RSS_API KB; after every later phase: $(peak_rss) KB"
 [[ $BACKEND == sqlite ]] && echo "WAL: largest -wal file while sync ran: $SYNC_WAL bytes"
+if [[ -n ${RPS[sync_floor]:-} ]]; then
+  echo "sync against its own floor (a bare rusqlite writer of the same rows, $SYNC_GROUP orders a commit as sync grouped them): $(printf '%.0f' "${RPS[sync]}") / $(printf '%.0f' "${RPS[sync_floor]}") orders/s = $(awk -v a="${RPS[sync]}" -v b="${RPS[sync_floor]}" 'BEGIN { printf "%.3f", a / b }')"
+fi
 echo
 if ((PROCESSES == 1)); then
   for endpoint in preview sync; do
