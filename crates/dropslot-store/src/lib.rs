@@ -448,11 +448,12 @@ pub trait Store: Send + Sync + 'static {
         lease_until_ms: i64,
         limit: usize,
     ) -> StoreResult<NotificationClaim>;
-    /// Marks a claimed message `sending` just before it is handed over; false if the claim
-    /// was lost.
-    async fn notification_sending(&self, id: i64, lease_until_ms: i64) -> StoreResult<bool>;
-    /// Records how a claimed attempt ended; false if the claim was lost (nothing written).
-    async fn finish_notification(&self, outcome: NotificationOutcome) -> StoreResult<bool>;
+    /// Marks claimed messages `sending` (one attempt more each) just before they are handed
+    /// over, in one write; the ids whose claim still held (the others were lost).
+    async fn notifications_sending(&self, ids: Vec<i64>, lease_until_ms: i64) -> StoreResult<Vec<i64>>;
+    /// Records how claimed attempts ended, in one write; the ids whose claim still held (for
+    /// the others nothing was written).
+    async fn finish_notifications(&self, outcomes: Vec<NotificationOutcome>) -> StoreResult<Vec<i64>>;
     /// When the next message falls due (or a `sending` one's lease ends), if any.
     async fn next_notification_due_ms(&self) -> StoreResult<Option<i64>>;
     /// Whether the opt-out token is known (`Some`), and whether it has opted out already.

@@ -329,6 +329,19 @@ pub struct NotificationOutcome {
     pub now: jiff::Timestamp,
 }
 
+impl NotificationOutcome {
+    /// What the outcome writes on either backend: state, error, next attempt, sent at.
+    pub(crate) fn columns(&self) -> (&'static str, Option<&str>, Option<i64>, Option<String>) {
+        match &self.end {
+            NotificationEnd::Sent => ("sent", None, None, Some(self.now.to_string())),
+            NotificationEnd::Retry { error, next_ms } => ("pending", Some(error), Some(*next_ms), None),
+            NotificationEnd::Failed { error } => ("failed", Some(error), None, None),
+            NotificationEnd::Uncertain { error } => ("uncertain", Some(error), None, None),
+            NotificationEnd::OptedOut => ("opted_out", None, None, None),
+        }
+    }
+}
+
 /// What a crashed attempt's row says: the service stopped after handing the message over
 /// and before hearing the answer, so it may have been delivered and is not sent again.
 pub const UNCERTAIN_ERROR: &str = "The service stopped while this message was being handed over; it may have \

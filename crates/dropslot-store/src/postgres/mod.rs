@@ -1148,12 +1148,12 @@ impl Store for PgStore {
         Ok(in_tx!(self, |tx| notify::claim(tx, now_ms, lease_until_ms, limit).await?))
     }
 
-    async fn notification_sending(&self, id: i64, lease_until_ms: i64) -> StoreResult<bool> {
-        notify::sending(&self.conn().await?, id, lease_until_ms).await
+    async fn notifications_sending(&self, ids: Vec<i64>, lease_until_ms: i64) -> StoreResult<Vec<i64>> {
+        notify::sending(&self.conn().await?, &ids, lease_until_ms).await
     }
 
-    async fn finish_notification(&self, outcome: crate::NotificationOutcome) -> StoreResult<bool> {
-        notify::finish(&self.conn().await?, &outcome).await
+    async fn finish_notifications(&self, outcomes: Vec<crate::NotificationOutcome>) -> StoreResult<Vec<i64>> {
+        notify::finish(&self.conn().await?, &outcomes).await
     }
 
     async fn next_notification_due_ms(&self) -> StoreResult<Option<i64>> {

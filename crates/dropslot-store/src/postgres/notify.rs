@@ -10,8 +10,8 @@ use super::lifecycle::column;
 use super::map_err;
 use super::sql::Sql;
 use crate::notifications::{
-    Channels, ClaimedNotification, NewNotification, NotificationClaim, NotificationEnd, NotificationOutcome,
-    NotificationSettings, NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
+    Channels, ClaimedNotification, NewNotification, NotificationClaim, NotificationOutcome, NotificationSettings,
+    NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
 };
 use crate::{Channel, Scope, StoreError, StoreResult, StoredEvent, StoredShipment, Trigger};
 
@@ -259,36 +259,48 @@ fn parse_mode(mode: &str) -> StoreResult<crate::Mode> {
     crate::Mode::parse(mode).ok_or_else(|| StoreError::Corrupt(format!("mode {mode}")))
 }
 
-pub(super) async fn sending(c: &impl Sql, id: i64, lease_until_ms: i64) -> StoreResult<bool> {
-    let n = c
-        .execute(
+/// Marks claimed messages `sending` (one attempt more each), in one statement; the ids whose
+/// claim still held.
+pub(super) async fn sending(c: &impl Sql, ids: &[i64], lease_until_ms: i64) -> StoreResult<Vec<i64>> {
+    let rows = c
+        .query(
             "UPDATE notifications SET state = 'sending', attempts = attempts + 1
-             WHERE id = $1 AND state = 'pending' AND lease_until_ms = $2",
-            &[&id, &lease_until_ms],
+             WHERE id = ANY($1) AND state = 'pending' AND lease_until_ms = $2 RETURNING id",
+            &[&ids, &lease_until_ms],
         )
         .await
         .map_err(map_err)?;
-    Ok(n == 1)
+    rows.iter().map(|r| column(r, 0)).collect()
 }
 
-pub(super) async fn finish(c: &impl Sql, o: &NotificationOutcome) -> StoreResult<bool> {
-    let (state, error, next_ms, sent_at): (&str, Option<&str>, Option<i64>, Option<String>) = match &o.end {
-        NotificationEnd::Sent => ("sent", None, None, Some(o.now.to_string())),
-        NotificationEnd::Retry { error, next_ms } => ("pending", Some(error), Some(*next_ms), None),
-        NotificationEnd::Failed { error } => ("failed", Some(error), None, None),
-        NotificationEnd::Uncertain { error } => ("uncertain", Some(error), None, None),
-        NotificationEnd::OptedOut => ("opted_out", None, None, None),
-    };
-    let n = c
-        .execute(
-            "UPDATE notifications SET state = $3, last_error = COALESCE($4, last_error),
-                next_attempt_ms = COALESCE($5, next_attempt_ms), sent_at = $6, lease_until_ms = 0
-             WHERE id = $1 AND lease_until_ms = $2 AND state IN ('pending', 'sending')",
-            &[&o.id, &o.lease_until_ms, &state, &error, &next_ms, &sent_at],
+/// Records how claimed attempts ended, each while its claim holds, in one statement; the ids
+/// written.
+pub(super) async fn finish(c: &impl Sql, outcomes: &[NotificationOutcome]) -> StoreResult<Vec<i64>> {
+    let n = outcomes.len();
+    let (mut ids, mut leases, mut states) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut errors, mut next, mut sent) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for o in outcomes {
+        let (state, error, next_ms, sent_at) = o.columns();
+        ids.push(o.id);
+        leases.push(o.lease_until_ms);
+        states.push(state);
+        errors.push(error.map(str::to_string));
+        next.push(next_ms);
+        sent.push(sent_at);
+    }
+    let rows = c
+        .query(
+            "UPDATE notifications n SET state = u.state, last_error = COALESCE(u.error, n.last_error),
+                next_attempt_ms = COALESCE(u.next_ms, n.next_attempt_ms), sent_at = u.sent_at, lease_until_ms = 0
+             FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[])
+                AS u(id, lease, state, error, next_ms, sent_at)
+             WHERE n.id = u.id AND n.lease_until_ms = u.lease AND n.state IN ('pending', 'sending')
+             RETURNING n.id",
+            &[&ids, &leases, &states, &errors, &next, &sent],
         )
         .await
         .map_err(map_err)?;
-    Ok(n == 1)
+    rows.iter().map(|r| column(r, 0)).collect()
 }
 
 pub(super) async fn next_due_ms(c: &impl Sql) -> StoreResult<Option<i64>> {

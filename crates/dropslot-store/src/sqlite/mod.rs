@@ -968,12 +968,12 @@ impl Store for SqliteStore {
         self.writer.write(move |c| notify::claim(c, now_ms, lease_until_ms, limit)).await
     }
 
-    async fn notification_sending(&self, id: i64, lease_until_ms: i64) -> StoreResult<bool> {
-        self.writer.write(move |c| notify::sending(c, id, lease_until_ms)).await
+    async fn notifications_sending(&self, ids: Vec<i64>, lease_until_ms: i64) -> StoreResult<Vec<i64>> {
+        self.writer.write(move |c| notify::sending(c, &ids, lease_until_ms)).await
     }
 
-    async fn finish_notification(&self, outcome: crate::NotificationOutcome) -> StoreResult<bool> {
-        self.writer.write(move |c| notify::finish(c, &outcome)).await
+    async fn finish_notifications(&self, outcomes: Vec<crate::NotificationOutcome>) -> StoreResult<Vec<i64>> {
+        self.writer.write(move |c| notify::finish(c, &outcomes)).await
     }
 
     async fn next_notification_due_ms(&self) -> StoreResult<Option<i64>> {

@@ -8,8 +8,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::map_err;
 use super::reads::shipment_without_events;
 use crate::notifications::{
-    Channels, ClaimedNotification, NewNotification, NotificationClaim, NotificationEnd, NotificationOutcome,
-    NotificationSettings, NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
+    Channels, ClaimedNotification, NewNotification, NotificationClaim, NotificationOutcome, NotificationSettings,
+    NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
 };
 use crate::{Channel, Scope, StoreError, StoredEvent, StoredShipment, Trigger};
 
@@ -223,37 +223,41 @@ pub(super) fn claim(
     Ok(NotificationClaim { messages: claimed, uncertain: uncertain as u64 })
 }
 
-/// Marks a claimed message `sending` (one attempt more) just before it is handed over;
-/// false when the claim was lost.
-pub(super) fn sending(c: &Connection, id: i64, lease_until_ms: i64) -> Result<bool, StoreError> {
-    let n = c
-        .execute(
+/// Marks claimed messages `sending` (one attempt more each) just before they are handed
+/// over; the ids whose claim still held.
+pub(super) fn sending(c: &Connection, ids: &[i64], lease_until_ms: i64) -> Result<Vec<i64>, StoreError> {
+    let mut st = c
+        .prepare_cached(
             "UPDATE notifications SET state = 'sending', attempts = attempts + 1
              WHERE id = ?1 AND state = 'pending' AND lease_until_ms = ?2",
-            params![id, lease_until_ms],
         )
         .map_err(map_err)?;
-    Ok(n == 1)
+    let mut held = Vec::with_capacity(ids.len());
+    for &id in ids {
+        if st.execute(params![id, lease_until_ms]).map_err(map_err)? == 1 {
+            held.push(id);
+        }
+    }
+    Ok(held)
 }
 
-/// Records how a claimed attempt ended, while the claim holds; false when it was lost.
-pub(super) fn finish(c: &Connection, o: &NotificationOutcome) -> Result<bool, StoreError> {
-    let (state, error, next_ms, sent_at): (&str, Option<&str>, Option<i64>, Option<String>) = match &o.end {
-        NotificationEnd::Sent => ("sent", None, None, Some(o.now.to_string())),
-        NotificationEnd::Retry { error, next_ms } => ("pending", Some(error), Some(*next_ms), None),
-        NotificationEnd::Failed { error } => ("failed", Some(error), None, None),
-        NotificationEnd::Uncertain { error } => ("uncertain", Some(error), None, None),
-        NotificationEnd::OptedOut => ("opted_out", None, None, None),
-    };
-    let n = c
-        .execute(
+/// Records how claimed attempts ended, each while its claim holds; the ids written.
+pub(super) fn finish(c: &Connection, outcomes: &[NotificationOutcome]) -> Result<Vec<i64>, StoreError> {
+    let mut st = c
+        .prepare_cached(
             "UPDATE notifications SET state = ?3, last_error = COALESCE(?4, last_error),
                 next_attempt_ms = COALESCE(?5, next_attempt_ms), sent_at = ?6, lease_until_ms = 0
              WHERE id = ?1 AND lease_until_ms = ?2 AND state IN ('pending', 'sending')",
-            params![o.id, o.lease_until_ms, state, error, next_ms, sent_at],
         )
         .map_err(map_err)?;
-    Ok(n == 1)
+    let mut written = Vec::with_capacity(outcomes.len());
+    for o in outcomes {
+        let (state, error, next_ms, sent_at) = o.columns();
+        if st.execute(params![o.id, o.lease_until_ms, state, error, next_ms, sent_at]).map_err(map_err)? == 1 {
+            written.push(o.id);
+        }
+    }
+    Ok(written)
 }
 
 pub(super) fn next_due_ms(c: &Connection) -> rusqlite::Result<Option<i64>> {
