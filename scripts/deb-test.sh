@@ -32,7 +32,7 @@ import json, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "dropslot" \
-            and m["target"]["kind"] == ["bin"] and m.get("executable"):
+            and m["target"]["kind"] == ["bin"] and not m["profile"]["test"] and m.get("executable"):
         print(m["executable"])')
     fi
     [ -x "$bin" ] || fail "no dropslot binary ($bin)"
