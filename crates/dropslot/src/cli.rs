@@ -517,7 +517,7 @@ fn notify_service_manager(states: &[sd_notify::NotifyState<'_>]) {
     }
 }
 
-/// SIGINT or SIGTERM.
+/// SIGINT or SIGTERM; then systemd is told `STOPPING=1` (nothing without `NOTIFY_SOCKET`).
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
