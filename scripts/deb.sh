@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --binary) binary=${2:?--binary needs a path}; shift 2 ;;
         --out) out=${2:?--out needs a directory}; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
         *) echo "deb.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
