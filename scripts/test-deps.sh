@@ -8,7 +8,8 @@
 # pinned) to generate a client from docs/openapi.json and drive the server with it; Debian's chromium and
 # chromium-driver, and axe-core from npm (into target/browser-deps), for the dashboard's
 # browser tests; and a real OSRM routing engine (scripts/osrm.sh, from PyPI's osrm-bindings
-# wheel) for the road-time tests; aiosmtpd (PyPI, pinned) as the real SMTP server of the notification tests.
+# wheel) for the road-time tests; aiosmtpd (PyPI, pinned) as the real SMTP server of the notification tests;
+# lintian and systemd (systemd-analyze) for the Debian package test.
 # Idempotent: each step runs only when its tool is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,10 +56,18 @@ if ! python3 -c 'import aiosmtpd' >/dev/null 2>&1; then
         || python3 -m pip install --quiet --break-system-packages aiosmtpd==1.4.6
 fi
 
+# The Debian package test (scripts/deb-test.sh): lintian checks the package, systemd-analyze
+# (from Debian's systemd package) verifies the unit and rates its sandboxing.
+if ! command -v lintian >/dev/null 2>&1 || ! command -v systemd-analyze >/dev/null 2>&1; then
+    $SUDO apt-get update
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y lintian systemd
+fi
+
 # OSRM's executables and car profile, into ~/.cache/dropslot (tests/it/roads.rs finds them there).
 scripts/osrm.sh >/dev/null
 
 command -v pdftoppm >/dev/null
+command -v lintian >/dev/null && command -v systemd-analyze >/dev/null
 [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]
 [ -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]
 python3 -c 'import zxingcpp, PIL, standardwebhooks, prometheus_client, schemathesis'

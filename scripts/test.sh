@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what the tests need (poppler, the zxing-cpp
 # decoder, PostgreSQL), checks formatting and lints, then runs every test of the workspace on
-# SQLite, Schemathesis against the running server's /openapi.json (scripts/schemathesis.sh), and
+# SQLite, the Debian package on this machine (scripts/deb-test.sh, with the binary those tests
+# built), Schemathesis against the running server's /openapi.json (scripts/schemathesis.sh), and
 # the end-to-end tests again on PostgreSQL (DROPSLOT_TEST_DATABASE_URL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 if cargo nextest --version >/dev/null 2>&1; then
     echo "== tests on SQLite"
     cargo nextest run --workspace --locked --no-fail-fast
+    echo "== the Debian package"
+    scripts/deb-test.sh
     echo "== schemathesis against /openapi.json"
     scripts/schemathesis.sh
     echo "== tests on PostgreSQL ($PG_URL)"
@@ -21,6 +24,8 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
     echo "== tests on SQLite"
     cargo test --workspace --locked --no-fail-fast
+    echo "== the Debian package"
+    scripts/deb-test.sh
     echo "== schemathesis against /openapi.json"
     scripts/schemathesis.sh
     echo "== tests on PostgreSQL ($PG_URL)"

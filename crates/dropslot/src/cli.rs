@@ -498,11 +498,26 @@ async fn serve(mut settings: Settings) -> Result<(), String> {
     }
     tracing::info!(%bound, database = %dropslot_core::config::redact_url(&running.app.settings.database), "dropslot listening");
     println!("dropslot listening on http://{bound} (base URL {base})");
+    // `start` returned: the store is migrated and took a write, the routes are in place, so
+    // `/readyz` answers 200 from here on. Only now may systemd order dependants after us.
+    notify_service_manager(&[
+        sd_notify::NotifyState::Ready,
+        sd_notify::NotifyState::Status(&format!("listening on http://{bound}")),
+    ]);
     running.finished().await;
     Ok(())
 }
 
-/// SIGINT or SIGTERM.
+/// Tells systemd how the service stands (`Type=notify`, docs/operations.md, "Debian package
+/// and systemd"). Without `NOTIFY_SOCKET` in the environment it does nothing; a failure to
+/// send only logs, since the service itself is fine.
+fn notify_service_manager(states: &[sd_notify::NotifyState<'_>]) {
+    if let Err(e) = sd_notify::notify(states) {
+        tracing::warn!(error = %e, "cannot notify the service manager (NOTIFY_SOCKET)");
+    }
+}
+
+/// SIGINT or SIGTERM; then systemd is told `STOPPING=1` (nothing without `NOTIFY_SOCKET`).
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -519,4 +534,5 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     let term = std::future::pending::<()>();
     tokio::select! { () = ctrl_c => {}, () = term => {} }
+    notify_service_manager(&[sd_notify::NotifyState::Stopping]);
 }

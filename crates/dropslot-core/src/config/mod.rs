@@ -677,6 +677,27 @@ mod tests {
         assert_eq!(s.area.cities().len(), 1);
     }
 
+    /// The Debian package installs this very file as `/etc/dropslot/dropslot.toml` (scripts/deb.sh),
+    /// and the unit passes it with `--config`: merged over itself it must change nothing, arrays
+    /// (which replace) included.
+    #[test]
+    fn the_default_given_as_the_file_changes_nothing() {
+        let default: toml::Table = DEFAULT_TOML.parse().unwrap();
+        let mut merged = default.clone();
+        merge_area_file(&mut merged, default.clone());
+        assert_eq!(merged, default);
+        let path = std::env::temp_dir().join(format!("dropslot-default-{}.toml", std::process::id()));
+        std::fs::write(&path, DEFAULT_TOML).unwrap();
+        let from_file = Settings::load(&Overrides { config_file: Some(path.clone()), ..Overrides::default() });
+        std::fs::remove_file(&path).unwrap();
+        // Settings are a function of the merged table, so the equality above is the proof; the
+        // load shows that the file, read from disk, passes validation as it is.
+        let (from_file, without) = (from_file.unwrap(), Settings::load(&Overrides::default()).unwrap());
+        assert_eq!(format!("{from_file:?}"), format!("{without:?}"));
+        assert_eq!(from_file.area.cities().len(), without.area.cities().len());
+        assert_eq!(from_file.pricing.sizes.len(), without.pricing.sizes.len());
+    }
+
     #[test]
     fn file_merges_over_default_and_bad_values_are_named() {
         let s = Settings::from_toml_fragment("[pricing]\nmin_price = \"30\"", &Overrides::default()).unwrap();

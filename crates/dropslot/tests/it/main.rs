@@ -38,4 +38,5 @@ mod sandbox;
 mod scaleout;
 mod solve;
 mod storage;
+mod systemd;
 mod webhooks;
