@@ -4,6 +4,7 @@
 //! opt-out page.
 
 pub mod sender;
+mod smtp;
 pub mod text;
 
 use axum::extract::State;

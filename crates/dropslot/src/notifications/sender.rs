@@ -9,15 +9,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lettre::Message;
 use lettre::message::header::{HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart};
-use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tokio::sync::Notify;
 
+use super::smtp::{Smtp, SmtpError};
 use super::text::{Texts, render};
 use crate::app::App;
 use crate::webhooks::{retry, target};
-use dropslot_core::config::{SmsSettings, SmtpSecurity, SmtpSettings};
+use dropslot_core::config::{SmsSettings, SmtpSettings};
 use dropslot_store::notifications::Facts;
 use dropslot_store::{Channel, ClaimedNotification, NotificationEnd, NotificationOutcome};
 
@@ -28,35 +29,18 @@ const BATCH: usize = 64;
 /// Messages handed over at once at most (lettre's pool keeps as many SMTP connections).
 const CONCURRENCY: usize = 16;
 
-type Mailer = AsyncSmtpTransport<Tokio1Executor>;
-
 pub struct Sender {
     app: App,
-    mailer: Option<(Mailer, SmtpSettings)>,
+    mailer: Option<(Smtp, SmtpSettings)>,
     sms: Option<(reqwest::Client, SmsSettings)>,
     wake: Arc<Notify>,
-}
-
-fn mailer(s: &SmtpSettings) -> Result<Mailer, String> {
-    let builder = match s.security {
-        SmtpSecurity::StartTls => Mailer::starttls_relay(&s.host).map_err(|e| format!("notifications.smtp: {e}"))?,
-        SmtpSecurity::Tls => Mailer::relay(&s.host).map_err(|e| format!("notifications.smtp: {e}"))?,
-        SmtpSecurity::None => Mailer::builder_dangerous(&s.host),
-    };
-    let pool = lettre::transport::smtp::PoolConfig::new().max_size(CONCURRENCY as u32);
-    let mut builder = builder.port(s.port).timeout(Some(TIMEOUT)).pool_config(pool);
-    if let (Some(user), Some(password)) = (&s.user, &s.password) {
-        builder = builder
-            .credentials(lettre::transport::smtp::authentication::Credentials::new(user.clone(), password.clone()));
-    }
-    Ok(builder.build())
 }
 
 impl Sender {
     /// Refuses (at start) an SMS URL the webhook target rules refuse.
     pub fn new(app: App, wake: Arc<Notify>) -> Result<Sender, String> {
         let n = &app.settings.notifications;
-        let mailer = n.smtp.as_ref().map(|s| mailer(s).map(|m| (m, s.clone()))).transpose()?;
+        let mailer = n.smtp.as_ref().map(|s| Smtp::new(s, TIMEOUT, CONCURRENCY).map(|m| (m, s.clone()))).transpose()?;
         let allow_private = app.settings.webhooks.allow_private;
         let sms = match &n.sms {
             None => None,
@@ -273,7 +257,13 @@ impl Sender {
                 let Some((mailer, _)) = &self.mailer else {
                     return Err(Failure::Permanent("No SMTP server is configured.".into()));
                 };
-                mailer.send(message).await.map(|_| ()).map_err(|e| smtp_failure(&e))
+                mailer.send(&message).await.map_err(|e| match e {
+                    SmtpError::NotConnected(what) => Failure::Transient(format!("{what}; tried again later.")),
+                    SmtpError::Send(e) => smtp_failure(&e),
+                    SmtpError::TimedOut => Failure::Uncertain(
+                        "The mail server stopped answering during the session; the message may have been delivered and is not sent again.".into(),
+                    ),
+                })
             }
             Handover::Sms(req) => match req.send().await {
                 Ok(r) if r.status().is_success() => Ok(()),
