@@ -44,6 +44,9 @@ cleanup() {
   if [[ ${KEEP:-0} == 1 ]]; then log "kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
+# cpu PID: the process's user+sys CPU so far, in clock ticks.
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICKS=$(getconf CLK_TCK)
 port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # serve CONFIG DB LOG: starts the service, waits for it; sets APP and APP_PID.
@@ -113,15 +116,13 @@ start=$(date +%s.%N)
 serve "$TMP/on.toml" "$DB" "$TMP/send.log"
 while (($(wc -l <"$TMP/smtp.jsonl" 2>/dev/null || echo 0) < queued)); do sleep 0.05; done
 end=$(date +%s.%N)
+mail_cpu=$(cpu "$APP_PID")
 stop "$SINK_PID"
 dups=$(python3 -c 'import json,sys,collections; c=collections.Counter(json.loads(l)["message_id"] for l in open(sys.argv[1])); print(sum(v-1 for v in c.values()))' "$TMP/smtp.jsonl")
-python3 -c "import sys; n=int(sys.argv[1]); s=float(sys.argv[3])-float(sys.argv[2]); print(f'EMAILS sink={sys.argv[5]} n={n} seconds={s:.2f} per_s={n/s:.0f} duplicates={sys.argv[4]}')" "$queued" "$start" "$end" "$dups" "$SINK"
+python3 -c "import sys; n=int(sys.argv[1]); s=float(sys.argv[3])-float(sys.argv[2]); print(f'EMAILS sink={sys.argv[5]} n={n} seconds={s:.2f} per_s={n/s:.0f} duplicates={sys.argv[4]} cpu_ms_per_1000={int(sys.argv[6])*1e6/int(sys.argv[7])/n:.1f}')" "$queued" "$start" "$end" "$dups" "$SINK" "$mail_cpu" "$TICKS"
 stop "$APP_PID"
 
 # ---- 2. order creation, notifications on and off, alternated
-# cpu PID: the process's user+sys CPU so far, in clock ticks.
-cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-TICKS=$(getconf CLK_TCK)
 run() { # run MODE
   local log=$TMP/orders-$1-$RANDOM.jsonl out before after orders mails=""
   [[ $1 == on ]] && sink "$log"
