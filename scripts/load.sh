@@ -284,7 +284,7 @@ run() {
   P99[$name]=$(field "$name" p99_ms)
   # CPU milliseconds per 1,000 requests (= µs per request).
   CPU[$name]=$(awk -v d=$((cpu1 - cpu0)) -v hz="$TICKS" -v n="$(field "$name" requests)" \
-    'BEGIN { printf "%.1f", n > 0 ? d * 1000 / hz * 1000 / n : 0 }')
+    'BEGIN { printf "%.1f", (n > 0 ? d * 1000 / hz * 1000 / n : 0) }')
   RESULT[$name]+=" cpu_ms_per_1000=${CPU[$name]}"
 }
 field() { sed -nE "s/.* $2=([^ ]+).*/\1/p" <<<"${RESULT[$1]}"; }
@@ -510,7 +510,7 @@ read -r SYNC_WAL SYNC_RSS < <(watch_stop)
 PEAK_RSS_API=$(peak_rss)
 # The orders a write transaction grouped during the timed run (the mean).
 SYNC_GROUP=$(awk -v j=$(($(metric store_batched_jobs) - jobs_before)) -v b=$(($(metric store_write_batches) - batches_before)) \
-  'BEGIN { printf "%d", b > 0 ? j / b + 0.5 : 1 }')
+  'BEGIN { printf "%d", (b > 0 ? j / b + 0.5 : 1) }')
 ((SYNC_GROUP >= 1)) || SYNC_GROUP=1
 # Sync's own floor (SQLite): a bare rusqlite writer of the same rows (the newest order's),
 # with the same durability and the same grouping, on a fresh database beside this one, for
@@ -744,7 +744,7 @@ log "peak RSS after scenarios and ops: $(peak_rss) KB"
 RPS[ops]=$(field ops rps)
 P50[ops]=$(field ops p50_ms)
 P99[ops]=$(field ops p99_ms)
-CPU[ops]=$(awk -v d=$((cpu1 - cpu0)) -v hz="$TICKS" -v n="$(field ops requests)" 'BEGIN { printf "%.1f", n > 0 ? d * 1e6 / hz / n : 0 }')
+CPU[ops]=$(awk -v d=$((cpu1 - cpu0)) -v hz="$TICKS" -v n="$(field ops requests)" 'BEGIN { printf "%.1f", (n > 0 ? d * 1e6 / hz / n : 0) }')
 
 # ---------------------------------------------------------------- webhooks
 # Receivers: four bare-axum floors answering every POST with 2 bytes.
@@ -934,7 +934,7 @@ if ((PROCESSES == 1)); then
       printf '%s\n' ${CAPACITY[${endpoint}_off]} | awk '{ s += $1 } END { printf "%.1f\n", s / NR }')
     echo "$endpoint with slot limits set (never reached): ${CAPACITY[${endpoint}_on]}req/s (mean $cap_on); without: ${CAPACITY[${endpoint}_off]}req/s (mean $cap_off); with/without = $(awk -v a="$cap_on" -v b="$cap_off" 'BEGIN { printf "%.3f", a / b }')"
   done
-  echo "preview with rate limits and HTTP metrics: ${ON_RATES[*]} req/s (mean $PREVIEW_ON); with both off: ${OFF_RATES[*]} req/s (mean $PREVIEW_OFF); on/off = $(awk -v a="$PREVIEW_ON" -v b="$PREVIEW_OFF" 'BEGIN { printf "%.3f", a / b }')"
+  ((${#OFF_RATES[@]} > 0)) && echo "preview with rate limits and HTTP metrics: ${ON_RATES[*]} req/s (mean $PREVIEW_ON); with both off: ${OFF_RATES[*]} req/s (mean $PREVIEW_OFF); on/off = $(awk -v a="$PREVIEW_ON" -v b="$PREVIEW_OFF" 'BEGIN { printf "%.3f", a / b }')"
 fi
 echo "async: $ASYNC_ACCEPTED of $ASYNC_N requests accepted (posted in $ASYNC_POST_MS ms), $ASYNC_SHIPMENTS drop-off shipments written in $ASYNC_MS ms = $ASYNC_RATE shipments/s; sync: $(printf '%.0f' "${RPS[sync]}") shipments/s ($(awk -v a="$ASYNC_RATE" -v b="${RPS[sync]}" 'BEGIN { printf "%.2f", a / b }')x)"
 if ((ASYNC_ACCEPTED != ASYNC_N || ASYNC_FAILED != 0 || ASYNC_SHIPMENTS != ASYNC_N * 100)); then

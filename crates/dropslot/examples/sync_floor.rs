@@ -158,7 +158,9 @@ fn main() {
     // The client the template's rows belong to (`dropslot client create` on the fresh database).
     let known: bool = c.query_row("SELECT count(*) > 0 FROM clients WHERE id = ?1", [client], |r| r.get(0)).unwrap();
     assert!(known, "client {client} is not in {db}: create it with `dropslot client create`");
-    let mut fresh = Fresh(order as u64 * 1000 + 7);
+    // Fresh texts that no earlier run on the same database used.
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let mut fresh = Fresh(seed ^ (order as u64));
     let (mut written, mut commits) = (0u64, 0u64);
     let start = Instant::now();
     let until = start + Duration::from_secs_f64(seconds);
