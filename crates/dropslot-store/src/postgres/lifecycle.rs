@@ -149,8 +149,11 @@ pub(super) async fn apply(
     let ids: Vec<i64> = last.iter().map(|e| e.shipment).collect();
     let statuses: Vec<&str> = last.iter().map(|e| e.to.as_str()).collect();
     let attempts: Vec<i64> = last.iter().map(|e| i64::from(e.attempts)).collect();
-    let changed: Vec<(String, i64)> = c
-        .query_typed(
+    // The status update and the events' insert touch different tables: sent together, one
+    // round trip (a shipment that vanished fails the change, which is rolled back).
+    let (changed, stored) = tokio::try_join!(
+        async {
+            c.query_typed(
             "WITH n AS (
                 SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS n (kind, id, status, attempts)
             ),
@@ -170,15 +173,17 @@ pub(super) async fn apply(
                 (&attempts, Type::INT8_ARRAY),
             ],
         )
-        .await
-        .map_err(map_err)?
-        .iter()
-        .map(|r| Ok((column(r, 0)?, column(r, 1)?)))
-        .collect::<Result<_, StoreError>>()?;
+            .await
+            .map_err(map_err)?
+            .iter()
+            .map(|r| Ok((column(r, 0)?, column(r, 1)?)))
+            .collect::<Result<Vec<(String, i64)>, StoreError>>()
+        },
+        record_events(c, events, now),
+    )?;
     if let Some(e) = last.iter().find(|e| !changed.iter().any(|(k, id)| k == e.kind.as_str() && *id == e.shipment)) {
         return Err(StoreError::Corrupt(format!("{} shipment {} vanished mid-change", e.kind.as_str(), e.shipment)));
     }
-    let stored = record_events(c, events, now).await?;
     let recorded: Vec<(i64, StoredEvent)> = events
         .iter()
         .zip(stored)
@@ -195,14 +200,14 @@ pub(super) fn status_column(r: &Row, i: usize) -> Result<Status, StoreError> {
 
 /// A drop-off shipment and its pick-up leg as the domain needs them, with its tracking code
 /// and whether a scenario has moved it.
-struct Loaded {
-    leg: Leg,
-    unique_id: String,
+pub(super) struct Loaded {
+    pub leg: Leg,
+    pub unique_id: String,
     sandbox_moved: bool,
 }
 
 /// The client (none: any) and mode a visibility allows.
-fn tenant(visible: Visibility) -> (Option<i64>, &'static str) {
+pub(super) fn tenant(visible: Visibility) -> (Option<i64>, &'static str) {
     match visible {
         Visibility::Tenant(s) => (Some(s.client.0), s.mode.as_str()),
         Visibility::Ops => (None, "live"),
@@ -214,7 +219,7 @@ fn tenant(visible: Visibility) -> (Option<i64>, &'static str) {
 /// before its drop-offs, so changes that share one wait for each other instead of deadlocking,
 /// and a batch that holds all its pick-up legs can take their drop-offs in any order. A
 /// drop-off's pick-up leg never changes, so finding it needs no lock.
-async fn lock_pick_ups(c: &impl Sql, visible: Visibility, ids: &[i64], unique_ids: &[&str]) -> Result<(), StoreError> {
+pub(super) async fn lock_pick_ups(c: &impl Sql, visible: Visibility, ids: &[i64], unique_ids: &[&str]) -> Result<(), StoreError> {
     let (client, mode) = tenant(visible);
     c.query_typed(
         "SELECT p.id FROM pick_up_shipments p
@@ -254,7 +259,7 @@ async fn load(
 }
 
 /// A row of [`load`]'s columns.
-fn loaded_row(r: &Row) -> Result<Loaded, StoreError> {
+pub(super) fn loaded_row(r: &Row) -> Result<Loaded, StoreError> {
     Ok(Loaded {
         leg: Leg {
             drop_off: Current {
