@@ -12,7 +12,8 @@
 # Env: DATABASE (unset: a temporary SQLite file; postgres://…/DB: a fresh database
 #      dropslot_ops_<pid>_<n> on that server for each run, dropped after it), DURATION (wrk -d,
 #      10s), SEED (wrk -d of the seeding, 8s), CONNECTIONS (64), THREADS (2), ROUNDS (2),
-#      NOW (the pinned clock, 2026-11-23T12:00:00Z), KEEP=1 keeps the logs and databases.
+#      NOW (the pinned clock, 2026-11-23T12:00:00Z), CONFIG (the serve config, default
+#      scripts/high-limits.toml), KEEP=1 keeps the logs and databases.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -58,7 +59,7 @@ one() {
     sql() { psql "$url" -qtAX -F ' ' -c "$1"; }
   fi
   local log=$TMP/serve-$n.log
-  DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-warn,dropslot=info} DROPSLOT_CONFIG=$ROOT/scripts/high-limits.toml \
+  DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-warn,dropslot=info} DROPSLOT_CONFIG=${CONFIG:-$ROOT/scripts/high-limits.toml} \
     "$bin" serve --database "$url" --listen 127.0.0.1:0 >"$log" 2>&1 &
   SERVER=$!
   local app=

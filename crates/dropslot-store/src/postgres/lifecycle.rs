@@ -131,8 +131,20 @@ pub(super) async fn apply(
     events: &[NewEvent],
     now: Timestamp,
 ) -> Result<(), StoreError> {
+    apply_and_read(c, sink, events, now, &[]).await.map(drop)
+}
+
+/// [`apply`], then the drop-off shipments `answer` names as the change left them, with their
+/// events, in that order: read in the outbox's round trip (`outbox::changes`).
+pub(super) async fn apply_and_read(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    events: &[NewEvent],
+    now: Timestamp,
+    answer: &[i64],
+) -> Result<Vec<crate::StoredShipment>, StoreError> {
     if events.is_empty() {
-        return Ok(());
+        return if answer.is_empty() { Ok(Vec::new()) } else { super::reads::shipments_with_events(c, answer).await };
     }
     // Within the transaction only the end state of each shipment is ever seen: one row each.
     let mut last: Vec<&NewEvent> = Vec::new();
@@ -190,7 +202,7 @@ pub(super) async fn apply(
         .filter(|(e, _)| e.kind == ShipmentKind::DropOff)
         .map(|(e, s)| (e.shipment, s))
         .collect();
-    outbox::changes(c, sink, &recorded, now).await
+    outbox::changes(c, sink, &recorded, now, answer).await
 }
 
 /// A status column (see `parsed`).
@@ -207,7 +219,7 @@ pub(super) struct Loaded {
 }
 
 /// The client (none: any) and mode a visibility allows.
-pub(super) fn tenant(visible: Visibility) -> (Option<i64>, &'static str) {
+fn tenant(visible: Visibility) -> (Option<i64>, &'static str) {
     match visible {
         Visibility::Tenant(s) => (Some(s.client.0), s.mode.as_str()),
         Visibility::Ops => (None, "live"),
@@ -219,7 +231,7 @@ pub(super) fn tenant(visible: Visibility) -> (Option<i64>, &'static str) {
 /// before its drop-offs, so changes that share one wait for each other instead of deadlocking,
 /// and a batch that holds all its pick-up legs can take their drop-offs in any order. A
 /// drop-off's pick-up leg never changes, so finding it needs no lock.
-pub(super) async fn lock_pick_ups(c: &impl Sql, visible: Visibility, ids: &[i64], unique_ids: &[&str]) -> Result<(), StoreError> {
+async fn lock_pick_ups(c: &impl Sql, visible: Visibility, ids: &[i64], unique_ids: &[&str]) -> Result<(), StoreError> {
     let (client, mode) = tenant(visible);
     c.query_typed(
         "SELECT p.id FROM pick_up_shipments p

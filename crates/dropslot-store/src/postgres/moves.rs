@@ -1,10 +1,11 @@
 //! Concurrent ops moves share a transaction, as orders do (`batch.rs`): a process's moves queue
 //! here, and `[postgres] order_writers` writer tasks each take every move waiting (up to a
-//! bound) and make them in one unit of work: one lock of their pick-up legs, one load, each
-//! planned by the core, one update, one insert of their events, one outbox write, one read of
-//! the moved shipments for the answers, one COMMIT. Under load a move's share of the round
-//! trips, statement start-ups and WAL flush is a fraction; with one move waiting, a batch is
-//! that move (docs/performance.md, "Issue 33: PostgreSQL ops moves").
+//! bound) and make them in one unit of work of six round trips however many: BEGIN; one
+//! statement that locks and loads them; each planned by the core; the status update and the
+//! events' insert; the outbox's reads with the moved shipments read back for the answers;
+//! the outbox's writes; COMMIT (two more when the client has webhook endpoints). Under load a
+//! move's share of the round trips, statement start-ups and WAL flush is a fraction; with one
+//! move waiting, a batch is that move (docs/performance.md, "Issue 33: PostgreSQL ops moves").
 //!
 //! A batch never holds two moves of one drop-off shipment (the second waits for the writer's
 //! next batch), so every webhook body and notification shows the shipment as its own move
@@ -19,11 +20,11 @@ use jiff::Timestamp;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::types::Type;
 
-use super::lifecycle::{Loaded, apply, loaded_row, lock_pick_ups};
+use super::lifecycle::{Loaded, apply_and_read, loaded_row};
 use super::outbox::Sink;
 use super::sql::Sql;
 use super::{Connections, map_err};
-use crate::{MoveOutcome, Outbox, StoreError, StoreResult, StoredShipment, Visibility};
+use crate::{MoveOutcome, Outbox, StoreError, StoreResult, StoredShipment};
 use dropslot_core::shipments::{self, Move, ShipmentKind};
 
 /// Moves in one batch at most.
@@ -70,29 +71,38 @@ async fn writer(jobs: Arc<Mutex<mpsc::Receiver<Job>>>, pool: Connections, outbox
     // A move of a shipment already in the batch, kept for this writer's next one.
     let mut carried: Option<Job> = None;
     loop {
-        let batch = {
-            let mut jobs = jobs.lock().await;
-            let first = match carried.take() {
-                Some(job) => job,
-                None => match jobs.recv().await {
-                    Some(job) => job,
-                    None => return,
-                },
-            };
-            let mut codes = HashSet::from([first.unique_id.clone()]);
-            let mut batch = vec![first];
-            while batch.len() < MAX_MOVES {
-                let Ok(job) = jobs.try_recv() else { break };
-                if !codes.insert(job.unique_id.clone()) {
-                    carried = Some(job);
-                    break;
-                }
-                batch.push(job);
+        let batch = match carried.take() {
+            // Never wait for the queue with a move in hand: another writer may be waiting in
+            // it for work that will not come before this move is answered.
+            Some(first) => match jobs.try_lock() {
+                Ok(mut jobs) => fill(first, &mut jobs, &mut carried),
+                Err(_) => vec![first],
+            },
+            None => {
+                // One writer at a time waits for work and takes what is queued; the others write.
+                let mut jobs = jobs.lock().await;
+                let Some(first) = jobs.recv().await else { return };
+                fill(first, &mut jobs, &mut carried)
             }
-            batch
         };
         write(&pool, &*outbox, batch).await;
     }
+}
+
+/// `first` and what else is queued, up to the bound, stopping at a second move of a shipment
+/// already in the batch (kept in `carried`).
+fn fill(first: Job, jobs: &mut mpsc::Receiver<Job>, carried: &mut Option<Job>) -> Vec<Job> {
+    let mut codes = HashSet::from([first.unique_id.clone()]);
+    let mut batch = vec![first];
+    while batch.len() < MAX_MOVES {
+        let Ok(job) = jobs.try_recv() else { break };
+        if !codes.insert(job.unique_id.clone()) {
+            *carried = Some(job);
+            break;
+        }
+        batch.push(job);
+    }
+    batch
 }
 
 /// Makes a batch, or, when it fails, each of its moves alone; answers every move.
@@ -149,8 +159,7 @@ pub(super) async fn ops_moves(
     now: Timestamp,
 ) -> Result<Vec<Moved>, StoreError> {
     let codes: Vec<&str> = moves.iter().map(|(code, _)| *code).collect();
-    lock_pick_ups(c, Visibility::Ops, &[], &codes).await?;
-    let loaded = load_live(c, &codes).await?;
+    let loaded = lock_and_load(c, &codes).await?;
     let mut pick_ups = HashMap::new();
     let mut events = Vec::new();
     let mut planned: Vec<MoveOutcome<i64>> = Vec::with_capacity(moves.len());
@@ -174,35 +183,42 @@ pub(super) async fn ops_moves(
             }
         }
     }
-    apply(c, sink, &events, now).await?;
-    let ids: Vec<i64> = planned.iter().filter_map(|p| if let MoveOutcome::Moved(id) = p { Some(*id) } else { None }).collect();
-    let mut read = if ids.is_empty() { Vec::new() } else { super::reads::shipments_with_events(c, &ids).await? }
-        .into_iter()
-        .map(|s| (s.drop_off.id.0, s))
-        .collect::<HashMap<_, _>>();
+    let ids: Vec<i64> =
+        planned.iter().filter_map(|p| if let MoveOutcome::Moved(id) = p { Some(*id) } else { None }).collect();
+    let mut read = apply_and_read(c, sink, &events, now, &ids).await?.into_iter();
     planned
         .into_iter()
         .map(|p| match p {
             MoveOutcome::NotFound => Ok(MoveOutcome::NotFound),
             MoveOutcome::Refused(r) => Ok(MoveOutcome::Refused(r)),
             MoveOutcome::Moved(id) => read
-                .remove(&id)
+                .next()
+                .filter(|s| s.drop_off.id.0 == id)
                 .map(|s| MoveOutcome::Moved(Box::new(s)))
-                .ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {id} not found"))),
+                .ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {id} was not read back"))),
         })
         .collect()
 }
 
-/// [`super::lifecycle`]'s load for live drop-off shipments by tracking code, in one statement
-/// that locks the drop-offs in id order (their pick-up legs are already locked); by code.
-async fn load_live(c: &impl Sql, codes: &[&str]) -> Result<HashMap<String, Loaded>, StoreError> {
+/// Locks the pick-up legs of the live drop-off shipments with these tracking codes, then the
+/// drop-offs, each in id order (as every unit of work locks them, `lifecycle::lock_pick_ups`),
+/// and loads them, in one statement; by code. The pick-up legs are a materialised CTE, read
+/// whole before the outer query's `Sort` hands any drop-off to its `LockRows`; a drop-off
+/// changed meanwhile is read again as committed (`FOR UPDATE` rechecks the row).
+async fn lock_and_load(c: &impl Sql, codes: &[&str]) -> Result<HashMap<String, Loaded>, StoreError> {
     let rows = c
         .query_typed(
-            "SELECT d.id, d.unique_id, d.status, d.attempts, d.max_attempts, d.sandbox_moved, p.id, p.status
-             FROM drop_off_shipments d JOIN pick_up_shipments p ON p.id = d.pick_up_shipment_id
+            "WITH p AS MATERIALIZED (
+                SELECT p.id, p.status FROM pick_up_shipments p
+                WHERE p.id IN (SELECT d.pick_up_shipment_id FROM drop_off_shipments d
+                               WHERE d.unique_id = ANY($1) AND d.mode = 'live')
+                ORDER BY p.id FOR UPDATE
+             )
+             SELECT d.id, d.unique_id, d.status, d.attempts, d.max_attempts, d.sandbox_moved, p.id, p.status
+             FROM drop_off_shipments d JOIN p ON p.id = d.pick_up_shipment_id
              WHERE d.unique_id = ANY($1) AND d.mode = 'live'
              ORDER BY d.id
-             FOR UPDATE OF p, d",
+             FOR UPDATE OF d",
             &[(&codes, Type::TEXT_ARRAY)],
         )
         .await

@@ -12,7 +12,7 @@ use tokio_postgres::types::Type;
 
 use super::lifecycle::column;
 use super::map_err;
-use super::reads::shipments_without_events;
+use super::reads::{events_of, shipments_without_events};
 use crate::webhooks::{Queued, Subscriber, plan};
 use crate::{Outbox, StoreError, StoredEvent, StoredShipment};
 
@@ -304,34 +304,38 @@ pub(super) async fn streams_busy(c: &impl Sql, streams: &[(i64, i64)]) -> Result
 /// shipment in their order: rendered and queued to every subscribed endpoint, and the
 /// recipient messages they fire. However many shipments, one round trip reads their
 /// subscribers and, for the shipments whose events fire a message, their tenants and the
-/// shipments themselves (the statements are pipelined); when there are subscribers, the
-/// shipments not read yet are read and their streams locked and checked (three more);
-/// one round trip writes every message, delivery and notification.
+/// shipments themselves, with the shipments `answer` names and their events (what the
+/// caller answers with, returned in that order); the statements are pipelined. When there
+/// are subscribers, the shipments not read yet are read and their streams locked and checked
+/// (three more). One round trip writes every message, delivery and notification.
 pub(super) async fn changes(
     c: &impl Sql,
     sink: &mut Sink<'_>,
     events: &[(i64, StoredEvent)],
     now: Timestamp,
-) -> Result<(), StoreError> {
+    answer: &[i64],
+) -> Result<Vec<StoredShipment>, StoreError> {
     let groups = crate::webhooks::by_shipment(events);
-    if groups.is_empty() {
-        return Ok(());
-    }
     let drop_offs: Vec<i64> = groups.iter().map(|(d, _)| *d).collect();
     let fired: Vec<i64> = groups
         .iter()
         .filter(|(_, mine)| mine.iter().any(|e| crate::Trigger::of(e.to).is_some()))
         .map(|(d, _)| *d)
         .collect();
-    let (subscribers, tenants, fired_shipments) = tokio::try_join!(
-        subscribers_by_shipment(c, &drop_offs),
+    let mut read: Vec<i64> = answer.to_vec();
+    read.extend(fired.iter().filter(|d| !answer.contains(d)));
+    let (subscribers, tenants, read_shipments, mut answer_events) = tokio::try_join!(
+        async {
+            if drop_offs.is_empty() { Ok(HashMap::new()) } else { subscribers_by_shipment(c, &drop_offs).await }
+        },
         async {
             if fired.is_empty() { Ok(Vec::new()) } else { super::notify::tenants(c, &fired).await }
         },
-        async { if fired.is_empty() { Ok(Vec::new()) } else { shipments_without_events(c, &fired).await } },
+        async { if read.is_empty() { Ok(Vec::new()) } else { shipments_without_events(c, &read).await } },
+        async { if answer.is_empty() { Ok(HashMap::new()) } else { events_of(c, answer).await } },
     )?;
+    let mut shipments: HashMap<i64, StoredShipment> = read.iter().copied().zip(read_shipments).collect();
     let tenants: HashMap<i64, crate::notifications::NotifyTenant> = tenants.into_iter().collect();
-    let mut shipments: HashMap<i64, StoredShipment> = fired.iter().copied().zip(fired_shipments).collect();
     let unread: Vec<i64> =
         drop_offs.iter().copied().filter(|d| subscribers.contains_key(d) && !shipments.contains_key(d)).collect();
     if !unread.is_empty() {
@@ -364,5 +368,12 @@ pub(super) async fn changes(
     let (notified, ()) = tokio::try_join!(notify.write(c, now), planned.write(c, &mut queued))?;
     sink.notified += notified;
     sink.queued += queued.queued;
-    Ok(())
+    answer
+        .iter()
+        .map(|d| {
+            let mut s = shipments.remove(d).ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {d} not found")))?;
+            s.events = answer_events.remove(d).unwrap_or_default();
+            Ok(s)
+        })
+        .collect()
 }

@@ -186,32 +186,38 @@ async fn events(c: &impl Sql, drop_off: i64) -> Result<Vec<StoredEvent>, StoreEr
     .collect()
 }
 
-/// Drop-off shipments with their events, in the order of `ids`: two statements however many.
+/// Drop-off shipments with their events, in the order of `ids`: two statements however many,
+/// sent together.
 pub(super) async fn shipments_with_events(c: &impl Sql, ids: &[i64]) -> Result<Vec<StoredShipment>, StoreError> {
-    let (shipments, rows) = tokio::try_join!(
-        shipments_without_events(c, ids),
-        async {
-            c.query_typed(
-                "SELECT shipment_id, id, seq, previous_status, status, at, actor, reason, attempt, proof_json
-                 FROM shipment_events WHERE shipment_kind = 'drop_off' AND shipment_id = ANY($1)
-                 ORDER BY shipment_id, seq",
-                &[(&ids, tokio_postgres::types::Type::INT8_ARRAY)],
-            )
-            .await
-            .map_err(map_err)
-        }
-    )?;
+    let (shipments, mut events) = tokio::try_join!(shipments_without_events(c, ids), events_of(c, ids))?;
+    Ok(shipments
+        .into_iter()
+        .map(|mut s| {
+            s.events = events.remove(&s.drop_off.id.0).unwrap_or_default();
+            s
+        })
+        .collect())
+}
+
+/// The events of drop-off shipments, each one's oldest first, by shipment: one statement.
+pub(super) async fn events_of(
+    c: &impl Sql,
+    ids: &[i64],
+) -> Result<std::collections::HashMap<i64, Vec<StoredEvent>>, StoreError> {
+    let rows = c
+        .query_typed(
+            "SELECT shipment_id, id, seq, previous_status, status, at, actor, reason, attempt, proof_json
+             FROM shipment_events WHERE shipment_kind = 'drop_off' AND shipment_id = ANY($1)
+             ORDER BY shipment_id, seq",
+            &[(&ids, tokio_postgres::types::Type::INT8_ARRAY)],
+        )
+        .await
+        .map_err(map_err)?;
     let mut by_shipment: std::collections::HashMap<i64, Vec<StoredEvent>> = std::collections::HashMap::new();
     for r in &rows {
         by_shipment.entry(col(r, 0)?).or_default().push(event_row_at(r, 1)?);
     }
-    Ok(shipments
-        .into_iter()
-        .map(|mut s| {
-            s.events = by_shipment.remove(&s.drop_off.id.0).unwrap_or_default();
-            s
-        })
-        .collect())
+    Ok(by_shipment)
 }
 
 /// An event from the columns `id, seq, previous_status, status, at, actor, reason, attempt,

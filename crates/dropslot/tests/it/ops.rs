@@ -251,7 +251,8 @@ async fn moves_at_once_share_a_pick_up_leg_and_take_a_shipment_once() {
     assert_eq!(trackings.len(), 6);
     for to in ["to_pick_up", "picked_up"] {
         // Each shipment asked twice, all at once.
-        let moves = trackings.iter().chain(&trackings).map(|t| s.ops_move(&ops, t, &body(to)));
+        let b = body(to);
+        let moves = trackings.iter().chain(&trackings).map(|t| s.ops_move(&ops, t, &b));
         let replies = futures_util::future::join_all(moves).await;
         for (i, t) in trackings.iter().enumerate() {
             let (a, b) = (&replies[i], &replies[i + trackings.len()]);
