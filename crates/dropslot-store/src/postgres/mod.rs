@@ -943,8 +943,7 @@ impl Store for PgStore {
         m: dropslot_core::shipments::Move,
         now: Timestamp,
     ) -> StoreResult<MoveOutcome<Box<StoredShipment>>> {
-        let movers =
-            self.moves.get_or_init(|| moves::Movers::start(&self.pool, &self.outbox, self.order_writers));
+        let movers = self.moves.get_or_init(|| moves::Movers::start(&self.pool, &self.outbox, self.order_writers));
         movers.make(unique_id, m, now).await
     }
 

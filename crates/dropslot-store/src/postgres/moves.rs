@@ -71,19 +71,18 @@ async fn writer(jobs: Arc<Mutex<mpsc::Receiver<Job>>>, pool: Connections, outbox
     // A move of a shipment already in the batch, kept for this writer's next one.
     let mut carried: Option<Job> = None;
     loop {
-        let batch = match carried.take() {
-            // Never wait for the queue with a move in hand: another writer may be waiting in
-            // it for work that will not come before this move is answered.
-            Some(first) => match jobs.try_lock() {
+        // Never wait for the queue with a move in hand: another writer may be waiting in it
+        // for work that will not come before this move is answered.
+        let batch = if let Some(first) = carried.take() {
+            match jobs.try_lock() {
                 Ok(mut jobs) => fill(first, &mut jobs, &mut carried),
                 Err(_) => vec![first],
-            },
-            None => {
-                // One writer at a time waits for work and takes what is queued; the others write.
-                let mut jobs = jobs.lock().await;
-                let Some(first) = jobs.recv().await else { return };
-                fill(first, &mut jobs, &mut carried)
             }
+        } else {
+            // One writer at a time waits for work and takes what is queued; the others write.
+            let mut jobs = jobs.lock().await;
+            let Some(first) = jobs.recv().await else { return };
+            fill(first, &mut jobs, &mut carried)
         };
         write(&pool, &*outbox, batch).await;
     }

@@ -325,12 +325,8 @@ pub(super) async fn changes(
     let mut read: Vec<i64> = answer.to_vec();
     read.extend(fired.iter().filter(|d| !answer.contains(d)));
     let (subscribers, tenants, read_shipments, mut answer_events) = tokio::try_join!(
-        async {
-            if drop_offs.is_empty() { Ok(HashMap::new()) } else { subscribers_by_shipment(c, &drop_offs).await }
-        },
-        async {
-            if fired.is_empty() { Ok(Vec::new()) } else { super::notify::tenants(c, &fired).await }
-        },
+        async { if drop_offs.is_empty() { Ok(HashMap::new()) } else { subscribers_by_shipment(c, &drop_offs).await } },
+        async { if fired.is_empty() { Ok(Vec::new()) } else { super::notify::tenants(c, &fired).await } },
         async { if read.is_empty() { Ok(Vec::new()) } else { shipments_without_events(c, &read).await } },
         async { if answer.is_empty() { Ok(HashMap::new()) } else { events_of(c, answer).await } },
     )?;
@@ -371,7 +367,8 @@ pub(super) async fn changes(
     answer
         .iter()
         .map(|d| {
-            let mut s = shipments.remove(d).ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {d} not found")))?;
+            let mut s =
+                shipments.remove(d).ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {d} not found")))?;
             s.events = answer_events.remove(d).unwrap_or_default();
             Ok(s)
         })

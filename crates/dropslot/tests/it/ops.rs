@@ -263,15 +263,21 @@ async fn moves_at_once_share_a_pick_up_leg_and_take_a_shipment_once() {
             let o = &moved.body["object"];
             assert_eq!(o["drop_off_shipment"]["unique_id"], t.as_str());
             assert_eq!((o["status"].as_str(), o["pick_up_status"].as_str()), (Some(to), Some(to)), "{}", moved.body);
-            let events: Vec<&str> =
-                moved.body["object"]["events"].as_array().unwrap().iter().map(|e| e["status"].as_str().unwrap()).collect();
+            let events: Vec<&str> = moved.body["object"]["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["status"].as_str().unwrap())
+                .collect();
             assert_eq!(events.last(), Some(&to), "{}", moved.body);
         }
-        let pick_up_events =
-            s.scalar(&format!("SELECT count(*) FROM shipment_events WHERE shipment_kind = 'pick_up' AND status = '{to}'"));
+        let pick_up_events = s.scalar(&format!(
+            "SELECT count(*) FROM shipment_events WHERE shipment_kind = 'pick_up' AND status = '{to}'"
+        ));
         assert_eq!(pick_up_events, 1, "the pick-up leg follows once to {to}");
-        let drop_off_events =
-            s.scalar(&format!("SELECT count(*) FROM shipment_events WHERE shipment_kind = 'drop_off' AND status = '{to}'"));
+        let drop_off_events = s.scalar(&format!(
+            "SELECT count(*) FROM shipment_events WHERE shipment_kind = 'drop_off' AND status = '{to}'"
+        ));
         assert_eq!(drop_off_events, 6);
     }
     // Every shipment's events are numbered 1, 2, 3 (scheduled, to_pick_up, picked_up).
