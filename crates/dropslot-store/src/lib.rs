@@ -218,13 +218,14 @@ pub trait Store: Send + Sync + 'static {
         scenario: dropslot_core::shipments::Scenario,
         now: Timestamp,
     ) -> StoreResult<Vec<ScenarioResult>>;
-    /// Operations staff move a live drop-off shipment (any client's), by tracking code.
+    /// Operations staff move a live drop-off shipment (any client's), by tracking code; a
+    /// move returns the shipment as it left it (what the answer shows).
     async fn ops_move(
         &self,
         unique_id: &str,
         m: dropslot_core::shipments::Move,
         now: Timestamp,
-    ) -> StoreResult<MoveOutcome>;
+    ) -> StoreResult<MoveOutcome<Box<StoredShipment>>>;
     /// A driver's move of a live drop-off shipment (CONTRACT §13), taken once per idempotency
     /// key: the key's record is written in the move's transaction; a key already used for the
     /// same request replays, for another is refused. A move refused because a concurrent

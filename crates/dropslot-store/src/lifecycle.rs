@@ -33,13 +33,13 @@ pub enum ScenarioResult {
     Skipped { id: DropOffShipmentId, unique_id: String, status: Status, reason: String },
 }
 
-/// The outcome of an ops move or a pick-up scan.
+/// The outcome of an ops move or a pick-up scan: by default with the moved drop-off
+/// shipment's tracking code (to read it back); an ops move returns the shipment itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MoveOutcome {
+pub enum MoveOutcome<T = String> {
     NotFound,
     Refused(Refusal),
-    /// Moved: the drop-off shipment's tracking code, to read it back.
-    Moved(String),
+    Moved(T),
 }
 
 /// An order read back with its shipments (newest-first listing keeps `id` for the cursor).

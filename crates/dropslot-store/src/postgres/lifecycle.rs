@@ -131,8 +131,20 @@ pub(super) async fn apply(
     events: &[NewEvent],
     now: Timestamp,
 ) -> Result<(), StoreError> {
+    apply_and_read(c, sink, events, now, &[]).await.map(drop)
+}
+
+/// [`apply`], then the drop-off shipments `answer` names as the change left them, with their
+/// events, in that order: read in the outbox's round trip (`outbox::changes`).
+pub(super) async fn apply_and_read(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    events: &[NewEvent],
+    now: Timestamp,
+    answer: &[i64],
+) -> Result<Vec<crate::StoredShipment>, StoreError> {
     if events.is_empty() {
-        return Ok(());
+        return if answer.is_empty() { Ok(Vec::new()) } else { super::reads::shipments_with_events(c, answer).await };
     }
     // Within the transaction only the end state of each shipment is ever seen: one row each.
     let mut last: Vec<&NewEvent> = Vec::new();
@@ -149,8 +161,11 @@ pub(super) async fn apply(
     let ids: Vec<i64> = last.iter().map(|e| e.shipment).collect();
     let statuses: Vec<&str> = last.iter().map(|e| e.to.as_str()).collect();
     let attempts: Vec<i64> = last.iter().map(|e| i64::from(e.attempts)).collect();
-    let changed: Vec<(String, i64)> = c
-        .query_typed(
+    // The status update and the events' insert touch different tables: sent together, one
+    // round trip (a shipment that vanished fails the change, which is rolled back).
+    let (changed, stored) = tokio::try_join!(
+        async {
+            c.query_typed(
             "WITH n AS (
                 SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS n (kind, id, status, attempts)
             ),
@@ -170,22 +185,24 @@ pub(super) async fn apply(
                 (&attempts, Type::INT8_ARRAY),
             ],
         )
-        .await
-        .map_err(map_err)?
-        .iter()
-        .map(|r| Ok((column(r, 0)?, column(r, 1)?)))
-        .collect::<Result<_, StoreError>>()?;
+            .await
+            .map_err(map_err)?
+            .iter()
+            .map(|r| Ok((column(r, 0)?, column(r, 1)?)))
+            .collect::<Result<Vec<(String, i64)>, StoreError>>()
+        },
+        record_events(c, events, now),
+    )?;
     if let Some(e) = last.iter().find(|e| !changed.iter().any(|(k, id)| k == e.kind.as_str() && *id == e.shipment)) {
         return Err(StoreError::Corrupt(format!("{} shipment {} vanished mid-change", e.kind.as_str(), e.shipment)));
     }
-    let stored = record_events(c, events, now).await?;
     let recorded: Vec<(i64, StoredEvent)> = events
         .iter()
         .zip(stored)
         .filter(|(e, _)| e.kind == ShipmentKind::DropOff)
         .map(|(e, s)| (e.shipment, s))
         .collect();
-    outbox::changes(c, sink, &recorded, now).await
+    outbox::changes(c, sink, &recorded, now, answer).await
 }
 
 /// A status column (see `parsed`).
@@ -195,9 +212,9 @@ pub(super) fn status_column(r: &Row, i: usize) -> Result<Status, StoreError> {
 
 /// A drop-off shipment and its pick-up leg as the domain needs them, with its tracking code
 /// and whether a scenario has moved it.
-struct Loaded {
-    leg: Leg,
-    unique_id: String,
+pub(super) struct Loaded {
+    pub leg: Leg,
+    pub unique_id: String,
     sandbox_moved: bool,
 }
 
@@ -254,7 +271,7 @@ async fn load(
 }
 
 /// A row of [`load`]'s columns.
-fn loaded_row(r: &Row) -> Result<Loaded, StoreError> {
+pub(super) fn loaded_row(r: &Row) -> Result<Loaded, StoreError> {
     Ok(Loaded {
         leg: Leg {
             drop_off: Current {

@@ -10,6 +10,7 @@ mod epoch;
 mod fleet;
 mod insert;
 mod lifecycle;
+mod moves;
 mod notify;
 mod orders;
 mod outbox;
@@ -85,6 +86,8 @@ pub struct PgStore {
     outbox: Arc<dyn Outbox>,
     /// Started by the first order (it needs the runtime).
     orders: std::sync::OnceLock<batch::Batcher>,
+    /// Ops moves, batched the same way (started with the first move).
+    moves: std::sync::OnceLock<moves::Movers>,
     order_writers: usize,
     stats: Arc<super::StoreStats>,
     /// This store's identity in a request's kept epoch (`store::cache`).
@@ -157,6 +160,7 @@ impl PgStore {
             pool,
             outbox,
             orders: std::sync::OnceLock::new(),
+            moves: std::sync::OnceLock::new(),
             order_writers: settings.order_writers,
             stats: Arc::default(),
             epoch_id: cache::epoch_id(),
@@ -938,12 +942,9 @@ impl Store for PgStore {
         unique_id: &str,
         m: dropslot_core::shipments::Move,
         now: Timestamp,
-    ) -> StoreResult<MoveOutcome> {
-        let mut sink = outbox::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
-        let outcome = in_tx!(self, |tx| lifecycle::ops_move(tx, &mut sink, unique_id, &m, now).await?);
-        self.notify(sink.queued);
-        self.notified(sink.notified);
-        Ok(outcome)
+    ) -> StoreResult<MoveOutcome<Box<StoredShipment>>> {
+        let movers = self.moves.get_or_init(|| moves::Movers::start(&self.pool, &self.outbox, self.order_writers));
+        movers.make(unique_id, m, now).await
     }
 
     async fn driver_move(

@@ -12,9 +12,9 @@ use tokio_postgres::types::Type;
 
 use super::lifecycle::column;
 use super::map_err;
-use super::reads::shipments_without_events;
+use super::reads::{events_of, shipments_without_events};
 use crate::webhooks::{Queued, Subscriber, plan};
-use crate::{Outbox, StoreError, StoredEvent};
+use crate::{Outbox, StoreError, StoredEvent, StoredShipment};
 
 /// The outbox a unit of work renders with, and how many deliveries it queued (reported
 /// after the commit).
@@ -301,61 +301,76 @@ pub(super) async fn streams_busy(c: &impl Sql, streams: &[(i64, i64)]) -> Result
 }
 
 /// Every shipment's events in `events` (recorded in this transaction), grouped by drop-off
-/// shipment in their order: rendered and queued to every subscribed endpoint. However many
-/// shipments, one read finds their subscribers; when there are any, four more statements read
-/// the shipments, lock and check their streams, and write every message and delivery.
+/// shipment in their order: rendered and queued to every subscribed endpoint, and the
+/// recipient messages they fire. However many shipments, one round trip reads their
+/// subscribers and, for the shipments whose events fire a message, their tenants and the
+/// shipments themselves, with the shipments `answer` names and their events (what the
+/// caller answers with, returned in that order); the statements are pipelined. When there
+/// are subscribers, the shipments not read yet are read and their streams locked and checked
+/// (three more). One round trip writes every message, delivery and notification.
 pub(super) async fn changes(
     c: &impl Sql,
     sink: &mut Sink<'_>,
     events: &[(i64, StoredEvent)],
     now: Timestamp,
-) -> Result<(), StoreError> {
+    answer: &[i64],
+) -> Result<Vec<StoredShipment>, StoreError> {
     let groups = crate::webhooks::by_shipment(events);
-    notifications(c, sink, &groups, now).await?;
     let drop_offs: Vec<i64> = groups.iter().map(|(d, _)| *d).collect();
-    let subscribers = subscribers_by_shipment(c, &drop_offs).await?;
-    let subscribed: Vec<i64> = drop_offs.iter().copied().filter(|d| subscribers.contains_key(d)).collect();
-    if subscribed.is_empty() {
-        return Ok(());
+    let fired: Vec<i64> = groups
+        .iter()
+        .filter(|(_, mine)| mine.iter().any(|e| crate::Trigger::of(e.to).is_some()))
+        .map(|(d, _)| *d)
+        .collect();
+    let mut read: Vec<i64> = answer.to_vec();
+    read.extend(fired.iter().filter(|d| !answer.contains(d)));
+    let (subscribers, tenants, read_shipments, mut answer_events) = tokio::try_join!(
+        async { if drop_offs.is_empty() { Ok(HashMap::new()) } else { subscribers_by_shipment(c, &drop_offs).await } },
+        async { if fired.is_empty() { Ok(Vec::new()) } else { super::notify::tenants(c, &fired).await } },
+        async { if read.is_empty() { Ok(Vec::new()) } else { shipments_without_events(c, &read).await } },
+        async { if answer.is_empty() { Ok(HashMap::new()) } else { events_of(c, answer).await } },
+    )?;
+    let mut shipments: HashMap<i64, StoredShipment> = read.iter().copied().zip(read_shipments).collect();
+    let tenants: HashMap<i64, crate::notifications::NotifyTenant> = tenants.into_iter().collect();
+    let unread: Vec<i64> =
+        drop_offs.iter().copied().filter(|d| subscribers.contains_key(d) && !shipments.contains_key(d)).collect();
+    if !unread.is_empty() {
+        shipments.extend(unread.iter().copied().zip(shipments_without_events(c, &unread).await?));
     }
-    let shipments = shipments_without_events(c, &subscribed).await?;
-    let mut streams: Vec<(i64, i64)> =
-        subscribers.iter().flat_map(|(d, all)| all.iter().map(move |s| (s.id, *d))).collect();
-    streams.sort_unstable();
-    let busy = streams_busy(c, &streams).await?;
+    let mut notify = super::notify::Planned::default();
+    for (drop_off, mine) in &groups {
+        if let (Some(tenant), Some(shipment)) = (tenants.get(drop_off), shipments.get(drop_off)) {
+            notify.add(tenant, sink.outbox.channels(), shipment, mine);
+        }
+    }
     let mut planned = Planned::default();
-    let subscribed_groups = groups.iter().filter_map(|(d, mine)| Some((*d, mine, subscribers.get(d)?)));
-    for ((drop_off, mine, endpoints), shipment) in subscribed_groups.zip(&shipments) {
-        let Some(first) = endpoints.first() else { continue };
-        let mut stream_busy: Vec<bool> = endpoints.iter().map(|s| busy.contains(&(s.id, drop_off))).collect();
-        let queued = plan(sink.outbox, endpoints, &mut stream_busy, shipment, mine, false, now)?;
-        planned.add((first.client, &first.mode), now, queued);
+    if !subscribers.is_empty() {
+        let mut streams: Vec<(i64, i64)> =
+            subscribers.iter().flat_map(|(d, all)| all.iter().map(move |s| (s.id, *d))).collect();
+        streams.sort_unstable();
+        let busy = streams_busy(c, &streams).await?;
+        for (drop_off, mine) in &groups {
+            let (Some(endpoints), Some(shipment)) = (subscribers.get(drop_off), shipments.get(drop_off)) else {
+                continue;
+            };
+            let Some(first) = endpoints.first() else { continue };
+            let mut stream_busy: Vec<bool> = endpoints.iter().map(|s| busy.contains(&(s.id, *drop_off))).collect();
+            let queued = plan(sink.outbox, endpoints, &mut stream_busy, shipment, mine, false, now)?;
+            planned.add((first.client, &first.mode), now, queued);
+        }
     }
-    planned.write(c, sink).await
-}
-
-/// The recipient notifications of a change's shipments (only those whose events fire a
-/// trigger are read), written in one statement.
-async fn notifications(
-    c: &impl Sql,
-    sink: &mut Sink<'_>,
-    groups: &[(i64, Vec<StoredEvent>)],
-    now: Timestamp,
-) -> Result<(), StoreError> {
-    let fired: Vec<&(i64, Vec<StoredEvent>)> =
-        groups.iter().filter(|(_, mine)| mine.iter().any(|e| crate::Trigger::of(e.to).is_some())).collect();
-    if fired.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<i64> = fired.iter().map(|(d, _)| *d).collect();
-    let tenants: HashMap<i64, crate::notifications::NotifyTenant> =
-        super::notify::tenants(c, &ids).await?.into_iter().collect();
-    let shipments = shipments_without_events(c, &ids).await?;
-    let mut planned = super::notify::Planned::default();
-    for ((drop_off, mine), shipment) in fired.into_iter().zip(&shipments) {
-        let Some(tenant) = tenants.get(drop_off) else { continue };
-        planned.add(tenant, sink.outbox.channels(), shipment, mine);
-    }
-    sink.notified += planned.write(c, now).await?;
-    Ok(())
+    let outbox = sink.outbox;
+    let mut queued = Sink { outbox, queued: 0, notified: 0 };
+    let (notified, ()) = tokio::try_join!(notify.write(c, now), planned.write(c, &mut queued))?;
+    sink.notified += notified;
+    sink.queued += queued.queued;
+    answer
+        .iter()
+        .map(|d| {
+            let mut s =
+                shipments.remove(d).ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {d} not found")))?;
+            s.events = answer_events.remove(d).unwrap_or_default();
+            Ok(s)
+        })
+        .collect()
 }

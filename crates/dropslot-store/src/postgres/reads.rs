@@ -37,10 +37,11 @@ fn status_column(r: &Row, i: usize) -> Result<Status, StoreError> {
     super::parsed(col(r, i)?, "status", Status::parse)
 }
 
-/// A drop-off shipment with everything around it, by row id.
+/// A drop-off shipment with everything around it, by row id: its two statements are sent
+/// together (one round trip).
 async fn shipment_by_id(c: &impl Sql, id: i64) -> Result<StoredShipment, StoreError> {
-    let mut s = shipment_without_events(c, id).await?;
-    s.events = events(c, id).await?;
+    let (mut s, events) = tokio::try_join!(shipment_without_events(c, id), events(c, id))?;
+    s.events = events;
     Ok(s)
 }
 
@@ -181,26 +182,71 @@ async fn events(c: &impl Sql, drop_off: i64) -> Result<Vec<StoredEvent>, StoreEr
     .await
     .map_err(map_err)?
     .iter()
-    .map(|r| {
-        let from: Option<&str> = col(r, 2)?;
-        let attempt: Option<i64> = col(r, 7)?;
-        let proof: Option<&str> = col(r, 8)?;
+    .map(event_row)
+    .collect()
+}
+
+/// Drop-off shipments with their events, in the order of `ids`: two statements however many,
+/// sent together.
+pub(super) async fn shipments_with_events(c: &impl Sql, ids: &[i64]) -> Result<Vec<StoredShipment>, StoreError> {
+    let (shipments, mut events) = tokio::try_join!(shipments_without_events(c, ids), events_of(c, ids))?;
+    Ok(shipments
+        .into_iter()
+        .map(|mut s| {
+            s.events = events.remove(&s.drop_off.id.0).unwrap_or_default();
+            s
+        })
+        .collect())
+}
+
+/// The events of drop-off shipments, each one's oldest first, by shipment: one statement.
+pub(super) async fn events_of(
+    c: &impl Sql,
+    ids: &[i64],
+) -> Result<std::collections::HashMap<i64, Vec<StoredEvent>>, StoreError> {
+    let rows = c
+        .query_typed(
+            "SELECT shipment_id, id, seq, previous_status, status, at, actor, reason, attempt, proof_json
+             FROM shipment_events WHERE shipment_kind = 'drop_off' AND shipment_id = ANY($1)
+             ORDER BY shipment_id, seq",
+            &[(&ids, tokio_postgres::types::Type::INT8_ARRAY)],
+        )
+        .await
+        .map_err(map_err)?;
+    let mut by_shipment: std::collections::HashMap<i64, Vec<StoredEvent>> = std::collections::HashMap::new();
+    for r in &rows {
+        by_shipment.entry(col(r, 0)?).or_default().push(event_row_at(r, 1)?);
+    }
+    Ok(by_shipment)
+}
+
+/// An event from the columns `id, seq, previous_status, status, at, actor, reason, attempt,
+/// proof_json`.
+fn event_row(r: &Row) -> Result<StoredEvent, StoreError> {
+    event_row_at(r, 0)
+}
+
+/// [`event_row`] from column `at` on.
+fn event_row_at(r: &Row, at: usize) -> Result<StoredEvent, StoreError> {
+    {
+        let from: Option<&str> = col(r, at + 2)?;
+        let attempt: Option<i64> = col(r, at + 7)?;
+        let proof: Option<&str> = col(r, at + 8)?;
         Ok(StoredEvent {
-            id: col(r, 0)?,
-            seq: narrow(col(r, 1)?, "event seq")?,
+            id: col(r, at)?,
+            seq: narrow(col(r, at + 1)?, "event seq")?,
             from: from.map(|f| super::parsed(f, "status", Status::parse)).transpose()?,
-            to: status_column(r, 3)?,
-            at: col::<Timestamp>(r, 4)?,
-            actor: super::parsed(col(r, 5)?, "actor", Actor::parse)?,
-            reason: col(r, 6)?,
+            to: status_column(r, at + 3)?,
+            at: col::<Timestamp>(r, at + 4)?,
+            actor: super::parsed(col(r, at + 5)?, "actor", Actor::parse)?,
+            reason: col(r, at + 6)?,
             attempt: attempt.map(|a| narrow(a, "event attempt")).transpose()?,
             proof: match proof {
                 None => Vec::new(),
                 Some(p) => super::json_column(p, "proof")?,
             },
         })
-    })
-    .collect()
+    }
 }
 
 /// A drop-off shipment by tracking code, where visible.

@@ -763,9 +763,19 @@ impl Store for SqliteStore {
         unique_id: &str,
         m: dropslot_core::shipments::Move,
         now: Timestamp,
-    ) -> StoreResult<MoveOutcome> {
-        let unique_id = unique_id.to_string();
-        self.write_events(move |c, sink| lifecycle::ops_move(c, sink, &unique_id, &m, now)).await
+    ) -> StoreResult<MoveOutcome<Box<StoredShipment>>> {
+        let code = unique_id.to_string();
+        let outcome = self.write_events(move |c, sink| lifecycle::ops_move(c, sink, &code, &m, now)).await?;
+        // Read back on a reader, after the writer's commit (the writer stays on writes).
+        Ok(match outcome {
+            MoveOutcome::NotFound => MoveOutcome::NotFound,
+            MoveOutcome::Refused(r) => MoveOutcome::Refused(r),
+            MoveOutcome::Moved(moved) => match self.read(|c| reads::shipment(c, Visibility::Ops, &moved))? {
+                // Deleted meanwhile by its merchant.
+                None => MoveOutcome::NotFound,
+                Some(s) => MoveOutcome::Moved(Box::new(s)),
+            },
+        })
     }
 
     async fn driver_move(

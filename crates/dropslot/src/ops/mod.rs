@@ -12,7 +12,7 @@ use crate::error::{Envelope, Error, ErrorEnvelope, FieldErrors, Result, envelope
 use crate::http::{JsonBody, PathParam};
 use crate::orders::view::ShipmentView;
 use dropslot_core::shipments::{Actor, Move, Proof, Refusal, Status};
-use dropslot_store::{MoveOutcome, TokenKind, Visibility};
+use dropslot_store::{MoveOutcome, StoredShipment, TokenKind, Visibility};
 
 /// Longest reason or proof value, in characters.
 const MAX_TEXT: usize = 500;
@@ -126,7 +126,7 @@ async fn transition(
 ) -> Result<Response> {
     let m = request.into_move()?;
     let outcome = app.store.ops_move(&unique_id, m, app.clock.now()).await?;
-    answer(&app, outcome).await
+    shown(&app, outcome)
 }
 
 /// `POST /ops/parcels/{pick_up_code}/pick-up-scan`: the driver scanned the parcel at the
@@ -147,8 +147,22 @@ async fn scan(State(app): State<App>, _ops: OpsCaller, PathParam(code): PathPara
     answer(&app, outcome).await
 }
 
-/// 200 with the shipment as a client reads it, 404, or the refusal.
+/// 200 with the shipment as a client reads it (read back by its tracking code), 404, or the
+/// refusal.
 pub(crate) async fn answer(app: &App, outcome: MoveOutcome) -> Result<Response> {
+    let outcome = match outcome {
+        MoveOutcome::NotFound => MoveOutcome::NotFound,
+        MoveOutcome::Refused(refusal) => MoveOutcome::Refused(refusal),
+        MoveOutcome::Moved(unique_id) => {
+            let stored = app.store.shipment(Visibility::Ops, &unique_id).await?.ok_or(Error::NotFound)?;
+            MoveOutcome::Moved(Box::new(stored))
+        }
+    };
+    shown(app, outcome)
+}
+
+/// 200 with the moved shipment as a client reads it, 404, or the refusal.
+fn shown(app: &App, outcome: MoveOutcome<Box<StoredShipment>>) -> Result<Response> {
     match outcome {
         MoveOutcome::NotFound => Err(Error::NotFound),
         MoveOutcome::Refused(Refusal::ProofRequired) => {
@@ -158,9 +172,8 @@ pub(crate) async fn answer(app: &App, outcome: MoveOutcome) -> Result<Response> 
             Err(Error::invalid("reason", Refusal::ReasonRequired.to_string()))
         }
         MoveOutcome::Refused(refusal) => Err(Error::Conflict(refusal.to_string())),
-        MoveOutcome::Moved(unique_id) => {
-            let stored = app.store.shipment(Visibility::Ops, &unique_id).await?.ok_or(Error::NotFound)?;
-            let view = ShipmentView::new(&app.settings.base_url, &app.settings.area, stored);
+        MoveOutcome::Moved(stored) => {
+            let view = ShipmentView::new(&app.settings.base_url, &app.settings.area, *stored);
             Ok(envelope(200, "Shipment moved.", &view).into_response())
         }
     }

@@ -222,3 +222,67 @@ async fn the_table_is_published() {
     assert_eq!(o["attempts"]["default_max"], 3);
     assert_eq!(o["pick_up"]["transitions"][1], json!({"from": "to_pick_up", "to": ["picked_up", "deleted"]}));
 }
+
+/// Moves sent at once (on PostgreSQL they share transactions, `store/postgres/moves.rs`): one
+/// order's drop-offs share a pick-up leg, which follows the first of them once; a shipment
+/// asked twice at once moves once (the other move finds it moved: a 409).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moves_at_once_share_a_pick_up_leg_and_take_a_shipment_once() {
+    let s = TestServer::start().await;
+    let (id, _, live, ops) = s.new_client("Maple Goods").await;
+    let limits = json!({"limits": {"order_drop_offs": 6, "order_parcels_per_drop_off": 5, "preview_drop_offs": 100, "preview_parcels_per_drop_off": 50}});
+    let r = s
+        .send(s.http.put(s.url(&format!("/admin/clients/{id}/settings"))).bearer_auth(ADMIN_TOKEN).json(&limits))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut order = request(&[500.0]);
+    let drop_off = order["drop_offs"][0].clone();
+    for _ in 0..5 {
+        order["drop_offs"].as_array_mut().unwrap().push(drop_off.clone());
+    }
+    let r = s.post("/requests/sync", &live, &order).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let trackings: Vec<String> = r.body["object"]["shipments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|sh| sh["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(trackings.len(), 6);
+    for to in ["to_pick_up", "picked_up"] {
+        // Each shipment asked twice, all at once.
+        let b = body(to);
+        let moves = trackings.iter().chain(&trackings).map(|t| s.ops_move(&ops, t, &b));
+        let replies = futures_util::future::join_all(moves).await;
+        for (i, t) in trackings.iter().enumerate() {
+            let (a, b) = (&replies[i], &replies[i + trackings.len()]);
+            let mut statuses = [a.status, b.status];
+            statuses.sort_unstable();
+            assert_eq!(statuses, [200, 409], "{t} to {to}: {} / {}", a.body, b.body);
+            let moved = if a.status == 200 { a } else { b };
+            let o = &moved.body["object"];
+            assert_eq!(o["drop_off_shipment"]["unique_id"], t.as_str());
+            assert_eq!((o["status"].as_str(), o["pick_up_status"].as_str()), (Some(to), Some(to)), "{}", moved.body);
+            let events: Vec<&str> = moved.body["object"]["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["status"].as_str().unwrap())
+                .collect();
+            assert_eq!(events.last(), Some(&to), "{}", moved.body);
+        }
+        let pick_up_events = s.scalar(&format!(
+            "SELECT count(*) FROM shipment_events WHERE shipment_kind = 'pick_up' AND status = '{to}'"
+        ));
+        assert_eq!(pick_up_events, 1, "the pick-up leg follows once to {to}");
+        let drop_off_events = s.scalar(&format!(
+            "SELECT count(*) FROM shipment_events WHERE shipment_kind = 'drop_off' AND status = '{to}'"
+        ));
+        assert_eq!(drop_off_events, 6);
+    }
+    // Every shipment's events are numbered 1, 2, 3 (scheduled, to_pick_up, picked_up).
+    assert_eq!(
+        s.scalar("SELECT count(*) FROM shipment_events WHERE shipment_kind = 'drop_off' AND seq BETWEEN 1 AND 3"),
+        18
+    );
+}
