@@ -27,23 +27,23 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, params_from_iter};
 
 /// One table's template rows of the newest order, as columns and values.
-struct Rows {
+struct Template {
     table: &'static str,
     columns: Vec<String>,
     rows: Vec<Vec<Value>>,
 }
 
-impl Rows {
-    fn read(t: &Connection, table: &'static str, filter: &str, args: &[i64]) -> Rows {
+impl Template {
+    fn read(t: &Connection, table: &'static str, filter: &str, args: &[i64]) -> Template {
         let mut st = t.prepare(&format!("SELECT * FROM {table} WHERE {filter} ORDER BY id")).unwrap();
-        let columns: Vec<String> = st.column_names().iter().map(|c| c.to_string()).collect();
+        let columns: Vec<String> = st.column_names().iter().map(ToString::to_string).collect();
         let n = columns.len();
         let rows = st
             .query_map(params_from_iter(args), |r| (0..n).map(|i| r.get::<_, Value>(i)).collect())
             .unwrap()
             .collect::<Result<Vec<_>, _>>()
             .unwrap();
-        Rows { table, columns, rows }
+        Template { table, columns, rows }
     }
 
     fn insert_sql(&self) -> String {
@@ -85,7 +85,7 @@ const UNIQUE: [&str; 4] = ["unique_id", "label_token", "pick_up_code", "message_
 
 /// Inserts `row` of `rows`, with `keys` (column → value) overriding and unique texts renewed;
 /// the new row's id.
-fn insert(c: &Connection, rows: &Rows, row: usize, keys: &[(&str, Value)], fresh: &mut Fresh) -> i64 {
+fn insert(c: &Connection, rows: &Template, row: usize, keys: &[(&str, Value)], fresh: &mut Fresh) -> i64 {
     let mut values = Vec::with_capacity(rows.columns.len());
     for (i, name) in rows.columns.iter().enumerate() {
         if name == "id" {
@@ -114,25 +114,25 @@ fn main() {
     let seconds: f64 = seconds.parse().expect("SECONDS is a number");
     let t = Connection::open_with_flags(template, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     let order: i64 = t.query_row("SELECT max(id) FROM orders", [], |r| r.get(0)).expect("the template holds an order");
-    let orders = Rows::read(&t, "orders", "id = ?1", &[order]);
-    let pick_ups = Rows::read(&t, "pick_up_shipments", "order_id = ?1", &[order]);
+    let orders = Template::read(&t, "orders", "id = ?1", &[order]);
+    let pick_ups = Template::read(&t, "pick_up_shipments", "order_id = ?1", &[order]);
     let pick_up = pick_ups.id(0);
-    let shipment_orders = Rows::read(&t, "shipment_orders", "order_id = ?1", &[order]);
-    let drop_offs = Rows::read(
+    let shipment_orders = Template::read(&t, "shipment_orders", "order_id = ?1", &[order]);
+    let drop_offs = Template::read(
         &t,
         "drop_off_shipments",
         "shipment_order_id IN (SELECT id FROM shipment_orders WHERE order_id = ?1)",
         &[order],
     );
     let pick_up_events =
-        Rows::read(&t, "shipment_events", "shipment_kind = 'pick_up' AND shipment_id = ?1", &[pick_up]);
-    let per_drop_off: Vec<(Rows, Rows, Rows)> = (0..drop_offs.rows.len())
+        Template::read(&t, "shipment_events", "shipment_kind = 'pick_up' AND shipment_id = ?1", &[pick_up]);
+    let per_drop_off: Vec<(Template, Template, Template)> = (0..drop_offs.rows.len())
         .map(|i| {
             let d = drop_offs.id(i);
             (
-                Rows::read(&t, "shipment_events", "shipment_kind = 'drop_off' AND shipment_id = ?1", &[d]),
-                Rows::read(&t, "parcels", "drop_off_shipment_id = ?1", &[d]),
-                Rows::read(&t, "notifications", "drop_off_id = ?1", &[d]),
+                Template::read(&t, "shipment_events", "shipment_kind = 'drop_off' AND shipment_id = ?1", &[d]),
+                Template::read(&t, "parcels", "drop_off_shipment_id = ?1", &[d]),
+                Template::read(&t, "notifications", "drop_off_id = ?1", &[d]),
             )
         })
         .collect();
