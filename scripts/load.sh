@@ -50,7 +50,10 @@
 #      preview and sync are run on both in ABBA order, BASELINE_PAIRS times (default 2), so a
 #      change is measured against its predecessor in one invocation, with the floor's run).
 # Every run also reports the serve processes' peak RSS (VmHWM) and, on SQLite, the largest
-# -wal file seen while sync ran (sampled every 0.2 s).
+# -wal file seen while sync ran (sampled every 0.2 s); beside every throughput, the server
+# side's CPU (user+sys) per 1,000 requests; and on SQLite, sync against its own floor: a bare
+# rusqlite writer of the same rows with the same durability and grouping
+# (crates/dropslot/examples/sync_floor.rs), run right after the sync run.
 #
 # Idempotent: every run uses a fresh database and ephemeral 127.0.0.1 ports;
 # every server it starts is stopped on exit. Exit status is non-zero when a check fails
