@@ -522,6 +522,8 @@ if [[ $BACKEND == sqlite ]]; then
   "$DROPSLOT" migrate --database "sqlite://$TMP/floor.db" >/dev/null 2>&1 || die "cannot migrate the sync floor's database"
   "$DROPSLOT" client create --name floor --database "sqlite://$TMP/floor.db" >/dev/null
   for pid in "${APP_PIDS[@]}"; do kill -STOP "$pid"; done
+  # The sync run's dirty pages written back first: the floor's fsyncs would queue behind them.
+  sync
   SYNC_FLOOR_LINE=$("$SYNC_FLOOR" "$TMP/floor.db" "$DB" "$SYNC_GROUP" "$SECS") || die "the sync floor failed"
   for pid in "${APP_PIDS[@]}"; do kill -CONT "$pid"; done
   log "$SYNC_FLOOR_LINE"
