@@ -1,5 +1,5 @@
 //! The sender: claims due messages with a lease, in batches; marks a batch's messages
-//! `sending` in one write just before handing them to the SMTP server (lettre, pooled) or the
+//! `sending` in one write just before handing them to the SMTP server (`smtp.rs`) or the
 //! SMS provider, at most `CONCURRENCY` at a time, and records how each ended in one write per
 //! batch (per-message writes held the sender to ~230 messages/s: each waited for its own
 //! commit). Errors are mapped to the integrator's words here: a recipient address never
@@ -26,7 +26,7 @@ use dropslot_store::{Channel, ClaimedNotification, NotificationEnd, Notification
 const TIMEOUT: Duration = Duration::from_secs(15);
 /// Messages claimed (and their outcomes recorded) together at most.
 const BATCH: usize = 64;
-/// Messages handed over at once at most (lettre's pool keeps as many SMTP connections).
+/// Messages handed over at once at most (`smtp.rs` keeps as many idle SMTP connections).
 const CONCURRENCY: usize = 16;
 
 pub struct Sender {
@@ -88,11 +88,8 @@ impl Sender {
                     Vec::new()
                 }
             };
-            let busy = !claimed.is_empty();
-            if busy {
+            if !claimed.is_empty() {
                 me.batch(claimed).await;
-            }
-            if busy {
                 continue;
             }
             let next = me.app.store.next_notification_due_ms().await.ok().flatten();
