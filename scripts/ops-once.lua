@@ -1,7 +1,9 @@
 -- wrk script for scripts/load.sh's ops fan-out (issues 27 and 33): one `to_pick_up` per
 -- tracking code of $CODES_FILE, the codes split between the threads; a thread stops once its
 -- codes are used, so wrk ends when every transition is answered (run it with a generous -d).
--- done() prints the LOAD line of load.lua.
+-- done() prints the LOAD line of load.lua. With PACE (calls/s over all connections) and
+-- CONNECTIONS set, each connection waits CONNECTIONS / PACE seconds after an answer before
+-- its next call: an open-ish load whose achieved rate (wrk's rps) is a little under PACE.
 
 local token = os.getenv("TOKEN")
 local threads = {}
@@ -16,6 +18,14 @@ local owned, sent, answered
 -- wrk calls request() once on thread 0 to check the request, and discards it: that call
 -- must not use up a code.
 local checked = false
+
+local pace = tonumber(os.getenv("PACE") or "0")
+if pace > 0 then
+  local wait_ms = 1000 * tonumber(os.getenv("CONNECTIONS") or "32") / pace
+  function delay()
+    return wait_ms
+  end
+end
 
 function init(args)
   owned, sent, answered = {}, 0, 0

@@ -1,0 +1,74 @@
+//! The webhook receiver of `scripts/webhook-bench.sh` (issue 33): one process listening on N
+//! loopback ports (one "endpoint" each, so the sender sees N hosts with N connection pools),
+//! answering every `POST` with `200 {}` once its body is read, and noting for each the port's
+//! index, the `webhook-id` header and the receipt time (Unix ms, fractional).
+//!
+//! ```text
+//! cargo run --release -p dropslot --example hook_sink -- 4
+//! ```
+//!
+//! It prints one line per port, `sink listening on http://127.0.0.1:PORT`, then serves until
+//! killed. On every port, `GET /count` answers how many POSTs arrived in all, and `GET /dump`
+//! answers every receipt noted so far as lines `INDEX WEBHOOK_ID RECEIPT_MS` (the bench joins
+//! them with the queue's rows: duplicates per endpoint, commit-to-receipt latency).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+#[derive(Default)]
+struct Receipts {
+    count: AtomicU64,
+    seen: Mutex<Vec<(usize, String, f64)>>,
+}
+
+fn now_ms() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64() * 1000.0).unwrap_or(0.0)
+}
+
+fn main() {
+    let ports: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(4);
+    let receipts = Arc::new(Receipts::default());
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    runtime.block_on(async move {
+        let mut servers = Vec::new();
+        for index in 0..ports {
+            let hook = move |State(r): State<Arc<Receipts>>, headers: HeaderMap, _body: Bytes| async move {
+                let at = now_ms();
+                let id = headers.get("webhook-id").and_then(|v| v.to_str().ok()).unwrap_or("-").to_string();
+                r.count.fetch_add(1, Ordering::Relaxed);
+                r.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((index, id, at));
+                let mut res = Response::new(axum::body::Body::from("{}"));
+                res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                res
+            };
+            let count = |State(r): State<Arc<Receipts>>| async move { r.count.load(Ordering::Relaxed).to_string() };
+            let dump = |State(r): State<Arc<Receipts>>| async move {
+                let seen = r.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut text = String::with_capacity(seen.len() * 48);
+                for (i, id, at) in seen.iter() {
+                    text.push_str(&format!("{i} {id} {at:.3}\n"));
+                }
+                text.into_response()
+            };
+            let app = Router::new()
+                .route("/count", get(count))
+                .route("/dump", get(dump))
+                .route("/{*path}", post(hook))
+                .with_state(receipts.clone());
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            println!("sink listening on http://{}", listener.local_addr().expect("local addr"));
+            servers.push(tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") }));
+        }
+        for s in servers {
+            let _ = s.await;
+        }
+    });
+}
