@@ -150,22 +150,23 @@ one() {
   cpu1=$(cpu_ticks "$server")
   t1=$(date +%s%N)
   read -r b1 j1 < <(metrics "$app")
-  local writer
-  writer=$(awk -v b=$((b1 - b0)) -v j=$((j1 - j0)) -v ns=$((t1 - t0)) \
+  local writer=
+  [[ -z ${DATABASE:-} ]] && writer=" | "$(awk -v b=$((b1 - b0)) -v j=$((j1 - j0)) -v ns=$((t1 - t0)) \
     'BEGIN { printf "writer: %.0f commits/s, %.1f jobs a commit", b * 1e9 / ns, (b > 0 ? j / b : 0) }')
   # wrk runs for its whole -d unless every thread has stopped; SIGINT makes it report.
   kill -INT "$wrk_pid" 2>/dev/null || true
   wait "$wrk_pid" || true
   local load
   load=$(grep '^LOAD ' "$TMP/wrk-$n.txt") || { cat "$TMP/wrk-$n.txt" >&2; die "no LOAD line from wrk"; }
+  # The service's sequential scans of the webhook tables, read before this script's own queries.
+  local scans=
+  [[ -n ${DATABASE:-} ]] &&
+    scans=" seq_scans=$(($(sql "SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_user_tables WHERE relname LIKE 'webhook_%'") - seq0))"
   curl -sS --max-time 30 "${SINK_URLS[0]}/dump" >"$TMP/receipts-$n.txt"
   sql "SELECT d.endpoint_id, m.webhook_id, d.queued_ms FROM webhook_deliveries d
        JOIN webhook_messages m ON m.id = d.message_id WHERE d.id > $first" >"$TMP/queue-$n.txt"
   local hooks status=0
   hooks=$(python3 scripts/webhook-stats.py "$TMP/queue-$n.txt" "$TMP/receipts-$n.txt" "${endpoints[@]}") || status=1
-  local scans=
-  [[ -n ${DATABASE:-} ]] &&
-    scans=" seq_scans=$(($(sql "SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_user_tables WHERE relname LIKE 'webhook_%'") - seq0))"
   local cpu
   cpu=$(awk -v d=$((cpu1 - cpu0)) -v hz="$TICKS" -v n="$want" 'BEGIN { printf "%.1f", d * 1e6 / hz / n }')
   stop "$SINK_PID"
@@ -185,7 +186,7 @@ one() {
     read -r f_ok f_rate f_ticks < <(sed -nE 's/.* ok=([0-9]+) .* per_s=([0-9]+) cpu_ticks=([0-9]+).*/\1 \2 \3/p' <<<"$line")
     floor=" | floor: $f_rate deliveries/s ($f_ok ok), CPU µs/delivery $(awk -v d="$f_ticks" -v hz="$TICKS" -v n="$want" 'BEGIN { printf "%.1f", d * 1e6 / hz / n }')"
   fi
-  echo "round=$n calls: $(sed -nE 's/.*rps=([0-9.]+) .*p99_ms=([0-9.]+) .*non2xx=([0-9]+) errors=([0-9]+).*/\1\/s p99 \2 ms, non2xx \3, errors \4/p' <<<"$load") | $hooks service_cpu_us_per_delivery=$cpu$scans | $writer$floor"
+  echo "round=$n calls: $(sed -nE 's/.*rps=([0-9.]+) .*p99_ms=([0-9.]+) .*non2xx=([0-9]+) errors=([0-9]+).*/\1\/s p99 \2 ms, non2xx \3, errors \4/p' <<<"$load") | $hooks service_cpu_us_per_delivery=$cpu$scans$writer$floor"
   stop "$server"
   return $status
 }

@@ -17,11 +17,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use axum::body::Body;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use hmac::{Hmac, Mac};
-use axum::body::Body;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -31,9 +31,10 @@ use tokio::sync::Semaphore;
 fn cpu_ticks() -> u64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // Fields after the command's closing parenthesis: state is the 3rd field, utime the 14th.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<&str> = rest.split_whitespace().collect();
-    f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
+    f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
 }
 
 fn env(name: &str, default: usize) -> usize {
@@ -77,7 +78,7 @@ fn main() {
                 let (client, url, id, body, key) = (client.clone(), url.clone(), id.clone(), body.clone(), key.clone());
                 let answered = answered.clone();
                 tasks.spawn(async move {
-                    let timestamp = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+                    let timestamp = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
                     let mut mac = Hmac::<Sha256>::new_from_slice(&key).expect("hmac key");
                     mac.update(id.as_bytes());
                     mac.update(b".");

@@ -12,6 +12,7 @@
 //! answers every receipt noted so far as lines `INDEX WEBHOOK_ID RECEIPT_MS` (the bench joins
 //! them with the queue's rows: duplicates per endpoint, commit-to-receipt latency).
 
+use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -30,7 +31,7 @@ struct Receipts {
 }
 
 fn now_ms() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64() * 1000.0).unwrap_or(0.0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }
 
 fn main() {
@@ -54,7 +55,7 @@ fn main() {
                 let seen = r.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 let mut text = String::with_capacity(seen.len() * 48);
                 for (i, id, at) in seen.iter() {
-                    text.push_str(&format!("{i} {id} {at:.3}\n"));
+                    let _ = writeln!(text, "{i} {id} {at:.3}");
                 }
                 text.into_response()
             };

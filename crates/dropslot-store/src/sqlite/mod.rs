@@ -932,7 +932,11 @@ impl Store for SqliteStore {
         per_endpoint: usize,
         in_flight: Vec<(i64, usize)>,
     ) -> StoreResult<Vec<Claimed>> {
-        self.writer.write(move |c| webhooks::claim(c, now_ms, lease_until_ms, limit, per_endpoint, &in_flight)).await
+        // Answered before its batch commits (see `Writer::write_unsynced`): the claim's sends
+        // start one fsync earlier, which bounded the fan-out while events arrived (issue 33).
+        self.writer
+            .write_unsynced(move |c| webhooks::claim(c, now_ms, lease_until_ms, limit, per_endpoint, &in_flight))
+            .await
     }
 
     async fn record_attempts(&self, attempts: Vec<AttemptRecord>) -> StoreResult<()> {

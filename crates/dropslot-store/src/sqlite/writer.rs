@@ -24,7 +24,10 @@ trait Job: Send {
 struct TypedJob<T, E, F> {
     work: Option<F>,
     outcome: Option<Result<T, E>>,
-    reply: oneshot::Sender<Result<T, E>>,
+    /// Taken when the answer is sent: at the commit, or (an unsynced job that succeeded) as
+    /// soon as the job has run.
+    reply: Option<oneshot::Sender<Result<T, E>>>,
+    unsynced: bool,
 }
 
 impl<T, E, F> Job for TypedJob<T, E, F>
@@ -38,12 +41,19 @@ where
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| work(conn)))
             .unwrap_or_else(|_| Err(StoreError::Corrupt("a write job panicked".into()).into()));
         let ok = outcome.is_ok();
+        if ok && self.unsynced {
+            if let Some(reply) = self.reply.take() {
+                let _ = reply.send(outcome);
+            }
+            return true;
+        }
         self.outcome = Some(outcome);
         ok
     }
 
     fn finish(self: Box<Self>, committed: Result<(), &str>) {
         let this = *self;
+        let Some(reply) = this.reply else { return };
         let result = match (committed, this.outcome) {
             (Ok(()), Some(outcome)) => outcome,
             // A failed job's error stands even if the batch failed too.
@@ -52,7 +62,7 @@ where
             (Ok(()), None) => Err(StoreError::Corrupt("write job did not run".into()).into()),
         };
         // The requester may have gone away; the data is committed either way.
-        let _ = this.reply.send(result);
+        let _ = reply.send(result);
     }
 }
 
@@ -81,8 +91,32 @@ impl Writer {
         E: From<StoreError> + Send + 'static,
         F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
+        self.submit(work, false).await
+    }
+
+    /// Runs `work` in the next batch transaction and resolves as soon as it has run, without
+    /// waiting for the batch's COMMIT: what it wrote is seen by every later job (they run on
+    /// this connection), but a crash or a failed commit may still undo it. Only for writes
+    /// whose loss is harmless: the dispatcher's claims, whose lease only keeps other claims
+    /// off a delivery in flight (lost, the delivery is sent again: at least once, as after a
+    /// crash). A job that fails still answers after the commit, as `write` does.
+    pub async fn write_unsynced<T, E, F>(&self, work: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
+        self.submit(work, true).await
+    }
+
+    async fn submit<T, E, F>(&self, work: F, unsynced: bool) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
         let (reply, rx) = oneshot::channel();
-        let job: Box<dyn Job> = Box::new(TypedJob { work: Some(work), outcome: None, reply });
+        let job: Box<dyn Job> = Box::new(TypedJob { work: Some(work), outcome: None, reply: Some(reply), unsynced });
         self.stats.queued.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if self.tx.send(job).await.is_err() {
             self.stats.queued.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
@@ -109,21 +143,24 @@ fn run(conn: Connection, mut rx: mpsc::Receiver<Box<dyn Job>>, stats: &crate::St
 }
 
 fn commit_batch(conn: &Connection, batch: &mut Vec<Box<dyn Job>>) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+    let step = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(drop);
+    if let Err(e) = step("BEGIN IMMEDIATE") {
         let why = e.to_string();
         for job in batch.drain(..) {
             job.finish(Err(&why));
         }
         return;
     }
+    // The savepoint statements are prepared once (parsing them for every job was a tenth of
+    // the writer's time under the webhook load, issue 33).
     for job in batch.iter_mut() {
-        let ok = conn.execute_batch("SAVEPOINT job").is_ok() && job.run(conn);
-        let end = if ok { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
-        if let Err(e) = conn.execute_batch(end) {
+        let ok = step("SAVEPOINT job").is_ok() && job.run(conn);
+        let end = if ok { step("RELEASE job") } else { step("ROLLBACK TO job").and_then(|()| step("RELEASE job")) };
+        if let Err(e) = end {
             tracing::error!(error = %e, "savepoint end failed");
         }
     }
-    let committed = conn.execute_batch("COMMIT").map_err(|e| e.to_string());
+    let committed = step("COMMIT").map_err(|e| e.to_string());
     if committed.is_err() {
         let _ = conn.execute_batch("ROLLBACK");
     }

@@ -164,10 +164,19 @@ impl Dispatcher {
             .collect();
         let claimed = self.store.claim_deliveries(now, lease, limit, cap, in_flight).await?;
         let mut held = self.lock_held();
-        for d in &claimed {
-            held.entry(d.endpoint_id).or_default().push(Held { id: d.delivery_id, lease_until: lease, sending: true });
+        let mut fresh = Vec::with_capacity(claimed.len());
+        for d in claimed {
+            // On SQLite a claim is answered before its commit: if that commit then failed, the
+            // lease is gone and the delivery, still out, is claimed again. It stays one send.
+            let mine = held.entry(d.endpoint_id).or_default();
+            if mine.iter().any(|h| h.id == d.delivery_id) {
+                tracing::warn!(delivery_id = d.delivery_id, "a delivery in flight was claimed again; not sent twice");
+                continue;
+            }
+            mine.push(Held { id: d.delivery_id, lease_until: lease, sending: true });
+            fresh.push(d);
         }
-        Ok(claimed)
+        Ok(fresh)
     }
 
     fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Vec<Held>>> {
