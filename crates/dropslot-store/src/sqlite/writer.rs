@@ -188,3 +188,76 @@ pub fn map_err(e: rusqlite::Error) -> StoreError {
         _ => StoreError::Backend(Box::new(e)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc as std_mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn writer() -> Writer {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (v INTEGER)").unwrap();
+        Writer::start(conn, std::sync::Arc::default())
+    }
+
+    /// An unsynced job answers while its batch is still open: the job after it in the same
+    /// batch waits for that answer, which a job answered at the commit could never give.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unsynced_job_answers_before_its_batch_commits() {
+        let w = writer();
+        // A first batch held open until both jobs below are queued, so they share the next one.
+        let (release, held) = std_mpsc::channel::<()>();
+        let (running, started) = tokio::sync::oneshot::channel::<()>();
+        let gate = tokio::spawn({
+            let w = w.clone();
+            async move {
+                w.write(move |_| {
+                    let _ = running.send(());
+                    held.recv_timeout(Duration::from_secs(10)).map_err(|_| StoreError::Unavailable("gate".into()))
+                })
+                .await
+            }
+        });
+        started.await.unwrap();
+        let (answered, wait_answer) = std_mpsc::channel::<()>();
+        let unsynced = tokio::spawn({
+            let w = w.clone();
+            async move { w.write_unsynced(|c| c.execute("INSERT INTO t (v) VALUES (1)", []).map_err(map_err)).await }
+        });
+        let after = tokio::spawn({
+            let w = w.clone();
+            async move {
+                w.write(move |c| {
+                    wait_answer
+                        .recv_timeout(Duration::from_secs(10))
+                        .map_err(|_| StoreError::Unavailable("the unsynced job's answer never came".into()))?;
+                    // It sees the unsynced job's row: the same transaction.
+                    c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)).map_err(map_err)
+                })
+                .await
+            }
+        });
+        while w.stats.queued.load(std::sync::atomic::Ordering::Relaxed) < 2 {
+            tokio::task::yield_now().await;
+        }
+        release.send(()).unwrap();
+        gate.await.unwrap().unwrap();
+        assert_eq!(unsynced.await.unwrap().unwrap(), 1);
+        answered.send(()).unwrap();
+        assert_eq!(after.await.unwrap().unwrap(), 1);
+    }
+
+    /// A failing unsynced job answers its own error (after the commit, as any job).
+    #[tokio::test]
+    async fn a_failing_unsynced_job_answers_its_error() {
+        let w = writer();
+        let r: Result<usize, StoreError> =
+            w.write_unsynced(|c| c.execute("INSERT INTO missing (v) VALUES (1)", []).map_err(map_err)).await;
+        assert!(r.is_err());
+        let n: i64 =
+            w.write(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).map_err(map_err)).await.unwrap();
+        assert_eq!(n, 0);
+    }
+}
