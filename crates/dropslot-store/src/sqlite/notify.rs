@@ -154,59 +154,60 @@ pub(super) fn claim(
     lease_until_ms: i64,
     limit: usize,
 ) -> Result<NotificationClaim, StoreError> {
+    // Every statement here is prepared once per connection (the sender claims many times a
+    // second under load).
     let uncertain = c
-        .execute(
+        .prepare_cached(
             "UPDATE notifications SET state = 'uncertain', last_error = ?2
          WHERE state IN ('pending', 'sending') AND state = 'sending' AND lease_until_ms <= ?1",
-            params![now_ms, UNCERTAIN_ERROR],
         )
+        .and_then(|mut s| s.execute(params![now_ms, UNCERTAIN_ERROR]))
         .map_err(map_err)?;
-    let ids: Vec<i64> = c
-        .prepare_cached(
+    let mut ids: Vec<i64> = c
+        .prepare_cached(&format!(
             "SELECT id FROM notifications
              WHERE state IN ('pending', 'sending') AND state = 'pending' AND next_attempt_ms <= ?1 AND lease_until_ms <= ?1
-             ORDER BY next_attempt_ms, id LIMIT ?2",
-        )
-        .and_then(|mut s| {
-            s.query_map(params![now_ms, i64::try_from(limit).unwrap_or(i64::MAX)], |r| r.get(0))?.collect()
-        })
+             ORDER BY next_attempt_ms, id LIMIT {}",
+            super::limit_bucket(limit)
+        ))
+        .and_then(|mut s| s.query_map(params![now_ms], |r| r.get(0))?.collect())
         .map_err(map_err)?;
+    ids.truncate(limit);
     let mut claimed = Vec::with_capacity(ids.len());
     for id in ids {
-        c.execute("UPDATE notifications SET lease_until_ms = ?2 WHERE id = ?1", params![id, lease_until_ms])
+        c.prepare_cached("UPDATE notifications SET lease_until_ms = ?2 WHERE id = ?1")
+            .and_then(|mut s| s.execute(params![id, lease_until_ms]))
             .map_err(map_err)?;
         let row = c
-            .query_row(
+            .prepare_cached(
                 "SELECT n.id, n.client_id, n.shipment_unique_id, n.trigger_kind, n.channel, n.recipient, n.facts_json,
                         n.message_id, n.attempts, n.recipient_hash, s.settings_json
                  FROM notifications n
                  LEFT JOIN notification_settings s ON s.client_id = n.client_id AND s.mode = n.mode
                  WHERE n.id = ?1",
-                [id],
-                |r| {
+            )
+            .and_then(|mut s| {
+                s.query_row([id], |r| {
                     Ok((
                         (r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?),
                         (r.get::<_, String>(3)?, r.get::<_, String>(4)?, r.get::<_, String>(5)?),
                         (r.get::<_, String>(6)?, r.get::<_, String>(7)?, r.get::<_, i64>(8)?),
                         (r.get::<_, String>(9)?, r.get::<_, Option<String>>(10)?),
                     ))
-                },
-            )
+                })
+            })
             .map_err(map_err)?;
         let ((id, client, shipment), (trigger, channel, recipient), (facts_json, message_id, attempts), (hash, json)) =
             row;
-        c.execute(
+        c.prepare_cached(
             "INSERT INTO notification_recipients (recipient_hash, opt_out_token) VALUES (?1, ?2)
              ON CONFLICT (recipient_hash) DO NOTHING",
-            params![hash, new_opt_out_token()],
         )
+        .and_then(|mut s| s.execute(params![hash, new_opt_out_token()]))
         .map_err(map_err)?;
         let (opt_out_token, opted_out): (String, Option<String>) = c
-            .query_row(
-                "SELECT opt_out_token, opted_out_at FROM notification_recipients WHERE recipient_hash = ?1",
-                [&hash],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .prepare_cached("SELECT opt_out_token, opted_out_at FROM notification_recipients WHERE recipient_hash = ?1")
+            .and_then(|mut s| s.query_row([&hash], |r| Ok((r.get(0)?, r.get(1)?))))
             .map_err(map_err)?;
         claimed.push(ClaimedNotification {
             id,

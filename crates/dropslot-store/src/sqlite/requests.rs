@@ -76,12 +76,13 @@ pub(super) fn claim(
     limit: usize,
 ) -> Result<Vec<ClaimedRequest>, StoreError> {
     let mut due = c
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT id, client_id, mode, request_id, payload, terms, attempts, drop_offs_count, created_at FROM order_requests
-             WHERE status IN ('queued', 'processing') AND next_attempt_ms <= ?1 ORDER BY id LIMIT ?2",
-        )
+             WHERE status IN ('queued', 'processing') AND next_attempt_ms <= ?1 ORDER BY id LIMIT {}",
+            super::limit_bucket(limit)
+        ))
         .and_then(|mut s| {
-            s.query_map(params![now_ms, limit as i64], |r| {
+            s.query_map(params![now_ms], |r| {
                 Ok(ClaimedRequest {
                     id: r.get(0)?,
                     claim: 0,
@@ -100,6 +101,7 @@ pub(super) fn claim(
             .collect::<rusqlite::Result<Vec<_>>>()
         })
         .map_err(map_err)?;
+    due.truncate(limit);
     for r in &mut due {
         r.claim = i64::from_le_bytes(dropslot_core::ids::random_bytes::<8>());
         c.prepare_cached(

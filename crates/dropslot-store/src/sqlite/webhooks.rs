@@ -325,19 +325,20 @@ pub(super) fn claim(
     let busy: Vec<i64> = in_flight.iter().filter(|(_, n)| *n >= per_endpoint).map(|(e, _)| *e).collect();
     let busy = super::to_json(&busy).map_err(map_err)?;
     let mut st = c
-        .prepare_cached(
+        .prepare_cached(&format!(
             "SELECT d.id, d.endpoint_id, d.attempts, m.webhook_id, m.body, e.url, e.secret, e.previous_secret,
                 e.previous_expires_ms, e.auth_header_name, e.auth_header_value
              FROM webhook_deliveries d
              JOIN webhook_messages m ON m.id = d.message_id
              JOIN webhook_endpoints e ON e.id = d.endpoint_id
              WHERE d.state = 'pending' AND d.next_attempt_ms <= ?1
-               AND d.endpoint_id NOT IN (SELECT value FROM json_each(?3))
-             ORDER BY d.next_attempt_ms LIMIT ?2",
-        )
+               AND d.endpoint_id NOT IN (SELECT value FROM json_each(?2))
+             ORDER BY d.next_attempt_ms LIMIT {}",
+            super::limit_bucket(limit.saturating_mul(4))
+        ))
         .map_err(map_err)?;
     let rows = st
-        .query_map(params![now_ms, (limit * 4) as i64, busy], |r| {
+        .query_map(params![now_ms, busy], |r| {
             let previous: Option<String> = r.get(7)?;
             let until: Option<i64> = r.get(8)?;
             let name: Option<String> = r.get(9)?;
