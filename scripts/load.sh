@@ -39,7 +39,9 @@
 #      vans' parcels; default the day's parcels over the drivers), OPERATOR_PLAN_LIMIT (s to
 #      solve their plans, 10), OPERATOR_SETUP_LIMIT (s for plan-load.py's first plans, 5),
 #      OPERATOR_POSITION_EVERY (s of real time between an app's positions, 30),
-#      OPERATOR_FAIL_PCT (stops failed rather than delivered, 10); the day's size is PLAN_ORDERS's,
+#      OPERATOR_FAIL_PCT (stops failed rather than delivered, 10), OPERATOR_DAY_S (real seconds the
+#      driven day is played over; default the drive's length, ~60 s: x390; longer leaves the rest
+#      of the day undone), OPERATOR_PARTS ("solve drive"; either alone); the day's size is PLAN_ORDERS's,
 #      NO_BUILD=1 (no cargo build: the binaries must be under CARGO_TARGET_DIR already, e.g.
 #      another worktree's release build),
 #      ASYNC_REQUESTS (asynchronous requests of 100 drop-offs, default 200), ASYNC_CLIENTS
@@ -513,8 +515,12 @@ operator_phase() {
     p99[$1_$3_$2_rps]+="$(printf '%.0f' "$(field "$name" rps)") "
     p99[$1_$3_$2_errors]=$((${p99[$1_$3_$2_errors]:-0} + $(field "$name" errors)))
   }
-  log "operator 1: preview and sync idle (A) and while both depots' plans are solved (B, time_limit_s $limit)"
+  local parts=" ${OPERATOR_PARTS:-solve drive} "
+  if [[ $parts == *" solve "* ]]; then
+    log "operator 1: preview and sync idle (A) and while both depots' plans are solved (B, time_limit_s $limit)"
+  fi
   for ((k = 1; k <= ${OPERATOR_PAIRS:-1}; k++)); do
+    [[ $parts == *" solve "* ]] || break
     for who in A B B A; do
       for ep in preview sync; do
         if [[ $who == B ]]; then
@@ -537,34 +543,36 @@ operator_phase() {
     done
   done
 
-  log "operator 2: ${OPERATOR_DRIVERS:-200} drivers, a published plan per depot, their shipments at the depot"
-  timeout 900 python3 scripts/operator-load.py prepare "$op_url" "$operator" "$ops" "$live" "$date" "$TMP/operator-state.json" \
-    >"$TMP/operator-prepare.txt" || { cat "$TMP/operator-prepare.txt" >&2; die "operator: prepare failed"; }
-  sed 's/^/   /' "$TMP/operator-prepare.txt" >&2
-  # One A B B A (a day is driven once): the drive covers both B rounds of preview and sync
-  # (each run: warm-up, run()'s 1 s, the run, ~1 s of wrk's start and the CPU reading), with
-  # 4 s to spare; its last actions are checked to come after the last B run ended.
-  local drive_s=$((2 * 2 * (warm + 1 + SECS + 1) + 4)) drive_pid b_end last
-  for ep in preview sync; do operator_run drive A "$ep"; done
-  log "operator 2: ${OPERATOR_DRIVERS:-200} driver apps for $drive_s s beside the API runs (the day's stops compressed into them)"
-  NOW=$NOW timeout $((drive_s + 300)) python3 scripts/operator-load.py drive "$op_url" "$TMP/operator-state.json" \
-    "$sink_log" "$drive_s" "$TMP/operator-drive.json" >"$TMP/operator-drive.txt" 2>&1 &
-  drive_pid=$!
-  sleep 1
-  for who in B B; do
-    for ep in preview sync; do operator_run drive "$who" "$ep"; done
-  done
-  b_end=$wrk_end
-  wait "$drive_pid" || { cat "$TMP/operator-drive.txt" >&2; die "operator: the driver apps failed"; }
-  sed 's/^/   /' "$TMP/operator-drive.txt" >&2
-  last=$(sed -nE 's/.*"last_action": ([0-9.]+).*/\1/p' "$TMP/operator-drive.txt")
-  awk -v a="$last" -v b="$b_end" 'BEGIN { exit !(a >= b) }' ||
-    die "operator: the driver apps stopped before the last B run ended"
-  for ep in preview sync; do operator_run drive A "$ep"; done
-  log "operator 3: every e-mail of the day, once"
-  timeout 600 python3 scripts/operator-load.py verify "$op_url" "$live" "$TMP/operator-state.json" "$sink_log" \
-    "$TMP/operator-drive.json" >"$TMP/operator-verify.txt" 2>&1 ||
-    { cat "$TMP/operator-verify.txt" >&2; die "operator: notifications lost, unsent or duplicated"; }
+  if [[ $parts == *" drive "* ]]; then
+    log "operator 2: ${OPERATOR_DRIVERS:-200} drivers, a published plan per depot, their shipments at the depot"
+    timeout 900 python3 scripts/operator-load.py prepare "$op_url" "$operator" "$ops" "$live" "$date" "$TMP/operator-state.json" \
+      >"$TMP/operator-prepare.txt" || { cat "$TMP/operator-prepare.txt" >&2; die "operator: prepare failed"; }
+    sed 's/^/   /' "$TMP/operator-prepare.txt" >&2
+    # One A B B A (a day is driven once): the drive covers both B rounds of preview and sync
+    # (each run: warm-up, run()'s 1 s, the run, ~1 s of wrk's start and the CPU reading), with
+    # 4 s to spare; its last actions are checked to come after the last B run ended.
+    local drive_s=$((2 * 2 * (warm + 1 + SECS + 1) + 4)) drive_pid b_end last
+    for ep in preview sync; do operator_run drive A "$ep"; done
+    log "operator 2: ${OPERATOR_DRIVERS:-200} driver apps for $drive_s s beside the API runs (the day's stops compressed into them)"
+    NOW=$NOW OPERATOR_SERVER_PID=$op_pid timeout $((drive_s + 300)) python3 scripts/operator-load.py drive "$op_url" "$TMP/operator-state.json" \
+      "$sink_log" "$drive_s" "$TMP/operator-drive.json" >"$TMP/operator-drive.txt" 2>&1 &
+    drive_pid=$!
+    sleep 1
+    for who in B B; do
+      for ep in preview sync; do operator_run drive "$who" "$ep"; done
+    done
+    b_end=$wrk_end
+    wait "$drive_pid" || { cat "$TMP/operator-drive.txt" >&2; die "operator: the driver apps failed"; }
+    sed 's/^/   /' "$TMP/operator-drive.txt" >&2
+    last=$(sed -nE 's/.*"last_action": ([0-9.]+).*/\1/p' "$TMP/operator-drive.txt")
+    awk -v a="$last" -v b="$b_end" 'BEGIN { exit !(a >= b) }' ||
+      die "operator: the driver apps stopped before the last B run ended"
+    for ep in preview sync; do operator_run drive A "$ep"; done
+    log "operator 3: every e-mail of the day, once"
+    timeout 600 python3 scripts/operator-load.py verify "$op_url" "$live" "$TMP/operator-state.json" "$sink_log" \
+      "$TMP/operator-drive.json" >"$TMP/operator-verify.txt" 2>&1 ||
+      { cat "$TMP/operator-verify.txt" >&2; die "operator: notifications lost, unsent or duplicated"; }
+  fi
   APPS=("${saved_apps[@]}")
   TOKEN=$saved_token
   kill "$op_pid" "$sink_pid" 2>/dev/null || true
@@ -574,6 +582,7 @@ operator_phase() {
   local phase ratio a b
   op_mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f", s / NR }'; }
   for phase in solve drive; do
+    [[ $parts == *" $phase "* ]] || continue
     for ep in preview sync; do
       # shellcheck disable=SC2086 # space-separated on purpose
       a=$(op_mean ${p99[${phase}_${ep}_A]})
@@ -588,24 +597,29 @@ operator_phase() {
   done
   while IFS= read -r line; do OPERATOR_LINES+=("$line"); done < <(python3 - "$TMP/operator-drive.json" "$TMP/operator-prepare.txt" "$TMP/operator-verify.txt" \
     "$TMP/operator-solves.txt" <<'PY'
-import json, sys
-solves = [json.loads(l) for l in open(sys.argv[4])]
-print(f"plans solved beside the B runs: {len(solves)} (2 a run), {min(l['seconds'] for l in solves):.1f}-"
-      f"{max(l['seconds'] for l in solves):.1f} s at time_limit_s {solves[0]['time_limit_s']}, each assigning "
-      f"{min(l['assigned'] for l in solves)}-{max(l['assigned'] for l in solves)} shipments "
-      f"({max(l['unassigned'] for l in solves)} unassigned at most)")
+import json, os, sys
+if os.path.exists(sys.argv[4]):
+    solves = [json.loads(l) for l in open(sys.argv[4])]
+    print(f"plans solved beside the B runs: {len(solves)} (2 a run), {min(l['seconds'] for l in solves):.1f}-"
+          f"{max(l['seconds'] for l in solves):.1f} s at time_limit_s {solves[0]['time_limit_s']}, each assigning "
+          f"{min(l['assigned'] for l in solves)}-{max(l['assigned'] for l in solves)} shipments "
+          f"({max(l['unassigned'] for l in solves)} unassigned at most)")
+if not os.path.exists(sys.argv[1]):
+    sys.exit(0)
 s = json.load(open(sys.argv[1]))["summary"]
 prep = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")][-1]
 ver = [json.loads(l) for l in open(sys.argv[3]) if l.startswith("{")][-1]
 print(f"driver apps: {s['drivers']} ({s['drivers_with_stops']} with stops; vans of {prep['van_parcels']} parcels; "
       f"{prep['planned_shipments']} shipments planned, {prep['unassigned']} unassigned)")
 print(f"  TIME COMPRESSED: the day's departures to its last stop ({s['day'][0][11:16]}-{s['day'][1][11:16]} UTC) played "
-      f"in {s['seconds']:.0f} s (x{s['compression']:.0f}); positions NOT compressed: every {s['position_every_s']:g} s of "
-      f"real time per app ({s['positions']} posted)")
+      f"x{s['compression']:.0f} (over {s['day_s']:.0f} s; the drive lasted {s['seconds']:.0f} s: {s['apps_started']} apps "
+      f"started, {s['shipments_left_in_transit']} shipments left in transit at its end); positions NOT compressed: every "
+      f"{s['position_every_s']:g} s of real time per app ({s['positions']} posted)")
 for kind, c in s["calls"].items():
     if c["n"]:
         print(f"  {kind:<9} {c['n']:>6} calls  p50 {c['p50_ms']:>8.2f} ms  p99 {c['p99_ms']:>8.2f} ms  max {c['max_ms']:>8.2f} ms")
-print(f"  non-2xx: {s['non2xx']}; connections reopened: {s['reconnects']}")
+print(f"  non-2xx: {s['non2xx']}; connections reopened: {s['reconnects']}; the server's CPU per driver call "
+      f"{s['server_cpu_ms_per_call']} ms (e-mails sent meanwhile included); the apps' client {s['client_cpu_s']} s of CPU")
 print(f"notifications: {s['started_shipments']} out for delivery, {s['delivered']} delivered and {s['failed']} failed: "
       f"delivered events (stop outcomes) at {s['outcomes_per_s']}/s over {s['outcome_span_s']} s, their e-mails at "
       f"{s['outcome_emails_per_s']}/s over {s['outcome_email_span_s']} s ({s['outcome_emails']}); every e-mail at the sink "

@@ -28,8 +28,11 @@ measures preview and sync with wrk, and calls the subcommands below in between:
       name and the signature) or, for OPERATOR_FAIL_PCT % (10) of the shipments, failed with a
       reason; and a position (POST /driver/positions) every OPERATOR_POSITION_EVERY s (30) of
       real time from the route's start to the drive's end. TIME IS COMPRESSED for the stops:
-      the day's departures and ETAs are mapped onto SECONDS of real time; positions are not
-      (every 30 s real, ~200/30 = 6.7/s), their `at` 30 s apart on the phone's clock. Then
+      the day's departures and ETAs are mapped onto SECONDS of real time (or onto
+      OPERATOR_DAY_S s, when set: what falls after the drive's end is left undone, a route
+      departing then is not started); positions are not (every 30 s real, ~200/30 = 6.7/s),
+      their `at` 30 s apart on the phone's clock. With OPERATOR_SERVER_PID, the server's CPU
+      per driver call (the e-mails it sends meanwhile included). Then
       waits (60 s at most) for every e-mail the moves owe to reach the sink. Prints the driver
       calls' p50/p99 by kind, delivered events/s against e-mails/s, and the lag from a move to
       its e-mail at the sink; writes OUT (JSON). Exits 1 on any non-2xx answer.
@@ -293,6 +296,15 @@ def signature_png(seed):
             + chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b""))
 
 
+def server_cpu(pid):
+    """The process's user+sys CPU so far, in seconds (/proc/PID/stat); 0 without a PID."""
+    if not pid:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class SinkTail(threading.Thread):
     """Follows the SMTP sink's log (one JSON line a message): each message's arrival time
     (seen within POLL of its line being written) and recipient."""
@@ -347,7 +359,10 @@ def drive(base, state_path, sink_log, seconds, out_path):
     worked = [d for d in drivers if stops_of[d["id"]]]
     day0 = min(ts(d["route"]["start"]) for d in worked)
     day1 = max(ts(stops_of[d["id"]][-1]["eta"]) for d in worked)
-    scale = (day1 - day0) / max(1.0, seconds - lead - tail)
+    day_s = float(os.environ.get("OPERATOR_DAY_S") or 0) or seconds - lead - tail
+    scale = (day1 - day0) / max(1.0, day_s)
+    server = os.environ.get("OPERATOR_SERVER_PID")
+    cpu0 = server_cpu(server)
     t0 = time.time() + 0.5
 
     def real(at_text):
@@ -364,6 +379,7 @@ def drive(base, state_path, sink_log, seconds, out_path):
     started_ids = []
     positions = [0]
     reconnects = [0]
+    apps_started, left = [0], [0]
 
     def record(kind, answer, expected):
         status, body, ms, _ = answer
@@ -384,8 +400,14 @@ def drive(base, state_path, sink_log, seconds, out_path):
         route = d["route"]
         depot_stop = next((s for s in route["stops"] if s["kind"] == "depot"), None) if route else None
         here = (depot_stop["lat"], depot_stop["lng"]) if depot_stop else (43.65, -79.38)
-        # Empty routes start with the first departures.
-        sleep_until(real(route["start"]) if my_stops else t0 + lead)
+        # Empty routes start with the first departures; a route departing after the drive's
+        # end is not started (OPERATOR_DAY_S longer than the drive).
+        depart = real(route["start"]) if my_stops else t0 + lead
+        if depart >= t0 + seconds:
+            return
+        sleep_until(depart)
+        with lock:
+            apps_started[0] += 1
         answer = c.call("GET", "/driver/route")
         if not record("route", answer, 200):
             return
@@ -407,8 +429,13 @@ def drive(base, state_path, sink_log, seconds, out_path):
         end = t0 + seconds
         while True:
             next_stop = real(queue[0]["eta"]) if queue else math.inf
+            # Stops after the drive's end stay undone (OPERATOR_DAY_S longer than the drive).
+            if next_stop >= end:
+                next_stop = math.inf
             t = min(next_position, next_stop)
-            if t >= end and not queue:
+            if t >= end:
+                with lock:
+                    left[0] += sum(len(s["shipment_unique_ids"]) for s in queue)
                 break
             sleep_until(t)
             if queue and next_stop <= next_position:
@@ -456,6 +483,8 @@ def drive(base, state_path, sink_log, seconds, out_path):
     for t in threads:
         t.join()
     ended = time.time()
+    cpu1 = server_cpu(server)
+    client_cpu = sum(os.times()[:2])
     # Every e-mail the moves owe: "out for delivery" for each started shipment, and one for its
     # outcome. Waited for, 60 s at most.
     owed = len(set(started_ids)) + len(moves)
@@ -486,7 +515,8 @@ def drive(base, state_path, sink_log, seconds, out_path):
     kinds = ["route", "scan", "start", "proof", "delivered", "failed", "position"]
     summary = {
         "drivers": len(drivers), "drivers_with_stops": len(worked), "seconds": seconds,
-        "compression": round(scale, 1), "day": [datetime.fromtimestamp(day0, timezone.utc).isoformat(),
+        "compression": round(scale, 1), "day_s": round(day_s, 1), "apps_started": apps_started[0],
+        "shipments_left_in_transit": left[0], "day": [datetime.fromtimestamp(day0, timezone.utc).isoformat(),
                                                 datetime.fromtimestamp(day1, timezone.utc).isoformat()],
         "started": round(t0, 3), "last_action": round(ended, 3), "drained": round(drained, 3),
         "position_every_s": every, "positions": positions[0],
@@ -494,6 +524,11 @@ def drive(base, state_path, sink_log, seconds, out_path):
                       "p99_ms": round(pct(calls.get(k, []), 99), 2), "max_ms": round(max(calls.get(k, [0])), 2)}
                   for k in kinds},
         "non2xx": len(bad), "first_bad": bad[:3], "reconnects": reconnects[0],
+        # The server's CPU (user+sys) over the drive per driver call, the e-mails' sending
+        # included; and this client's own.
+        "server_cpu_ms_per_call": round((cpu1 - cpu0) * 1000 / max(1, sum(len(v) for v in calls.values())), 2)
+        if server else None,
+        "client_cpu_s": round(client_cpu, 1),
         "started_shipments": len(set(started_ids)),
         "delivered": sum(1 for o, _, _ in moves.values() if o == "delivered"),
         "failed": sum(1 for o, _, _ in moves.values() if o == "failed"),
