@@ -41,7 +41,8 @@
 #      OPERATOR_POSITION_EVERY (s of real time between an app's positions, 30),
 #      OPERATOR_FAIL_PCT (stops failed rather than delivered, 10), OPERATOR_DAY_S (real seconds the
 #      driven day is played over; default the drive's length, ~60 s: x390; longer leaves the rest
-#      of the day undone), OPERATOR_PARTS ("solve drive"; either alone); the day's size is PLAN_ORDERS's,
+#      of the day undone), OPERATOR_PARTS ("solve drive"; either alone, or "alone": the drive
+#      without the API runs, for the driver calls' own latencies and CPU); the day's size is PLAN_ORDERS's,
 #      NO_BUILD=1 (no cargo build: the binaries must be under CARGO_TARGET_DIR already, e.g.
 #      another worktree's release build),
 #      ASYNC_REQUESTS (asynchronous requests of 100 drop-offs, default 200), ASYNC_CLIENTS
@@ -543,7 +544,11 @@ operator_phase() {
     done
   done
 
-  if [[ $parts == *" drive "* ]]; then
+  # "alone": the same drive without the API runs, so the driver calls' latencies and the
+  # server's CPU per driver call are theirs alone (a day is driven once: not with "drive").
+  local alone=0
+  [[ $parts == *" alone "* && $parts != *" drive "* ]] && alone=1
+  if [[ $parts == *" drive "* || $alone == 1 ]]; then
     log "operator 2: ${OPERATOR_DRIVERS:-200} drivers, a published plan per depot, their shipments at the depot"
     timeout 900 python3 scripts/operator-load.py prepare "$op_url" "$operator" "$ops" "$live" "$date" "$TMP/operator-state.json" \
       >"$TMP/operator-prepare.txt" || { cat "$TMP/operator-prepare.txt" >&2; die "operator: prepare failed"; }
@@ -552,22 +557,25 @@ operator_phase() {
     # (each run: warm-up, run()'s 1 s, the run, ~1 s of wrk's start and the CPU reading), with
     # 4 s to spare; its last actions are checked to come after the last B run ended.
     local drive_s=$((2 * 2 * (warm + 1 + SECS + 1) + 4)) drive_pid b_end last
-    for ep in preview sync; do operator_run drive A "$ep"; done
-    log "operator 2: ${OPERATOR_DRIVERS:-200} driver apps for $drive_s s beside the API runs (the day's stops compressed into them)"
+    ((alone)) || for ep in preview sync; do operator_run drive A "$ep"; done
+    log "operator 2: ${OPERATOR_DRIVERS:-200} driver apps for $drive_s s $( ((alone)) && echo alone || echo 'beside the API runs') (the day's stops compressed into them)"
     NOW=$NOW OPERATOR_SERVER_PID=$op_pid timeout $((drive_s + 300)) python3 scripts/operator-load.py drive "$op_url" "$TMP/operator-state.json" \
       "$sink_log" "$drive_s" "$TMP/operator-drive.json" >"$TMP/operator-drive.txt" 2>&1 &
     drive_pid=$!
     sleep 1
-    for who in B B; do
-      for ep in preview sync; do operator_run drive "$who" "$ep"; done
-    done
-    b_end=$wrk_end
+    b_end=0
+    if ((!alone)); then
+      for who in B B; do
+        for ep in preview sync; do operator_run drive "$who" "$ep"; done
+      done
+      b_end=$wrk_end
+    fi
     wait "$drive_pid" || { cat "$TMP/operator-drive.txt" >&2; die "operator: the driver apps failed"; }
     sed 's/^/   /' "$TMP/operator-drive.txt" >&2
     last=$(sed -nE 's/.*"last_action": ([0-9.]+).*/\1/p' "$TMP/operator-drive.txt")
     awk -v a="$last" -v b="$b_end" 'BEGIN { exit !(a >= b) }' ||
       die "operator: the driver apps stopped before the last B run ended"
-    for ep in preview sync; do operator_run drive A "$ep"; done
+    ((alone)) || for ep in preview sync; do operator_run drive A "$ep"; done
     log "operator 3: every e-mail of the day, once"
     timeout 600 python3 scripts/operator-load.py verify "$op_url" "$live" "$TMP/operator-state.json" "$sink_log" \
       "$TMP/operator-drive.json" >"$TMP/operator-verify.txt" 2>&1 ||
@@ -595,7 +603,7 @@ operator_phase() {
         "${p99[${phase}_${ep}_A_rps]% }" "${p99[${phase}_${ep}_B_rps]% }" "${p99[${phase}_${ep}_A_errors]:-0}" "${p99[${phase}_${ep}_B_errors]:-0}")")
     done
   done
-  while IFS= read -r line; do OPERATOR_LINES+=("$line"); done < <(python3 - "$TMP/operator-drive.json" "$TMP/operator-prepare.txt" "$TMP/operator-verify.txt" \
+  while IFS= read -r line; do OPERATOR_LINES+=("$line"); done < <(OPERATOR_ALONE=$alone python3 - "$TMP/operator-drive.json" "$TMP/operator-prepare.txt" "$TMP/operator-verify.txt" \
     "$TMP/operator-solves.txt" <<'PY'
 import json, os, sys
 if os.path.exists(sys.argv[4]):
@@ -618,8 +626,11 @@ print(f"  TIME COMPRESSED: the day's departures to its last stop ({s['day'][0][1
 for kind, c in s["calls"].items():
     if c["n"]:
         print(f"  {kind:<9} {c['n']:>6} calls  p50 {c['p50_ms']:>8.2f} ms  p99 {c['p99_ms']:>8.2f} ms  max {c['max_ms']:>8.2f} ms")
-print(f"  non-2xx: {s['non2xx']}; connections reopened: {s['reconnects']}; the server's CPU per driver call "
-      f"{s['server_cpu_ms_per_call']} ms (e-mails sent meanwhile included); the apps' client {s['client_cpu_s']} s of CPU")
+alone = os.environ.get("OPERATOR_ALONE") == "1"
+print(f"  non-2xx: {s['non2xx']}; connections reopened: {s['reconnects']}; the server's CPU "
+      + (f"per driver call {s['server_cpu_ms_per_call']} ms (the e-mails sent meanwhile included)" if alone else
+         f"over the drive {s['server_cpu_s']} s in {s['seconds']:.0f} s (the API runs' included)")
+      + f"; the apps' client {s['client_cpu_s']} s of CPU")
 print(f"notifications: {s['started_shipments']} out for delivery, {s['delivered']} delivered and {s['failed']} failed: "
       f"delivered events (stop outcomes) at {s['outcomes_per_s']}/s over {s['outcome_span_s']} s, their e-mails at "
       f"{s['outcome_emails_per_s']}/s over {s['outcome_email_span_s']} s ({s['outcome_emails']}); every e-mail at the sink "

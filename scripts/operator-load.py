@@ -524,10 +524,11 @@ def drive(base, state_path, sink_log, seconds, out_path):
                       "p99_ms": round(pct(calls.get(k, []), 99), 2), "max_ms": round(max(calls.get(k, [0])), 2)}
                   for k in kinds},
         "non2xx": len(bad), "first_bad": bad[:3], "reconnects": reconnects[0],
-        # The server's CPU (user+sys) over the drive per driver call, the e-mails' sending
-        # included; and this client's own.
+        # The server's CPU (user+sys) over the drive, and per driver call (the e-mails' sending
+        # included, and whatever else the server answered meanwhile); and this client's own.
         "server_cpu_ms_per_call": round((cpu1 - cpu0) * 1000 / max(1, sum(len(v) for v in calls.values())), 2)
         if server else None,
+        "server_cpu_s": round(cpu1 - cpu0, 1) if server else None,
         "client_cpu_s": round(client_cpu, 1),
         "started_shipments": len(set(started_ids)),
         "delivered": sum(1 for o, _, _ in moves.values() if o == "delivered"),
