@@ -30,9 +30,21 @@
 #      are split evenly between WRKS wrks, and the figures are summed (rates) or the worst
 #      taken (latencies); scenario calls and the ops run go to the first),
 #      ONLY (all, default; api: floor, preview, sync with the durability check, and async;
-#      points: the address-points phase alone; plan: the day-plan phase alone),
+#      points: the address-points phase alone; plan: the day-plan phase alone; operator: the
+#      operator side under load alone, issue 33 item 5: see its block below),
 #      PLAN (1; 0 skips the day plans), PLAN_ORDERS (2000), PLAN_DRIVERS (40), PLAN_TIME_LIMIT
 #      (20 s a plan), PLAN_PARALLEL (1: both depots' plans at once),
+#      OPERATOR (1; 0 skips the operator side under ONLY=all), OPERATOR_PAIRS (A B B A rounds
+#      of each comparison, default 1), OPERATOR_DRIVERS (driver apps, 200), OPERATOR_VAN (their
+#      vans' parcels; default the day's parcels over the drivers), OPERATOR_PLAN_LIMIT (s to
+#      solve their plans, 10), OPERATOR_SETUP_LIMIT (s for plan-load.py's first plans, 5),
+#      OPERATOR_POSITION_EVERY (s of real time between an app's positions, 30),
+#      OPERATOR_FAIL_PCT (stops failed rather than delivered, 10), OPERATOR_DAY_S (real seconds the
+#      driven day is played over; default the drive's length, ~60 s: x390; longer leaves the rest
+#      of the day undone), OPERATOR_PARTS ("solve drive"; either alone, or "alone": the drive
+#      without the API runs, for the driver calls' own latencies and CPU); the day's size is PLAN_ORDERS's,
+#      NO_BUILD=1 (no cargo build: the binaries must be under CARGO_TARGET_DIR already, e.g.
+#      another worktree's release build),
 #      ASYNC_REQUESTS (asynchronous requests of 100 drop-offs, default 200), ASYNC_CLIENTS
 #      (posted at once, default 8), PREVIEW_PAIRS (alternated runs of preview with rate limits
 #      and metrics off and on, default 2),
@@ -107,8 +119,10 @@ if ((${#need_apt[@]})); then
 fi
 
 # ---------------------------------------------------------------- build
+if [[ ${NO_BUILD:-0} != 1 ]]; then
 log "building (release): dropslot binary, floor and sync_floor examples"
 timeout "${BUILD_TIMEOUT:-3600}" cargo build --release -p dropslot --bin dropslot --example floor --example sync_floor
+fi
 DROPSLOT=$TARGET/release/dropslot
 FLOOR=$TARGET/release/examples/floor
 SYNC_FLOOR=$TARGET/release/examples/sync_floor
@@ -407,6 +421,234 @@ if [[ ${ONLY:-all} == plan ]]; then
   plan_report
   exit 0
 fi
+
+# ======================================================= operator side under load (issue 33 item 5)
+# ONLY=operator, and under ONLY=all unless OPERATOR=0. A server of its own (a fresh database,
+# the clock pinned to NOW, recipient e-mails going over SMTP to the sink of
+# crates/dropslot/examples/smtp_sink.rs), the day of scripts/plan-load.py (PLAN_ORDERS
+# drop-offs, each with its own recipient e-mail, and PLAN_DRIVERS drivers), then, with
+# scripts/operator-load.py as the client:
+#  1. preview and sync (run(), as everywhere in this script, against this server with its demo
+#     token) idle (A) and while both depots' plans are being solved (B: `operator-load.py solve`
+#     asks for them 1 s before each run, time_limit_s covering the warm-up and the run, and the
+#     plans must answer after the run ended), A B B A OPERATOR_PAIRS times: the p99 loaded over
+#     idle (target: at most 2);
+#  2. OPERATOR_DRIVERS (200) drivers with a published plan per depot and their shipments at the
+#     depot (`prepare`); preview and sync again, A B B A, the B runs while every driver's app
+#     plays the day (`drive`: sign-in, scans, route start, positions every 30 s of real time,
+#     each stop delivered with a signature or failed at its planned ETA, the day's stops
+#     compressed into the B runs' span): the same ratio, and the driver calls' own p50/p99;
+#  3. the e-mails those moves cause against the delivered events (rate, lag to the sink), and
+#     every e-mail of the day sent exactly once (`verify`).
+# Its report is printed when it ends; a non-2xx answer, or an e-mail lost, unsent or duplicated,
+# stops load.sh non-zero.
+OPERATOR_LINES=()
+operator_phase() {
+  local sink_bin=$TARGET/release/examples/smtp_sink
+  if [[ ${NO_BUILD:-0} != 1 ]]; then
+    timeout "${BUILD_TIMEOUT:-3600}" cargo build --release -p dropslot --example smtp_sink
+  fi
+  [[ -x $sink_bin ]] || die "operator: $sink_bin not found"
+  local op_db_url
+  if [[ $BACKEND == sqlite ]]; then
+    op_db_url=sqlite://$TMP/operator.db
+  else
+    psql "$DATABASE" -qtAXc "CREATE DATABASE ${LOAD_DB}_operator" >/dev/null || die "cannot create ${LOAD_DB}_operator"
+    # Dropped on exit as the script's own databases are (after cleanup has stopped the servers).
+    trap 'cleanup; [[ ${KEEP:-0} == 1 ]] || psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS ${LOAD_DB}_operator WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+    op_db_url=$(db_url "${LOAD_DB}_operator")
+  fi
+  local smtp_port sink_log=$TMP/operator-smtp.jsonl
+  smtp_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  : >"$sink_log"
+  "$sink_bin" "127.0.0.1:$smtp_port" "$sink_log" >"$TMP/operator-smtp.out" 2>&1 &
+  PIDS+=($!)
+  local sink_pid=$!
+  await_line "$TMP/operator-smtp.out" '^ready' "$sink_pid" >/dev/null
+  {
+    cat scripts/high-limits.toml
+    printf '[notifications.smtp]\nhost = "127.0.0.1"\nport = %s\nsecurity = "none"\nfrom = "Load Courier <courier@dropslot.test>"\n' "$smtp_port"
+  } >"$TMP/operator.toml"
+  DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_CONFIG=$TMP/operator.toml \
+    "$DROPSLOT" serve --database "$op_db_url" --listen 127.0.0.1:0 >"$TMP/operator-serve.log" 2>&1 &
+  PIDS+=($!)
+  local op_pid=$! op_url op_test client live ops operator date=${NOW%%T*}
+  op_url=$(await_line "$TMP/operator-serve.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$op_pid")
+  op_url=${op_url#listening on }
+  op_test=$(grep -m1 -oE 'ds_test_[A-Za-z0-9_-]+' "$TMP/operator-serve.log") || die "operator: no demo token printed"
+  client=$("$DROPSLOT" client create --name operator-load --database "$op_db_url")
+  live=$("$DROPSLOT" token create --client "$client" --kind live --database "$op_db_url")
+  ops=$("$DROPSLOT" token create --client "$client" --kind ops --database "$op_db_url")
+  operator=$("$DROPSLOT" token create --kind operator --database "$op_db_url")
+  local orders=${PLAN_ORDERS:-2000}
+  log "operator: the day (scripts/plan-load.py): $orders drop-offs with recipient e-mails, ${PLAN_DRIVERS:-40} drivers"
+  PLAN_EMAIL=example.com PLAN_PARALLEL=1 PLAN_TIME_LIMIT=${OPERATOR_SETUP_LIMIT:-5} timeout 900 \
+    python3 scripts/plan-load.py "$op_url" "$operator" "$live" "$date" >"$TMP/operator-day.txt" ||
+    { cat "$TMP/operator-day.txt" >&2; die "operator: plan-load.py failed"; }
+  sed 's/^/   /' "$TMP/operator-day.txt" >&2
+  # Their "scheduled" e-mails sent before anything is measured.
+  local sent
+  for _ in $(seq 1200); do
+    sent=$(wc -l <"$sink_log")
+    ((sent >= orders)) && break
+    sleep 0.1
+  done
+  ((sent >= orders)) || die "operator: $sent of the $orders 'scheduled' e-mails reached the sink in 120 s"
+
+  local saved_apps=("${APPS[@]}") saved_token=$TOKEN
+  APPS=("$op_url")
+  TOKEN=$op_test
+  local warm=0
+  [[ $WARMUP == 0 ]] || warm=$(seconds "$WARMUP")
+  # 1 s before the warm-up, the warm-up, run()'s 1 s pause, the run, 4 s to spare.
+  local limit=$((1 + warm + 1 + SECS + 4))
+  ((limit <= 60)) || die "operator: WARMUP + DURATION too long for one plan's time_limit_s (at most 60 s): $limit s"
+  declare -A p99=()
+  local k who ep n=0 name solve_pid solve_out wrk_end first
+  # operator_run PHASE SIDE ENDPOINT: one run() against the operator server; its p99 and rate
+  # kept in p99[PHASE_ENDPOINT_SIDE] and p99[PHASE_ENDPOINT_SIDE_rps].
+  operator_run() {
+    name=op_$1_$3_$2_$((++n))
+    run "$name" "$API/requests/$3"
+    wrk_end=$(date +%s.%N)
+    [[ $(field "$name" non2xx) == 0 ]] || die "operator: $name: $(field "$name" non2xx) non-2xx responses"
+    p99[$1_$3_$2]+="$(field "$name" p99_ms) "
+    p99[$1_$3_$2_rps]+="$(printf '%.0f' "$(field "$name" rps)") "
+    p99[$1_$3_$2_errors]=$((${p99[$1_$3_$2_errors]:-0} + $(field "$name" errors)))
+  }
+  local parts=" ${OPERATOR_PARTS:-solve drive} "
+  if [[ $parts == *" solve "* ]]; then
+    log "operator 1: preview and sync idle (A) and while both depots' plans are solved (B, time_limit_s $limit)"
+  fi
+  for ((k = 1; k <= ${OPERATOR_PAIRS:-1}; k++)); do
+    [[ $parts == *" solve "* ]] || break
+    for who in A B B A; do
+      for ep in preview sync; do
+        if [[ $who == B ]]; then
+          solve_out=$TMP/operator-solve-$n.txt
+          timeout $((limit + 300)) python3 scripts/operator-load.py solve "$op_url" "$operator" "$date" "$limit" \
+            >"$solve_out" 2>&1 &
+          solve_pid=$!
+          sleep 1
+        fi
+        operator_run solve "$who" "$ep"
+        if [[ $who == B ]]; then
+          wait "$solve_pid" || { cat "$solve_out" >&2; die "operator: the plans solved beside $name failed"; }
+          sed 's/^/   /' "$solve_out" >&2
+          first=$(sed -nE 's/.*"first_answer": ([0-9.]+).*/\1/p' "$solve_out")
+          awk -v a="$first" -v b="$wrk_end" 'BEGIN { exit !(a >= b) }' ||
+            die "operator: a plan answered before $name's run ended: the solver was not busy throughout"
+          grep -h '"depot"' "$solve_out" >>"$TMP/operator-solves.txt"
+        fi
+      done
+    done
+  done
+
+  # "alone": the same drive without the API runs, so the driver calls' latencies and the
+  # server's CPU per driver call are theirs alone (a day is driven once: not with "drive").
+  local alone=0
+  [[ $parts == *" alone "* && $parts != *" drive "* ]] && alone=1
+  if [[ $parts == *" drive "* || $alone == 1 ]]; then
+    log "operator 2: ${OPERATOR_DRIVERS:-200} drivers, a published plan per depot, their shipments at the depot"
+    timeout 900 python3 scripts/operator-load.py prepare "$op_url" "$operator" "$ops" "$live" "$date" "$TMP/operator-state.json" \
+      >"$TMP/operator-prepare.txt" || { cat "$TMP/operator-prepare.txt" >&2; die "operator: prepare failed"; }
+    sed 's/^/   /' "$TMP/operator-prepare.txt" >&2
+    # One A B B A (a day is driven once): the drive covers both B rounds of preview and sync
+    # (each run: warm-up, run()'s 1 s, the run, ~1 s of wrk's start and the CPU reading), with
+    # 4 s to spare; its last actions are checked to come after the last B run ended.
+    local drive_s=$((2 * 2 * (warm + 1 + SECS + 1) + 4)) drive_pid b_end last
+    ((alone)) || for ep in preview sync; do operator_run drive A "$ep"; done
+    log "operator 2: ${OPERATOR_DRIVERS:-200} driver apps for $drive_s s $( ((alone)) && echo alone || echo 'beside the API runs') (the day's stops compressed into them)"
+    NOW=$NOW OPERATOR_SERVER_PID=$op_pid timeout $((drive_s + 300)) python3 scripts/operator-load.py drive "$op_url" "$TMP/operator-state.json" \
+      "$sink_log" "$drive_s" "$TMP/operator-drive.json" >"$TMP/operator-drive.txt" 2>&1 &
+    drive_pid=$!
+    sleep 1
+    b_end=0
+    if ((!alone)); then
+      for who in B B; do
+        for ep in preview sync; do operator_run drive "$who" "$ep"; done
+      done
+      b_end=$wrk_end
+    fi
+    wait "$drive_pid" || { cat "$TMP/operator-drive.txt" >&2; die "operator: the driver apps failed"; }
+    sed 's/^/   /' "$TMP/operator-drive.txt" >&2
+    last=$(sed -nE 's/.*"last_action": ([0-9.]+).*/\1/p' "$TMP/operator-drive.txt")
+    awk -v a="$last" -v b="$b_end" 'BEGIN { exit !(a >= b) }' ||
+      die "operator: the driver apps stopped before the last B run ended"
+    ((alone)) || for ep in preview sync; do operator_run drive A "$ep"; done
+    log "operator 3: every e-mail of the day, once"
+    timeout 600 python3 scripts/operator-load.py verify "$op_url" "$live" "$TMP/operator-state.json" "$sink_log" \
+      "$TMP/operator-drive.json" >"$TMP/operator-verify.txt" 2>&1 ||
+      { cat "$TMP/operator-verify.txt" >&2; die "operator: notifications lost, unsent or duplicated"; }
+  fi
+  APPS=("${saved_apps[@]}")
+  TOKEN=$saved_token
+  kill "$op_pid" "$sink_pid" 2>/dev/null || true
+  wait "$op_pid" "$sink_pid" 2>/dev/null || true
+
+  # The report.
+  local phase ratio a b
+  op_mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f", s / NR }'; }
+  for phase in solve drive; do
+    [[ $parts == *" $phase "* ]] || continue
+    for ep in preview sync; do
+      # shellcheck disable=SC2086 # space-separated on purpose
+      a=$(op_mean ${p99[${phase}_${ep}_A]})
+      # shellcheck disable=SC2086
+      b=$(op_mean ${p99[${phase}_${ep}_B]})
+      ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')
+      OPERATOR_LINES+=("$(printf '%-7s %-7s p99 idle %s ms (mean %s), %s %s ms (mean %s): loaded/idle %s (%s); req/s idle %s, loaded %s; socket errors %s/%s' \
+        "$phase" "$ep" "${p99[${phase}_${ep}_A]% }" "$a" "$([[ $phase == solve ]] && echo 'solving' || echo 'driving')" \
+        "${p99[${phase}_${ep}_B]% }" "$b" "$ratio" "$(awk -v r="$ratio" 'BEGIN { print (r <= 2 ? "target <= 2 met" : "target <= 2 NOT met") }')" \
+        "${p99[${phase}_${ep}_A_rps]% }" "${p99[${phase}_${ep}_B_rps]% }" "${p99[${phase}_${ep}_A_errors]:-0}" "${p99[${phase}_${ep}_B_errors]:-0}")")
+    done
+  done
+  while IFS= read -r line; do OPERATOR_LINES+=("$line"); done < <(OPERATOR_ALONE=$alone python3 - "$TMP/operator-drive.json" "$TMP/operator-prepare.txt" "$TMP/operator-verify.txt" \
+    "$TMP/operator-solves.txt" <<'PY'
+import json, os, sys
+if os.path.exists(sys.argv[4]):
+    solves = [json.loads(l) for l in open(sys.argv[4])]
+    print(f"plans solved beside the B runs: {len(solves)} (2 a run), {min(l['seconds'] for l in solves):.1f}-"
+          f"{max(l['seconds'] for l in solves):.1f} s at time_limit_s {solves[0]['time_limit_s']}, each assigning "
+          f"{min(l['assigned'] for l in solves)}-{max(l['assigned'] for l in solves)} shipments "
+          f"({max(l['unassigned'] for l in solves)} unassigned at most)")
+if not os.path.exists(sys.argv[1]):
+    sys.exit(0)
+s = json.load(open(sys.argv[1]))["summary"]
+prep = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")][-1]
+ver = [json.loads(l) for l in open(sys.argv[3]) if l.startswith("{")][-1]
+print(f"driver apps: {s['drivers']} ({s['drivers_with_stops']} with stops; vans of {prep['van_parcels']} parcels; "
+      f"{prep['planned_shipments']} shipments planned, {prep['unassigned']} unassigned)")
+print(f"  TIME COMPRESSED: the day's departures to its last stop ({s['day'][0][11:16]}-{s['day'][1][11:16]} UTC) played "
+      f"x{s['compression']:.0f} (over {s['day_s']:.0f} s; the drive lasted {s['seconds']:.0f} s: {s['apps_started']} apps "
+      f"started, {s['shipments_left_in_transit']} shipments left in transit at its end); positions NOT compressed: every "
+      f"{s['position_every_s']:g} s of real time per app ({s['positions']} posted)")
+for kind, c in s["calls"].items():
+    if c["n"]:
+        print(f"  {kind:<9} {c['n']:>6} calls  p50 {c['p50_ms']:>8.2f} ms  p99 {c['p99_ms']:>8.2f} ms  max {c['max_ms']:>8.2f} ms")
+alone = os.environ.get("OPERATOR_ALONE") == "1"
+print(f"  non-2xx: {s['non2xx']}; connections reopened: {s['reconnects']}; the server's CPU "
+      + (f"per driver call {s['server_cpu_ms_per_call']} ms (the e-mails sent meanwhile included)" if alone else
+         f"over the drive {s['server_cpu_s']} s in {s['seconds']:.0f} s (the API runs' included)")
+      + f"; the apps' client {s['client_cpu_s']} s of CPU")
+print(f"notifications: {s['started_shipments']} out for delivery, {s['delivered']} delivered and {s['failed']} failed: "
+      f"delivered events (stop outcomes) at {s['outcomes_per_s']}/s over {s['outcome_span_s']} s, their e-mails at "
+      f"{s['outcome_emails_per_s']}/s over {s['outcome_email_span_s']} s ({s['outcome_emails']}); every e-mail at the sink "
+      f"in the outcomes' span (out for delivery too) {s['emails_per_s_in_outcome_span']}/s; all {s['emails_owed']} owed received")
+print(f"  from a stop's request to its recipient's e-mail at the sink (20 ms polls): p50 {s['lag_ms']['p50']} ms, "
+      f"p99 {s['lag_ms']['p99']} ms, max {s['lag_ms']['max']} ms over {s['lag_ms']['n']}")
+print(f"  the day's e-mails: {ver['email_rows_sent']} sent by the service, {ver['sink_messages']} at the sink, "
+      f"{ver['duplicate_message_ids']} Message-ID twice, {ver['problems']} shipments with a lost, unsent or extra one: "
+      + ("OK" if ver["problems"] == 0 and ver["duplicate_message_ids"] == 0 else "FAIL"))
+PY
+)
+  echo
+  echo "operator side under load (issue 33 item 5), backend $BACKEND, $orders drop-offs, wrk -c$CONNECTIONS -d$DURATION:"
+  printf '  %s\n' "${OPERATOR_LINES[@]}"
+}
+if [[ ${OPERATOR:-1} == 1 && ${ONLY:-all} =~ ^(all|operator)$ ]]; then operator_phase; fi
+if [[ ${ONLY:-all} == operator ]]; then exit 0; fi
+# ======================================================= end of the operator side
 
 ((POINTS > 0)) && points_phase
 if [[ ${ONLY:-all} == points ]]; then

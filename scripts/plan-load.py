@@ -8,7 +8,9 @@ rule is broken or a request fails.
 
 Usage: plan-load.py BASE_URL OPERATOR_TOKEN LIVE_TOKEN [DATE]
 Env: PLAN_ORDERS (2000), PLAN_DRIVERS (40), PLAN_TIME_LIMIT (seconds the solver may search, 20),
-     PLAN_SEED (1), PLAN_PARALLEL (1: both depots' plans at once; default 0, one after the other).
+     PLAN_SEED (1), PLAN_PARALLEL (1: both depots' plans at once; default 0, one after the other),
+     PLAN_EMAIL (a domain: every drop-off gets a recipient e-mail of its own there, r<N>@DOMAIN, so
+     that recipient notifications go out; scripts/operator-load.py uses it).
 """
 
 import json
@@ -90,6 +92,13 @@ def main():
     n_drivers = int(os.environ.get("PLAN_DRIVERS", "40"))
     limit = int(os.environ.get("PLAN_TIME_LIMIT", "20"))
     rng = random.Random(int(os.environ.get("PLAN_SEED", "1")))
+    domain = os.environ.get("PLAN_EMAIL", "")
+
+    def email(address, name):
+        """The address with a recipient e-mail of its own when PLAN_EMAIL is set."""
+        if domain:
+            address["person_email"] = f"{name}@{domain}"
+        return address
 
     # Drivers: half per depot, 12:00 to 22:00, 150 parcels and 1,000 kg each.
     drivers = {}
@@ -109,7 +118,8 @@ def main():
     centres = {}
     for zone, (text, slots) in ZONES.items():
         body = {"pick_up_address": {"text": PICK_UP}, "drop_offs": [{
-            "address": {"text": text, "person_name": "Probe", "person_phone": "+1 416 555 0100"},
+            "address": email({"text": text, "person_name": "Probe", "person_phone": "+1 416 555 0100"},
+                             f"probe-{zone.lower()}"),
             "scheduled_date": date, "time_slot_code": slots[0],
             "parcels": [{"unit": "g", "values": 1000}]}]}
         o = must(*call(base, "POST", "/requests/sync", live, body), 201, f"POST /requests/sync ({zone})")
@@ -130,8 +140,8 @@ def main():
         lng = lng0 + r * math.sin(a) / (111_195 * math.cos(math.radians(lat0)))
         slots = ZONES[zone][1]
         body = {"pick_up_address": {"text": PICK_UP}, "drop_offs": [{
-            "address": {"text": ZONES[zone][0], "lat": round(lat, 6), "lng": round(lng, 6),
-                        "person_name": f"Receiver {i}", "person_phone": "+1 416 555 0100"},
+            "address": email({"text": ZONES[zone][0], "lat": round(lat, 6), "lng": round(lng, 6),
+                              "person_name": f"Receiver {i}", "person_phone": "+1 416 555 0100"}, f"r{i}"),
             "scheduled_date": date, "time_slot_code": slots[(i // 4) % len(slots)],
             "parcels": [{"unit": "g", "values": 1000 + rng.randrange(4000)} for _ in range(1 + rng.randrange(2))]}]}
         jobs.append((zone, body))

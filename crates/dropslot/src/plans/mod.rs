@@ -142,9 +142,17 @@ fn roads_error(e: RoadError) -> Error {
     crate::roads::error(e)
 }
 
+/// The solver thread's name (what `top -H` and `/proc/PID/task/*/comm` show).
+pub const SOLVER_THREAD: &str = "dropslot-solver";
+/// The solver thread's nice value: the lowest priority. A solve keeps its core busy for its
+/// whole time limit; at the default nice 0, two plans at once on a 2-core machine tripled the
+/// API's p99 (docs/performance.md, "Issue 33: the operator side under load"). At 19 the
+/// scheduler runs it whenever requests leave the CPU idle, and hardly ever ahead of them.
+pub const SOLVER_NICE: i32 = 19;
+
 /// Solves `problem` (fixed routes given by driver id) within `seconds`: the road matrix, then
-/// the solver on a blocking thread, so the API keeps serving. Returns the routes and the
-/// shipments left out, for plan `plan_id`.
+/// the solver on a thread of its own at the lowest priority, so the API keeps serving ahead of
+/// it. Returns the routes and the shipments left out, for plan `plan_id`.
 async fn solve(
     roads: &Roads,
     model: RoadModel,
@@ -155,15 +163,34 @@ async fn solve(
 ) -> Result<(Vec<dispatch::Route>, Vec<dispatch::Unassigned>)> {
     let began = Instant::now();
     let matrix = roads.matrix(model, problem.points()).await.map_err(roads_error)?;
-    tokio::task::spawn_blocking(move || {
-        let instance = problem.instance(&matrix, &fixed).map_err(Error::Internal)?;
-        // The limit counts from the start, road times included; the solver asks after each step.
-        let mut budget = |_: u64| began.elapsed().as_secs_f64() / seconds;
-        let solution = routing::solve(&instance, seed(&plan_id), &mut budget);
-        Ok(problem.routes(&plan_id, &matrix, &solution))
-    })
-    .await
-    .map_err(|e| Error::Internal(format!("the solver's thread failed: {e}")))?
+    let (done, answer) = tokio::sync::oneshot::channel();
+    // A thread of its own, not the blocking pool's: its priority cannot be raised back
+    // without privileges, and the pool's threads run the store's reads afterwards.
+    std::thread::Builder::new()
+        .name(SOLVER_THREAD.into())
+        .spawn(move || {
+            lower_priority();
+            let solved = problem.instance(&matrix, &fixed).map_err(Error::Internal).map(|instance| {
+                // The limit counts from the start, road times included; the solver asks after each step.
+                let mut budget = |_: u64| began.elapsed().as_secs_f64() / seconds;
+                let solution = routing::solve(&instance, seed(&plan_id), &mut budget);
+                problem.routes(&plan_id, &matrix, &solution)
+            });
+            // The request may be gone (its plan task is not): nothing to tell then.
+            let _ = done.send(solved);
+        })
+        .map_err(|e| Error::Internal(format!("the solver's thread did not start: {e}")))?;
+    answer.await.map_err(|_| Error::Internal("the solver's thread failed".into()))?
+}
+
+/// The calling thread (only it) to [`SOLVER_NICE`]. Lowering one's own priority needs no
+/// privilege; should it fail all the same, the solve runs at the normal priority.
+/// Elsewhere than on Linux (where a nice value is a thread's own) it keeps the normal one.
+fn lower_priority() {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), SOLVER_NICE) {
+        tracing::warn!(error = %e, "the solver's thread keeps the normal priority");
+    }
 }
 
 /// A plan's seed: from its id, so that the same plan re-solved on the same budget of
