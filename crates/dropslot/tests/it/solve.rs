@@ -65,7 +65,9 @@ fn solve_prints_feasible_routes_whose_cost_the_checker_confirms() {
         let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         let routes: Vec<Vec<u32>> = serde_json::from_value(answer["routes"].clone()).unwrap();
         let seconds = answer["seconds"].as_f64().unwrap();
-        assert!(seconds > 0.0 && seconds <= 1.1, "{file}: {seconds} s");
+        // The limit stops the search: the solver asks after each step, and one step of this
+        // unoptimised build on a starved machine (other load on both cores) took up to 0.6 s.
+        assert!(seconds > 0.0 && seconds <= 2.0, "{file}: {seconds} s");
         let instance = instance(file);
         let verdict = routing::check(&instance, &indices(&instance, &routes), &[]);
         assert!(verdict.feasible(), "{file}: {:?}", verdict.violations);
