@@ -587,7 +587,7 @@ operator_phase() {
   wait "$op_pid" "$sink_pid" 2>/dev/null || true
 
   # The report.
-  local phase ratio a b
+  local phase ratio a b line
   op_mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f", s / NR }'; }
   for phase in solve drive; do
     [[ $parts == *" $phase "* ]] || continue

@@ -145,9 +145,10 @@ fn roads_error(e: RoadError) -> Error {
 /// The solver thread's name (what `top -H` and `/proc/PID/task/*/comm` show).
 pub const SOLVER_THREAD: &str = "dropslot-solver";
 /// The solver thread's nice value: the lowest priority. A solve keeps its core busy for its
-/// whole time limit; at the default nice 0, two plans at once on a 2-core machine tripled the
-/// API's p99 (docs/performance.md, "Issue 33: the operator side under load"). At 19 the
-/// scheduler runs it whenever requests leave the CPU idle, and hardly ever ahead of them.
+/// whole time limit; at the default nice 0, two plans at once on a 2-core machine took the
+/// API's p99 to 1.9–5.5× of idle (docs/performance.md, "Issue 33: the operator side under
+/// load"; 1.1–1.5× at 19). The scheduler runs it whenever requests leave the CPU idle, and
+/// hardly ever ahead of them.
 pub const SOLVER_NICE: i32 = 19;
 
 /// Solves `problem` (fixed routes given by driver id) within `seconds`: the road matrix, then

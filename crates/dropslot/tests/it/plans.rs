@@ -580,7 +580,7 @@ fn nice_in(stat: &str) -> Option<i32> {
 }
 
 /// Issue 33: a solve keeps a core busy for its whole time limit, and two at once on two cores
-/// tripled the API's p99 under load. The solver runs on a thread of its own at nice 19; the
+/// took the API's p99 under load to 1.9–5.5× of idle. The solver runs on a thread of its own at nice 19; the
 /// threads that answer requests (this runtime's, as the server runs in the test's process)
 /// keep nice 0.
 #[cfg(target_os = "linux")]
