@@ -30,9 +30,6 @@ const POLL: Duration = Duration::from_secs(1);
 const LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// The response body kept per attempt.
 const EXCERPT: usize = 1024;
-/// After a full claim, how long the next one waits at most for the sends just started to be
-/// answered (see `run`).
-const ANSWERS_WAIT: Duration = Duration::from_millis(5);
 /// Attempts recorded in one store call at most.
 const RECORD_BATCH: usize = 256;
 /// Attempts whose store call failed are written again after this, doubled after each failure
@@ -90,7 +87,6 @@ impl Dispatcher {
         let recorder = tokio::spawn(record_attempts(self.store.clone(), recordings));
         let mut tasks = JoinSet::new();
         let mut sampled = Instant::now().checked_sub(POLL).unwrap_or_else(Instant::now);
-        let mut batch_out: Option<Arc<Outstanding>> = None;
         while !*stop.borrow() {
             while tasks.try_join_next().is_some() {}
             let free = permits.available_permits().min(BATCH);
@@ -99,14 +95,11 @@ impl Dispatcher {
                 match self.claim(free).await {
                     Ok(batch) => {
                         claimed = batch.len();
-                        let out = Arc::new(Outstanding::default());
                         for d in batch {
                             let Ok(permit) = permits.clone().try_acquire_owned() else { break };
-                            let (me, record, out) = (self.clone(), record.clone(), out.clone());
-                            out.sending.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            tasks.spawn(async move { me.deliver(d, &record, permit, &out).await });
+                            let (me, record) = (self.clone(), record.clone());
+                            tasks.spawn(async move { me.deliver(d, &record, permit).await });
                         }
-                        batch_out = Some(out);
                     }
                     Err(e) => tracing::warn!(error = %e, "webhook claim failed; retrying"),
                 }
@@ -118,23 +111,7 @@ impl Dispatcher {
                 }
             }
             if claimed == free && claimed > 0 {
-                // More may be due. A claim is a round trip through the store (on SQLite, a
-                // turn of the writer: 10-15 ms under load) and its sends take a millisecond or
-                // two, so claiming again at once finds most places still taken by them and
-                // takes few (claims alternated 95 and 33 of 128, issue 33). Waiting for those
-                // answers first, a few milliseconds at most (a slow endpoint's sends are not
-                // waited for), lets each claim fill the pool.
-                if let Some(out) = batch_out.take() {
-                    let until = tokio::time::Instant::now() + ANSWERS_WAIT;
-                    while out.sending.load(std::sync::atomic::Ordering::Relaxed) > 0 {
-                        tokio::select! {
-                            () = out.answered.notified() => {}
-                            () = tokio::time::sleep_until(until) => break,
-                            _ = stop.changed() => break,
-                        }
-                    }
-                }
-                continue;
+                continue; // more may be due
             }
             let wait = self.until_next_due().await;
             tokio::select! {
@@ -210,18 +187,10 @@ impl Dispatcher {
     /// `permit` (a place in the pool) is given back once the answer is in: waiting for the
     /// attempt's commit loads neither the receiver nor this process, and holding the place
     /// meanwhile bounded the fan-out on `PostgreSQL` by the recorder's commit time (issue 27).
-    async fn deliver(
-        &self,
-        d: Claimed,
-        record: &mpsc::Sender<Recording>,
-        permit: OwnedSemaphorePermit,
-        out: &Outstanding,
-    ) {
+    async fn deliver(&self, d: Claimed, record: &mpsc::Sender<Recording>, permit: OwnedSemaphorePermit) {
         let started = Instant::now();
         let sent = self.send(&d).await;
         let latency = started.elapsed();
-        out.sending.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        out.answered.notify_one();
         if let Some(h) =
             self.lock_held().get_mut(&d.endpoint_id).and_then(|l| l.iter_mut().find(|h| h.id == d.delivery_id))
         {
@@ -366,13 +335,6 @@ impl Dispatcher {
             retry_after,
         }
     }
-}
-
-/// The sends of one claim still waiting for their answer, and a signal at each answer.
-#[derive(Default)]
-struct Outstanding {
-    sending: std::sync::atomic::AtomicUsize,
-    answered: Notify,
 }
 
 /// A delivery this process holds.
