@@ -63,9 +63,11 @@
 #      change is measured against its predecessor in one invocation, with the floor's run).
 # Every run also reports the serve processes' peak RSS (VmHWM) and, on SQLite, the largest
 # -wal file seen while sync ran (sampled every 0.2 s); beside every throughput, the server
-# side's CPU (user+sys) per 1,000 requests; and on SQLite, sync against its own floor: a bare
-# rusqlite writer of the same rows with the same durability and grouping
-# (crates/dropslot/examples/sync_floor.rs), run right after the sync run.
+# side's CPU (user+sys) per 1,000 requests; and sync against its own floor, run right after the
+# sync run: on SQLite a bare rusqlite writer of the same rows with the same durability and
+# grouping (crates/dropslot/examples/sync_floor.rs), on PostgreSQL a bare tokio-postgres
+# pipeline of the same rows on as many connections as the order writers
+# (crates/dropslot/examples/sync_floor_pg.rs).
 #
 # Idempotent: every run uses a fresh database and ephemeral 127.0.0.1 ports;
 # every server it starts is stopped on exit. Exit status is non-zero when a check fails
@@ -121,11 +123,13 @@ fi
 # ---------------------------------------------------------------- build
 if [[ ${NO_BUILD:-0} != 1 ]]; then
 log "building (release): dropslot binary, floor and sync_floor examples"
-timeout "${BUILD_TIMEOUT:-3600}" cargo build --release -p dropslot --bin dropslot --example floor --example sync_floor
+timeout "${BUILD_TIMEOUT:-3600}" cargo build --release -p dropslot --bin dropslot --example floor --example sync_floor \
+  --example sync_floor_pg
 fi
 DROPSLOT=$TARGET/release/dropslot
 FLOOR=$TARGET/release/examples/floor
 SYNC_FLOOR=$TARGET/release/examples/sync_floor
+SYNC_FLOOR_PG=$TARGET/release/examples/sync_floor_pg
 [[ -x $DROPSLOT && -x $FLOOR ]] || die "binaries not found under $TARGET/release"
 
 # ---------------------------------------------------------------- servers
@@ -146,6 +150,7 @@ cleanup() {
   if [[ -n ${LOAD_DB:-} && ${KEEP:-0} != 1 ]]; then
     psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS $LOAD_DB WITH (FORCE)" >/dev/null 2>&1 || true
     psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS ${LOAD_DB}_points WITH (FORCE)" >/dev/null 2>&1 || true
+    psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS ${LOAD_DB}_floor WITH (FORCE)" >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
@@ -768,9 +773,22 @@ if [[ $BACKEND == sqlite ]]; then
   sync
   SYNC_FLOOR_LINE=$("$SYNC_FLOOR" "$TMP/floor.db" "$DB" "$SYNC_GROUP" "$SECS") || die "the sync floor failed"
   for pid in "${APP_PIDS[@]}"; do kill -CONT "$pid"; done
-  log "$SYNC_FLOOR_LINE"
-  RPS[sync_floor]=$(sed -nE 's/.* per_s=([^ ]+).*/\1/p' <<<"$SYNC_FLOOR_LINE")
+else
+  # On PostgreSQL: a bare tokio-postgres pipeline of the same rows on a fresh database of the
+  # same server, with the same grouping: as many connections as the processes' order writers
+  # ([postgres] order_writers, 4 by default), each committing SYNC_GROUP orders a transaction
+  # (examples/sync_floor_pg.rs).
+  psql "$DATABASE" -qtAXc "CREATE DATABASE ${LOAD_DB}_floor" >/dev/null || die "cannot create ${LOAD_DB}_floor"
+  FLOOR_DB_URL=$(db_url "${LOAD_DB}_floor")
+  "$DROPSLOT" migrate --database "$FLOOR_DB_URL" >/dev/null 2>&1 || die "cannot migrate the sync floor's database"
+  "$DROPSLOT" client create --name floor --database "$FLOOR_DB_URL" >/dev/null
+  for pid in "${APP_PIDS[@]}"; do kill -STOP "$pid"; done
+  SYNC_FLOOR_LINE=$("$SYNC_FLOOR_PG" "$FLOOR_DB_URL" "$DB_URL" "$SYNC_GROUP" "$SECS" $((4 * PROCESSES))) ||
+    die "the sync floor failed"
+  for pid in "${APP_PIDS[@]}"; do kill -CONT "$pid"; done
 fi
+log "$SYNC_FLOOR_LINE"
+RPS[sync_floor]=$(sed -nE 's/.* per_s=([^ ]+).*/\1/p' <<<"$SYNC_FLOOR_LINE")
 # Requests wrk abandoned when its clock ran out may still be committing: let them finish,
 # then kill the server hard (no graceful shutdown) before counting what is on disk.
 sleep 1
@@ -1170,7 +1188,8 @@ fi
 echo "memory: peak RSS (VmHWM) through floor, preview and sync: $PEAK_RSS_API KB; after every later phase: $(peak_rss) KB"
 [[ $BACKEND == sqlite ]] && echo "WAL: largest -wal file while sync ran: $SYNC_WAL bytes"
 if [[ -n ${RPS[sync_floor]:-} ]]; then
-  echo "sync against its own floor (a bare rusqlite writer of the same rows, $SYNC_GROUP orders a commit as sync grouped them): $(printf '%.0f' "${RPS[sync]}") / $(printf '%.0f' "${RPS[sync_floor]}") orders/s = $(awk -v a="${RPS[sync]}" -v b="${RPS[sync_floor]}" 'BEGIN { printf "%.3f", a / b }')"
+  if [[ $BACKEND == sqlite ]]; then floor_kind="a bare rusqlite writer"; else floor_kind="a bare tokio-postgres pipeline, $((4 * PROCESSES)) connections"; fi
+  echo "sync against its own floor ($floor_kind of the same rows, $SYNC_GROUP orders a commit as sync grouped them): $(printf '%.0f' "${RPS[sync]}") / $(printf '%.0f' "${RPS[sync_floor]}") orders/s = $(awk -v a="${RPS[sync]}" -v b="${RPS[sync_floor]}" 'BEGIN { printf "%.3f", a / b }')"
 fi
 echo
 if ((PROCESSES == 1)); then

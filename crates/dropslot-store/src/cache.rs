@@ -168,3 +168,67 @@ impl<K: Eq + Hash, V: Clone> Ttl<K, V> {
         }
     }
 }
+
+/// Parsed documents by id, each valid for the one version it was read at: every write of
+/// such a document gives it a new version and ids are never reused, so a version's content
+/// never changes and a hit needs neither an epoch nor an age (the caller reads the current
+/// version from the database first). Used for published day plans (issue 33): a driver call
+/// reads its plans' versions, a few bytes, and parses a plan's ~400 KB only when it changed.
+/// Bounded; when full it starts over.
+pub struct Versioned<V> {
+    capacity: usize,
+    entries: Mutex<HashMap<String, (i64, std::sync::Arc<V>)>>,
+}
+
+impl<V> Versioned<V> {
+    pub fn new(capacity: usize) -> Self {
+        Self { capacity, entries: Mutex::new(HashMap::new()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (i64, std::sync::Arc<V>)>> {
+        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The document `id` as of `version`, if it is held at exactly that version.
+    pub fn get(&self, id: &str, version: i64) -> Option<std::sync::Arc<V>> {
+        self.lock().get(id).filter(|(v, _)| *v == version).map(|(_, d)| std::sync::Arc::clone(d))
+    }
+
+    /// Remembers `id` at `version`, replacing any other version of it.
+    pub fn put(&self, id: &str, version: i64, document: std::sync::Arc<V>) {
+        let mut entries = self.lock();
+        if entries.len() >= self.capacity && !entries.contains_key(id) {
+            entries.clear();
+        }
+        entries.insert(id.to_string(), (version, document));
+    }
+}
+
+#[cfg(test)]
+mod versioned_tests {
+    use super::Versioned;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_document_is_held_for_its_one_version_only() {
+        let c = Versioned::new(2);
+        c.put("a", 1, Arc::new("a1"));
+        assert_eq!(c.get("a", 1).as_deref(), Some(&"a1"));
+        assert!(c.get("a", 2).is_none(), "another version is a miss");
+        c.put("a", 2, Arc::new("a2"));
+        assert!(c.get("a", 1).is_none(), "the newer version replaces the older");
+        assert_eq!(c.get("a", 2).as_deref(), Some(&"a2"));
+    }
+
+    #[test]
+    fn a_full_cache_starts_over() {
+        let c = Versioned::new(2);
+        c.put("a", 1, Arc::new(1));
+        c.put("b", 1, Arc::new(2));
+        c.put("a", 2, Arc::new(3));
+        assert!(c.get("b", 1).is_some(), "replacing a held id makes no room");
+        c.put("c", 1, Arc::new(4));
+        assert!(c.get("a", 2).is_none() && c.get("b", 1).is_none());
+        assert_eq!(c.get("c", 1).as_deref(), Some(&4));
+    }
+}

@@ -401,7 +401,9 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes the unattached proofs uploaded before `before_ms`; how many.
     async fn purge_proofs(&self, before_ms: i64) -> StoreResult<u64>;
     /// The published plans of `date` in which driver `driver_id` has a route.
-    async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>>;
+    /// Each is parsed once per version and shared (`PlanCache`): a driver call reads the
+    /// plans' versions, and a plan's document only when it changed.
+    async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<Arc<StoredPlan>>>;
 
     // The dispatcher (system clock, Unix ms).
     /// Claims up to `limit` due deliveries until `lease_until_ms`, at most one per (endpoint,

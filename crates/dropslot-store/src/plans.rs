@@ -2,6 +2,8 @@
 //! the shipments a plan may take, and the outcomes of a write. The rules are the core's
 //! (`dropslot_core::dispatch`); this only loads and persists.
 
+use std::sync::Arc;
+
 use dropslot_core::dispatch::{Candidate, Plan, PlanKind, PlanStatus};
 use dropslot_core::geo::distance::LatLng;
 use dropslot_core::shipments::Status;
@@ -13,6 +15,22 @@ use crate::{StoreError, StoredDropOffAddress, StoredPickUpAddress};
 pub struct StoredPlan {
     pub plan: Plan,
     pub version: i64,
+}
+
+/// The parsed published plans a driver call reads, by id at their version (`cache::Versioned`).
+pub(crate) type PlanCache = crate::cache::Versioned<StoredPlan>;
+
+/// How many plans [`PlanCache`] holds: a day's published plans (one per depot and kind), with
+/// room for a few days; each parsed plan of 1,000 stops is about 1 MB.
+pub(crate) const PLAN_CACHE_PLANS: usize = 16;
+
+/// A plan just loaded for a driver call, remembered in `cache` and given if it is still
+/// published (it may have been withdrawn since its version was listed).
+pub(crate) fn keep_published(cache: &PlanCache, loaded: Option<StoredPlan>) -> Option<Arc<StoredPlan>> {
+    let plan = loaded.filter(|p| p.plan.status == PlanStatus::Published)?;
+    let plan = Arc::new(plan);
+    cache.put(&plan.plan.id, plan.version, Arc::clone(&plan));
+    Some(plan)
 }
 
 /// How a plan write went.

@@ -10,7 +10,7 @@
 //! shipments and their events, parcels and recipient-message rows, copied column for column
 //! with the keys remapped and every unique text (`unique_id`, `label_token`, `pick_up_code`,
 //! `message_id`) replaced by a fresh one of the same length and shape (time-ordered, then
-//! random characters, as the service's: see `Fresh`); the pick-up's saved
+//! random characters, as the service's: see `shared/fresh.rs`); the pick-up's saved
 //! address goes through the same upsert the service runs.
 //!
 //! ```text
@@ -26,6 +26,10 @@ use std::time::{Duration, Instant};
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, params_from_iter};
+
+#[path = "shared/fresh.rs"]
+mod fresh;
+use fresh::{Fresh, UNIQUE};
 
 /// One table's template rows of the newest order, as columns and values.
 struct Template {
@@ -65,44 +69,6 @@ impl Template {
     }
 }
 
-/// Fresh unique texts shaped like the service's: the service's keys (tracking codes, label
-/// tokens, pick-up codes) begin with a time-ordered part and end with random characters, so
-/// each new key lands at the right edge of its index. A fresh text keeps the template's first
-/// characters, then a counter written most significant digit first (the clock), then random
-/// characters (xorshift, seeded per run). A key of random characters alone dirtied twice the
-/// pages per order (15.5 page writes an order against the service's 6.9, `strace -c`).
-struct Fresh {
-    counter: u64,
-    rng: u64,
-}
-
-const ALPHABET: &[u8; 36] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-
-impl Fresh {
-    fn next(&mut self, like: &Value) -> Value {
-        let Value::Text(old) = like else { return like.clone() };
-        self.counter += 1;
-        // The template's first characters, then 8 counter digits (36^8 keys), then random.
-        let keep = old.len().saturating_sub(8).min(old.len() / 2);
-        let mut s = Vec::with_capacity(old.len());
-        s.extend_from_slice(&old.as_bytes()[..keep]);
-        for i in (0..8).rev() {
-            if s.len() < old.len() {
-                s.push(ALPHABET[((self.counter / 36u64.pow(i)) % 36) as usize]);
-            }
-        }
-        while s.len() < old.len() {
-            self.rng ^= self.rng << 13;
-            self.rng ^= self.rng >> 7;
-            self.rng ^= self.rng << 17;
-            s.push(ALPHABET[(self.rng % 36) as usize]);
-        }
-        Value::Text(String::from_utf8(s).unwrap())
-    }
-}
-
-const UNIQUE: [&str; 4] = ["unique_id", "label_token", "pick_up_code", "message_id"];
-
 /// Inserts `row` of `rows`, with `keys` (column → value) overriding and unique texts renewed;
 /// the new row's id.
 fn insert(c: &Connection, rows: &Template, row: usize, keys: &[(&str, Value)], fresh: &mut Fresh) -> i64 {
@@ -114,8 +80,8 @@ fn insert(c: &Connection, rows: &Template, row: usize, keys: &[(&str, Value)], f
         let v = &rows.rows[row][i];
         if let Some((_, k)) = keys.iter().find(|(k, _)| k == name) {
             values.push(k.clone());
-        } else if UNIQUE.contains(&name.as_str()) {
-            values.push(fresh.next(v));
+        } else if let (true, Value::Text(old)) = (UNIQUE.contains(&name.as_str()), v) {
+            values.push(Value::Text(fresh.next(old)));
         } else {
             values.push(v.clone());
         }
@@ -178,10 +144,7 @@ fn main() {
     // The client the template's rows belong to (`dropslot client create` on the fresh database).
     let known: bool = c.query_row("SELECT count(*) > 0 FROM clients WHERE id = ?1", [client], |r| r.get(0)).unwrap();
     assert!(known, "client {client} is not in {db}: create it with `dropslot client create`");
-    // Fresh texts that no earlier run on the same database used (the counter starts at the
-    // clock's seconds, so a later run's keys sort after an earlier run's).
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
-    let mut fresh = Fresh { counter: now.as_secs() * 1_000_000, rng: (now.as_nanos() as u64 ^ order as u64) | 1 };
+    let mut fresh = Fresh::striped(order as u64, 0, 1);
     let (mut written, mut commits) = (0u64, 0u64);
     let start = Instant::now();
     let until = start + Duration::from_secs_f64(seconds);
@@ -214,7 +177,10 @@ fn main() {
             }
             for (i, (events, parcels, messages)) in per_drop_off.iter().enumerate() {
                 let so = insert(&c, &shipment_orders, i, &[("order_id", Value::Integer(o))], &mut fresh);
-                let unique = fresh.next(&drop_offs.rows[i][drop_offs.col("unique_id")]);
+                let unique = match &drop_offs.rows[i][drop_offs.col("unique_id")] {
+                    Value::Text(old) => Value::Text(fresh.next(old)),
+                    v => panic!("drop_off_shipments.unique_id is {v:?}"),
+                };
                 let d = insert(
                     &c,
                     &drop_offs,

@@ -102,6 +102,8 @@ pub struct PgStore {
     points_present: EpochCache<(), bool>,
     /// Recent lookups' candidates: a merchant's pick-up address is looked up again and again.
     point_lookups: EpochCache<cache::PointKey, Vec<Candidate>>,
+    /// Today's published plans as driver calls read them, parsed once per version.
+    driver_plans: crate::plans::PlanCache,
 }
 
 /// The connection pool, and the server it connects to: every connection is taken here, so
@@ -169,6 +171,7 @@ impl PgStore {
             saved_ids: EpochCache::new(4_096),
             points_present: EpochCache::new(1),
             point_lookups: EpochCache::new(16_384),
+            driver_plans: crate::plans::PlanCache::new(crate::plans::PLAN_CACHE_PLANS),
         })
     }
 
@@ -1284,8 +1287,8 @@ impl Store for PgStore {
         proofs::purge(&self.conn().await?, before_ms).await
     }
 
-    async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>> {
-        plans::plans_of_driver(&self.conn().await?, driver_id, date).await
+    async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<Arc<StoredPlan>>> {
+        plans::plans_of_driver(&self.conn().await?, driver_id, date, &self.driver_plans).await
     }
 }
 

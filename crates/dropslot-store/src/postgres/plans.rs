@@ -3,12 +3,16 @@
 //! inserts nothing), the version column refuses a write made on an older read, and the
 //! primary key of `published_stops` keeps a shipment in at most one published route.
 
+use std::sync::Arc;
+
 use jiff::civil::Date;
 use tokio_postgres::Row;
 
 use super::map_err;
 use super::sql::Sql;
-use crate::plans::{CandidateColumns, SaveError, StoredPlan, candidate, plan_candidates_sql, plan_json, plan_row};
+use crate::plans::{
+    CandidateColumns, PlanCache, SaveError, StoredPlan, candidate, keep_published, plan_candidates_sql, plan_json, plan_row,
+};
 use crate::{StoreError, StoreResult};
 use dropslot_core::dispatch::{Candidate, Plan, PlanKind, PlanStatus};
 
@@ -89,10 +93,13 @@ fn parsed(r: &Row) -> Result<Option<StoredPlan>, StoreError> {
     plan_row(&id, &status, version, json.as_deref())
 }
 
+/// Plan `id`'s row as `parsed` reads it.
+async fn plan_row_by_id(c: &impl Sql, id: &str) -> StoreResult<Option<Row>> {
+    c.query_opt("SELECT id, status, version, plan_json FROM plans WHERE id = $1", &[&id]).await.map_err(map_err)
+}
+
 pub(super) async fn plan_by_id(c: &impl Sql, id: &str) -> StoreResult<Option<StoredPlan>> {
-    let row =
-        c.query_opt("SELECT id, status, version, plan_json FROM plans WHERE id = $1", &[&id]).await.map_err(map_err)?;
-    match row {
+    match plan_row_by_id(c, id).await? {
         Some(r) => parsed(&r),
         None => Ok(None),
     }
@@ -169,10 +176,17 @@ pub(super) async fn delete(c: &impl Sql, id: &str, version: i64) -> StoreResult<
     Ok(n == 1)
 }
 
-pub(super) async fn plans_of_driver(c: &impl Sql, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>> {
+/// The published plans of `date` in which `driver_id` has a route: their versions listed,
+/// each taken from `cache` at that version or read and parsed (off the async workers).
+pub(super) async fn plans_of_driver(
+    c: &impl Sql,
+    driver_id: &str,
+    date: Date,
+    cache: &PlanCache,
+) -> StoreResult<Vec<Arc<StoredPlan>>> {
     let rows = c
         .query(
-            "SELECT p.id, p.status, p.version, p.plan_json FROM published_routes r JOIN plans p ON p.id = r.plan_id
+            "SELECT p.id, p.version FROM published_routes r JOIN plans p ON p.id = r.plan_id
              WHERE r.driver_id = $1 AND r.date = $2 AND p.status = 'published' ORDER BY p.id",
             &[&driver_id, &date.to_string()],
         )
@@ -180,7 +194,18 @@ pub(super) async fn plans_of_driver(c: &impl Sql, driver_id: &str, date: Date) -
         .map_err(map_err)?;
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
-        out.extend(parsed(r)?);
+        let (id, version): (String, i64) = (get(r, 0, "plan")?, get(r, 1, "plan")?);
+        if let Some(plan) = cache.get(&id, version) {
+            out.push(plan);
+            continue;
+        }
+        let loaded = match plan_row_by_id(c, &id).await? {
+            Some(row) => tokio::task::spawn_blocking(move || parsed(&row))
+                .await
+                .map_err(|e| StoreError::Corrupt(format!("a plan's parse failed: {e}")))??,
+            None => None,
+        };
+        out.extend(keep_published(cache, loaded));
     }
     Ok(out)
 }

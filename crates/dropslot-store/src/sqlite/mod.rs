@@ -84,6 +84,8 @@ pub struct SqliteStore {
     points_present: EpochCache<(), bool>,
     /// Recent lookups' candidates: a merchant's pick-up address is looked up again and again.
     point_lookups: EpochCache<crate::cache::PointKey, Vec<Candidate>>,
+    /// Today's published plans as driver calls read them, parsed once per version.
+    driver_plans: Arc<crate::plans::PlanCache>,
 }
 
 /// The pooled read connections.
@@ -174,7 +176,19 @@ impl SqliteStore {
         let epoch = epoch::Epoch::open(path);
         let (principals, saved_ids) = (EpochCache::new(10_000), EpochCache::new(4_096));
         let (points_present, point_lookups) = (EpochCache::new(1), EpochCache::new(16_384));
-        Ok(SqliteStore { writer, readers, outbox, stats, epoch, principals, saved_ids, points_present, point_lookups })
+        let driver_plans = Arc::new(crate::plans::PlanCache::new(crate::plans::PLAN_CACHE_PLANS));
+        Ok(SqliteStore {
+            writer,
+            readers,
+            outbox,
+            stats,
+            epoch,
+            principals,
+            saved_ids,
+            points_present,
+            point_lookups,
+            driver_plans,
+        })
     }
 
     /// A write that may cause webhook events: `work` renders them through the outbox into
@@ -1135,14 +1149,10 @@ impl Store for SqliteStore {
         self.writer.write(move |c| proofs::purge(c, before_ms)).await
     }
 
-    async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<StoredPlan>> {
+    async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<Arc<StoredPlan>>> {
         let driver_id = driver_id.to_string();
-        let rows = self.read_blocking(move |c| plans::plans_of_driver(c, &driver_id, date)).await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            out.extend(plans::parsed(&row)?);
-        }
-        Ok(out)
+        let cache = Arc::clone(&self.driver_plans);
+        self.read_blocking(move |c| plans::plans_of_driver(c, &driver_id, date, &cache)).await?
     }
 }
 

@@ -2,13 +2,15 @@
 //! writes never interleave; the partial unique index `plans_one_open` and the primary key of
 //! `published_stops` still decide, so that two processes on one file agree too.
 
+use std::sync::Arc;
+
 use jiff::civil::Date;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::map_err;
 use crate::StoreError;
 use crate::plans::{
-    CandidateColumns, SaveError, StoredPlan, candidate, plan_candidates_sql, plan_json, plan_row, sqlite_placeholders,
+    CandidateColumns, PlanCache, SaveError, StoredPlan, candidate, keep_published, plan_candidates_sql, plan_json, plan_row, sqlite_placeholders,
 };
 use dropslot_core::dispatch::{Candidate, Plan, PlanKind, PlanStatus};
 
@@ -156,13 +158,37 @@ pub(super) fn delete(c: &Connection, id: &str, version: i64) -> Result<bool, Sto
     Ok(n == 1)
 }
 
-pub(super) fn plans_of_driver(c: &Connection, driver_id: &str, date: Date) -> rusqlite::Result<Vec<PlanColumns>> {
-    c.prepare_cached(
-        "SELECT p.id, p.status, p.version, p.plan_json FROM published_routes r JOIN plans p ON p.id = r.plan_id
-         WHERE r.driver_id = ?1 AND r.date = ?2 AND p.status = 'published' ORDER BY p.id",
-    )?
-    .query_map(params![driver_id, date.to_string()], plan_columns)?
-    .collect()
+/// The published plans of `date` in which `driver_id` has a route: their versions listed,
+/// each taken from `cache` at that version or read and parsed here, on the reader's thread.
+pub(super) fn plans_of_driver(
+    c: &Connection,
+    driver_id: &str,
+    date: Date,
+    cache: &PlanCache,
+) -> rusqlite::Result<Result<Vec<Arc<StoredPlan>>, StoreError>> {
+    let listed: Vec<(String, i64)> = c
+        .prepare_cached(
+            "SELECT p.id, p.version FROM published_routes r JOIN plans p ON p.id = r.plan_id
+             WHERE r.driver_id = ?1 AND r.date = ?2 AND p.status = 'published' ORDER BY p.id",
+        )?
+        .query_map(params![driver_id, date.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut out = Vec::with_capacity(listed.len());
+    for (id, version) in listed {
+        if let Some(plan) = cache.get(&id, version) {
+            out.push(plan);
+            continue;
+        }
+        let loaded = match plan_by_id(c, &id)? {
+            Some(row) => match parsed(&row) {
+                Ok(plan) => plan,
+                Err(e) => return Ok(Err(e)),
+            },
+            None => None,
+        };
+        out.extend(keep_published(cache, loaded));
+    }
+    Ok(Ok(out))
 }
 
 pub(super) fn record_position(

@@ -158,9 +158,10 @@ async fn planned_today(app: &App, driver_id: &str) -> Result<(jiff::civil::Date,
     let date = app.clock.now().to_zoned(tz.clone()).date();
     let mut routes = Vec::new();
     for stored in app.store.driver_plans(driver_id, date).await? {
-        let plan_id = stored.plan.id;
-        routes
-            .extend(stored.plan.routes.into_iter().filter(|r| r.driver_id == driver_id).map(|r| (plan_id.clone(), r)));
+        let plan_id = &stored.plan.id;
+        routes.extend(
+            stored.plan.routes.iter().filter(|r| r.driver_id == driver_id).map(|r| (plan_id.clone(), r.clone())),
+        );
     }
     Ok((date, tz, routes))
 }

@@ -117,6 +117,46 @@ async fn a_driver_reads_and_scans_only_its_own_published_route_of_today() {
     assert_envelope(&s.get(&format!("/ops/plans/{id}"), &ana_token).await, 403);
 }
 
+/// A driver call reads its published plans through a cache of parsed plans (issue 33): a
+/// change to a published plan reaches the drivers' next reads, and a plan read before is not
+/// served stale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_to_a_published_plan_reaches_the_drivers_next_read() {
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    let (_, ana) = driver(&s, &op, "Ana").await;
+    let (_, ben) = driver(&s, &op, "Ben").await;
+    // Three orders of two parcels in two vans of four: one van keeps room for one more.
+    for i in 0..3 {
+        order(&s, &live, i).await;
+    }
+    let r =
+        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["object"]["id"].as_str().unwrap().to_string();
+    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+    let both = || async {
+        let mut all = shipments_of(&s.get("/driver/route", &ana).await.body["object"]);
+        all.extend(shipments_of(&s.get("/driver/route", &ben).await.body["object"]));
+        all.sort();
+        all
+    };
+    let before = both().await;
+    assert_eq!(before.len(), 3, "{before:?}");
+    assert_eq!(both().await, before, "read twice, the same");
+
+    // A late order, placed by re-optimising the published plan: both drivers' next reads see
+    // the plan's new version.
+    let (late, _) = order(&s, &live, 3).await;
+    let r = s.post(&format!("/ops/plans/{id}/optimize"), &op, &json!({"time_limit_s": 1})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["object"]["status"], "published", "{}", r.body);
+    let after = both().await;
+    assert_eq!(after.len(), 4, "{after:?}");
+    assert!(after.contains(&late), "the late order is on a driver's route: {after:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_records_a_delivery_once_per_key_and_only_on_its_own_route() {
     let s = TestServer::start().await;
