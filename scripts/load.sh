@@ -57,6 +57,9 @@
 #      and sync again at each; wrk threads are capped at the connections),
 #      SEED_ORDERS (e.g. 1000000: after that, sync orders are added through the API until the
 #      database holds that many, and floor, preview and sync are measured again on it),
+#      PERF_WRITER=1 (SQLite, one process: perf records the writer thread over the timed
+#      sync run and the report ends with its self time and the time under the store's and
+#      SQLite's functions),
 #      BASELINE (another dropslot binary, e.g. the build before a change; SQLite only: after
 #      the async phase it serves a fresh database of its own beside the restarted server, and
 #      preview and sync are run on both in ABBA order, BASELINE_PAIRS times (default 2), so a
@@ -753,10 +756,31 @@ count_before() {
   read -r orders_before parcels_before < <(count_rows)
   batches_before=$(metric store_write_batches)
   jobs_before=$(metric store_batched_jobs)
+  # PERF_WRITER=1 (SQLite, one process): the writer thread's profile over the timed sync run.
+  if [[ ${PERF_WRITER:-0} == 1 && $BACKEND == sqlite ]]; then
+    local tid
+    tid=$(grep -lx sqlite-writer /proc/"${APP_PIDS[0]}"/task/*/comm | head -1 | cut -d/ -f5) ||
+      die "no sqlite-writer thread in process ${APP_PIDS[0]}"
+    command -v perf >/dev/null || die "PERF_WRITER=1 needs perf"
+    perf record -q -F 499 --call-graph dwarf,16384 -t "$tid" -o "$TMP/writer.perf" -- sleep "$SECS" \
+      >/dev/null 2>&1 &
+    PERF_PID=$!
+  fi
 }
 watch_start
 BEFORE_TIMED=count_before run sync "$API/requests/sync" WRK_COUNT=1
 read -r SYNC_WAL SYNC_RSS < <(watch_stop)
+if [[ -n ${PERF_PID:-} ]]; then
+  wait "$PERF_PID" || true
+  # Self time by symbol, and time under each of the store's functions (the jobs and their
+  # statements), for the report's end.
+  trim() { sed -E 's/[[:space:]]+-[[:space:]]+-[[:space:]]*$//; s/[[:space:]]+$//'; }
+  perf report -i "$TMP/writer.perf" --stdio --no-children --sort symbol --percent-limit 1 2>/dev/null |
+    grep -E '^ +[0-9]' | trim | head -30 >"$TMP/writer-self.txt" || true
+  perf report -i "$TMP/writer.perf" --stdio --children --sort symbol --percent-limit 2 -g none 2>/dev/null |
+    grep -E '^ +[0-9]' | grep -E 'dropslot_store|sqlite3|fdatasync|pwrite|mutex' |
+    grep -vE 'begin_short_backtrace|call_once|catch_unwind|spawn_unchecked' | trim | head -40 >"$TMP/writer-children.txt" || true
+fi
 PEAK_RSS_API=$(peak_rss)
 # The orders a write transaction grouped during the timed run (the mean).
 SYNC_GROUP=$(awk -v j=$(($(metric store_batched_jobs) - jobs_before)) -v b=$(($(metric store_write_batches) - batches_before)) \
@@ -1190,6 +1214,12 @@ echo "memory: peak RSS (VmHWM) through floor, preview and sync: $PEAK_RSS_API KB
 if [[ -n ${RPS[sync_floor]:-} ]]; then
   if [[ $BACKEND == sqlite ]]; then floor_kind="a bare rusqlite writer"; else floor_kind="a bare tokio-postgres pipeline, $((4 * PROCESSES)) connections"; fi
   echo "sync against its own floor ($floor_kind of the same rows, $SYNC_GROUP orders a commit as sync grouped them): $(printf '%.0f' "${RPS[sync]}") / $(printf '%.0f' "${RPS[sync_floor]}") orders/s = $(awk -v a="${RPS[sync]}" -v b="${RPS[sync_floor]}" 'BEGIN { printf "%.3f", a / b }')"
+fi
+if [[ -s $TMP/writer-self.txt ]]; then
+  echo "the writer thread over the timed sync run (PERF_WRITER=1; perf at 499 Hz; $SYNC_GROUP orders a commit): self time by symbol"
+  sed 's/^/  /' "$TMP/writer-self.txt"
+  echo "  time under (children): the store's functions, SQLite's and the syscalls"
+  sed 's/^/  /' "$TMP/writer-children.txt"
 fi
 echo
 if ((PROCESSES == 1)); then
