@@ -147,8 +147,8 @@ pub const SOLVER_THREAD: &str = "dropslot-solver";
 /// The solver thread's nice value: the lowest priority. A solve keeps its core busy for its
 /// whole time limit; at the default nice 0, two plans at once on a 2-core machine took the
 /// API's p99 to 1.9–5.5× of idle (docs/performance.md, "Issue 33: the operator side under
-/// load"; 1.1–1.5× at 19). The scheduler runs it whenever requests leave the CPU idle, and
-/// hardly ever ahead of them.
+/// load"; 1.1–1.5× at 19). On Linux the thread also takes the `SCHED_IDLE` policy (see
+/// [`lower_priority`]), under which the nice value no longer counts; it stays as the fallback.
 pub const SOLVER_NICE: i32 = 19;
 
 /// Solves `problem` (fixed routes given by driver id) within `seconds`: the road matrix, then
@@ -184,13 +184,27 @@ async fn solve(
     answer.await.map_err(|_| Error::Internal("the solver's thread failed".into()))?
 }
 
-/// The calling thread (only it) to [`SOLVER_NICE`]. Lowering one's own priority needs no
-/// privilege; should it fail all the same, the solve runs at the normal priority.
+/// The calling thread (only it) to the `SCHED_IDLE` policy and [`SOLVER_NICE`]. Under
+/// `SCHED_IDLE` the scheduler runs the thread only on a CPU nothing else wants, and a request's
+/// thread that wakes takes the CPU from it at once. At nice 19 alone it could finish its time
+/// slice first: on a machine where preview's idle p99 is 2.6 ms, two plans solving took it to
+/// 2.4–2.6× (docs/performance.md, "Issue 33, third session"). Lowering one's own priority
+/// needs no privilege; should it fail all the same, the solve runs at the normal priority.
 /// Elsewhere than on Linux (where a nice value is a thread's own) it keeps the normal one.
 fn lower_priority() {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), SOLVER_NICE) {
-        tracing::warn!(error = %e, "the solver's thread keeps the normal priority");
+    {
+        use thread_priority::{NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy};
+        // First: setting the policy sets the nice value too (to the policy's own minimum, 0).
+        let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+        if let Err(e) =
+            thread_priority::set_thread_priority_and_policy(thread_priority::thread_native_id(), ThreadPriority::Min, idle)
+        {
+            tracing::warn!(error = ?e, "the solver's thread keeps the normal scheduling policy");
+        }
+        if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), SOLVER_NICE) {
+            tracing::warn!(error = %e, "the solver's thread keeps the normal priority");
+        }
     }
 }
 
