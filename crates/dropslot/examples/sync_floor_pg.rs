@@ -68,14 +68,16 @@ fn int(row: &Row, column: &str) -> i64 {
     row.get(column).and_then(Value::as_i64).unwrap_or_else(|| panic!("{column} is {:?}", row.get(column)))
 }
 
+/// A template drop-off with the index of its shipment order, its events, parcels and messages.
+type DropOff = (Row, usize, Vec<Row>, Vec<Row>, Vec<Row>);
+
 /// The template order's rows, and each child's parent by index.
 struct Template {
     order: Row,
     pick_up: Row,
     pick_up_events: Vec<Row>,
     shipment_orders: Vec<Row>,
-    /// Each drop-off with the index of its shipment order, its events, parcels and messages.
-    drop_offs: Vec<(Row, usize, Vec<Row>, Vec<Row>, Vec<Row>)>,
+    drop_offs: Vec<DropOff>,
     saved_address: Row,
 }
 
@@ -97,8 +99,7 @@ impl Template {
             let messages = rows(t, "notifications", "drop_off_id = $1", id).await;
             drop_offs.push((d, so, events, parcels, messages));
         }
-        let saved_address =
-            rows(t, "saved_addresses", "id = $1", int(&pick_up, "saved_address_id")).await.remove(0);
+        let saved_address = rows(t, "saved_addresses", "id = $1", int(&pick_up, "saved_address_id")).await.remove(0);
         Template { order: order_row, pick_up, pick_up_events, shipment_orders, drop_offs, saved_address }
     }
 
@@ -185,7 +186,7 @@ impl Statements {
 /// `row` with `keys` set and its unique texts renewed.
 fn copy(row: &Row, keys: &[(&str, Value)], fresh: &mut Fresh) -> Value {
     let mut out = row.clone();
-    for (name, v) in out.iter_mut() {
+    for (name, v) in &mut out {
         if let Some((_, k)) = keys.iter().find(|(k, _)| k == name) {
             *v = k.clone();
         } else if let (true, Value::String(old)) = (UNIQUE.contains(&name.as_str()), &*v) {
@@ -216,7 +217,8 @@ fn group_rows(t: &Template, ids: &[Vec<i64>; 4], saved: i64, group: usize, fresh
         for (j, (d, so, events, parcels, messages)) in t.drop_offs.iter().enumerate() {
             let id = Value::from(ids[3][k * per_do + j]);
             let so = Value::from(ids[2][k * per_so + so]);
-            let row = copy(d, &[("id", id.clone()), ("shipment_order_id", so), ("pick_up_shipment_id", p.clone())], fresh);
+            let row =
+                copy(d, &[("id", id.clone()), ("shipment_order_id", so), ("pick_up_shipment_id", p.clone())], fresh);
             let unique = row["unique_id"].clone();
             tables[3].push(row);
             for e in events {
@@ -260,7 +262,7 @@ async fn writer(url: String, t: Arc<Template>, group: usize, until: Instant, (in
     let saved_param: [&(dyn ToSql + Sync); 1] = [&saved];
     while Instant::now() < until {
         // Round trip 1: BEGIN and the parents' ids.
-        let (_, row) = tokio::try_join!(c.batch_execute("BEGIN"), c.query_one(&st.ids, &counts)).unwrap();
+        let ((), row) = tokio::try_join!(c.batch_execute("BEGIN"), c.query_one(&st.ids, &counts)).unwrap();
         let ids: [Vec<i64>; 4] = [row.get(0), row.get(1), row.get(2), row.get(3)];
         let tables = group_rows(&t, &ids, saved_id, group, &mut fresh);
         // Round trip 2: the saved address, every table's rows and the COMMIT, pipelined.

@@ -11,7 +11,8 @@ use tokio_postgres::Row;
 use super::map_err;
 use super::sql::Sql;
 use crate::plans::{
-    CandidateColumns, PlanCache, SaveError, StoredPlan, candidate, keep_published, plan_candidates_sql, plan_json, plan_row,
+    CandidateColumns, PlanCache, SaveError, StoredPlan, candidate, keep_published, plan_candidates_sql, plan_json,
+    plan_row,
 };
 use crate::{StoreError, StoreResult};
 use dropslot_core::dispatch::{Candidate, Plan, PlanKind, PlanStatus};

@@ -10,7 +10,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::map_err;
 use crate::StoreError;
 use crate::plans::{
-    CandidateColumns, PlanCache, SaveError, StoredPlan, candidate, keep_published, plan_candidates_sql, plan_json, plan_row, sqlite_placeholders,
+    CandidateColumns, PlanCache, SaveError, StoredPlan, candidate, keep_published, plan_candidates_sql, plan_json,
+    plan_row, sqlite_placeholders,
 };
 use dropslot_core::dispatch::{Candidate, Plan, PlanKind, PlanStatus};
 

@@ -197,9 +197,11 @@ fn lower_priority() {
         use thread_priority::{NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy};
         // First: setting the policy sets the nice value too (to the policy's own minimum, 0).
         let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
-        if let Err(e) =
-            thread_priority::set_thread_priority_and_policy(thread_priority::thread_native_id(), ThreadPriority::Min, idle)
-        {
+        if let Err(e) = thread_priority::set_thread_priority_and_policy(
+            thread_priority::thread_native_id(),
+            ThreadPriority::Min,
+            idle,
+        ) {
             tracing::warn!(error = ?e, "the solver's thread keeps the normal scheduling policy");
         }
         if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), SOLVER_NICE) {
