@@ -620,6 +620,9 @@ if os.path.exists(sys.argv[4]):
           f"{max(l['seconds'] for l in solves):.1f} s at time_limit_s {solves[0]['time_limit_s']}, each assigning "
           f"{min(l['assigned'] for l in solves)}-{max(l['assigned'] for l in solves)} shipments "
           f"({max(l['unassigned'] for l in solves)} unassigned at most)")
+    for depot in sorted({l["depot"] for l in solves}):
+        km = sorted(l["distance_km"] for l in solves if l["depot"] == depot)
+        print(f"  {depot}: the plans' distance {km[0]}-{km[-1]} km ({', '.join(str(k) for k in km)})")
 if not os.path.exists(sys.argv[1]):
     sys.exit(0)
 s = json.load(open(sys.argv[1]))["summary"]

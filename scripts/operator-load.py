@@ -199,7 +199,8 @@ def solve(base, operator, date, limit):
         c = p["cost"]
         print(json.dumps({"depot": depot, "seconds": round(seconds, 2), "time_limit_s": int(limit),
                           "assigned": c["shipments_assigned"], "unassigned": c["shipments_unassigned"],
-                          "routes_used": c["routes_used"]}), flush=True)
+                          "routes_used": c["routes_used"], "distance_km": round(c["distance_m"] / 1000, 1)}),
+              flush=True)
     answers = [a for _, _, a in plans.values()]
     print(json.dumps({"solve": True, "started": round(started, 3), "first_answer": round(min(answers), 3),
                       "last_answer": round(max(answers), 3)}), flush=True)

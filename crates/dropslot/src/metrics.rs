@@ -214,6 +214,8 @@ pub struct Metrics {
     pub webhook_attempts: Family<OutcomeLabels, Counter>,
     pub webhook_latency: Histogram,
     pub webhook_queue_depth: Gauge,
+    /// Seconds the plan solver stepped aside for the API (`plans/pace.rs`).
+    pub solver_paused: Counter<f64, AtomicU64>,
 }
 
 impl Default for Metrics {
@@ -263,6 +265,12 @@ impl Default for Metrics {
             "Webhook deliveries not yet delivered or failed (sampled by the dispatcher)",
             webhook_queue_depth.clone(),
         );
+        let solver_paused = Counter::<f64, AtomicU64>::default();
+        registry.register(
+            "plan_solver_paused_seconds",
+            "Time the plan solver slept because the rest of the process was busy serving",
+            solver_paused.clone(),
+        );
         Metrics {
             registry,
             store,
@@ -275,6 +283,7 @@ impl Default for Metrics {
             webhook_attempts,
             webhook_latency,
             webhook_queue_depth,
+            solver_paused,
         }
     }
 }

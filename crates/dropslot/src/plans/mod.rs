@@ -3,6 +3,7 @@
 //! core's (`dropslot_core::dispatch`, `routing`); road times come from `crate::roads`; the
 //! store keeps one open plan per depot, date and kind.
 
+mod pace;
 pub mod wire;
 
 use std::time::Instant;
@@ -155,6 +156,7 @@ pub const SOLVER_NICE: i32 = 19;
 /// the solver on a thread of its own at the lowest priority, so the API keeps serving ahead of
 /// it. Returns the routes and the shipments left out, for plan `plan_id`.
 async fn solve(
+    paused: prometheus_client::metrics::counter::Counter<f64, std::sync::atomic::AtomicU64>,
     roads: &Roads,
     model: RoadModel,
     problem: Problem,
@@ -172,9 +174,11 @@ async fn solve(
         .spawn(move || {
             lower_priority();
             let solved = problem.instance(&matrix, &fixed).map_err(Error::Internal).map(|instance| {
-                // The limit counts from the start, road times included; the solver asks after each step.
-                let mut budget = |_: u64| began.elapsed().as_secs_f64() / seconds;
+                // The limit counts from the start, road times included; the solver asks after
+                // each step, and steps aside while the API is busy (`pace.rs`).
+                let mut budget = pace::Pacer::new(began, seconds);
                 let solution = routing::solve(&instance, seed(&plan_id), &mut budget);
+                paused.inc_by(budget.paused.as_secs_f64());
                 problem.routes(&plan_id, &matrix, &solution)
             });
             // The request may be gone (its plan task is not): nothing to tell then.
@@ -299,7 +303,8 @@ async fn make(
     let service = service_time(&app.settings.routing);
     let problem = Problem::new(kind, base.depot.clone(), drivers, service, candidates);
     let roads = Roads::new(&app.settings.routing);
-    let (routes, unassigned) = solve(&roads, base.model, problem, Vec::new(), id.to_string(), seconds).await?;
+    let paused = app.metrics.solver_paused.clone();
+    let (routes, unassigned) = solve(paused, &roads, base.model, problem, Vec::new(), id.to_string(), seconds).await?;
     let plan = Plan {
         id: id.to_string(),
         status: PlanStatus::Draft,
@@ -537,7 +542,8 @@ pub(crate) async fn optimize_plan(app: &App, id: &str, time_limit_s: Option<i64>
     let candidates = app.store.plan_candidates(plan.kind, &plan.depot, date, Some(&plan.id)).await?;
     let problem = Problem::new(plan.kind, base.depot.clone(), drivers, service_time(&app.settings.routing), candidates);
     let roads = Roads::new(&app.settings.routing);
-    let (routes, unassigned) = solve(&roads, base.model, problem, fixed, plan.id.clone(), seconds).await?;
+    let paused = app.metrics.solver_paused.clone();
+    let (routes, unassigned) = solve(paused, &roads, base.model, problem, fixed, plan.id.clone(), seconds).await?;
     let next = Plan { routes, unassigned, roads: roads.source().into(), ..plan };
     saved(app.store.save_plan(&next, stored.version).await?)?;
     Ok((next, base.tz))
