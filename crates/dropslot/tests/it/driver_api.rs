@@ -117,18 +117,25 @@ async fn a_driver_reads_and_scans_only_its_own_published_route_of_today() {
     assert_envelope(&s.get(&format!("/ops/plans/{id}"), &ana_token).await, 403);
 }
 
-/// A driver call reads its published plans through a cache of parsed plans (issue 33): a
-/// change to a published plan reaches the drivers' next reads, and a plan read before is not
-/// served stale.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_change_to_a_published_plan_reaches_the_drivers_next_read() {
+/// A server with an operator, a merchant, drivers Ana and Ben (vans of four parcels), `orders`
+/// orders of two parcels, and today's delivery plan over them published.
+struct Published {
+    s: TestServer,
+    op: String,
+    live: String,
+    ops: String,
+    ana: String,
+    ben: String,
+    id: String,
+}
+
+async fn published(orders: usize) -> Published {
     let s = TestServer::start().await;
     let op = operator(&s).await;
-    let (_, _, live, _) = s.new_client("Merchant").await;
+    let (_, _, live, ops) = s.new_client("Merchant").await;
     let (_, ana) = driver(&s, &op, "Ana").await;
     let (_, ben) = driver(&s, &op, "Ben").await;
-    // Three orders of two parcels in two vans of four: one van keeps room for one more.
-    for i in 0..3 {
+    for i in 0..orders {
         order(&s, &live, i).await;
     }
     let r =
@@ -136,6 +143,16 @@ async fn a_change_to_a_published_plan_reaches_the_drivers_next_read() {
     assert_eq!(r.status, 201, "{}", r.body);
     let id = r.body["object"]["id"].as_str().unwrap().to_string();
     assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+    Published { s, op, live, ops, ana, ben, id }
+}
+
+/// A driver call reads its published plans through a cache of parsed plans (issue 33): a
+/// change to a published plan reaches the drivers' next reads, and a plan read before is not
+/// served stale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_to_a_published_plan_reaches_the_drivers_next_read() {
+    // Three orders of two parcels in two vans of four: one van keeps room for one more.
+    let Published { s, op, live, ana, ben, id, .. } = published(3).await;
     let both = || async {
         let mut all = shipments_of(&s.get("/driver/route", &ana).await.body["object"]);
         all.extend(shipments_of(&s.get("/driver/route", &ben).await.body["object"]));
@@ -159,18 +176,7 @@ async fn a_change_to_a_published_plan_reaches_the_drivers_next_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_records_a_delivery_once_per_key_and_only_on_its_own_route() {
-    let s = TestServer::start().await;
-    let op = operator(&s).await;
-    let (_, _, live, ops) = s.new_client("Merchant").await;
-    let (_, ana) = driver(&s, &op, "Ana").await;
-    let (_, ben) = driver(&s, &op, "Ben").await;
-    for i in 0..4 {
-        order(&s, &live, i).await;
-    }
-    let r =
-        s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
-    let id = r.body["object"]["id"].as_str().unwrap().to_string();
-    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+    let Published { s, ops, ana, ben, .. } = published(4).await;
     let mine = shipments_of(&s.get("/driver/route", &ana).await.body["object"]);
     let theirs = shipments_of(&s.get("/driver/route", &ben).await.body["object"]);
     // At the depot, loaded: the shipments are on their way.
