@@ -156,7 +156,7 @@ pub const SOLVER_NICE: i32 = 19;
 /// the solver on a thread of its own at the lowest priority, so the API keeps serving ahead of
 /// it. Returns the routes and the shipments left out, for plan `plan_id`.
 async fn solve(
-    paused: prometheus_client::metrics::counter::Counter<f64, std::sync::atomic::AtomicU64>,
+    paused: &prometheus_client::metrics::counter::Counter<f64, std::sync::atomic::AtomicU64>,
     roads: &Roads,
     model: RoadModel,
     problem: Problem,
@@ -167,6 +167,7 @@ async fn solve(
     let began = Instant::now();
     let matrix = roads.matrix(model, problem.points()).await.map_err(roads_error)?;
     let (done, answer) = tokio::sync::oneshot::channel();
+    let paused = paused.clone();
     // A thread of its own, not the blocking pool's: its priority cannot be raised back
     // without privileges, and the pool's threads run the store's reads afterwards.
     std::thread::Builder::new()
@@ -190,10 +191,11 @@ async fn solve(
 
 /// The calling thread (only it) to the `SCHED_IDLE` policy and [`SOLVER_NICE`]. Under
 /// `SCHED_IDLE` the scheduler runs the thread only on a CPU nothing else wants, and a request's
-/// thread that wakes takes the CPU from it at once. At nice 19 alone it could finish its time
-/// slice first: on a machine where preview's idle p99 is 2.6 ms, two plans solving took it to
-/// 2.4–2.6× (docs/performance.md, "Issue 33, third session"). Lowering one's own priority
-/// needs no privilege; should it fail all the same, the solve runs at the normal priority.
+/// thread that wakes takes the CPU from it at once. Priority alone did not keep the API's p99
+/// within 2× of idle on a fast 2-vCPU machine (any busy thread doubles it there); the solver
+/// also steps aside while the process is busy (`pace.rs`; docs/performance.md, "Issue 33,
+/// third session"). Lowering one's own priority needs no privilege; should it fail all the
+/// same, the solve runs at the normal priority.
 /// Elsewhere than on Linux (where a nice value is a thread's own) it keeps the normal one.
 fn lower_priority() {
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -303,8 +305,8 @@ async fn make(
     let service = service_time(&app.settings.routing);
     let problem = Problem::new(kind, base.depot.clone(), drivers, service, candidates);
     let roads = Roads::new(&app.settings.routing);
-    let paused = app.metrics.solver_paused.clone();
-    let (routes, unassigned) = solve(paused, &roads, base.model, problem, Vec::new(), id.to_string(), seconds).await?;
+    let (routes, unassigned) =
+        solve(&app.metrics.solver_paused, &roads, base.model, problem, Vec::new(), id.to_string(), seconds).await?;
     let plan = Plan {
         id: id.to_string(),
         status: PlanStatus::Draft,
@@ -542,8 +544,8 @@ pub(crate) async fn optimize_plan(app: &App, id: &str, time_limit_s: Option<i64>
     let candidates = app.store.plan_candidates(plan.kind, &plan.depot, date, Some(&plan.id)).await?;
     let problem = Problem::new(plan.kind, base.depot.clone(), drivers, service_time(&app.settings.routing), candidates);
     let roads = Roads::new(&app.settings.routing);
-    let paused = app.metrics.solver_paused.clone();
-    let (routes, unassigned) = solve(paused, &roads, base.model, problem, fixed, plan.id.clone(), seconds).await?;
+    let (routes, unassigned) =
+        solve(&app.metrics.solver_paused, &roads, base.model, problem, fixed, plan.id.clone(), seconds).await?;
     let next = Plan { routes, unassigned, roads: roads.source().into(), ..plan };
     saved(app.store.save_plan(&next, stored.version).await?)?;
     Ok((next, base.tz))

@@ -73,7 +73,7 @@ fn thread_ns(tid: i32) -> u64 {
 }
 
 impl Window {
-    fn look(start: Instant, tid: i32, busy: bool) -> Window {
+    fn look(start: Instant, tid: i32) -> Window {
         let other_solvers_ns = {
             let s = solvers();
             s.retired_ns + s.live.iter().filter(|t| **t != tid).map(|t| thread_ns(*t)).sum::<u64>()
@@ -83,7 +83,7 @@ impl Window {
             process_ns: cpu_ns(rustix::time::ClockId::ProcessCPUTime),
             own_ns: cpu_ns(rustix::time::ClockId::ThreadCPUTime),
             other_solvers_ns,
-            busy,
+            busy: false,
         }
     }
 }
@@ -94,7 +94,7 @@ impl Pacer {
     pub fn new(began: Instant, seconds: f64) -> Pacer {
         let tid = rustix::thread::gettid().as_raw_nonzero().get();
         solvers().live.push(tid);
-        Pacer { began, seconds, tid, window: Window::look(Instant::now(), tid, false), paused: Duration::ZERO }
+        Pacer { began, seconds, tid, window: Window::look(Instant::now(), tid), paused: Duration::ZERO }
     }
 
     /// Whether the rest of the process used more than [`BUSY`] of a CPU over the last
@@ -105,7 +105,7 @@ impl Pacer {
         if wall < WINDOW {
             return self.window.busy;
         }
-        let mut next = Window::look(now, self.tid, false);
+        let mut next = Window::look(now, self.tid);
         let solvers = next.own_ns.saturating_sub(self.window.own_ns)
             + next.other_solvers_ns.saturating_sub(self.window.other_solvers_ns);
         let others = next.process_ns.saturating_sub(self.window.process_ns).saturating_sub(solvers);
