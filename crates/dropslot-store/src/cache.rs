@@ -232,3 +232,24 @@ mod versioned_tests {
         assert_eq!(c.get("c", 1).as_deref(), Some(&4));
     }
 }
+
+/// A value made on first use, of a type its holder does not name: a backend's store keeps a
+/// domain's state in one (the `PostgreSQL` order and move batchers, started with the first
+/// order or move, on the runtime) without importing the domain that owns the type, so the
+/// backend's root stays below its domains.
+#[derive(Default)]
+pub(crate) struct Lazy(std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>);
+
+impl Lazy {
+    /// The value, made by `init` the first time. Each `Lazy` is read as one type only (the
+    /// domain that owns it); another type is an error, not a second value.
+    pub(crate) fn get_or_init<T: std::any::Any + Send + Sync>(
+        &self,
+        init: impl FnOnce() -> T,
+    ) -> crate::StoreResult<&T> {
+        self.0
+            .get_or_init(|| Box::new(init()))
+            .downcast_ref::<T>()
+            .ok_or_else(|| crate::StoreError::Corrupt(format!("a backend slot read as {}", std::any::type_name::<T>())))
+    }
+}

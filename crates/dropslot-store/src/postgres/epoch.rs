@@ -20,7 +20,7 @@ use crate::{StoreError, StoreResult};
 
 type Reply = oneshot::Sender<StoreResult<Stamp>>;
 
-pub(super) struct EpochReads {
+pub(crate) struct EpochReads {
     pool: Connections,
     /// The reader's queue, started by the first read (it needs the runtime). The reader
     /// stops when this is dropped.
@@ -28,12 +28,12 @@ pub(super) struct EpochReads {
 }
 
 impl EpochReads {
-    pub(super) fn new(pool: Connections) -> EpochReads {
+    pub(crate) fn new(pool: Connections) -> EpochReads {
         EpochReads { pool, queue: OnceLock::new() }
     }
 
     /// `cache_epoch.n` as of a moment after this call began.
-    pub(super) async fn read(&self) -> StoreResult<Stamp> {
+    pub(crate) async fn read(&self) -> StoreResult<Stamp> {
         let stopped = || StoreError::Unavailable("the cache-epoch reader has stopped".into());
         let queue = self.queue.get_or_init(|| {
             let (queue, waiting) = mpsc::unbounded_channel();

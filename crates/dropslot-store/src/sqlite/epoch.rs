@@ -22,7 +22,7 @@ use crate::cache::{self, MAX_AGE, Stamp};
 use crate::{StoreError, StoreResult};
 
 /// The epoch file of one database, kept open: reading the epoch is one `fstat` on it.
-pub(super) struct Epoch {
+pub(crate) struct Epoch {
     id: usize,
     path: Option<PathBuf>,
     file: RwLock<Option<File>>,
@@ -31,7 +31,7 @@ pub(super) struct Epoch {
 impl Epoch {
     /// The epoch of the database at `path`, its file created if missing. A database without
     /// a file of its own, or an epoch file that cannot be created, leaves the caches off.
-    pub(super) fn open(path: &str) -> Epoch {
+    pub(crate) fn open(path: &str) -> Epoch {
         let path = (!path.is_empty() && !path.starts_with(':') && !path.starts_with("file:"))
             .then(|| PathBuf::from(format!("{path}-epoch")));
         let file = path.as_ref().and_then(|p| File::options().create(true).append(true).open(p).ok());
@@ -41,7 +41,7 @@ impl Epoch {
 
     /// The current epoch, or the one this request already read; `None` (no cache for this
     /// read) when it cannot be read.
-    pub(super) fn read(&self) -> Option<Stamp> {
+    pub(crate) fn read(&self) -> Option<Stamp> {
         if let Some(epoch) = cache::request_epoch(self.id) {
             return Some(epoch);
         }
@@ -72,7 +72,7 @@ impl Epoch {
     /// After a committed change: a new epoch for every process. An error when the file cannot
     /// be touched: the change is committed, but other processes may still serve what they
     /// cached for up to `MAX_AGE`.
-    pub(super) fn touch(&self) -> StoreResult<()> {
+    pub(crate) fn touch(&self) -> StoreResult<()> {
         let Some(path) = &self.path else { return Ok(()) };
         File::options().create(true).append(true).open(path).and_then(|f| f.set_modified(SystemTime::now())).map_err(
             |e| {

@@ -1,0 +1,795 @@
+//! The shipment lifecycle on `PostgreSQL`: every status change is persisted by [`apply`] (status,
+//! attempts and the numbered events, in the changing transaction), after the domain planned it
+//! from a snapshot loaded in that same transaction. Several processes change shipments at once,
+//! so a load a decision is based on locks its rows (`FOR UPDATE`) until the commit, always in
+//! one order: pick-up legs, then drop-off shipments, then parcels, each by id (a deletion takes
+//! the order's shipment orders first). Two changes of one pick-up then queue instead of
+//! deadlocking. Statements are sent typed (`query_typed`): one round trip each, no prepare.
+//! Concurrent ops moves share a transaction, as orders do (`batch.rs`): a process's moves queue
+//! here, and `[postgres] order_writers` writer tasks each take every move waiting (up to a
+//! bound) and make them in one unit of work of six round trips however many: BEGIN; one
+//! statement that locks and loads them; each planned by the core; the status update and the
+//! events' insert; the outbox's reads with the moved shipments read back for the answers;
+//! the outbox's writes; COMMIT (two more when the client has webhook endpoints). Under load a
+//! move's share of the round trips, statement start-ups and WAL flush is a fraction; with one
+//! move waiting, a batch is that move (docs/performance.md, "Issue 33: PostgreSQL ops moves").
+//!
+//! A batch never holds two moves of one drop-off shipment (the second waits for the writer's
+//! next batch), so every webhook body and notification shows the shipment as its own move
+//! left it. Moves of drop-offs sharing a pick-up leg are planned one after the other on that
+//! leg's state. A failed batch is rolled back and each of its moves made alone, which gives
+//! each its own answer.
+
+use crate::outbox::postgres::Sink;
+use crate::postgres::sql::Sql;
+use crate::postgres::{Connections, PgStore, in_tx, map_err};
+use crate::{
+    LifecycleStore, MoveOutcome, Outbox, ScenarioResult, Scope, Selection, StoreError, StoreResult, StoredEvent,
+    StoredShipment, Visibility,
+};
+use async_trait::async_trait;
+use dropslot_core::ids::DropOffShipmentId;
+use dropslot_core::shipments;
+use dropslot_core::shipments::{Actor, Current, Leg, Move, NewEvent, Scenario, ShipmentKind, Status};
+use jiff::Timestamp;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio_postgres::Row;
+use tokio_postgres::types::{FromSql, Type};
+
+#[async_trait]
+impl LifecycleStore for PgStore {
+    async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>> {
+        sandbox_candidates(&self.conn().await?, scope, &selection).await
+    }
+
+    async fn run_scenario(
+        &self,
+        scope: Scope,
+        ids: Vec<i64>,
+        scenario: dropslot_core::shipments::Scenario,
+        now: Timestamp,
+    ) -> StoreResult<Vec<ScenarioResult>> {
+        let mut sink = crate::outbox::postgres::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
+        let results = in_tx!(self, |tx| run_scenario(tx, &mut sink, scope, &ids, scenario, now).await?);
+        self.notify(sink.queued);
+        self.notified(sink.notified);
+        Ok(results)
+    }
+
+    async fn ops_move(
+        &self,
+        unique_id: &str,
+        m: dropslot_core::shipments::Move,
+        now: Timestamp,
+    ) -> StoreResult<MoveOutcome<Box<StoredShipment>>> {
+        let movers = self.moves.get_or_init(|| Movers::start(&self.pool, &self.outbox, self.order_writers))?;
+        movers.make(unique_id, m, now).await
+    }
+
+    async fn driver_move(
+        &self,
+        key: crate::DriverKey,
+        unique_id: &str,
+        m: dropslot_core::shipments::Move,
+        attach: Vec<String>,
+        now: Timestamp,
+    ) -> StoreResult<crate::DriverMove> {
+        let mut sink = crate::outbox::postgres::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
+        let outcome = in_tx!(self, |tx| driver_move(tx, &mut sink, &key, unique_id, &m, &attach, now).await?);
+        self.notify(sink.queued);
+        self.notified(sink.notified);
+        Ok(outcome)
+    }
+
+    async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome> {
+        let mut sink = crate::outbox::postgres::Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
+        let outcome = in_tx!(self, |tx| pick_up_scan(tx, &mut sink, pick_up_code, now).await?);
+        self.notify(sink.queued);
+        self.notified(sink.notified);
+        Ok(outcome)
+    }
+}
+
+/// A column as its Rust type; a NULL or a type this code does not expect is an error, never a
+/// panic (`Row::get` would panic).
+pub(crate) fn column<'a, T: FromSql<'a>>(r: &'a Row, i: usize) -> Result<T, StoreError> {
+    r.try_get(i).map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
+}
+
+/// A stored BIGINT narrowed to the type the domain counts in (attempts, an event number); a
+/// value out of range is corrupt data, never wrapped.
+pub(crate) fn narrow<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, StoreError> {
+    T::try_from(value).map_err(|_| StoreError::Corrupt(format!("stored {what} {value} is out of range")))
+}
+
+/// Records status changes in one statement, each with its shipment's next sequence number;
+/// runs in the transaction that makes them. `max + 1` cannot race: the caller holds the row
+/// lock of every shipment in `events` (a shipment created in this transaction is seen by no
+/// one else). Returns the events as stored (id, number, and the instant as the column keeps
+/// it, to the microsecond), in the order given, for the outbox.
+pub(crate) async fn record_events(
+    c: &impl Sql,
+    events: &[NewEvent],
+    at: Timestamp,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut kinds = Vec::with_capacity(events.len());
+    let mut shipments = Vec::with_capacity(events.len());
+    let mut statuses = Vec::with_capacity(events.len());
+    let mut previous = Vec::with_capacity(events.len());
+    let mut actors = Vec::with_capacity(events.len());
+    let mut reasons = Vec::with_capacity(events.len());
+    let mut attempts = Vec::with_capacity(events.len());
+    let mut proofs = Vec::with_capacity(events.len());
+    for e in events {
+        kinds.push(e.kind.as_str());
+        shipments.push(e.shipment);
+        statuses.push(e.to.as_str());
+        previous.push(e.from.map(Status::as_str));
+        actors.push(e.actor.as_str());
+        reasons.push(e.reason.as_deref());
+        attempts.push(e.attempt.map(i64::from));
+        proofs.push(if e.proof.is_empty() { None } else { Some(crate::postgres::to_json(&e.proof)?) });
+    }
+    // Numbered after the shipment's last stored event, then in the order given; the rows come
+    // back joined on (shipment, number), as RETURNING promises no order.
+    let rows = c
+        .query_typed(
+            "WITH new AS (
+                SELECT n.ord, n.kind, n.shipment, n.status, n.previous, n.actor, n.reason, n.attempt, n.proof,
+                    (SELECT coalesce(max(e.seq), 0) FROM shipment_events e
+                     WHERE e.shipment_kind = n.kind AND e.shipment_id = n.shipment)
+                    + row_number() OVER (PARTITION BY n.kind, n.shipment ORDER BY n.ord) AS seq
+                FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
+                        $8::text[])
+                    WITH ORDINALITY AS n (kind, shipment, status, previous, actor, reason, attempt, proof, ord)
+            ),
+            stored AS (
+                INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, previous_status, at, actor, reason,
+                    attempt, proof_json)
+                SELECT kind, shipment, seq, status, previous, $9, actor, reason, attempt, proof FROM new ORDER BY ord
+                RETURNING id, shipment_kind, shipment_id, seq, at
+            )
+            SELECT s.id, s.seq, s.at FROM stored s
+            JOIN new n ON n.kind = s.shipment_kind AND n.shipment = s.shipment_id AND n.seq = s.seq
+            ORDER BY n.ord",
+            &[
+                (&kinds, Type::TEXT_ARRAY),
+                (&shipments, Type::INT8_ARRAY),
+                (&statuses, Type::TEXT_ARRAY),
+                (&previous, Type::TEXT_ARRAY),
+                (&actors, Type::TEXT_ARRAY),
+                (&reasons, Type::TEXT_ARRAY),
+                (&attempts, Type::INT8_ARRAY),
+                (&proofs, Type::TEXT_ARRAY),
+                (&at, Type::TIMESTAMPTZ),
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+    if rows.len() != events.len() {
+        return Err(StoreError::Corrupt(format!("{} events recorded of {}", rows.len(), events.len())));
+    }
+    events
+        .iter()
+        .zip(&rows)
+        .map(|(e, r)| {
+            Ok(StoredEvent {
+                id: column(r, 0)?,
+                seq: narrow(column(r, 1)?, "event number")?,
+                from: e.from,
+                to: e.to,
+                at: column(r, 2)?,
+                actor: e.actor,
+                reason: e.reason.clone(),
+                attempt: e.attempt,
+                proof: e.proof.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Persists planned changes: each shipment's status (and a drop-off's attempts) as its last
+/// change leaves it, then every event in order, then queues the drop-off events' webhooks.
+/// The one place a status column is written after creation. The caller has loaded the
+/// shipments with their rows locked (the plan is only valid while they are).
+pub(crate) async fn apply(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    events: &[NewEvent],
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    apply_and_read(c, sink, events, now, &[]).await.map(drop)
+}
+
+/// [`apply`], then the drop-off shipments `answer` names as the change left them, with their
+/// events, in that order: read in the outbox's round trip (`crate::outbox::postgres::changes`).
+pub(crate) async fn apply_and_read(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    events: &[NewEvent],
+    now: Timestamp,
+    answer: &[i64],
+) -> Result<Vec<crate::StoredShipment>, StoreError> {
+    if events.is_empty() {
+        return if answer.is_empty() {
+            Ok(Vec::new())
+        } else {
+            crate::shipments::postgres::shipments_with_events(c, answer).await
+        };
+    }
+    // Within the transaction only the end state of each shipment is ever seen: one row each.
+    let mut last: Vec<&NewEvent> = Vec::new();
+    let mut at: HashMap<(&str, i64), usize> = HashMap::new();
+    for e in events {
+        if let Some(l) = at.get(&(e.kind.as_str(), e.shipment)).and_then(|&i| last.get_mut(i)) {
+            *l = e;
+        } else {
+            at.insert((e.kind.as_str(), e.shipment), last.len());
+            last.push(e);
+        }
+    }
+    let kinds: Vec<&str> = last.iter().map(|e| e.kind.as_str()).collect();
+    let ids: Vec<i64> = last.iter().map(|e| e.shipment).collect();
+    let statuses: Vec<&str> = last.iter().map(|e| e.to.as_str()).collect();
+    let attempts: Vec<i64> = last.iter().map(|e| i64::from(e.attempts)).collect();
+    // The status update and the events' insert touch different tables: sent together, one
+    // round trip (a shipment that vanished fails the change, which is rolled back).
+    let (changed, stored) = tokio::try_join!(
+        async {
+            c.query_typed(
+            "WITH n AS (
+                SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS n (kind, id, status, attempts)
+            ),
+            p AS (
+                UPDATE pick_up_shipments s SET status = n.status FROM n
+                WHERE n.kind = 'pick_up' AND s.id = n.id RETURNING s.id
+            ),
+            d AS (
+                UPDATE drop_off_shipments s SET status = n.status, attempts = n.attempts FROM n
+                WHERE n.kind = 'drop_off' AND s.id = n.id RETURNING s.id
+            )
+            SELECT 'pick_up'::text, id FROM p UNION ALL SELECT 'drop_off'::text, id FROM d",
+            &[
+                (&kinds, Type::TEXT_ARRAY),
+                (&ids, Type::INT8_ARRAY),
+                (&statuses, Type::TEXT_ARRAY),
+                (&attempts, Type::INT8_ARRAY),
+            ],
+        )
+            .await
+            .map_err(map_err)?
+            .iter()
+            .map(|r| Ok((column(r, 0)?, column(r, 1)?)))
+            .collect::<Result<Vec<(String, i64)>, StoreError>>()
+        },
+        record_events(c, events, now),
+    )?;
+    if let Some(e) = last.iter().find(|e| !changed.iter().any(|(k, id)| k == e.kind.as_str() && *id == e.shipment)) {
+        return Err(StoreError::Corrupt(format!("{} shipment {} vanished mid-change", e.kind.as_str(), e.shipment)));
+    }
+    let recorded: Vec<(i64, StoredEvent)> = events
+        .iter()
+        .zip(stored)
+        .filter(|(e, _)| e.kind == ShipmentKind::DropOff)
+        .map(|(e, s)| (e.shipment, s))
+        .collect();
+    crate::outbox::postgres::changes(c, sink, &recorded, now, answer).await
+}
+
+/// A status column (see `parsed`).
+pub(crate) fn status_column(r: &Row, i: usize) -> Result<Status, StoreError> {
+    crate::postgres::parsed(column(r, i)?, "status", Status::parse)
+}
+
+/// A drop-off shipment and its pick-up leg as the domain needs them, with its tracking code
+/// and whether a scenario has moved it.
+pub(crate) struct Loaded {
+    pub leg: Leg,
+    pub unique_id: String,
+    sandbox_moved: bool,
+}
+
+/// The client (none: any) and mode a visibility allows.
+fn tenant(visible: Visibility) -> (Option<i64>, &'static str) {
+    match visible {
+        Visibility::Tenant(s) => (Some(s.client.0), s.mode.as_str()),
+        Visibility::Ops => (None, "live"),
+    }
+}
+
+/// Locks the pick-up legs of the drop-off shipments selected by row id or tracking code (only
+/// where `visible`), in id order, before any drop-off: every unit of work locks a pick-up leg
+/// before its drop-offs, so changes that share one wait for each other instead of deadlocking,
+/// and a batch that holds all its pick-up legs can take their drop-offs in any order. A
+/// drop-off's pick-up leg never changes, so finding it needs no lock.
+async fn lock_pick_ups(c: &impl Sql, visible: Visibility, ids: &[i64], unique_ids: &[&str]) -> Result<(), StoreError> {
+    let (client, mode) = tenant(visible);
+    c.query_typed(
+        "SELECT p.id FROM pick_up_shipments p
+         WHERE p.id IN (SELECT d.pick_up_shipment_id FROM drop_off_shipments d
+                        WHERE (d.id = ANY($1) OR d.unique_id = ANY($2)) AND d.mode = $3
+                            AND ($4::bigint IS NULL OR d.client_id = $4))
+         ORDER BY p.id FOR UPDATE",
+        &[(&ids, Type::INT8_ARRAY), (&unique_ids, Type::TEXT_ARRAY), (&mode, Type::TEXT), (&client, Type::INT8)],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
+/// Loads by the drop-off's row id or tracking code, only where `visible`, and locks the
+/// drop-off shipment and its pick-up leg until the commit, so the plan made from them cannot
+/// be overtaken by another process. Callers lock the pick-up legs first ([`lock_pick_ups`]);
+/// taking that lock again here is free, and keeps the load sound on its own.
+async fn load(
+    c: &impl Sql,
+    visible: Visibility,
+    id: Option<i64>,
+    unique_id: Option<&str>,
+) -> Result<Option<Loaded>, StoreError> {
+    let (client, mode) = tenant(visible);
+    let row = c
+        .query_typed_opt(
+            "SELECT d.id, d.unique_id, d.status, d.attempts, d.max_attempts, d.sandbox_moved, p.id, p.status
+             FROM drop_off_shipments d JOIN pick_up_shipments p ON p.id = d.pick_up_shipment_id
+             WHERE (d.id = $1 OR d.unique_id = $2) AND d.mode = $3 AND ($4::bigint IS NULL OR d.client_id = $4)
+             FOR UPDATE OF p, d",
+            &[(&id, Type::INT8), (&unique_id, Type::TEXT), (&mode, Type::TEXT), (&client, Type::INT8)],
+        )
+        .await
+        .map_err(map_err)?;
+    row.map(|r| loaded_row(&r)).transpose()
+}
+
+/// A row of [`load`]'s columns.
+pub(crate) fn loaded_row(r: &Row) -> Result<Loaded, StoreError> {
+    Ok(Loaded {
+        leg: Leg {
+            drop_off: Current {
+                kind: ShipmentKind::DropOff,
+                id: column(r, 0)?,
+                status: status_column(r, 2)?,
+                attempts: narrow(column(r, 3)?, "attempts")?,
+                max_attempts: narrow(column(r, 4)?, "max_attempts")?,
+            },
+            pick_up: Current {
+                kind: ShipmentKind::PickUp,
+                id: column(r, 6)?,
+                status: status_column(r, 7)?,
+                attempts: 0,
+                max_attempts: 0,
+            },
+        },
+        unique_id: column(r, 1)?,
+        sandbox_moved: column(r, 5)?,
+    })
+}
+
+/// The caller's test drop-off shipments matched by any selector, oldest first. Ids of other
+/// clients or of live data match nothing. A read: the scenario locks what it moves.
+pub(crate) async fn sandbox_candidates(c: &impl Sql, scope: Scope, s: &Selection) -> Result<Vec<i64>, StoreError> {
+    let date = s.date.map(|d| d.to_string());
+    c.query_typed(
+        "SELECT id FROM drop_off_shipments
+         WHERE client_id = $1 AND mode = $2 AND (id = ANY($3) OR unique_id = ANY($4) OR scheduled_date = $5)
+         ORDER BY id",
+        &[
+            (&scope.client.0, Type::INT8),
+            (&scope.mode.as_str(), Type::TEXT),
+            (&s.ids, Type::INT8_ARRAY),
+            (&s.unique_ids, Type::TEXT_ARRAY),
+            (&date, Type::TEXT),
+        ],
+    )
+    .await
+    .map_err(map_err)?
+    .iter()
+    .map(|r| column(r, 0))
+    .collect()
+}
+
+/// One bounded batch of a scenario, in this transaction: the batch's pick-up legs are locked,
+/// then its drop-offs, each in id order, and loaded in one statement; each shipment is
+/// planned and moved all the way or skipped; every move is applied at once. A racing scenario
+/// waits on the locks, then sees the `sandbox_moved` mark.
+pub(crate) async fn run_scenario(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    scope: Scope,
+    ids: &[i64],
+    scenario: Scenario,
+    now: Timestamp,
+) -> Result<Vec<ScenarioResult>, StoreError> {
+    let visible = Visibility::Tenant(scope);
+    lock_pick_ups(c, visible, ids, &[]).await?;
+    let loaded = load_many(c, scope, ids).await?;
+    let mut results = Vec::with_capacity(ids.len());
+    let mut events = Vec::new();
+    let mut moved = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for &id in ids {
+        // An id given twice is one shipment, moved (or skipped) once.
+        let Some(s) = loaded.get(&id).filter(|_| seen.insert(id)) else { continue };
+        let (drop_off, status) = (DropOffShipmentId(s.leg.drop_off.id), s.leg.drop_off.status);
+        match scenario.events_for(&s.leg, s.sandbox_moved) {
+            Err(reason) => {
+                results.push(ScenarioResult::Skipped { id: drop_off, unique_id: s.unique_id.clone(), status, reason });
+            }
+            Ok(mine) => {
+                let to = mine.iter().rev().find(|e| e.kind == ShipmentKind::DropOff).map_or(status, |e| e.to);
+                results.push(ScenarioResult::Affected {
+                    id: drop_off,
+                    unique_id: s.unique_id.clone(),
+                    from: status,
+                    to,
+                });
+                events.extend(mine);
+                moved.push(id);
+            }
+        }
+    }
+    apply(c, sink, &events, now).await?;
+    if !moved.is_empty() {
+        c.execute_typed(
+            "UPDATE drop_off_shipments SET sandbox_moved = TRUE WHERE id = ANY($1)",
+            &[(&moved, Type::INT8_ARRAY)],
+        )
+        .await
+        .map_err(map_err)?;
+    }
+    Ok(results)
+}
+
+/// [`load`] for many drop-off shipments of `scope` by row id, in one statement that locks the
+/// drop-offs in id order (their pick-up legs are already locked); by id.
+async fn load_many(c: &impl Sql, scope: Scope, ids: &[i64]) -> Result<HashMap<i64, Loaded>, StoreError> {
+    let rows = c
+        .query_typed(
+            "SELECT d.id, d.unique_id, d.status, d.attempts, d.max_attempts, d.sandbox_moved, p.id, p.status
+             FROM drop_off_shipments d JOIN pick_up_shipments p ON p.id = d.pick_up_shipment_id
+             WHERE d.id = ANY($1) AND d.mode = $2 AND d.client_id = $3
+             ORDER BY d.id
+             FOR UPDATE OF p, d",
+            &[(&ids, Type::INT8_ARRAY), (&scope.mode.as_str(), Type::TEXT), (&scope.client.0, Type::INT8)],
+        )
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(|r| Ok((column(r, 0)?, loaded_row(r)?))).collect()
+}
+
+/// An ops move of a live drop-off shipment, by tracking code; its pick-up leg and then the
+/// shipment are locked before the move is planned.
+pub(crate) async fn ops_move(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    unique_id: &str,
+    m: &Move,
+    now: Timestamp,
+) -> Result<MoveOutcome, StoreError> {
+    lock_pick_ups(c, Visibility::Ops, &[], &[unique_id]).await?;
+    let Some(s) = load(c, Visibility::Ops, None, Some(unique_id)).await? else {
+        return Ok(MoveOutcome::NotFound);
+    };
+    match shipments::plan_moves(&s.leg, std::slice::from_ref(m)) {
+        Err(refusal) => Ok(MoveOutcome::Refused(refusal)),
+        Ok(events) => {
+            apply(c, sink, &events, now).await?;
+            Ok(MoveOutcome::Moved(s.unique_id))
+        }
+    }
+}
+
+/// The stored (request hash, shipment) of a driver's key.
+async fn driver_record(c: &impl Sql, key: &crate::DriverKey) -> Result<Option<(String, String)>, StoreError> {
+    let row = c
+        .query_opt(
+            "SELECT request_hash, shipment_unique_id FROM driver_requests WHERE driver_id = $1 AND key = $2",
+            &[&key.driver_id, &key.key],
+        )
+        .await
+        .map_err(map_err)?;
+    row.map(|r| {
+        Ok((
+            r.try_get(0).map_err(|e| StoreError::Corrupt(format!("driver request: {e}")))?,
+            r.try_get(1).map_err(|e| StoreError::Corrupt(format!("driver request: {e}")))?,
+        ))
+    })
+    .transpose()
+}
+
+/// A driver's move with its idempotency record, in one transaction. Two requests with one key
+/// at once: the second waits on the shipment's lock, then finds the move refused (it was
+/// taken) and the first's record committed: it replays.
+pub(crate) async fn driver_move(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    key: &crate::DriverKey,
+    unique_id: &str,
+    m: &Move,
+    attach: &[String],
+    now: Timestamp,
+) -> Result<crate::DriverMove, StoreError> {
+    if let Some(done) = crate::plans::recorded(key, driver_record(c, key).await?) {
+        return Ok(done);
+    }
+    if let Some(token) = crate::driver::postgres::unavailable(c, attach, &key.driver_id, unique_id).await? {
+        return Ok(crate::DriverMove::ProofUnavailable(token));
+    }
+    let outcome = ops_move(c, sink, unique_id, m, now).await?;
+    match &outcome {
+        MoveOutcome::Moved(moved) => {
+            crate::driver::postgres::attach(c, attach, moved).await?;
+            let n = c
+                .execute(
+                    "INSERT INTO driver_requests (driver_id, key, request_hash, shipment_unique_id, created_at)
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                    &[&key.driver_id, &key.key, &key.request_hash, moved, &now],
+                )
+                .await
+                .map_err(map_err)?;
+            if n == 0 {
+                // Another request with this key committed meanwhile: this one must not count.
+                return Err(StoreError::Unavailable("a concurrent request with this key; retry".into()));
+            }
+        }
+        MoveOutcome::Refused(_) => {
+            if let Some(done) = crate::plans::recorded(key, driver_record(c, key).await?) {
+                return Ok(done);
+            }
+        }
+        MoveOutcome::NotFound => {}
+    }
+    Ok(crate::DriverMove::Done(outcome))
+}
+
+/// A pick-up scan of a live parcel, by its pick-up code. The parcel is found unlocked, then
+/// its pick-up leg, drop-off shipment and the parcel itself are locked in that order, and the
+/// parcel is checked again: a deletion that committed meanwhile (it locks the pick-up leg
+/// too) leaves nothing to scan.
+pub(crate) async fn pick_up_scan(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    pick_up_code: &str,
+    now: Timestamp,
+) -> Result<MoveOutcome, StoreError> {
+    let drop_off: Option<i64> = c
+        .query_typed_opt(
+            "SELECT drop_off_shipment_id FROM parcels WHERE pick_up_code = $1 AND mode = 'live' AND deleted_at IS NULL",
+            &[(&pick_up_code, Type::TEXT)],
+        )
+        .await
+        .map_err(map_err)?
+        .map(|r| column(&r, 0))
+        .transpose()?;
+    let Some(id) = drop_off else { return Ok(MoveOutcome::NotFound) };
+    lock_pick_ups(c, Visibility::Ops, &[id], &[]).await?;
+    let Some(s) = load(c, Visibility::Ops, Some(id), None).await? else {
+        return Ok(MoveOutcome::NotFound);
+    };
+    let live = c
+        .query_typed_opt(
+            "SELECT id FROM parcels WHERE pick_up_code = $1 AND drop_off_shipment_id = $2 AND deleted_at IS NULL
+             FOR UPDATE",
+            &[(&pick_up_code, Type::TEXT), (&id, Type::INT8)],
+        )
+        .await
+        .map_err(map_err)?;
+    if live.is_none() {
+        return Ok(MoveOutcome::NotFound);
+    }
+    match shipments::pick_up_scan(&s.leg, Actor::Ops) {
+        Err(refusal) => Ok(MoveOutcome::Refused(refusal)),
+        Ok(events) => {
+            apply(c, sink, &events, now).await?;
+            Ok(MoveOutcome::Moved(s.unique_id))
+        }
+    }
+}
+
+/// Moves in one batch at most.
+const MAX_MOVES: usize = 64;
+/// Moves queued at most; a request finding it full waits for room.
+const QUEUE: usize = 4_096;
+
+pub(crate) type Moved = MoveOutcome<Box<StoredShipment>>;
+
+struct Job {
+    unique_id: String,
+    m: Move,
+    now: Timestamp,
+    reply: oneshot::Sender<StoreResult<Moved>>,
+}
+
+pub(crate) struct Movers {
+    queue: mpsc::Sender<Job>,
+}
+
+impl Movers {
+    /// Starts the writers (on the current Tokio runtime); they stop when this is dropped and
+    /// the queue is empty.
+    pub(crate) fn start(pool: &Connections, outbox: &Arc<dyn Outbox>, writers: usize) -> Movers {
+        let (queue, jobs) = mpsc::channel(QUEUE);
+        let jobs = Arc::new(Mutex::new(jobs));
+        for _ in 0..writers {
+            tokio::spawn(writer(jobs.clone(), pool.clone(), outbox.clone()));
+        }
+        Movers { queue }
+    }
+
+    /// Makes one move in the next batch; its outcome once committed.
+    pub(crate) async fn make(&self, unique_id: &str, m: Move, now: Timestamp) -> StoreResult<Moved> {
+        let stopped = || StoreError::Unavailable("the move writer has stopped".into());
+        let (reply, answer) = oneshot::channel();
+        let job = Job { unique_id: unique_id.to_string(), m, now, reply };
+        self.queue.send(job).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+async fn writer(jobs: Arc<Mutex<mpsc::Receiver<Job>>>, pool: Connections, outbox: Arc<dyn Outbox>) {
+    // A move of a shipment already in the batch, kept for this writer's next one.
+    let mut carried: Option<Job> = None;
+    loop {
+        // Never wait for the queue with a move in hand: another writer may be waiting in it
+        // for work that will not come before this move is answered.
+        let batch = if let Some(first) = carried.take() {
+            match jobs.try_lock() {
+                Ok(mut jobs) => fill(first, &mut jobs, &mut carried),
+                Err(_) => vec![first],
+            }
+        } else {
+            // One writer at a time waits for work and takes what is queued; the others write.
+            let mut jobs = jobs.lock().await;
+            let Some(first) = jobs.recv().await else { return };
+            fill(first, &mut jobs, &mut carried)
+        };
+        write(&pool, &*outbox, batch).await;
+    }
+}
+
+/// `first` and what else is queued, up to the bound, stopping at a second move of a shipment
+/// already in the batch (kept in `carried`).
+fn fill(first: Job, jobs: &mut mpsc::Receiver<Job>, carried: &mut Option<Job>) -> Vec<Job> {
+    let mut codes = HashSet::from([first.unique_id.clone()]);
+    let mut batch = vec![first];
+    while batch.len() < MAX_MOVES {
+        let Ok(job) = jobs.try_recv() else { break };
+        if !codes.insert(job.unique_id.clone()) {
+            *carried = Some(job);
+            break;
+        }
+        batch.push(job);
+    }
+    batch
+}
+
+/// Makes a batch, or, when it fails, each of its moves alone; answers every move.
+async fn write(pool: &Connections, outbox: &dyn Outbox, batch: Vec<Job>) {
+    if batch.len() > 1 {
+        let moves: Vec<(&str, &Move)> = batch.iter().map(|j| (j.unique_id.as_str(), &j.m)).collect();
+        let now = batch.iter().map(|j| j.now).max().unwrap_or_else(Timestamp::now);
+        if let Ok(outcomes) = commit(pool, outbox, &moves, now).await {
+            for (job, outcome) in batch.into_iter().zip(outcomes) {
+                let _ = job.reply.send(Ok(outcome));
+            }
+            return;
+        }
+    }
+    for job in batch {
+        let made = commit(pool, outbox, &[(job.unique_id.as_str(), &job.m)], job.now)
+            .await
+            .and_then(|mut o| o.pop().ok_or_else(|| StoreError::Corrupt("a move without an outcome".into())));
+        // The requester may have gone (a closed connection); its move stands all the same.
+        let _ = job.reply.send(made);
+    }
+}
+
+/// `moves` in one transaction; their outcomes once committed.
+async fn commit(
+    pool: &Connections,
+    outbox: &dyn Outbox,
+    moves: &[(&str, &Move)],
+    now: Timestamp,
+) -> StoreResult<Vec<Moved>> {
+    let mut conn = pool.get().await?;
+    let tx = conn.transaction().await.map_err(map_err)?;
+    let mut sink = Sink { outbox, queued: 0, notified: 0 };
+    let outcomes = ops_moves(&tx, &mut sink, moves, now).await?;
+    tx.commit().await.map_err(map_err)?;
+    if sink.queued > 0 {
+        outbox.queued(sink.queued);
+    }
+    if sink.notified > 0 {
+        outbox.notified(sink.notified);
+    }
+    Ok(outcomes)
+}
+
+/// Ops moves of live drop-off shipments (distinct tracking codes), in this transaction, each
+/// stamped `now`: every pick-up leg is locked, then every drop-off, each in id order, as every
+/// unit of work locks them; each move is planned by the core on the rows as loaded (a pick-up
+/// leg as the batch's earlier moves left it) and all are applied at once; the moved shipments
+/// are read back, with their events, for the answers.
+pub(crate) async fn ops_moves(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    moves: &[(&str, &Move)],
+    now: Timestamp,
+) -> Result<Vec<Moved>, StoreError> {
+    let codes: Vec<&str> = moves.iter().map(|(code, _)| *code).collect();
+    let loaded = lock_and_load(c, &codes).await?;
+    let mut pick_ups = HashMap::new();
+    let mut events = Vec::new();
+    let mut planned: Vec<MoveOutcome<i64>> = Vec::with_capacity(moves.len());
+    for (code, m) in moves {
+        let Some(s) = loaded.get(*code) else {
+            planned.push(MoveOutcome::NotFound);
+            continue;
+        };
+        let mut leg = s.leg;
+        if let Some(&p) = pick_ups.get(&leg.pick_up.id) {
+            leg.pick_up = p;
+        }
+        match shipments::plan_moves(&leg, std::slice::from_ref(*m)) {
+            Err(refusal) => planned.push(MoveOutcome::Refused(refusal)),
+            Ok(mine) => {
+                if let Some(last) = mine.iter().rev().find(|e| e.kind == ShipmentKind::PickUp) {
+                    pick_ups.insert(leg.pick_up.id, shipments::Current { status: last.to, ..leg.pick_up });
+                }
+                events.extend(mine);
+                planned.push(MoveOutcome::Moved(leg.drop_off.id));
+            }
+        }
+    }
+    let ids: Vec<i64> =
+        planned.iter().filter_map(|p| if let MoveOutcome::Moved(id) = p { Some(*id) } else { None }).collect();
+    let mut read = apply_and_read(c, sink, &events, now, &ids).await?.into_iter();
+    planned
+        .into_iter()
+        .map(|p| match p {
+            MoveOutcome::NotFound => Ok(MoveOutcome::NotFound),
+            MoveOutcome::Refused(r) => Ok(MoveOutcome::Refused(r)),
+            MoveOutcome::Moved(id) => read
+                .next()
+                .filter(|s| s.drop_off.id.0 == id)
+                .map(|s| MoveOutcome::Moved(Box::new(s)))
+                .ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {id} was not read back"))),
+        })
+        .collect()
+}
+
+/// Locks the pick-up legs of the live drop-off shipments with these tracking codes, then the
+/// drop-offs, each in id order (as every unit of work locks them, `lock_pick_ups`),
+/// and loads them, in one statement; by code. The pick-up legs are a materialised CTE, read
+/// whole before the outer query's `Sort` hands any drop-off to its `LockRows`; a drop-off
+/// changed meanwhile is read again as committed (`FOR UPDATE` rechecks the row).
+async fn lock_and_load(c: &impl Sql, codes: &[&str]) -> Result<HashMap<String, Loaded>, StoreError> {
+    let rows = c
+        .query_typed(
+            "WITH p AS MATERIALIZED (
+                SELECT p.id, p.status FROM pick_up_shipments p
+                WHERE p.id IN (SELECT d.pick_up_shipment_id FROM drop_off_shipments d
+                               WHERE d.unique_id = ANY($1) AND d.mode = 'live')
+                ORDER BY p.id FOR UPDATE
+             )
+             SELECT d.id, d.unique_id, d.status, d.attempts, d.max_attempts, d.sandbox_moved, p.id, p.status
+             FROM drop_off_shipments d JOIN p ON p.id = d.pick_up_shipment_id
+             WHERE d.unique_id = ANY($1) AND d.mode = 'live'
+             ORDER BY d.id
+             FOR UPDATE OF d",
+            &[(&codes, Type::TEXT_ARRAY)],
+        )
+        .await
+        .map_err(map_err)?;
+    rows.iter()
+        .map(|r| {
+            let l = loaded_row(r)?;
+            Ok((l.unique_id.clone(), l))
+        })
+        .collect()
+}

@@ -1,0 +1,389 @@
+//! Recipient notifications on `PostgreSQL`: enqueued in the change's transaction in one
+//! statement (the unique key (shipment, trigger, channel) drops a second copy, from a retried
+//! change or another process), claimed by the sender with `FOR UPDATE SKIP LOCKED` and a
+//! lease, and listed per shipment.
+
+use crate::lifecycle::postgres::column;
+use crate::notifications::{
+    Channels, ClaimedNotification, NewNotification, NotificationClaim, NotificationOutcome, NotificationSettings,
+    NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
+};
+use crate::postgres::sql::Sql;
+use crate::postgres::{PgStore, in_tx, map_err};
+use crate::{Channel, NotificationStore, Scope, StoreError, StoreResult, StoredEvent, StoredShipment, Trigger};
+use async_trait::async_trait;
+use jiff::Timestamp;
+use tokio_postgres::types::Type;
+
+#[async_trait]
+impl NotificationStore for PgStore {
+    async fn notification_settings(&self, scope: Scope) -> StoreResult<crate::NotificationSettings> {
+        settings(&self.conn().await?, scope).await
+    }
+
+    async fn set_notification_settings(
+        &self,
+        scope: Scope,
+        settings: crate::NotificationSettings,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        set_settings(&self.conn().await?, scope, &settings, now).await
+    }
+
+    async fn shipment_notifications(
+        &self,
+        scope: Scope,
+        unique_id: &str,
+    ) -> StoreResult<Vec<crate::StoredNotification>> {
+        list(&self.conn().await?, scope, unique_id).await
+    }
+
+    async fn claim_notifications(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+    ) -> StoreResult<crate::NotificationClaim> {
+        Ok(in_tx!(self, |tx| claim(tx, now_ms, lease_until_ms, limit).await?))
+    }
+
+    async fn notifications_sending(&self, ids: Vec<i64>, lease_until_ms: i64) -> StoreResult<Vec<i64>> {
+        sending(&self.conn().await?, &ids, lease_until_ms).await
+    }
+
+    async fn finish_notifications(&self, outcomes: Vec<crate::NotificationOutcome>) -> StoreResult<Vec<i64>> {
+        finish(&self.conn().await?, &outcomes).await
+    }
+
+    async fn next_notification_due_ms(&self) -> StoreResult<Option<i64>> {
+        next_due_ms(&self.conn().await?).await
+    }
+
+    async fn opt_out_state(&self, token: &str) -> StoreResult<Option<bool>> {
+        opt_out_state(&self.conn().await?, token).await
+    }
+
+    async fn opt_out(&self, token: &str, now: Timestamp) -> StoreResult<bool> {
+        opt_out(&self.conn().await?, token, now).await
+    }
+}
+
+/// The tenants (and settings) of drop-off shipments, by id.
+pub(crate) async fn tenants(c: &impl Sql, drop_offs: &[i64]) -> StoreResult<Vec<(i64, NotifyTenant)>> {
+    let rows = c
+        .query_typed(
+            "SELECT d.id, d.client_id, d.mode, s.settings_json FROM drop_off_shipments d
+             LEFT JOIN notification_settings s ON s.client_id = d.client_id AND s.mode = d.mode
+             WHERE d.id = ANY($1)",
+            &[(&drop_offs, Type::INT8_ARRAY)],
+        )
+        .await
+        .map_err(map_err)?;
+    rows.iter()
+        .map(|r| {
+            let json: Option<String> = column(r, 3)?;
+            Ok((
+                column(r, 0)?,
+                NotifyTenant {
+                    client: column(r, 1)?,
+                    mode: column(r, 2)?,
+                    settings: NotificationSettings::from_json(json.as_deref()),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The planned rows as the insert's `unnest` columns.
+#[derive(Default)]
+struct Columns<'a> {
+    clients: Vec<i64>,
+    modes: Vec<&'a str>,
+    drop_offs: Vec<i64>,
+    shipments: Vec<&'a str>,
+    triggers: Vec<&'static str>,
+    channels: Vec<&'static str>,
+    recipients: Vec<&'a str>,
+    hashes: Vec<&'a str>,
+    states: Vec<&'static str>,
+    facts: Vec<&'a str>,
+    message_ids: Vec<&'a str>,
+}
+
+/// Messages planned for a unit of work, written in one statement.
+#[derive(Default)]
+pub(crate) struct Planned {
+    rows: Vec<(i64, String, NewNotification)>,
+}
+
+impl Planned {
+    /// Plans the messages `events` of `shipment` cause.
+    pub(crate) fn add(
+        &mut self,
+        tenant: &NotifyTenant,
+        channels: Channels,
+        shipment: &StoredShipment,
+        events: &[StoredEvent],
+    ) {
+        for n in plan(tenant, channels, shipment, events) {
+            self.rows.push((tenant.client, tenant.mode.clone(), n));
+        }
+    }
+
+    /// Writes them (a message whose key is taken is dropped); how many `pending` were written.
+    pub(crate) async fn write(self, c: &impl Sql, now: Timestamp) -> StoreResult<usize> {
+        if self.rows.is_empty() {
+            return Ok(0);
+        }
+        let mut cols = Columns::default();
+        for (client, mode, n) in &self.rows {
+            cols.clients.push(*client);
+            cols.modes.push(mode.as_str());
+            cols.drop_offs.push(n.drop_off_id);
+            cols.shipments.push(n.shipment_unique_id.as_str());
+            cols.triggers.push(n.trigger.as_str());
+            cols.channels.push(n.channel.as_str());
+            cols.recipients.push(n.recipient.as_str());
+            cols.hashes.push(n.recipient_hash.as_str());
+            cols.states.push(n.state);
+            cols.facts.push(n.facts_json.as_str());
+            cols.message_ids.push(n.message_id.as_str());
+        }
+        let rows = c
+            .query_typed(
+                "INSERT INTO notifications (client_id, mode, drop_off_id, shipment_unique_id, trigger_kind, channel,
+                    recipient, recipient_hash, state, facts_json, message_id, next_attempt_ms, created_at)
+                 SELECT t.*, $12, $13 FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[],
+                    $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[]) AS t
+                 ON CONFLICT (drop_off_id, trigger_kind, channel) DO NOTHING
+                 RETURNING state",
+                &[
+                    (&cols.clients, Type::INT8_ARRAY),
+                    (&cols.modes, Type::TEXT_ARRAY),
+                    (&cols.drop_offs, Type::INT8_ARRAY),
+                    (&cols.shipments, Type::TEXT_ARRAY),
+                    (&cols.triggers, Type::TEXT_ARRAY),
+                    (&cols.channels, Type::TEXT_ARRAY),
+                    (&cols.recipients, Type::TEXT_ARRAY),
+                    (&cols.hashes, Type::TEXT_ARRAY),
+                    (&cols.states, Type::TEXT_ARRAY),
+                    (&cols.facts, Type::TEXT_ARRAY),
+                    (&cols.message_ids, Type::TEXT_ARRAY),
+                    (&crate::queue_now_ms(), Type::INT8),
+                    (&now.to_string(), Type::TEXT),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(rows.iter().filter(|r| r.try_get::<_, &str>(0).is_ok_and(|s| s == "pending")).count())
+    }
+}
+
+pub(crate) async fn settings(c: &impl Sql, scope: Scope) -> StoreResult<NotificationSettings> {
+    let row = c
+        .query_opt(
+            "SELECT settings_json FROM notification_settings WHERE client_id = $1 AND mode = $2",
+            &[&scope.client.0, &scope.mode.as_str()],
+        )
+        .await
+        .map_err(map_err)?;
+    let json: Option<String> = row.map(|r| column(&r, 0)).transpose()?;
+    Ok(NotificationSettings::from_json(json.as_deref()))
+}
+
+pub(crate) async fn set_settings(
+    c: &impl Sql,
+    scope: Scope,
+    settings: &NotificationSettings,
+    now: Timestamp,
+) -> StoreResult<()> {
+    let json = serde_json::to_string(settings).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    c.execute(
+        "INSERT INTO notification_settings (client_id, mode, settings_json, updated_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (client_id, mode) DO UPDATE SET settings_json = excluded.settings_json,
+            updated_at = excluded.updated_at",
+        &[&scope.client.0, &scope.mode.as_str(), &json, &now.to_string()],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
+pub(crate) async fn list(c: &impl Sql, scope: Scope, unique_id: &str) -> StoreResult<Vec<StoredNotification>> {
+    let rows = c
+        .query(
+            "SELECT id, trigger_kind, channel, recipient, state, attempts, last_error, created_at, sent_at
+             FROM notifications WHERE shipment_unique_id = $1 AND client_id = $2 AND mode = $3 ORDER BY id",
+            &[&unique_id, &scope.client.0, &scope.mode.as_str()],
+        )
+        .await
+        .map_err(map_err)?;
+    rows.iter()
+        .map(|r| {
+            let trigger: String = column(r, 1)?;
+            let channel: String = column(r, 2)?;
+            Ok(StoredNotification {
+                id: column(r, 0)?,
+                trigger: Trigger::parse(&trigger).ok_or_else(|| StoreError::Corrupt(format!("trigger {trigger}")))?,
+                channel: Channel::parse(&channel).ok_or_else(|| StoreError::Corrupt(format!("channel {channel}")))?,
+                recipient: column(r, 3)?,
+                state: column(r, 4)?,
+                attempts: column(r, 5)?,
+                last_error: column(r, 6)?,
+                created_at: column(r, 7)?,
+                sent_at: column(r, 8)?,
+            })
+        })
+        .collect()
+}
+
+/// Claims due `pending` messages (`FOR UPDATE SKIP LOCKED`: two processes never take the
+/// same one); first, a `sending` message past its lease becomes `uncertain`.
+pub(crate) async fn claim(
+    c: &impl Sql,
+    now_ms: i64,
+    lease_until_ms: i64,
+    limit: usize,
+) -> StoreResult<NotificationClaim> {
+    let uncertain = c.execute(
+        "UPDATE notifications SET state = 'uncertain', last_error = $2 WHERE state = 'sending' AND lease_until_ms <= $1",
+        &[&now_ms, &UNCERTAIN_ERROR],
+    )
+    .await
+    .map_err(map_err)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = c
+        .query(
+            "WITH due AS (
+                SELECT id FROM notifications
+                WHERE state = 'pending' AND next_attempt_ms <= $1 AND lease_until_ms <= $1
+                ORDER BY next_attempt_ms, id LIMIT $3 FOR UPDATE SKIP LOCKED
+             )
+             UPDATE notifications n SET lease_until_ms = $2 FROM due WHERE n.id = due.id
+             RETURNING n.id, n.client_id, n.shipment_unique_id, n.trigger_kind, n.channel, n.recipient,
+                n.facts_json, n.message_id, n.attempts, n.recipient_hash, n.mode",
+            &[&now_ms, &lease_until_ms, &limit],
+        )
+        .await
+        .map_err(map_err)?;
+    let mut claimed = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let hash: String = column(r, 9)?;
+        let mode: String = column(r, 10)?;
+        let client: i64 = column(r, 1)?;
+        let recipient = c
+            .query_one(
+                "WITH new AS (
+                    INSERT INTO notification_recipients (recipient_hash, opt_out_token) VALUES ($1, $2)
+                    ON CONFLICT (recipient_hash) DO NOTHING RETURNING opt_out_token, opted_out_at
+                 )
+                 SELECT opt_out_token, opted_out_at FROM new
+                 UNION ALL SELECT opt_out_token, opted_out_at FROM notification_recipients WHERE recipient_hash = $1
+                 LIMIT 1",
+                &[&hash, &new_opt_out_token()],
+            )
+            .await
+            .map_err(map_err)?;
+        let opted_out: Option<String> = column(&recipient, 1)?;
+        let settings =
+            settings(c, Scope { client: dropslot_core::ids::ClientId(client), mode: parse_mode(&mode)? }).await?;
+        let trigger: String = column(r, 3)?;
+        let channel: String = column(r, 4)?;
+        claimed.push(ClaimedNotification {
+            id: column(r, 0)?,
+            client,
+            shipment_unique_id: column(r, 2)?,
+            trigger: Trigger::parse(&trigger).ok_or_else(|| StoreError::Corrupt(format!("trigger {trigger}")))?,
+            channel: Channel::parse(&channel).ok_or_else(|| StoreError::Corrupt(format!("channel {channel}")))?,
+            recipient: column(r, 5)?,
+            facts_json: column(r, 6)?,
+            message_id: column(r, 7)?,
+            attempts: column(r, 8)?,
+            lease_until_ms,
+            opt_out_token: column(&recipient, 0)?,
+            opted_out: opted_out.is_some(),
+            settings,
+        });
+    }
+    Ok(NotificationClaim { messages: claimed, uncertain })
+}
+
+fn parse_mode(mode: &str) -> StoreResult<crate::Mode> {
+    crate::Mode::parse(mode).ok_or_else(|| StoreError::Corrupt(format!("mode {mode}")))
+}
+
+/// Marks claimed messages `sending` (one attempt more each), in one statement; the ids whose
+/// claim still held.
+pub(crate) async fn sending(c: &impl Sql, ids: &[i64], lease_until_ms: i64) -> StoreResult<Vec<i64>> {
+    let rows = c
+        .query(
+            "UPDATE notifications SET state = 'sending', attempts = attempts + 1
+             WHERE id = ANY($1) AND state = 'pending' AND lease_until_ms = $2 RETURNING id",
+            &[&ids, &lease_until_ms],
+        )
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(|r| column(r, 0)).collect()
+}
+
+/// Records how claimed attempts ended, each while its claim holds, in one statement; the ids
+/// written.
+pub(crate) async fn finish(c: &impl Sql, outcomes: &[NotificationOutcome]) -> StoreResult<Vec<i64>> {
+    let n = outcomes.len();
+    let (mut ids, mut leases, mut states) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut errors, mut next, mut sent) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    for o in outcomes {
+        let (state, error, next_ms, sent_at) = o.columns();
+        ids.push(o.id);
+        leases.push(o.lease_until_ms);
+        states.push(state);
+        errors.push(error.map(str::to_string));
+        next.push(next_ms);
+        sent.push(sent_at);
+    }
+    let rows = c
+        .query(
+            "UPDATE notifications n SET state = u.state, last_error = COALESCE(u.error, n.last_error),
+                next_attempt_ms = COALESCE(u.next_ms, n.next_attempt_ms), sent_at = u.sent_at, lease_until_ms = 0
+             FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[])
+                AS u(id, lease, state, error, next_ms, sent_at)
+             WHERE n.id = u.id AND n.lease_until_ms = u.lease AND n.state IN ('pending', 'sending')
+             RETURNING n.id",
+            &[&ids, &leases, &states, &errors, &next, &sent],
+        )
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(|r| column(r, 0)).collect()
+}
+
+pub(crate) async fn next_due_ms(c: &impl Sql) -> StoreResult<Option<i64>> {
+    let row = c
+        .query_one(
+            "SELECT min(CASE WHEN state = 'pending' THEN greatest(next_attempt_ms, lease_until_ms)
+                ELSE lease_until_ms END)::bigint
+             FROM notifications WHERE state IN ('pending', 'sending')",
+            &[],
+        )
+        .await
+        .map_err(map_err)?;
+    column(&row, 0)
+}
+
+pub(crate) async fn opt_out_state(c: &impl Sql, token: &str) -> StoreResult<Option<bool>> {
+    let row = c
+        .query_opt("SELECT opted_out_at IS NOT NULL FROM notification_recipients WHERE opt_out_token = $1", &[&token])
+        .await
+        .map_err(map_err)?;
+    row.map(|r| column(&r, 0)).transpose()
+}
+
+pub(crate) async fn opt_out(c: &impl Sql, token: &str, now: Timestamp) -> StoreResult<bool> {
+    let n = c
+        .execute(
+            "UPDATE notification_recipients SET opted_out_at = COALESCE(opted_out_at, $2) WHERE opt_out_token = $1",
+            &[&token, &now.to_string()],
+        )
+        .await
+        .map_err(map_err)?;
+    Ok(n == 1)
+}

@@ -1,0 +1,157 @@
+//! The outbox seam: what a change causes, rendered inside the change's transaction. Webhook
+//! deliveries are planned here (rendered by the `Outbox` the backend is opened with, which the
+//! service implements) and recipient messages are queued beside them; each backend's half
+//! writes them (`Sink`), so every writing domain reaches both through one door.
+
+use crate::{StoreError, StoredEvent, StoredParcel, StoredShipment, WrittenOrder};
+use dropslot_core::shipments;
+use dropslot_core::shipments::ShipmentKind;
+use jiff::Timestamp;
+
+/// A change's recorded events `(drop-off shipment, event)` grouped by shipment, shipments
+/// in the order they first appear and each one's events in order: one outbox call each.
+pub fn by_shipment(events: &[(i64, StoredEvent)]) -> Vec<(i64, Vec<StoredEvent>)> {
+    let mut groups: Vec<(i64, Vec<StoredEvent>)> = Vec::new();
+    for (shipment, e) in events {
+        match groups.iter_mut().find(|(s, _)| s == shipment) {
+            Some((_, mine)) => mine.push(e.clone()),
+            None => groups.push((*shipment, vec![e.clone()])),
+        }
+    }
+    groups
+}
+
+/// An endpoint that may receive a shipment's events, as a backend's outbox reads it: its id,
+/// the kinds it takes, and its tenant (the shipment's).
+pub(crate) struct Subscriber {
+    pub id: i64,
+    pub events: Vec<String>,
+    pub client: i64,
+    pub mode: String,
+}
+
+impl Subscriber {
+    pub fn wants(&self, event: &str) -> bool {
+        self.events.iter().any(|e| e == "*" || e == event)
+    }
+}
+
+/// A message a change queues, rendered, with the endpoints it goes to. Each delivery joins
+/// the back of its (endpoint, shipment) stream: `behind` when the stream already has an
+/// unfinished delivery (it is queued `waiting`), else `pending`.
+pub(crate) struct Queued {
+    pub event: String,
+    pub body: String,
+    /// The drop-off shipment: the stream's ordering key.
+    pub shipment: i64,
+    /// `(endpoint, behind)`, in the subscribers' order.
+    pub deliveries: Vec<(i64, bool)>,
+}
+
+/// The messages one drop-off shipment's new `events` queue to its `subscribers` (the
+/// client's enabled endpoints in its mode): each event a subscriber takes, and for a
+/// `created` shipment each parcel's `same.parcel.created`, rendered by `outbox`. `busy[i]`
+/// says whether subscriber i's stream for this shipment has an unfinished delivery (none,
+/// for a created one); a queued delivery makes it busy. Both backends write what this plans.
+pub(crate) fn plan_deliveries(
+    outbox: &dyn Outbox,
+    subscribers: &[Subscriber],
+    busy: &mut [bool],
+    shipment: &StoredShipment,
+    events: &[StoredEvent],
+    created: bool,
+    now: Timestamp,
+) -> Result<Vec<Queued>, StoreError> {
+    let mut queued = Vec::new();
+    let mut queue = |event: String, body: String| {
+        let deliveries = subscribers
+            .iter()
+            .zip(busy.iter_mut())
+            .filter(|(s, _)| s.wants(&event))
+            .map(|(s, busy)| (s.id, std::mem::replace(busy, true)))
+            .collect();
+        queued.push(Queued { event, body, shipment: shipment.drop_off.id.0, deliveries });
+    };
+    for e in events {
+        let kind = format!("same.shipment.{}", e.to.as_str());
+        if subscribers.iter().any(|s| s.wants(&kind)) {
+            let body = outbox.shipment_event(shipment, e).map_err(StoreError::Corrupt)?;
+            queue(kind, body);
+        }
+    }
+    if created {
+        let kind = "same.parcel.created";
+        if subscribers.iter().any(|s| s.wants(kind)) {
+            let at = events.first().map_or(now, |e| e.at);
+            for p in &shipment.parcels {
+                let body = outbox.parcel_created(shipment, p, at).map_err(StoreError::Corrupt)?;
+                queue(kind.to_string(), body);
+            }
+        }
+    }
+    Ok(queued)
+}
+
+/// A new order's drop-off shipments, each with its first event (`scheduled`, stored with
+/// the id `event_id` gives): what the creation's webhooks render. Both backends take them
+/// from the order as written, never from a re-read.
+pub(crate) fn created_events(
+    written: &WrittenOrder,
+    event_id: impl Fn(i64) -> Option<i64>,
+) -> Result<Vec<(&StoredShipment, StoredEvent)>, StoreError> {
+    let created = written.created_at.timestamp();
+    written
+        .shipments
+        .iter()
+        .map(|shipment| {
+            let drop_off = shipment.drop_off.id.0;
+            let id = event_id(drop_off).ok_or_else(|| {
+                StoreError::Corrupt(format!("drop-off shipment {drop_off} was inserted without its first event"))
+            })?;
+            let e = shipments::created(ShipmentKind::DropOff, drop_off);
+            let scheduled = StoredEvent {
+                id,
+                seq: 1,
+                from: e.from,
+                to: e.to,
+                at: created,
+                actor: e.actor,
+                reason: e.reason,
+                attempt: e.attempt,
+                proof: e.proof,
+            };
+            Ok((shipment, scheduled))
+        })
+        .collect()
+}
+
+/// `msg_` + 22 base64url characters (16 random bytes): a message's stable `webhook-id`.
+pub(crate) fn new_webhook_id() -> String {
+    use base64::Engine;
+    format!("msg_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(dropslot_core::ids::random_bytes::<16>()))
+}
+
+/// Renders event bodies inside the transaction that causes them, and hears, after the
+/// commit, that deliveries were queued. A backend is opened with one.
+pub trait Outbox: Send + Sync + 'static {
+    /// The body of a `same.shipment.<status>` event of this drop-off shipment.
+    fn shipment_event(&self, shipment: &StoredShipment, event: &StoredEvent) -> Result<String, String>;
+    /// The body of `same.parcel.created` for one parcel of a new shipment.
+    fn parcel_created(&self, shipment: &StoredShipment, parcel: &StoredParcel, at: Timestamp)
+    -> Result<String, String>;
+    /// Called after a commit that queued `n` deliveries (wakes the dispatcher).
+    fn queued(&self, n: usize);
+    /// Which notification channels are configured: a message for another is recorded
+    /// `not_configured` (CONTRACT §14).
+    fn channels(&self) -> crate::Channels {
+        crate::Channels::default()
+    }
+    /// Called after a commit that queued `n` recipient notifications to send (wakes the sender).
+    fn notified(&self, n: usize) {
+        let _ = n;
+    }
+}
+
+/// The optional header sent with every delivery.
+pub(crate) mod postgres;
+pub(crate) mod sqlite;

@@ -1,0 +1,341 @@
+//! Day plans in storage (CONTRACT §12), shared by both backends: what a plan row reads as,
+//! the shipments a plan may take, and the outcomes of a write. The rules are the core's
+//! (`dropslot_core::dispatch`); this only loads and persists.
+
+use crate::{StoreError, StoreResult, StoredDropOffAddress, StoredEta, StoredPickUpAddress};
+use async_trait::async_trait;
+use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanStatus};
+use dropslot_core::geo::distance::LatLng;
+use dropslot_core::shipments::Status;
+use jiff::civil::Date;
+use std::sync::Arc;
+
+/// A plan as stored, with the version a later write must name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredPlan {
+    pub plan: Plan,
+    pub version: i64,
+}
+
+/// The parsed published plans a driver call reads, by id at their version (`cache::Versioned`).
+pub(crate) type PlanCache = crate::cache::Versioned<StoredPlan>;
+
+/// How many plans [`PlanCache`] holds: a day's published plans (one per depot and kind), with
+/// room for a few days; each parsed plan of 1,000 stops is about 1 MB.
+pub(crate) const PLAN_CACHE_PLANS: usize = 16;
+
+/// A plan just loaded for a driver call, remembered in `cache` and given if it is still
+/// published (it may have been withdrawn since its version was listed).
+pub(crate) fn keep_published(cache: &PlanCache, loaded: Option<StoredPlan>) -> Option<Arc<StoredPlan>> {
+    let plan = loaded.filter(|p| p.plan.status == PlanStatus::Published)?;
+    let plan = Arc::new(plan);
+    cache.put(&plan.plan.id, plan.version, Arc::clone(&plan));
+    Some(plan)
+}
+
+/// How a plan write went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaveOutcome {
+    /// Written; the new version.
+    Saved(i64),
+    /// The plan changed since it was read (or is gone): read it again.
+    Stale,
+    /// This shipment is already in a route of another published plan.
+    Taken(String),
+}
+
+/// Errors inside a write's transaction that roll it back but are answers, not failures.
+#[derive(Debug)]
+pub(crate) enum SaveError {
+    Store(StoreError),
+    Stale,
+    Taken(String),
+}
+
+impl From<StoreError> for SaveError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+impl SaveError {
+    pub(crate) fn outcome(r: Result<i64, SaveError>) -> Result<SaveOutcome, StoreError> {
+        match r {
+            Ok(v) => Ok(SaveOutcome::Saved(v)),
+            Err(SaveError::Stale) => Ok(SaveOutcome::Stale),
+            Err(SaveError::Taken(s)) => Ok(SaveOutcome::Taken(s)),
+            Err(SaveError::Store(e)) => Err(e),
+        }
+    }
+}
+
+/// A depot's day on the dispatcher's board: the live shipments of one kind, zone and slot
+/// that are not final, and how many of them are in a route of a published plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardCount {
+    pub kind: PlanKind,
+    /// The drop-offs' zone; empty for pick-ups (they belong to the depot, not a zone).
+    pub zone: String,
+    pub slot: String,
+    pub shipments: i64,
+    pub published: i64,
+}
+
+/// The board's counts (`?1`/`$1` the depot, `?2`/`$2` the date), written for `param`.
+pub(crate) fn board_sql(param: char) -> String {
+    let finals = final_statuses();
+    let published = |alias: &str| {
+        format!(
+            "sum(CASE WHEN EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = {alias}.unique_id) THEN 1 ELSE 0 END)"
+        )
+    };
+    format!(
+        "SELECT 'delivery', d.zone_code, d.slot_code, count(*), {pd}
+         FROM drop_off_shipments d
+         WHERE d.scheduled_date = {p}2 AND d.warehouse = {p}1 AND d.mode = 'live' AND d.status NOT IN ({finals})
+         GROUP BY d.zone_code, d.slot_code
+         UNION ALL
+         SELECT 'pick_up', '', u.slot_code, count(*), {pu}
+         FROM pick_up_shipments u
+         WHERE u.scheduled_date = {p}2 AND u.mode = 'live' AND u.status NOT IN ({finals})
+           AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = {p}1
+         GROUP BY u.slot_code
+         ORDER BY 1, 2, 3",
+        pd = published("d"),
+        pu = published("u"),
+        p = param,
+    )
+}
+
+/// A board row from its columns (kind, zone, slot, shipments, published).
+pub(crate) fn board_row(
+    kind: &str,
+    zone: String,
+    slot: String,
+    shipments: i64,
+    published: i64,
+) -> Result<BoardCount, StoreError> {
+    let kind = PlanKind::parse(kind).ok_or_else(|| StoreError::Corrupt(format!("board: kind {kind}")))?;
+    Ok(BoardCount { kind, zone, slot, shipments, published })
+}
+
+/// `'delivered', 'returned', …`: the final statuses, for `NOT IN` (from the core's rule).
+pub(crate) fn final_statuses() -> String {
+    Status::ALL.iter().filter(|s| s.is_final()).map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ")
+}
+
+/// The candidates of a plan of `kind`: `$1` the depot, `$2` the date, `$3` the plan whose own
+/// published stops are still its candidates (`''` for a new plan). `PostgreSQL`'s placeholders;
+/// `SQLite` reads them as `?1`…`?3` ([`sqlite_placeholders`]).
+pub(crate) fn plan_candidates_sql(kind: PlanKind) -> String {
+    let finals = final_statuses();
+    match kind {
+        PlanKind::Delivery => format!(
+            "SELECT d.unique_id, d.start_at, d.end_at, d.address_json,
+                (SELECT count(*) FROM parcels p WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL),
+                (SELECT CAST(coalesce(sum(p.weight_mg), 0) AS BIGINT) FROM parcels p
+                  WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL)
+             FROM drop_off_shipments d
+             WHERE d.scheduled_date = $2 AND d.warehouse = $1 AND d.mode = 'live' AND d.status NOT IN ({finals})
+               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = d.unique_id AND s.plan_id <> $3)
+             ORDER BY d.id"
+        ),
+        // A pick-up belongs to the depot of its first drop-off's zone.
+        PlanKind::PickUp => format!(
+            "SELECT u.unique_id, u.start_at, u.end_at, u.address_json,
+                (SELECT count(*) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL),
+                (SELECT CAST(coalesce(sum(p.weight_mg), 0) AS BIGINT) FROM parcels p
+                  JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
+                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL)
+             FROM pick_up_shipments u
+             WHERE u.scheduled_date = $2 AND u.mode = 'live' AND u.status NOT IN ({finals})
+               AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = $1
+               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = u.unique_id AND s.plan_id <> $3)
+             ORDER BY u.id"
+        ),
+    }
+}
+
+/// `$1` → `?1`: the same numbered parameters in `SQLite`'s spelling (the SQL has no other `$`).
+pub(crate) fn sqlite_placeholders(sql: &str) -> String {
+    sql.replace('$', "?")
+}
+
+/// One candidate row: unique id, window start and end (ISO 8601), the address JSON, live
+/// parcels and their weight in milligrams.
+pub(crate) type CandidateColumns = (String, String, String, String, i64, i64);
+
+/// A candidate row read into the core's terms. A row that does not parse is an error.
+pub(crate) fn candidate(kind: PlanKind, row: CandidateColumns) -> Result<Candidate, StoreError> {
+    let (unique_id, start_at, end_at, address_json, parcels, weight_mg) = row;
+    let corrupt = |what: &str| StoreError::Corrupt(format!("shipment {unique_id}: {what}"));
+    let time = |t: &str| {
+        t.parse::<jiff::Timestamp>().map(jiff::Timestamp::as_second).map_err(|e| corrupt(&format!("window {t:?}: {e}")))
+    };
+    let (from, to) = (time(&start_at)?, time(&end_at)?);
+    let (text, at, receiver, phone) = match kind {
+        PlanKind::Delivery => {
+            let a: StoredDropOffAddress =
+                serde_json::from_str(&address_json).map_err(|e| corrupt(&format!("address: {e}")))?;
+            let at = LatLng::new(a.lat, a.lng).map_err(|_| corrupt("coordinates out of range"))?;
+            (a.text, at, a.person_name.unwrap_or_default(), a.person_phone.unwrap_or_default())
+        }
+        PlanKind::PickUp => {
+            let a: StoredPickUpAddress =
+                serde_json::from_str(&address_json).map_err(|e| corrupt(&format!("address: {e}")))?;
+            let at = LatLng::parse(&a.lat, &a.lng).ok_or_else(|| corrupt("coordinates"))?;
+            (a.text, at, a.person_name.unwrap_or_default(), a.person_phone.unwrap_or_default())
+        }
+    };
+    let parcels = u32::try_from(parcels).map_err(|_| corrupt("parcel count"))?;
+    Ok(Candidate {
+        unique_id,
+        at,
+        from,
+        to,
+        parcels,
+        // Grams, rounded up: a vehicle's capacity is never exceeded by rounding.
+        grams: (weight_mg.max(0) + 999) / 1000,
+        address: text,
+        receiver,
+        phone,
+    })
+}
+
+/// A plan row: id, status, version and JSON. A `solving` row has no plan yet (`None`).
+pub(crate) fn plan_row(
+    id: &str,
+    status: &str,
+    version: i64,
+    json: Option<&str>,
+) -> Result<Option<StoredPlan>, StoreError> {
+    if status == "solving" {
+        return Ok(None);
+    }
+    let json = json.ok_or_else(|| StoreError::Corrupt(format!("plan {id}: {status} without its routes")))?;
+    let plan: Plan = serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("plan {id}: {e}")))?;
+    let expected = match plan.status {
+        PlanStatus::Draft => "draft",
+        PlanStatus::Published => "published",
+    };
+    if plan.id != id || status != expected {
+        return Err(StoreError::Corrupt(format!("plan {id}: its row and its document disagree")));
+    }
+    Ok(Some(StoredPlan { plan, version }))
+}
+
+/// The plan's JSON and its status column.
+pub(crate) fn plan_json(plan: &Plan) -> Result<(String, &'static str), StoreError> {
+    let json = serde_json::to_string(plan).map_err(|e| StoreError::Corrupt(format!("plan {}: {e}", plan.id)))?;
+    let status = match plan.status {
+        PlanStatus::Draft => "draft",
+        PlanStatus::Published => "published",
+    };
+    Ok((json, status))
+}
+
+/// A driver action's idempotency record: whose, which key, and what request it answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverKey {
+    pub driver_id: String,
+    pub key: String,
+    /// SHA-256 of the request (its path and canonical body).
+    pub request_hash: String,
+}
+
+/// How a driver's move went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriverMove {
+    /// Taken now (moved, refused, or not found).
+    Done(crate::MoveOutcome),
+    /// Taken before with this key and the same request: the shipment it moved.
+    Replayed(String),
+    /// This key was used for another request.
+    KeyReused,
+    /// The proof with this token is not the driver's, or is attached to another shipment:
+    /// nothing was written.
+    ProofUnavailable(String),
+}
+
+/// What the driver's key says before a move: a replay, a reuse, or nothing yet. `row` is the
+/// stored (request hash, shipment) of the key.
+pub(crate) fn recorded(key: &DriverKey, row: Option<(String, String)>) -> Option<DriverMove> {
+    row.map(
+        |(hash, shipment)| {
+            if hash == key.request_hash { DriverMove::Replayed(shipment) } else { DriverMove::KeyReused }
+        },
+    )
+}
+
+/// A phone's reported position (CONTRACT §13).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Position {
+    pub lat: f64,
+    pub lng: f64,
+    pub accuracy_m: f64,
+    /// When the phone measured it, Unix milliseconds.
+    pub at_ms: i64,
+}
+
+/// How a position report went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PositionOutcome {
+    Recorded,
+    /// This key was recorded before: nothing written.
+    Replayed,
+    /// Another position of this driver lies within 30 s of this one.
+    TooSoon,
+}
+
+/// Positions of one driver closer than this are refused (at most one every 30 s).
+pub const POSITION_EVERY_MS: i64 = 30_000;
+
+#[async_trait]
+pub trait PlanStore: Send + Sync + 'static {
+    /// The live shipments of `kind` for depot `depot` on `date` that are not final and not in
+    /// a route of a published plan other than `plan`, oldest first.
+    async fn plan_candidates(
+        &self,
+        kind: PlanKind,
+        depot: &str,
+        date: Date,
+        plan: Option<&str>,
+    ) -> StoreResult<Vec<PlanCandidate>>;
+    /// Opens plan `id` for solving. False when another plan of the same depot, date and kind
+    /// is open: a draft, or one being solved that started less than `lease_ms` ago (an older
+    /// one was left by a crashed process and is taken over). One wins a race, across
+    /// processes too.
+    async fn begin_plan(
+        &self,
+        id: &str,
+        depot: &str,
+        date: Date,
+        kind: PlanKind,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<bool>;
+    /// Drops a plan that is still being solved (its solving failed).
+    async fn abandon_plan(&self, id: &str) -> StoreResult<()>;
+    /// Writes a solved draft over its `solving` row, as version 1. False when the row is gone
+    /// (taken over after its lease).
+    async fn finish_plan(&self, plan: &Plan) -> StoreResult<bool>;
+    async fn plan(&self, id: &str) -> StoreResult<Option<StoredPlan>>;
+    /// Every solved plan of `date`, drafts and published.
+    async fn plans_on(&self, date: Date) -> StoreResult<Vec<StoredPlan>>;
+    /// The depot's live shipments of `date` that are not final, counted by kind, zone and
+    /// slot, with how many are in a published route (the dispatcher's board).
+    async fn board_counts(&self, depot: &str, date: Date) -> StoreResult<Vec<BoardCount>>;
+    /// Writes `plan` over version `version`. A published plan's routes and stops are
+    /// rewritten in the same transaction; a shipment in another published plan's route
+    /// refuses the whole write.
+    async fn save_plan(&self, plan: &Plan, version: i64) -> StoreResult<SaveOutcome>;
+    /// Deletes a draft at `version`; false when it is not a draft at that version.
+    async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool>;
+    /// Replaces the live ETAs of route `route_id` with `etas` (shipment, ETA), in one
+    /// transaction (CONTRACT §14).
+    async fn save_etas(&self, route_id: &str, etas: Vec<(String, StoredEta)>, now_ms: i64) -> StoreResult<()>;
+}
+
+pub(crate) mod postgres;
+pub(crate) mod sqlite;

@@ -1,0 +1,347 @@
+//! Day plans on `SQLite` (CONTRACT §12). Writes go through the one writer thread, so two
+//! writes never interleave; the partial unique index `plans_one_open` and the primary key of
+//! `published_stops` still decide, so that two processes on one file agree too.
+
+use crate::plans::{
+    CandidateColumns, PlanCache, SaveError, candidate, keep_published, plan_candidates_sql, plan_json, plan_row,
+    sqlite_placeholders,
+};
+use crate::sqlite::{SqliteStore, map_err};
+use crate::{PlanStore, SaveOutcome, StoreError, StoreResult, StoredPlan};
+use async_trait::async_trait;
+use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanStatus};
+use jiff::civil::Date;
+use rusqlite::{Connection, OptionalExtension, params};
+use std::sync::Arc;
+
+#[async_trait]
+impl PlanStore for SqliteStore {
+    async fn plan_candidates(
+        &self,
+        kind: PlanKind,
+        depot: &str,
+        date: Date,
+        plan: Option<&str>,
+    ) -> StoreResult<Vec<PlanCandidate>> {
+        let (depot, plan) = (depot.to_string(), plan.unwrap_or("").to_string());
+        candidates(kind, self.read_blocking(move |c| candidate_rows(c, kind, &depot, date, &plan)).await?)
+    }
+
+    async fn begin_plan(
+        &self,
+        id: &str,
+        depot: &str,
+        date: Date,
+        kind: PlanKind,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<bool> {
+        let (id, depot) = (id.to_string(), depot.to_string());
+        self.writer.write(move |c| begin(c, &id, &depot, date, kind, now_ms, lease_ms)).await
+    }
+
+    async fn abandon_plan(&self, id: &str) -> StoreResult<()> {
+        let id = id.to_string();
+        self.writer.write(move |c| abandon(c, &id)).await
+    }
+
+    async fn finish_plan(&self, plan: &Plan) -> StoreResult<bool> {
+        let plan = plan.clone();
+        self.writer.write(move |c| finish(c, &plan)).await
+    }
+
+    async fn plan(&self, id: &str) -> StoreResult<Option<StoredPlan>> {
+        let id = id.to_string();
+        match self.read_blocking(move |c| plan_by_id(c, &id)).await? {
+            Some(row) => parsed(&row),
+            None => Ok(None),
+        }
+    }
+
+    async fn plans_on(&self, date: Date) -> StoreResult<Vec<StoredPlan>> {
+        let rows = self.read_blocking(move |c| plans_of(c, date)).await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            out.extend(parsed(&row)?);
+        }
+        Ok(out)
+    }
+
+    async fn board_counts(&self, depot: &str, date: Date) -> StoreResult<Vec<crate::BoardCount>> {
+        let depot = depot.to_string();
+        let rows = self.read_blocking(move |c| board_rows(c, &depot, date)).await?;
+        rows.into_iter().map(|(k, z, s, n, p)| crate::plans::board_row(&k, z, s, n, p)).collect()
+    }
+
+    async fn save_plan(&self, plan: &Plan, version: i64) -> StoreResult<SaveOutcome> {
+        let plan = plan.clone();
+        crate::plans::SaveError::outcome(self.writer.write(move |c| save(c, &plan, version)).await)
+    }
+
+    async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool> {
+        let id = id.to_string();
+        self.writer.write(move |c| delete(c, &id, version)).await
+    }
+
+    async fn save_etas(&self, route_id: &str, etas: Vec<(String, crate::StoredEta)>, now_ms: i64) -> StoreResult<()> {
+        let route_id = route_id.to_string();
+        self.writer.write(move |c| save_etas(c, &route_id, &etas, now_ms)).await
+    }
+}
+
+pub(crate) fn candidate_rows(
+    c: &Connection,
+    kind: PlanKind,
+    depot: &str,
+    date: Date,
+    plan: &str,
+) -> rusqlite::Result<Vec<CandidateColumns>> {
+    c.prepare_cached(&sqlite_placeholders(&plan_candidates_sql(kind)))?
+        .query_map(params![depot, date.to_string(), plan], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        })?
+        .collect()
+}
+
+/// One board row: kind, zone, slot, shipments, of which in published routes.
+pub(crate) type BoardColumns = (String, String, String, i64, i64);
+
+pub(crate) fn board_rows(c: &Connection, depot: &str, date: Date) -> rusqlite::Result<Vec<BoardColumns>> {
+    c.prepare_cached(&crate::plans::board_sql('?'))?
+        .query_map(params![depot, date.to_string()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
+        .collect()
+}
+
+pub(crate) fn candidates(kind: PlanKind, rows: Vec<CandidateColumns>) -> Result<Vec<Candidate>, StoreError> {
+    rows.into_iter().map(|r| candidate(kind, r)).collect()
+}
+
+pub(crate) fn begin(
+    c: &Connection,
+    id: &str,
+    depot: &str,
+    date: Date,
+    kind: PlanKind,
+    now_ms: i64,
+    lease_ms: i64,
+) -> Result<bool, StoreError> {
+    let date = date.to_string();
+    c.prepare_cached(
+        "DELETE FROM plans WHERE depot = ?1 AND date = ?2 AND kind = ?3 AND status = 'solving' AND started_ms < ?4",
+    )
+    .and_then(|mut s| s.execute(params![depot, date, kind.as_str(), now_ms - lease_ms]))
+    .map_err(map_err)?;
+    let inserted = c
+        .prepare_cached(
+            "INSERT INTO plans (id, depot, date, kind, status, version, started_ms) VALUES (?1, ?2, ?3, ?4, 'solving', 0, ?5)
+             ON CONFLICT DO NOTHING",
+        )
+        .and_then(|mut s| s.execute(params![id, depot, date, kind.as_str(), now_ms]))
+        .map_err(map_err)?;
+    Ok(inserted == 1)
+}
+
+pub(crate) fn abandon(c: &Connection, id: &str) -> Result<(), StoreError> {
+    c.prepare_cached("DELETE FROM plans WHERE id = ?1 AND status = 'solving'")
+        .and_then(|mut s| s.execute(params![id]))
+        .map_err(map_err)?;
+    Ok(())
+}
+
+pub(crate) fn finish(c: &Connection, plan: &Plan) -> Result<bool, StoreError> {
+    let (json, status) = plan_json(plan)?;
+    let n = c
+        .prepare_cached(
+            "UPDATE plans SET status = ?2, plan_json = ?3, version = 1 WHERE id = ?1 AND status = 'solving'",
+        )
+        .and_then(|mut s| s.execute(params![plan.id, status, json]))
+        .map_err(map_err)?;
+    Ok(n == 1)
+}
+
+type PlanColumns = (String, String, i64, Option<String>);
+
+fn plan_columns(r: &rusqlite::Row<'_>) -> rusqlite::Result<PlanColumns> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}
+
+pub(crate) fn plan_by_id(c: &Connection, id: &str) -> rusqlite::Result<Option<PlanColumns>> {
+    c.prepare_cached("SELECT id, status, version, plan_json FROM plans WHERE id = ?1")?
+        .query_row(params![id], plan_columns)
+        .optional()
+}
+
+pub(crate) fn plans_of(c: &Connection, date: Date) -> rusqlite::Result<Vec<PlanColumns>> {
+    c.prepare_cached(
+        "SELECT id, status, version, plan_json FROM plans WHERE date = ?1 AND status <> 'solving' ORDER BY depot, kind, id",
+    )?
+    .query_map(params![date.to_string()], plan_columns)?
+    .collect()
+}
+
+pub(crate) fn parsed(row: &PlanColumns) -> Result<Option<StoredPlan>, StoreError> {
+    plan_row(&row.0, &row.1, row.2, row.3.as_deref())
+}
+
+/// The write of a plan over `version`, its published rows rewritten when it is published;
+/// any refusal rolls back the writer's job.
+pub(crate) fn save(c: &Connection, plan: &Plan, version: i64) -> Result<i64, SaveError> {
+    let (json, status) = plan_json(plan)?;
+    let n = c
+        .prepare_cached(
+            "UPDATE plans SET status = ?2, plan_json = ?3, version = version + 1
+             WHERE id = ?1 AND version = ?4 AND status IN ('draft', 'published')",
+        )
+        .and_then(|mut s| s.execute(params![plan.id, status, json, version]))
+        .map_err(map_err)?;
+    if n != 1 {
+        return Err(SaveError::Stale);
+    }
+    c.prepare_cached("DELETE FROM published_stops WHERE plan_id = ?1")
+        .and_then(|mut s| s.execute(params![plan.id]))
+        .map_err(map_err)?;
+    c.prepare_cached("DELETE FROM published_routes WHERE plan_id = ?1")
+        .and_then(|mut s| s.execute(params![plan.id]))
+        .map_err(map_err)?;
+    if plan.status == PlanStatus::Published {
+        let mut route_row = c
+            .prepare_cached("INSERT INTO published_routes (id, plan_id, driver_id, date) VALUES (?1, ?2, ?3, ?4)")
+            .map_err(map_err)?;
+        let mut stop_row = c
+            .prepare_cached(
+                "INSERT INTO published_stops (shipment_unique_id, route_id, plan_id) VALUES (?1, ?2, ?3)
+                 ON CONFLICT DO NOTHING",
+            )
+            .map_err(map_err)?;
+        for route in &plan.routes {
+            route_row.execute(params![route.id, plan.id, route.driver_id, plan.date]).map_err(map_err)?;
+            for shipment in route.shipments() {
+                if stop_row.execute(params![shipment, route.id, plan.id]).map_err(map_err)? == 0 {
+                    return Err(SaveError::Taken(shipment.to_string()));
+                }
+            }
+        }
+    }
+    Ok(version + 1)
+}
+
+pub(crate) fn delete(c: &Connection, id: &str, version: i64) -> Result<bool, StoreError> {
+    let n = c
+        .prepare_cached("DELETE FROM plans WHERE id = ?1 AND version = ?2 AND status = 'draft'")
+        .and_then(|mut s| s.execute(params![id, version]))
+        .map_err(map_err)?;
+    Ok(n == 1)
+}
+
+/// The published plans of `date` in which `driver_id` has a route: their versions listed,
+/// each taken from `cache` at that version or read and parsed here, on the reader's thread.
+pub(crate) fn plans_of_driver(
+    c: &Connection,
+    driver_id: &str,
+    date: Date,
+    cache: &PlanCache,
+) -> rusqlite::Result<Result<Vec<Arc<StoredPlan>>, StoreError>> {
+    let listed: Vec<(String, i64)> = c
+        .prepare_cached(
+            "SELECT p.id, p.version FROM published_routes r JOIN plans p ON p.id = r.plan_id
+             WHERE r.driver_id = ?1 AND r.date = ?2 AND p.status = 'published' ORDER BY p.id",
+        )?
+        .query_map(params![driver_id, date.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut out = Vec::with_capacity(listed.len());
+    for (id, version) in listed {
+        if let Some(plan) = cache.get(&id, version) {
+            out.push(plan);
+            continue;
+        }
+        let loaded = match plan_by_id(c, &id)? {
+            Some(row) => match parsed(&row) {
+                Ok(plan) => plan,
+                Err(e) => return Ok(Err(e)),
+            },
+            None => None,
+        };
+        out.extend(keep_published(cache, loaded));
+    }
+    Ok(Ok(out))
+}
+
+pub(crate) fn record_position(
+    c: &Connection,
+    driver_id: &str,
+    key: &str,
+    p: &crate::Position,
+    received_ms: i64,
+) -> Result<crate::PositionOutcome, StoreError> {
+    let seen: bool = c
+        .prepare_cached("SELECT count(*) > 0 FROM driver_positions WHERE driver_id = ?1 AND key = ?2")
+        .and_then(|mut s| s.query_row(params![driver_id, key], |r| r.get(0)))
+        .map_err(map_err)?;
+    if seen {
+        return Ok(crate::PositionOutcome::Replayed);
+    }
+    let near: bool = c
+        .prepare_cached("SELECT count(*) > 0 FROM driver_positions WHERE driver_id = ?1 AND at_ms > ?2 AND at_ms < ?3")
+        .and_then(|mut s| {
+            s.query_row(
+                params![driver_id, p.at_ms - crate::POSITION_EVERY_MS, p.at_ms + crate::POSITION_EVERY_MS],
+                |r| r.get(0),
+            )
+        })
+        .map_err(map_err)?;
+    if near {
+        return Ok(crate::PositionOutcome::TooSoon);
+    }
+    c.prepare_cached(
+        "INSERT INTO driver_positions (driver_id, key, lat, lng, accuracy_m, at_ms, received_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )
+    .and_then(|mut s| s.execute(params![driver_id, key, p.lat, p.lng, p.accuracy_m, p.at_ms, received_ms]))
+    .map_err(map_err)?;
+    Ok(crate::PositionOutcome::Recorded)
+}
+
+pub(crate) fn latest_position(c: &Connection, driver_id: &str) -> rusqlite::Result<Option<crate::Position>> {
+    c.prepare_cached(
+        "SELECT lat, lng, accuracy_m, at_ms FROM driver_positions WHERE driver_id = ?1 ORDER BY at_ms DESC LIMIT 1",
+    )?
+    .query_row(params![driver_id], |r| {
+        Ok(crate::Position { lat: r.get(0)?, lng: r.get(1)?, accuracy_m: r.get(2)?, at_ms: r.get(3)? })
+    })
+    .optional()
+}
+
+pub(crate) fn purge_positions(c: &Connection, before_ms: i64) -> Result<u64, StoreError> {
+    let n = c
+        .prepare_cached("DELETE FROM driver_positions WHERE received_ms < ?1")
+        .and_then(|mut s| s.execute(params![before_ms]))
+        .map_err(map_err)?;
+    Ok(n as u64)
+}
+
+/// Replaces a route's live ETAs (the writer's transaction holds them together).
+pub(crate) fn save_etas(
+    c: &Connection,
+    route_id: &str,
+    etas: &[(String, crate::StoredEta)],
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    c.prepare_cached("DELETE FROM stop_etas WHERE route_id = ?1")
+        .and_then(|mut s| s.execute([route_id]))
+        .map_err(map_err)?;
+    let mut insert = c
+        .prepare_cached(
+            "INSERT INTO stop_etas (shipment_unique_id, route_id, arrival_ms, from_ms, to_ms, late, stops_before, updated_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (shipment_unique_id) DO UPDATE SET route_id = excluded.route_id, arrival_ms = excluded.arrival_ms,
+                from_ms = excluded.from_ms, to_ms = excluded.to_ms, late = excluded.late,
+                stops_before = excluded.stops_before, updated_ms = excluded.updated_ms",
+        )
+        .map_err(map_err)?;
+    for (u, e) in etas {
+        insert
+            .execute(params![u, route_id, e.arrival_ms, e.from_ms, e.to_ms, i32::from(e.late), e.stops_before, now_ms])
+            .map_err(map_err)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,25 @@
+//! upkeep
+
+use crate::{StoreResult, StoreStats};
+use async_trait::async_trait;
+use std::sync::Arc;
+
+#[async_trait]
+pub trait UpkeepStore: Send + Sync + 'static {
+    /// The backend's write and read statistics (shared; updated as it works).
+    fn stats(&self) -> Arc<StoreStats>;
+    /// Brings the schema up to date; returns the versions applied now.
+    async fn migrate(&self) -> StoreResult<Vec<i64>>;
+    /// Proves the database takes writes: a small committed write (`/readyz`, and the check
+    /// at start). Fails while the database is read-only, full, locked or unreachable.
+    async fn ping(&self) -> StoreResult<()>;
+    /// The tables' upkeep the database does not do by itself in time (`PostgreSQL`: analyse
+    /// and vacuum the hot tables past their thresholds); the commands it ran. Called every
+    /// few seconds by one task per process.
+    async fn upkeep(&self) -> StoreResult<Vec<String>> {
+        Ok(Vec::new())
+    }
+}
+
+pub(crate) mod postgres;
+pub(crate) mod sqlite;
