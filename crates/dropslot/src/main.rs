@@ -2,8 +2,9 @@
 
 /// mimalloc instead of glibc's malloc: the request threads allocate and the `SQLite` writer
 /// thread frees, and glibc's arenas took 15 % of the request threads' samples in a sync profile
-/// (docs/performance.md, issue 13). Built without transparent huge pages (`no_thp`): with them,
-/// every 2 MiB mimalloc touched counted whole, and the peak RSS of a load run was 87 MB.
+/// (docs/performance.md, "What bounds the SQLite writer"). Built without transparent huge pages
+/// (`no_thp`): with them, every 2 MiB mimalloc touched counted whole, and the peak RSS of a load
+/// run was 87 MB.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

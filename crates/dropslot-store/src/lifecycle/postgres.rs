@@ -12,7 +12,7 @@
 //! events' insert; the outbox's reads with the moved shipments read back for the answers;
 //! the outbox's writes; COMMIT (two more when the client has webhook endpoints). Under load a
 //! move's share of the round trips, statement start-ups and WAL flush is a fraction; with one
-//! move waiting, a batch is that move (docs/performance.md, "Issue 33: PostgreSQL ops moves").
+//! move waiting, a batch is that move (docs/performance.md, "Why PostgreSQL moves are batched").
 //!
 //! A batch never holds two moves of one drop-off shipment (the second waits for the writer's
 //! next batch), so every webhook body and notification shows the shipment as its own move

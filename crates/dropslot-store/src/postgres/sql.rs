@@ -1,7 +1,7 @@
 //! Every statement through its connection's statement cache: the server parses and plans a
 //! statement once per pooled connection, and each later use is one round trip of Bind and
 //! Execute. Parsing and planning every statement anew cost more of the server's CPU than the
-//! writes themselves (docs/performance.md, the `PostgreSQL` section).
+//! writes themselves (docs/performance.md, "Sync on PostgreSQL").
 //!
 //! The methods mirror `tokio_postgres`'s names, so a unit of work reads the same; the SQL
 //! text is the cache key, so only fixed statements go through here (every statement of this

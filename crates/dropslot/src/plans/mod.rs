@@ -147,8 +147,8 @@ fn roads_error(e: RoadError) -> Error {
 pub const SOLVER_THREAD: &str = "dropslot-solver";
 /// The solver thread's nice value: the lowest priority. A solve keeps its core busy for its
 /// whole time limit; at the default nice 0, two plans at once on a 2-core machine took the
-/// API's p99 to 1.9–5.5× of idle (docs/performance.md, "Issue 33: the operator side under
-/// load"; 1.1–1.5× at 19). On Linux the thread also takes the `SCHED_IDLE` policy (see
+/// API's p99 to 1.9–5.5× of idle (docs/performance.md, "The API beside two plans solving: the
+/// pacer"; 1.1–1.5× at 19). On Linux the thread also takes the `SCHED_IDLE` policy (see
 /// [`lower_priority`]), under which the nice value no longer counts; it stays as the fallback.
 pub const SOLVER_NICE: i32 = 19;
 
@@ -193,9 +193,9 @@ async fn solve(
 /// `SCHED_IDLE` the scheduler runs the thread only on a CPU nothing else wants, and a request's
 /// thread that wakes takes the CPU from it at once. Priority alone did not keep the API's p99
 /// within 2× of idle on a fast 2-vCPU machine (any busy thread doubles it there); the solver
-/// also steps aside while the process is busy (`pace.rs`; docs/performance.md, "Issue 33,
-/// third session"). Lowering one's own priority needs no privilege; should it fail all the
-/// same, the solve runs at the normal priority.
+/// also steps aside while the process is busy (`pace.rs`; docs/performance.md, "The API beside
+/// two plans solving: the pacer"). Lowering one's own priority needs no privilege; should it
+/// fail all the same, the solve runs at the normal priority.
 /// Elsewhere than on Linux (where a nice value is a thread's own) it keeps the normal one.
 fn lower_priority() {
     #[cfg(any(target_os = "linux", target_os = "android"))]

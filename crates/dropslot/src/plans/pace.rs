@@ -1,14 +1,14 @@
-//! The plan solver steps aside while the API is busy (issue 33, third session).
+//! The plan solver steps aside while the API is busy (issue 33).
 //!
 //! On a 2-vCPU machine, any thread that keeps a CPU busy doubles the API's p99, whatever its
 //! priority: two spin loops under `SCHED_IDLE` did it as surely as two solvers
-//! (docs/performance.md, "Issue 33, third session"). Priority decides who runs first, not what
-//! a busy neighbour costs a request that wakes. So the solver also measures: every [`WINDOW`]
-//! it compares the CPU the rest of the process used (the requests' handlers, the writer, the
-//! dispatcher: everything but the solvers, its own CPU clock and the others' `schedstat`
-//! taken out) with the wall time, and while that is more than [`BUSY`] of a CPU it sleeps
-//! [`WINDOW`] at a time instead of searching. Two plans solved at once do not make each other
-//! step aside.
+//! (docs/performance.md, "The API beside two plans solving: the pacer"). Priority decides who
+//! runs first, not what a busy neighbour costs a request that wakes. So the solver also
+//! measures: every [`WINDOW`] it compares the CPU the rest of the process used (the requests'
+//! handlers, the writer, the dispatcher: everything but the solvers, its own CPU clock and the
+//! others' `schedstat` taken out) with the wall time, and while that is more than [`BUSY`] of a
+//! CPU it sleeps [`WINDOW`] at a time instead of searching. Two plans solved at once do not make
+//! each other step aside.
 //!
 //! Measured with CPU clocks, not request counts: a client that holds a request open (a slow
 //! upload, a long poll) costs no CPU and does not hold planning up. The plan's time limit
