@@ -253,3 +253,9 @@ impl Lazy {
             .ok_or_else(|| crate::StoreError::Corrupt(format!("a backend slot read as {}", std::any::type_name::<T>())))
     }
 }
+
+/// The parsed published plans a driver call reads, by id at their version (`cache::Versioned`).
+pub(crate) type PlanCache = Versioned<crate::StoredPlan>;
+/// How many plans [`PlanCache`] holds: a day's published plans (one per depot and kind), with
+/// room for a few days; each parsed plan of 1,000 stops is about 1 MB.
+pub(crate) const PLAN_CACHE_PLANS: usize = 16;

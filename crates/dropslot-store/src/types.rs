@@ -1,15 +1,15 @@
 //! Records crossing the storage seam: plain data, no SQL and no HTTP.
 
-use serde::{Deserialize, Serialize};
-
-use crate::{StoredDropOff, StoredParcel, StoredPickUp, StoredShipment};
+use dropslot_core::dispatch::Plan;
 use dropslot_core::geo::LocatedBy;
-use dropslot_core::ids::CustomCode;
 use dropslot_core::ids::{
-    ClientId, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId,
+    ClientId, CustomCode, DropOffShipmentId, OrderId, ParcelId, PickUpShipmentId, SavedAddressId, ShipmentOrderId,
 };
 use dropslot_core::money::Money;
 use dropslot_core::quote::{Milligrams, Totals};
+use dropslot_core::shipments::{Actor, Proof, Status};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
 
 /// Test and live data never mix: every tenant row carries its mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -498,4 +498,105 @@ pub struct OrderFilter {
     /// The order's id, a drop-off's tracking code or a live parcel's custom code (exact,
     /// case-insensitive), or part of a receiver's name (case-insensitive).
     pub text: Option<String>,
+}
+
+// The shipment as stored: written by orders, moved by the lifecycle, read back by every
+// domain that renders one (shipments, the outbox, recipient messages).
+
+#[derive(Debug, Clone)]
+pub struct StoredPickUp {
+    pub id: PickUpShipmentId,
+    pub unique_id: String,
+    pub label_token: String,
+    pub scheduled_date: String,
+    pub start_at: String,
+    pub end_at: String,
+    pub status: Status,
+    /// The pick-up slot's display name and the address text (for webhook bodies).
+    pub slot_name: String,
+    pub address_text: String,
+    /// How the pick-up address was located (its stored `located_by`).
+    pub address_located_by: dropslot_core::geo::LocatedBy,
+}
+
+/// A drop-off shipment with its shipment order, pick-up leg, live parcels and events.
+#[derive(Debug, Clone)]
+pub struct StoredShipment {
+    pub order_unique_id: String,
+    /// Its position among its order's drop-off shipments (`drop_off_index` of its parcels).
+    pub drop_off_index: usize,
+    pub shipment_order: ShipmentOrderId,
+    pub shipment_order_unique_id: String,
+    pub totals: Totals,
+    pub pick_up: StoredPickUp,
+    pub drop_off: StoredDropOff,
+    /// Live parcels, in their order in the request.
+    pub parcels: Vec<StoredParcel>,
+    /// The drop-off shipment's events, oldest first.
+    pub events: Vec<StoredEvent>,
+    /// Its live ETA, while it is on a published delivery route (CONTRACT §14).
+    pub eta: Option<StoredEta>,
+}
+
+/// A drop-off's live ETA (CONTRACT §14), Unix milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredEta {
+    pub arrival_ms: i64,
+    pub from_ms: i64,
+    pub to_ms: i64,
+    /// The arrival is after the slot's end (the window is not clipped to it).
+    pub late: bool,
+    /// Stops of its route not served yet before its own.
+    pub stops_before: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredDropOff {
+    pub id: DropOffShipmentId,
+    pub unique_id: String,
+    pub label_token: String,
+    pub scheduled_date: String,
+    pub slot_code: String,
+    pub slot_name: String,
+    pub start_at: String,
+    pub end_at: String,
+    pub city: String,
+    pub address: StoredDropOffAddress,
+    pub status: Status,
+    pub attempts: u32,
+    pub max_attempts: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoredParcel {
+    pub pick_up_code: String,
+    pub custom_code: Option<String>,
+    pub size_code: String,
+    /// The size's name in the price list the order was priced with: known only for a parcel
+    /// just created (`WrittenOrder`), whose `same.parcel.created` shows it. The name is not
+    /// stored, so a read leaves it `None`.
+    pub size_name: Option<String>,
+    pub label_token: String,
+}
+
+/// One recorded change: `id` is stable and global, `seq` numbers a shipment's events 1, 2,
+/// 3 … with no gaps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub id: i64,
+    pub seq: u32,
+    pub from: Option<Status>,
+    pub to: Status,
+    pub at: Timestamp,
+    pub actor: Actor,
+    pub reason: Option<String>,
+    pub attempt: Option<u32>,
+    pub proof: Vec<Proof>,
+}
+
+/// A plan as stored, with the version a later write must name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredPlan {
+    pub plan: Plan,
+    pub version: i64,
 }

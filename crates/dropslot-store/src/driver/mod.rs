@@ -1,7 +1,7 @@
 //! Proof-of-delivery files (CONTRACT §13) as the store keeps them: an upload taken once per
 //! driver and `Idempotency-Key`, and the rule both backends apply when a move attaches it.
 
-use crate::{Position, PositionOutcome, StoreResult, StoredPlan};
+use crate::{StoreResult, StoredPlan};
 use async_trait::async_trait;
 use dropslot_core::ids::ClientId;
 use jiff::civil::Date;
@@ -70,6 +70,29 @@ mod tests {
         assert!(!super::attachable("D2", None, "D1", "S1"));
     }
 }
+
+/// A phone's reported position (CONTRACT §13).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Position {
+    pub lat: f64,
+    pub lng: f64,
+    pub accuracy_m: f64,
+    /// When the phone measured it, Unix milliseconds.
+    pub at_ms: i64,
+}
+
+/// How a position report went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PositionOutcome {
+    Recorded,
+    /// This key was recorded before: nothing written.
+    Replayed,
+    /// Another position of this driver lies within 30 s of this one.
+    TooSoon,
+}
+
+/// Positions of one driver closer than this are refused (at most one every 30 s).
+pub const POSITION_EVERY_MS: i64 = 30_000;
 
 #[async_trait]
 pub trait DriverStore: Send + Sync + 'static {

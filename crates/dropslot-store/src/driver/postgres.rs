@@ -3,7 +3,7 @@
 //! move locks the proof rows it attaches before the shipment (always in that order).
 
 use crate::postgres::sql::Sql;
-use crate::postgres::{PgStore, in_tx, map_err};
+use crate::postgres::{PgStore, column, in_tx, map_err};
 use crate::{DriverStore, NewProof, ProofFile, ProofInfo, ProofSaved, StoreError, StoreResult, StoredPlan};
 use async_trait::async_trait;
 use dropslot_core::ids::ClientId;
@@ -20,15 +20,15 @@ impl DriverStore for PgStore {
         position: crate::Position,
         received_ms: i64,
     ) -> StoreResult<crate::PositionOutcome> {
-        crate::plans::postgres::record_position(&self.conn().await?, driver_id, key, &position, received_ms).await
+        record_position(&self.conn().await?, driver_id, key, &position, received_ms).await
     }
 
     async fn latest_position(&self, driver_id: &str) -> StoreResult<Option<crate::Position>> {
-        crate::plans::postgres::latest_position(&self.conn().await?, driver_id).await
+        latest_position(&self.conn().await?, driver_id).await
     }
 
     async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64> {
-        crate::plans::postgres::purge_positions(&self.conn().await?, before_ms).await
+        purge_positions(&self.conn().await?, before_ms).await
     }
 
     async fn save_proof(&self, proof: crate::NewProof, max_unattached: i64) -> StoreResult<crate::ProofSaved> {
@@ -181,4 +181,67 @@ pub(crate) async fn attach(c: &impl Sql, tokens: &[String], unique_id: &str) -> 
         .map_err(map_err)?;
     }
     Ok(())
+}
+
+pub(crate) async fn record_position(
+    c: &impl Sql,
+    driver_id: &str,
+    key: &str,
+    p: &crate::Position,
+    received_ms: i64,
+) -> StoreResult<crate::PositionOutcome> {
+    let near: bool = c
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM driver_positions WHERE driver_id = $1 AND at_ms > $2 AND at_ms < $3 AND key <> $4)",
+            &[&driver_id, &(p.at_ms - crate::POSITION_EVERY_MS), &(p.at_ms + crate::POSITION_EVERY_MS), &key],
+        )
+        .await
+        .map_err(map_err)
+        .and_then(|r| column(&r, 0))?;
+    let seen: bool = c
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM driver_positions WHERE driver_id = $1 AND key = $2)",
+            &[&driver_id, &key],
+        )
+        .await
+        .map_err(map_err)
+        .and_then(|r| column(&r, 0))?;
+    if seen {
+        return Ok(crate::PositionOutcome::Replayed);
+    }
+    if near {
+        return Ok(crate::PositionOutcome::TooSoon);
+    }
+    let n = c
+        .execute(
+            "INSERT INTO driver_positions (driver_id, key, lat, lng, accuracy_m, at_ms, received_ms)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+            &[&driver_id, &key, &p.lat, &p.lng, &p.accuracy_m, &p.at_ms, &received_ms],
+        )
+        .await
+        .map_err(map_err)?;
+    Ok(if n == 1 { crate::PositionOutcome::Recorded } else { crate::PositionOutcome::Replayed })
+}
+
+pub(crate) async fn latest_position(c: &impl Sql, driver_id: &str) -> StoreResult<Option<crate::Position>> {
+    let row = c
+        .query_opt(
+            "SELECT lat, lng, accuracy_m, at_ms FROM driver_positions WHERE driver_id = $1 ORDER BY at_ms DESC LIMIT 1",
+            &[&driver_id],
+        )
+        .await
+        .map_err(map_err)?;
+    row.map(|r| {
+        Ok(crate::Position {
+            lat: column(&r, 0)?,
+            lng: column(&r, 1)?,
+            accuracy_m: column(&r, 2)?,
+            at_ms: column(&r, 3)?,
+        })
+    })
+    .transpose()
+}
+
+pub(crate) async fn purge_positions(c: &impl Sql, before_ms: i64) -> StoreResult<u64> {
+    c.execute("DELETE FROM driver_positions WHERE received_ms < $1", &[&before_ms]).await.map_err(map_err)
 }

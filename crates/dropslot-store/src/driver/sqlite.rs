@@ -19,17 +19,15 @@ impl DriverStore for SqliteStore {
         received_ms: i64,
     ) -> StoreResult<crate::PositionOutcome> {
         let (driver_id, key) = (driver_id.to_string(), key.to_string());
-        self.writer
-            .write(move |c| crate::plans::sqlite::record_position(c, &driver_id, &key, &position, received_ms))
-            .await
+        self.writer.write(move |c| record_position(c, &driver_id, &key, &position, received_ms)).await
     }
 
     async fn latest_position(&self, driver_id: &str) -> StoreResult<Option<crate::Position>> {
-        self.read(|c| crate::plans::sqlite::latest_position(c, driver_id))
+        self.read(|c| latest_position(c, driver_id))
     }
 
     async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64> {
-        self.writer.write(move |c| crate::plans::sqlite::purge_positions(c, before_ms)).await
+        self.writer.write(move |c| purge_positions(c, before_ms)).await
     }
 
     async fn save_proof(&self, proof: crate::NewProof, max_unattached: i64) -> StoreResult<crate::ProofSaved> {
@@ -156,4 +154,57 @@ pub(crate) fn attach(c: &Connection, tokens: &[String], unique_id: &str) -> Resu
         .map_err(map_err)?;
     }
     Ok(())
+}
+
+pub(crate) fn record_position(
+    c: &Connection,
+    driver_id: &str,
+    key: &str,
+    p: &crate::Position,
+    received_ms: i64,
+) -> Result<crate::PositionOutcome, StoreError> {
+    let seen: bool = c
+        .prepare_cached("SELECT count(*) > 0 FROM driver_positions WHERE driver_id = ?1 AND key = ?2")
+        .and_then(|mut s| s.query_row(params![driver_id, key], |r| r.get(0)))
+        .map_err(map_err)?;
+    if seen {
+        return Ok(crate::PositionOutcome::Replayed);
+    }
+    let near: bool = c
+        .prepare_cached("SELECT count(*) > 0 FROM driver_positions WHERE driver_id = ?1 AND at_ms > ?2 AND at_ms < ?3")
+        .and_then(|mut s| {
+            s.query_row(
+                params![driver_id, p.at_ms - crate::POSITION_EVERY_MS, p.at_ms + crate::POSITION_EVERY_MS],
+                |r| r.get(0),
+            )
+        })
+        .map_err(map_err)?;
+    if near {
+        return Ok(crate::PositionOutcome::TooSoon);
+    }
+    c.prepare_cached(
+        "INSERT INTO driver_positions (driver_id, key, lat, lng, accuracy_m, at_ms, received_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )
+    .and_then(|mut s| s.execute(params![driver_id, key, p.lat, p.lng, p.accuracy_m, p.at_ms, received_ms]))
+    .map_err(map_err)?;
+    Ok(crate::PositionOutcome::Recorded)
+}
+
+pub(crate) fn latest_position(c: &Connection, driver_id: &str) -> rusqlite::Result<Option<crate::Position>> {
+    c.prepare_cached(
+        "SELECT lat, lng, accuracy_m, at_ms FROM driver_positions WHERE driver_id = ?1 ORDER BY at_ms DESC LIMIT 1",
+    )?
+    .query_row(params![driver_id], |r| {
+        Ok(crate::Position { lat: r.get(0)?, lng: r.get(1)?, accuracy_m: r.get(2)?, at_ms: r.get(3)? })
+    })
+    .optional()
+}
+
+pub(crate) fn purge_positions(c: &Connection, before_ms: i64) -> Result<u64, StoreError> {
+    let n = c
+        .prepare_cached("DELETE FROM driver_positions WHERE received_ms < ?1")
+        .and_then(|mut s| s.execute(params![before_ms]))
+        .map_err(map_err)?;
+    Ok(n as u64)
 }

@@ -1,8 +1,68 @@
 //! lifecycle
 
-use crate::{DriverKey, DriverMove, MoveOutcome, ScenarioResult, Scope, Selection, StoreResult, StoredShipment};
+use crate::{Scope, StoreResult, StoredShipment};
 use async_trait::async_trait;
+use dropslot_core::ids::DropOffShipmentId;
+use dropslot_core::shipments::{Refusal, Status};
 use jiff::Timestamp;
+use jiff::civil::Date;
+
+/// The sandbox selectors, combined with OR (CONTRACT §6).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub unique_ids: Vec<String>,
+    pub ids: Vec<i64>,
+    pub date: Option<Date>,
+}
+
+/// What a scenario did to one selected shipment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScenarioResult {
+    Affected { id: DropOffShipmentId, unique_id: String, from: Status, to: Status },
+    Skipped { id: DropOffShipmentId, unique_id: String, status: Status, reason: String },
+}
+
+/// The outcome of an ops move or a pick-up scan: by default with the moved drop-off
+/// shipment's tracking code (to read it back); an ops move returns the shipment itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MoveOutcome<T = String> {
+    NotFound,
+    Refused(Refusal),
+    Moved(T),
+}
+
+/// A driver action's idempotency record: whose, which key, and what request it answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverKey {
+    pub driver_id: String,
+    pub key: String,
+    /// SHA-256 of the request (its path and canonical body).
+    pub request_hash: String,
+}
+
+/// How a driver's move went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DriverMove {
+    /// Taken now (moved, refused, or not found).
+    Done(crate::MoveOutcome),
+    /// Taken before with this key and the same request: the shipment it moved.
+    Replayed(String),
+    /// This key was used for another request.
+    KeyReused,
+    /// The proof with this token is not the driver's, or is attached to another shipment:
+    /// nothing was written.
+    ProofUnavailable(String),
+}
+
+/// What the driver's key says before a move: a replay, a reuse, or nothing yet. `row` is the
+/// stored (request hash, shipment) of the key.
+pub(crate) fn recorded(key: &DriverKey, row: Option<(String, String)>) -> Option<DriverMove> {
+    row.map(
+        |(hash, shipment)| {
+            if hash == key.request_hash { DriverMove::Replayed(shipment) } else { DriverMove::KeyReused }
+        },
+    )
+}
 
 #[async_trait]
 pub trait LifecycleStore: Send + Sync + 'static {

@@ -22,7 +22,7 @@
 
 use crate::outbox::postgres::Sink;
 use crate::postgres::sql::Sql;
-use crate::postgres::{Connections, PgStore, in_tx, map_err};
+use crate::postgres::{Connections, PgStore, column, in_tx, map_err, narrow, status_column};
 use crate::{
     LifecycleStore, MoveOutcome, Outbox, ScenarioResult, Scope, Selection, StoreError, StoreResult, StoredEvent,
     StoredShipment, Visibility,
@@ -36,7 +36,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::Row;
-use tokio_postgres::types::{FromSql, Type};
+use tokio_postgres::types::Type;
 
 #[async_trait]
 impl LifecycleStore for PgStore {
@@ -90,18 +90,6 @@ impl LifecycleStore for PgStore {
         self.notified(sink.notified);
         Ok(outcome)
     }
-}
-
-/// A column as its Rust type; a NULL or a type this code does not expect is an error, never a
-/// panic (`Row::get` would panic).
-pub(crate) fn column<'a, T: FromSql<'a>>(r: &'a Row, i: usize) -> Result<T, StoreError> {
-    r.try_get(i).map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
-}
-
-/// A stored BIGINT narrowed to the type the domain counts in (attempts, an event number); a
-/// value out of range is corrupt data, never wrapped.
-pub(crate) fn narrow<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, StoreError> {
-    T::try_from(value).map_err(|_| StoreError::Corrupt(format!("stored {what} {value} is out of range")))
 }
 
 /// Records status changes in one statement, each with its shipment's next sequence number;
@@ -279,11 +267,6 @@ pub(crate) async fn apply_and_read(
         .map(|(e, s)| (e.shipment, s))
         .collect();
     crate::outbox::postgres::changes(c, sink, &recorded, now, answer).await
-}
-
-/// A status column (see `parsed`).
-pub(crate) fn status_column(r: &Row, i: usize) -> Result<Status, StoreError> {
-    crate::postgres::parsed(column(r, i)?, "status", Status::parse)
 }
 
 /// A drop-off shipment and its pick-up leg as the domain needs them, with its tracking code
@@ -514,7 +497,7 @@ pub(crate) async fn driver_move(
     attach: &[String],
     now: Timestamp,
 ) -> Result<crate::DriverMove, StoreError> {
-    if let Some(done) = crate::plans::recorded(key, driver_record(c, key).await?) {
+    if let Some(done) = crate::lifecycle::recorded(key, driver_record(c, key).await?) {
         return Ok(done);
     }
     if let Some(token) = crate::driver::postgres::unavailable(c, attach, &key.driver_id, unique_id).await? {
@@ -538,7 +521,7 @@ pub(crate) async fn driver_move(
             }
         }
         MoveOutcome::Refused(_) => {
-            if let Some(done) = crate::plans::recorded(key, driver_record(c, key).await?) {
+            if let Some(done) = crate::lifecycle::recorded(key, driver_record(c, key).await?) {
                 return Ok(done);
             }
         }

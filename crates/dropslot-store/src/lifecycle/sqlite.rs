@@ -3,7 +3,7 @@
 //! from a snapshot loaded in that same transaction. Writes run on the writer thread.
 
 use crate::outbox::sqlite::Sink;
-use crate::sqlite::{SqliteStore, map_err};
+use crate::sqlite::{SqliteStore, map_err, status_column};
 use crate::{
     LifecycleStore, MoveOutcome, ScenarioResult, Scope, Selection, StoreError, StoreResult, StoredEvent,
     StoredShipment, Visibility,
@@ -163,11 +163,6 @@ pub(crate) fn apply(
     crate::outbox::sqlite::changes(c, sink, &recorded, now)
 }
 
-/// A status column (see `parsed`).
-pub(crate) fn status_column(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Status> {
-    crate::sqlite::parsed(r, i, "status", Status::parse)
-}
-
 /// A drop-off shipment and its pick-up leg as the domain needs them, with its tracking code
 /// and whether a scenario has moved it.
 struct Loaded {
@@ -306,7 +301,7 @@ pub(crate) fn driver_move(
     attach: &[String],
     now: Timestamp,
 ) -> Result<crate::DriverMove, StoreError> {
-    if let Some(done) = crate::plans::recorded(key, driver_record(c, key)?) {
+    if let Some(done) = crate::lifecycle::recorded(key, driver_record(c, key)?) {
         return Ok(done);
     }
     if let Some(token) = crate::driver::sqlite::unavailable(c, attach, &key.driver_id, unique_id)? {

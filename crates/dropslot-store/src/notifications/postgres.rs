@@ -3,13 +3,12 @@
 //! change or another process), claimed by the sender with `FOR UPDATE SKIP LOCKED` and a
 //! lease, and listed per shipment.
 
-use crate::lifecycle::postgres::column;
 use crate::notifications::{
     Channels, ClaimedNotification, NewNotification, NotificationClaim, NotificationOutcome, NotificationSettings,
     NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
 };
 use crate::postgres::sql::Sql;
-use crate::postgres::{PgStore, in_tx, map_err};
+use crate::postgres::{PgStore, column, in_tx, map_err};
 use crate::{Channel, NotificationStore, Scope, StoreError, StoreResult, StoredEvent, StoredShipment, Trigger};
 use async_trait::async_trait;
 use jiff::Timestamp;

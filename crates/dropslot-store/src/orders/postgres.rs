@@ -20,17 +20,18 @@
 //! queue), finished (completed by the order's own transaction, or failed) with their
 //! `same.request.completed` webhook in the same transaction.
 
-use crate::labels::{LabelParcelRow, LabelRows};
-use crate::lifecycle::postgres::{apply, column, narrow, status_column};
+use crate::lifecycle::postgres::apply;
 use crate::outbox::postgres::Sink;
 use crate::outbox::{created_events, plan_deliveries};
 use crate::postgres::sql::Sql;
-use crate::postgres::{BUMP_EPOCH, Connections, PgStore, SAVED_ADDRESS_COLUMNS, in_tx, map_err, parsed, zoned_text};
+use crate::postgres::{
+    BUMP_EPOCH, Connections, PgStore, SAVED_ADDRESS_COLUMNS, column, in_tx, map_err, narrow, parsed, status_column,
+    zoned_text,
+};
 use crate::{
-    COMPLETED_EVENT, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, IdempotencyClaim, LEASE_LOST,
-    LabelDropOff, LabelKind, Mode, NewDropOff, NewOrder, NewRequest, OrderIds, OrderStore, Outbox, RenderFn,
-    RequestEnd, RequestStatus, SavedAddress, Scope, ShipmentIds, StoreError, StoreResult, StoredRequest,
-    StoredResponse, WrittenOrder, labels,
+    COMPLETED_EVENT, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, IdempotencyClaim, LEASE_LOST, Mode,
+    NewDropOff, NewOrder, NewRequest, OrderIds, OrderStore, Outbox, RenderFn, RequestEnd, RequestStatus, SavedAddress,
+    Scope, ShipmentIds, StoreError, StoreResult, StoredRequest, StoredResponse, WrittenOrder,
 };
 use async_trait::async_trait;
 use dropslot_core::ids::{
@@ -64,7 +65,7 @@ impl OrderStore for PgStore {
             )
             .await
             .map_err(map_err)?;
-        let found = row.first().map(|r| crate::lifecycle::postgres::column(r, 0).map(SavedAddressId)).transpose()?;
+        let found = row.first().map(|r| crate::postgres::column(r, 0).map(SavedAddressId)).transpose()?;
         // "None" too: an order that creates this address bumps the epoch in its statement.
         self.saved_ids.put(key, epoch, found);
         Ok(found)
@@ -1059,107 +1060,6 @@ async fn deletion_snapshot(
     }))
 }
 
-/// A label's rows (`labels::assemble` makes the source from them).
-pub(crate) async fn label_rows(c: &impl Sql, kind: LabelKind, token: &str) -> Result<Option<LabelRows>, StoreError> {
-    // Resolve the token to (pick-up id, drop-off id, parcel id).
-    let target: Option<(i64, Option<i64>, Option<i64>)> = match kind {
-        LabelKind::PickUp => c
-            .query_typed_opt("SELECT id FROM pick_up_shipments WHERE label_token = $1", &[(&token, Type::TEXT)])
-            .await
-            .map_err(map_err)?
-            .map(|r| Ok::<_, StoreError>((column(&r, 0)?, None, None)))
-            .transpose()?,
-        LabelKind::DropOff => c
-            .query_typed_opt(
-                "SELECT pick_up_shipment_id, id FROM drop_off_shipments WHERE label_token = $1",
-                &[(&token, Type::TEXT)],
-            )
-            .await
-            .map_err(map_err)?
-            .map(|r| Ok::<_, StoreError>((column(&r, 0)?, Some(column(&r, 1)?), None)))
-            .transpose()?,
-        LabelKind::Parcel => c
-            .query_typed_opt(
-                "SELECT d.pick_up_shipment_id, d.id, p.id FROM parcels p
-                 JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id WHERE p.label_token = $1",
-                &[(&token, Type::TEXT)],
-            )
-            .await
-            .map_err(map_err)?
-            .map(|r| Ok::<_, StoreError>((column(&r, 0)?, Some(column(&r, 1)?), Some(column(&r, 2)?))))
-            .transpose()?,
-    };
-    let Some((pick_up, drop_off_id, parcel_id)) = target else { return Ok(None) };
-    let r = c
-        .query_typed_opt(
-            "SELECT unique_id, address_json, scheduled_date, slot_name, status FROM pick_up_shipments WHERE id = $1",
-            &[(&pick_up, Type::INT8)],
-        )
-        .await
-        .map_err(map_err)?
-        .ok_or_else(|| StoreError::Corrupt(format!("pick-up shipment {pick_up} is missing")))?;
-    let pick_up_status: String = column(&r, 4)?;
-    let drop_offs = c
-        .query_typed(
-            "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status = 'deleted'
-             FROM drop_off_shipments WHERE pick_up_shipment_id = $1 ORDER BY id",
-            &[(&pick_up, Type::INT8)],
-        )
-        .await
-        .map_err(map_err)?
-        .iter()
-        .map(|r| {
-            Ok((
-                column(r, 0)?,
-                LabelDropOff {
-                    tracking_code: column(r, 1)?,
-                    address: crate::postgres::json_column(column(r, 2)?, "drop-off address")?,
-                    scheduled_date: column(r, 3)?,
-                    slot_name: column(r, 4)?,
-                    zone_code: column(r, 5)?,
-                    warehouse: column(r, 6)?,
-                    parcel_sizes: Vec::new(),
-                },
-                column(r, 7)?,
-            ))
-        })
-        .collect::<Result<_, StoreError>>()?;
-    // Every parcel of the pick-up in one read, by drop-off and position.
-    let parcels = c
-        .query_typed(
-            "SELECT drop_off_shipment_id, id, pick_up_code, custom_code, size_code, deleted_at IS NOT NULL
-             FROM parcels
-             WHERE drop_off_shipment_id IN (SELECT id FROM drop_off_shipments WHERE pick_up_shipment_id = $1)
-             ORDER BY drop_off_shipment_id, position",
-            &[(&pick_up, Type::INT8)],
-        )
-        .await
-        .map_err(map_err)?
-        .iter()
-        .map(|r| {
-            Ok(LabelParcelRow {
-                drop_off: column(r, 0)?,
-                id: column(r, 1)?,
-                pick_up_code: column(r, 2)?,
-                custom_code: column(r, 3)?,
-                size_code: column(r, 4)?,
-                deleted: column(r, 5)?,
-            })
-        })
-        .collect::<Result<_, StoreError>>()?;
-    Ok(Some(LabelRows {
-        kind,
-        target: labels::target(drop_off_id, parcel_id),
-        pick_up_unique_id: column(&r, 0)?,
-        pick_up_address: crate::postgres::json_column(column(&r, 1)?, "pick-up address")?,
-        pick_up_date: column(&r, 2)?,
-        pick_up_slot_name: column(&r, 3)?,
-        pick_up_deleted: pick_up_status == "deleted",
-        drop_offs,
-        parcels,
-    }))
-}
-
 pub(crate) async fn queue(c: &impl Sql, scope: Scope, r: &NewRequest) -> Result<(), CreateOrderError> {
     if let Some(claim) = &r.idempotency {
         claim_idempotency_key(c, scope, claim, 202, &r.response).await?;
@@ -1198,7 +1098,7 @@ pub(crate) async fn get(c: &impl Sql, scope: Scope, request_id: &str) -> Result<
         Ok(StoredRequest {
             request_id: column(&r, 0)?,
             status: parsed(column(&r, 1)?, "request status", RequestStatus::parse)?,
-            drop_offs_count: crate::lifecycle::postgres::narrow(column(&r, 2)?, "drop-off count")?,
+            drop_offs_count: crate::postgres::narrow(column(&r, 2)?, "drop-off count")?,
             created_at: column(&r, 3)?,
             completed_at: column(&r, 4)?,
             order_unique_id: column(&r, 5)?,
@@ -1241,8 +1141,8 @@ pub(crate) async fn claim(
                 request_id: column(r, 3)?,
                 payload: column(r, 4)?,
                 terms: column(r, 5)?,
-                attempts: crate::lifecycle::postgres::narrow(column(r, 6)?, "request attempts")?,
-                drop_offs_count: crate::lifecycle::postgres::narrow(column(r, 7)?, "drop-off count")?,
+                attempts: crate::postgres::narrow(column(r, 6)?, "request attempts")?,
+                drop_offs_count: crate::postgres::narrow(column(r, 7)?, "drop-off count")?,
                 created_at: column(r, 8)?,
             })
         })

@@ -4,15 +4,13 @@
 //! under a lease, finished (completed by the order's own insert, or failed) with their
 //! `same.request.completed` webhook in the same transaction.
 
-use crate::labels::{LabelParcelRow, LabelRows};
-use crate::lifecycle::sqlite::{apply, record_event, status_column};
+use crate::lifecycle::sqlite::{apply, record_event};
 use crate::outbox::sqlite::Sink;
-use crate::sqlite::{SqliteStore, map_err};
+use crate::sqlite::{SqliteStore, map_err, status_column};
 use crate::{
-    COMPLETED_EVENT, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, IdempotencyClaim, LabelDropOff,
-    LabelKind, Mode, NewOrder, NewRequest, OrderIds, OrderStore, RenderFn, RequestEnd, RequestStatus, SavedAddress,
-    Scope, ShipmentIds, StoreError, StoreResult, StoredPickUpAddress, StoredRequest, StoredResponse, WrittenOrder,
-    labels,
+    COMPLETED_EVENT, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, IdempotencyClaim, Mode, NewOrder,
+    NewRequest, OrderIds, OrderStore, RenderFn, RequestEnd, RequestStatus, SavedAddress, Scope, ShipmentIds,
+    StoreError, StoreResult, StoredRequest, StoredResponse, WrittenOrder,
 };
 use async_trait::async_trait;
 use dropslot_core::ids::{
@@ -455,92 +453,6 @@ fn deletion_snapshot(c: &Connection, scope: Scope, code: &CustomCode) -> rusqlit
         order: order_lines,
         min_price,
         tax,
-    }))
-}
-
-/// A label's rows (`labels::assemble` makes the source from them).
-pub(crate) fn label_rows(c: &Connection, kind: LabelKind, token: &str) -> rusqlite::Result<Option<LabelRows>> {
-    // Resolve the token to (pick-up id, drop-off id, parcel id).
-    let target: Option<(i64, Option<i64>, Option<i64>)> = match kind {
-        LabelKind::PickUp => c
-            .prepare_cached("SELECT id FROM pick_up_shipments WHERE label_token = ?1")?
-            .query_row([token], |r| Ok((r.get(0)?, None, None)))
-            .optional()?,
-        LabelKind::DropOff => c
-            .prepare_cached("SELECT pick_up_shipment_id, id FROM drop_off_shipments WHERE label_token = ?1")?
-            .query_row([token], |r| Ok((r.get(0)?, Some(r.get(1)?), None)))
-            .optional()?,
-        LabelKind::Parcel => c
-            .prepare_cached(
-                "SELECT d.pick_up_shipment_id, d.id, p.id FROM parcels p
-                 JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id WHERE p.label_token = ?1",
-            )?
-            .query_row([token], |r| Ok((r.get(0)?, Some(r.get(1)?), Some(r.get(2)?))))
-            .optional()?,
-    };
-    let Some((pick_up, drop_off_id, parcel_id)) = target else { return Ok(None) };
-    let (pick_up_unique_id, pick_up_address, pick_up_date, pick_up_slot_name, pick_up_status): (
-        String,
-        StoredPickUpAddress,
-        String,
-        String,
-        String,
-    ) = c
-        .prepare_cached(
-            "SELECT unique_id, address_json, scheduled_date, slot_name, status FROM pick_up_shipments WHERE id = ?1",
-        )?
-        .query_row([pick_up], |r| {
-            Ok((r.get(0)?, crate::sqlite::json_column(r, 1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })?;
-    let drop_offs = c
-        .prepare_cached(
-            "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status = 'deleted'
-             FROM drop_off_shipments WHERE pick_up_shipment_id = ?1 ORDER BY id",
-        )?
-        .query_map([pick_up], |r| {
-            Ok((
-                r.get(0)?,
-                LabelDropOff {
-                    tracking_code: r.get(1)?,
-                    address: crate::sqlite::json_column(r, 2)?,
-                    scheduled_date: r.get(3)?,
-                    slot_name: r.get(4)?,
-                    zone_code: r.get(5)?,
-                    warehouse: r.get(6)?,
-                    parcel_sizes: Vec::new(),
-                },
-                r.get(7)?,
-            ))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    // Every parcel of the pick-up in one read, by drop-off and position.
-    let parcels = c
-        .prepare_cached(
-            "SELECT p.drop_off_shipment_id, p.id, p.pick_up_code, p.custom_code, p.size_code, p.deleted_at IS NOT NULL
-             FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
-             WHERE d.pick_up_shipment_id = ?1 ORDER BY p.drop_off_shipment_id, p.position",
-        )?
-        .query_map([pick_up], |r| {
-            Ok(LabelParcelRow {
-                drop_off: r.get(0)?,
-                id: r.get(1)?,
-                pick_up_code: r.get(2)?,
-                custom_code: r.get(3)?,
-                size_code: r.get(4)?,
-                deleted: r.get(5)?,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(Some(LabelRows {
-        kind,
-        target: labels::target(drop_off_id, parcel_id),
-        pick_up_unique_id,
-        pick_up_address,
-        pick_up_date,
-        pick_up_slot_name,
-        pick_up_deleted: pick_up_status == "deleted",
-        drop_offs,
-        parcels,
     }))
 }
 

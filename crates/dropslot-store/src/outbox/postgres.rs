@@ -3,10 +3,9 @@
 //! The change has locked its drop-off shipment row, so two processes cannot interleave the
 //! deliveries of one shipment's stream.
 
-use crate::lifecycle::postgres::column;
 use crate::outbox::{Queued, Subscriber, plan_deliveries};
-use crate::postgres::map_err;
 use crate::postgres::sql::Sql;
+use crate::postgres::{column, map_err};
 use crate::shipments::postgres::{events_of, shipments_without_events};
 use crate::{Outbox, StoreError, StoredEvent, StoredShipment};
 use jiff::Timestamp;

@@ -2,27 +2,14 @@
 //! the shipments a plan may take, and the outcomes of a write. The rules are the core's
 //! (`dropslot_core::dispatch`); this only loads and persists.
 
-use crate::{StoreError, StoreResult, StoredDropOffAddress, StoredEta, StoredPickUpAddress};
+use crate::cache::PlanCache;
+use crate::{StoreError, StoreResult, StoredDropOffAddress, StoredEta, StoredPickUpAddress, StoredPlan};
 use async_trait::async_trait;
 use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanStatus};
 use dropslot_core::geo::distance::LatLng;
 use dropslot_core::shipments::Status;
 use jiff::civil::Date;
 use std::sync::Arc;
-
-/// A plan as stored, with the version a later write must name.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredPlan {
-    pub plan: Plan,
-    pub version: i64,
-}
-
-/// The parsed published plans a driver call reads, by id at their version (`cache::Versioned`).
-pub(crate) type PlanCache = crate::cache::Versioned<StoredPlan>;
-
-/// How many plans [`PlanCache`] holds: a day's published plans (one per depot and kind), with
-/// room for a few days; each parsed plan of 1,000 stops is about 1 MB.
-pub(crate) const PLAN_CACHE_PLANS: usize = 16;
 
 /// A plan just loaded for a driver call, remembered in `cache` and given if it is still
 /// published (it may have been withdrawn since its version was listed).
@@ -234,62 +221,6 @@ pub(crate) fn plan_json(plan: &Plan) -> Result<(String, &'static str), StoreErro
     };
     Ok((json, status))
 }
-
-/// A driver action's idempotency record: whose, which key, and what request it answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DriverKey {
-    pub driver_id: String,
-    pub key: String,
-    /// SHA-256 of the request (its path and canonical body).
-    pub request_hash: String,
-}
-
-/// How a driver's move went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DriverMove {
-    /// Taken now (moved, refused, or not found).
-    Done(crate::MoveOutcome),
-    /// Taken before with this key and the same request: the shipment it moved.
-    Replayed(String),
-    /// This key was used for another request.
-    KeyReused,
-    /// The proof with this token is not the driver's, or is attached to another shipment:
-    /// nothing was written.
-    ProofUnavailable(String),
-}
-
-/// What the driver's key says before a move: a replay, a reuse, or nothing yet. `row` is the
-/// stored (request hash, shipment) of the key.
-pub(crate) fn recorded(key: &DriverKey, row: Option<(String, String)>) -> Option<DriverMove> {
-    row.map(
-        |(hash, shipment)| {
-            if hash == key.request_hash { DriverMove::Replayed(shipment) } else { DriverMove::KeyReused }
-        },
-    )
-}
-
-/// A phone's reported position (CONTRACT §13).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Position {
-    pub lat: f64,
-    pub lng: f64,
-    pub accuracy_m: f64,
-    /// When the phone measured it, Unix milliseconds.
-    pub at_ms: i64,
-}
-
-/// How a position report went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PositionOutcome {
-    Recorded,
-    /// This key was recorded before: nothing written.
-    Replayed,
-    /// Another position of this driver lies within 30 s of this one.
-    TooSoon,
-}
-
-/// Positions of one driver closer than this are refused (at most one every 30 s).
-pub const POSITION_EVERY_MS: i64 = 30_000;
 
 #[async_trait]
 pub trait PlanStore: Send + Sync + 'static {

@@ -3,9 +3,8 @@
 //! inserts nothing), the version column refuses a write made on an older read, and the
 //! primary key of `published_stops` keeps a shipment in at most one published route.
 
-use crate::plans::{
-    CandidateColumns, PlanCache, SaveError, candidate, keep_published, plan_candidates_sql, plan_json, plan_row,
-};
+use crate::cache::PlanCache;
+use crate::plans::{CandidateColumns, SaveError, candidate, keep_published, plan_candidates_sql, plan_json, plan_row};
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, in_tx, map_err};
 use crate::{PlanStore, SaveOutcome, StoreError, StoreResult, StoredPlan};
@@ -273,69 +272,6 @@ pub(crate) async fn plans_of_driver(
         out.extend(keep_published(cache, loaded));
     }
     Ok(out)
-}
-
-pub(crate) async fn record_position(
-    c: &impl Sql,
-    driver_id: &str,
-    key: &str,
-    p: &crate::Position,
-    received_ms: i64,
-) -> StoreResult<crate::PositionOutcome> {
-    let near: bool = c
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM driver_positions WHERE driver_id = $1 AND at_ms > $2 AND at_ms < $3 AND key <> $4)",
-            &[&driver_id, &(p.at_ms - crate::POSITION_EVERY_MS), &(p.at_ms + crate::POSITION_EVERY_MS), &key],
-        )
-        .await
-        .map_err(map_err)
-        .and_then(|r| get(&r, 0, "position"))?;
-    let seen: bool = c
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM driver_positions WHERE driver_id = $1 AND key = $2)",
-            &[&driver_id, &key],
-        )
-        .await
-        .map_err(map_err)
-        .and_then(|r| get(&r, 0, "position"))?;
-    if seen {
-        return Ok(crate::PositionOutcome::Replayed);
-    }
-    if near {
-        return Ok(crate::PositionOutcome::TooSoon);
-    }
-    let n = c
-        .execute(
-            "INSERT INTO driver_positions (driver_id, key, lat, lng, accuracy_m, at_ms, received_ms)
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-            &[&driver_id, &key, &p.lat, &p.lng, &p.accuracy_m, &p.at_ms, &received_ms],
-        )
-        .await
-        .map_err(map_err)?;
-    Ok(if n == 1 { crate::PositionOutcome::Recorded } else { crate::PositionOutcome::Replayed })
-}
-
-pub(crate) async fn latest_position(c: &impl Sql, driver_id: &str) -> StoreResult<Option<crate::Position>> {
-    let row = c
-        .query_opt(
-            "SELECT lat, lng, accuracy_m, at_ms FROM driver_positions WHERE driver_id = $1 ORDER BY at_ms DESC LIMIT 1",
-            &[&driver_id],
-        )
-        .await
-        .map_err(map_err)?;
-    row.map(|r| {
-        Ok(crate::Position {
-            lat: get(&r, 0, "position")?,
-            lng: get(&r, 1, "position")?,
-            accuracy_m: get(&r, 2, "position")?,
-            at_ms: get(&r, 3, "position")?,
-        })
-    })
-    .transpose()
-}
-
-pub(crate) async fn purge_positions(c: &impl Sql, before_ms: i64) -> StoreResult<u64> {
-    c.execute("DELETE FROM driver_positions WHERE received_ms < $1", &[&before_ms]).await.map_err(map_err)
 }
 
 /// Replaces a route's live ETAs, in the caller's transaction: one statement for the rows.

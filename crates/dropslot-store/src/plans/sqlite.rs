@@ -2,8 +2,9 @@
 //! writes never interleave; the partial unique index `plans_one_open` and the primary key of
 //! `published_stops` still decide, so that two processes on one file agree too.
 
+use crate::cache::PlanCache;
 use crate::plans::{
-    CandidateColumns, PlanCache, SaveError, candidate, keep_published, plan_candidates_sql, plan_json, plan_row,
+    CandidateColumns, SaveError, candidate, keep_published, plan_candidates_sql, plan_json, plan_row,
     sqlite_placeholders,
 };
 use crate::sqlite::{SqliteStore, map_err};
@@ -264,59 +265,6 @@ pub(crate) fn plans_of_driver(
         out.extend(keep_published(cache, loaded));
     }
     Ok(Ok(out))
-}
-
-pub(crate) fn record_position(
-    c: &Connection,
-    driver_id: &str,
-    key: &str,
-    p: &crate::Position,
-    received_ms: i64,
-) -> Result<crate::PositionOutcome, StoreError> {
-    let seen: bool = c
-        .prepare_cached("SELECT count(*) > 0 FROM driver_positions WHERE driver_id = ?1 AND key = ?2")
-        .and_then(|mut s| s.query_row(params![driver_id, key], |r| r.get(0)))
-        .map_err(map_err)?;
-    if seen {
-        return Ok(crate::PositionOutcome::Replayed);
-    }
-    let near: bool = c
-        .prepare_cached("SELECT count(*) > 0 FROM driver_positions WHERE driver_id = ?1 AND at_ms > ?2 AND at_ms < ?3")
-        .and_then(|mut s| {
-            s.query_row(
-                params![driver_id, p.at_ms - crate::POSITION_EVERY_MS, p.at_ms + crate::POSITION_EVERY_MS],
-                |r| r.get(0),
-            )
-        })
-        .map_err(map_err)?;
-    if near {
-        return Ok(crate::PositionOutcome::TooSoon);
-    }
-    c.prepare_cached(
-        "INSERT INTO driver_positions (driver_id, key, lat, lng, accuracy_m, at_ms, received_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )
-    .and_then(|mut s| s.execute(params![driver_id, key, p.lat, p.lng, p.accuracy_m, p.at_ms, received_ms]))
-    .map_err(map_err)?;
-    Ok(crate::PositionOutcome::Recorded)
-}
-
-pub(crate) fn latest_position(c: &Connection, driver_id: &str) -> rusqlite::Result<Option<crate::Position>> {
-    c.prepare_cached(
-        "SELECT lat, lng, accuracy_m, at_ms FROM driver_positions WHERE driver_id = ?1 ORDER BY at_ms DESC LIMIT 1",
-    )?
-    .query_row(params![driver_id], |r| {
-        Ok(crate::Position { lat: r.get(0)?, lng: r.get(1)?, accuracy_m: r.get(2)?, at_ms: r.get(3)? })
-    })
-    .optional()
-}
-
-pub(crate) fn purge_positions(c: &Connection, before_ms: i64) -> Result<u64, StoreError> {
-    let n = c
-        .prepare_cached("DELETE FROM driver_positions WHERE received_ms < ?1")
-        .and_then(|mut s| s.execute(params![before_ms]))
-        .map_err(map_err)?;
-    Ok(n as u64)
 }
 
 /// Replaces a route's live ETAs (the writer's transaction holds them together).

@@ -70,7 +70,7 @@ pub struct PgStore {
     /// Recent lookups' candidates: a merchant's pick-up address is looked up again and again.
     pub(crate) point_lookups: EpochCache<cache::PointKey, Vec<Candidate>>,
     /// Today's published plans as driver calls read them, parsed once per version.
-    pub(crate) driver_plans: crate::plans::PlanCache,
+    pub(crate) driver_plans: crate::cache::PlanCache,
 }
 
 /// The connection pool, and the server it connects to: every connection is taken here, so
@@ -138,7 +138,7 @@ impl PgStore {
             saved_ids: EpochCache::new(4_096),
             points_present: EpochCache::new(1),
             point_lookups: EpochCache::new(16_384),
-            driver_plans: crate::plans::PlanCache::new(crate::plans::PLAN_CACHE_PLANS),
+            driver_plans: crate::cache::PlanCache::new(crate::cache::PLAN_CACHE_PLANS),
         })
     }
 
@@ -285,6 +285,26 @@ pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
             None => e.to_string(),
         },
     }
+}
+
+/// A column as its Rust type; a NULL or a type this code does not expect is an error, never a
+/// panic (`Row::get` would panic).
+pub(crate) fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    r: &'a tokio_postgres::Row,
+    i: usize,
+) -> Result<T, StoreError> {
+    r.try_get(i).map_err(|e| StoreError::Corrupt(format!("column {i}: {e}")))
+}
+
+/// A stored BIGINT narrowed to the type the domain counts in (attempts, an event number); a
+/// value out of range is corrupt data, never wrapped.
+pub(crate) fn narrow<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, StoreError> {
+    T::try_from(value).map_err(|_| StoreError::Corrupt(format!("stored {what} {value} is out of range")))
+}
+
+/// A status column (see `parsed`).
+pub(crate) fn status_column(r: &tokio_postgres::Row, i: usize) -> Result<dropslot_core::shipments::Status, StoreError> {
+    parsed(column(r, i)?, "status", dropslot_core::shipments::Status::parse)
 }
 
 /// A text column parsed into its type (a token kind, a status): a value this binary does not

@@ -2,11 +2,12 @@
 //! answer, the tracking page). Every query is filtered by what the caller may see; the
 //! results are the same records, strings included, as the `SQLite` backend's.
 
+use crate::labels::{LabelParcelRow, LabelRows};
 use crate::postgres::sql::Sql;
-use crate::postgres::{PgStore, map_err};
+use crate::postgres::{PgStore, column, map_err, status_column};
 use crate::{
-    LabelKind, LabelSource, OrderFilter, Scope, ShipmentStore, StoreError, StoreResult, StoredDropOff, StoredEvent,
-    StoredOrder, StoredParcel, StoredPickUp, StoredShipment, Tracking, Visibility,
+    LabelDropOff, LabelKind, LabelSource, OrderFilter, Scope, ShipmentStore, StoreError, StoreResult, StoredDropOff,
+    StoredEvent, StoredOrder, StoredParcel, StoredPickUp, StoredShipment, Tracking, Visibility, labels,
 };
 use async_trait::async_trait;
 use dropslot_core::ids::{CustomCode, DropOffShipmentId, OrderId, PickUpShipmentId, ShipmentOrderId};
@@ -15,7 +16,7 @@ use dropslot_core::quote::Totals;
 use dropslot_core::shipments::{Actor, Status};
 use jiff::Timestamp;
 use tokio_postgres::Row;
-use tokio_postgres::types::FromSql;
+use tokio_postgres::types::{FromSql, Type};
 
 #[async_trait]
 impl ShipmentStore for PgStore {
@@ -65,10 +66,7 @@ impl ShipmentStore for PgStore {
     }
 
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
-        crate::orders::postgres::label_rows(&self.conn().await?, kind, token)
-            .await?
-            .map(crate::labels::assemble)
-            .transpose()
+        label_rows(&self.conn().await?, kind, token).await?.map(crate::labels::assemble).transpose()
     }
 }
 
@@ -86,10 +84,6 @@ fn narrow<T: TryFrom<i64>>(value: i64, what: &str) -> Result<T, StoreError> {
 /// which is what a driver's "no rows" error would map to).
 fn missing(what: &str, id: i64) -> StoreError {
     StoreError::Corrupt(format!("{what} {id} not found"))
-}
-
-fn status_column(r: &Row, i: usize) -> Result<Status, StoreError> {
-    crate::postgres::parsed(col(r, i)?, "status", Status::parse)
 }
 
 /// A drop-off shipment with everything around it, by row id: its two statements are sent
@@ -537,4 +531,105 @@ pub(crate) async fn tracking(c: &impl Sql, code: &str) -> Result<Option<Tracking
     };
     t.events = events(c, id).await?.into_iter().map(|e| (e.to, e.at)).collect();
     Ok(Some(t))
+}
+
+/// A label's rows (`labels::assemble` makes the source from them).
+pub(crate) async fn label_rows(c: &impl Sql, kind: LabelKind, token: &str) -> Result<Option<LabelRows>, StoreError> {
+    // Resolve the token to (pick-up id, drop-off id, parcel id).
+    let target: Option<(i64, Option<i64>, Option<i64>)> = match kind {
+        LabelKind::PickUp => c
+            .query_typed_opt("SELECT id FROM pick_up_shipments WHERE label_token = $1", &[(&token, Type::TEXT)])
+            .await
+            .map_err(map_err)?
+            .map(|r| Ok::<_, StoreError>((column(&r, 0)?, None, None)))
+            .transpose()?,
+        LabelKind::DropOff => c
+            .query_typed_opt(
+                "SELECT pick_up_shipment_id, id FROM drop_off_shipments WHERE label_token = $1",
+                &[(&token, Type::TEXT)],
+            )
+            .await
+            .map_err(map_err)?
+            .map(|r| Ok::<_, StoreError>((column(&r, 0)?, Some(column(&r, 1)?), None)))
+            .transpose()?,
+        LabelKind::Parcel => c
+            .query_typed_opt(
+                "SELECT d.pick_up_shipment_id, d.id, p.id FROM parcels p
+                 JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id WHERE p.label_token = $1",
+                &[(&token, Type::TEXT)],
+            )
+            .await
+            .map_err(map_err)?
+            .map(|r| Ok::<_, StoreError>((column(&r, 0)?, Some(column(&r, 1)?), Some(column(&r, 2)?))))
+            .transpose()?,
+    };
+    let Some((pick_up, drop_off_id, parcel_id)) = target else { return Ok(None) };
+    let r = c
+        .query_typed_opt(
+            "SELECT unique_id, address_json, scheduled_date, slot_name, status FROM pick_up_shipments WHERE id = $1",
+            &[(&pick_up, Type::INT8)],
+        )
+        .await
+        .map_err(map_err)?
+        .ok_or_else(|| StoreError::Corrupt(format!("pick-up shipment {pick_up} is missing")))?;
+    let pick_up_status: String = column(&r, 4)?;
+    let drop_offs = c
+        .query_typed(
+            "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status = 'deleted'
+             FROM drop_off_shipments WHERE pick_up_shipment_id = $1 ORDER BY id",
+            &[(&pick_up, Type::INT8)],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| {
+            Ok((
+                column(r, 0)?,
+                LabelDropOff {
+                    tracking_code: column(r, 1)?,
+                    address: crate::postgres::json_column(column(r, 2)?, "drop-off address")?,
+                    scheduled_date: column(r, 3)?,
+                    slot_name: column(r, 4)?,
+                    zone_code: column(r, 5)?,
+                    warehouse: column(r, 6)?,
+                    parcel_sizes: Vec::new(),
+                },
+                column(r, 7)?,
+            ))
+        })
+        .collect::<Result<_, StoreError>>()?;
+    // Every parcel of the pick-up in one read, by drop-off and position.
+    let parcels = c
+        .query_typed(
+            "SELECT drop_off_shipment_id, id, pick_up_code, custom_code, size_code, deleted_at IS NOT NULL
+             FROM parcels
+             WHERE drop_off_shipment_id IN (SELECT id FROM drop_off_shipments WHERE pick_up_shipment_id = $1)
+             ORDER BY drop_off_shipment_id, position",
+            &[(&pick_up, Type::INT8)],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| {
+            Ok(LabelParcelRow {
+                drop_off: column(r, 0)?,
+                id: column(r, 1)?,
+                pick_up_code: column(r, 2)?,
+                custom_code: column(r, 3)?,
+                size_code: column(r, 4)?,
+                deleted: column(r, 5)?,
+            })
+        })
+        .collect::<Result<_, StoreError>>()?;
+    Ok(Some(LabelRows {
+        kind,
+        target: labels::target(drop_off_id, parcel_id),
+        pick_up_unique_id: column(&r, 0)?,
+        pick_up_address: crate::postgres::json_column(column(&r, 1)?, "pick-up address")?,
+        pick_up_date: column(&r, 2)?,
+        pick_up_slot_name: column(&r, 3)?,
+        pick_up_deleted: pick_up_status == "deleted",
+        drop_offs,
+        parcels,
+    }))
 }

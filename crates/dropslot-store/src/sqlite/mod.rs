@@ -57,7 +57,7 @@ pub struct SqliteStore {
     /// Recent lookups' candidates: a merchant's pick-up address is looked up again and again.
     pub(crate) point_lookups: EpochCache<crate::cache::PointKey, Vec<Candidate>>,
     /// Today's published plans as driver calls read them, parsed once per version.
-    pub(crate) driver_plans: Arc<crate::plans::PlanCache>,
+    pub(crate) driver_plans: Arc<crate::cache::PlanCache>,
 }
 
 /// The pooled read connections.
@@ -148,7 +148,7 @@ impl SqliteStore {
         let epoch = epoch::Epoch::open(path);
         let (principals, saved_ids) = (EpochCache::new(10_000), EpochCache::new(4_096));
         let (points_present, point_lookups) = (EpochCache::new(1), EpochCache::new(16_384));
-        let driver_plans = Arc::new(crate::plans::PlanCache::new(crate::plans::PLAN_CACHE_PLANS));
+        let driver_plans = Arc::new(crate::cache::PlanCache::new(crate::cache::PLAN_CACHE_PLANS));
         Ok(SqliteStore {
             writer,
             readers,
@@ -292,6 +292,11 @@ pub(crate) fn parsed<T>(
             format!("unknown {what} {text:?}").into(),
         )
     })
+}
+
+/// A status column (see `parsed`).
+pub(crate) fn status_column(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<dropslot_core::shipments::Status> {
+    parsed(r, i, "status", dropslot_core::shipments::Status::parse)
 }
 
 /// A stored JSON column read into its storage struct; one that does not parse is an error.
