@@ -261,6 +261,9 @@ fn days(value: Option<&[String]>, fail: &mut impl FnMut(&str, String)) -> Option
     ok.then_some(WorkDays(bits))
 }
 
+/// Positions of one driver closer than this are refused (at most one every 30 s).
+pub const POSITION_EVERY_MS: i64 = 30_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;

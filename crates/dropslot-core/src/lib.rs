@@ -13,6 +13,7 @@ pub mod phone;
 pub mod quote;
 pub mod routing;
 pub mod rule;
+pub mod sessions;
 pub mod shipments;
 pub mod time;
 pub mod webhooks;

@@ -7,6 +7,7 @@ pub mod copy;
 mod labels;
 pub mod postgres;
 pub mod sqlite;
+mod trace;
 mod types;
 
 // The domains: each folder holds its role trait and records (`mod.rs`) beside the trait's
@@ -151,8 +152,20 @@ pub async fn open(
     pg: &dropslot_core::config::PostgresSettings,
     outbox: Arc<dyn Outbox>,
 ) -> StoreResult<DynStore> {
+    let trace = std::env::var_os("DROPSLOT_STORE_TRACE").filter(|f| !f.is_empty());
+    let trace = trace.map(|folder| trace::Trace::new(std::path::Path::new(&folder))).transpose()?;
+    fn traced<S: Store>(inner: S, trace: Option<trace::Trace>) -> DynStore {
+        match trace {
+            Some(trace) => Arc::new(trace::Traced { inner, trace }),
+            None => Arc::new(inner),
+        }
+    }
     match dropslot_core::config::DatabaseUrl::parse(url).map_err(StoreError::Invalid)? {
-        dropslot_core::config::DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(&path, outbox)?)),
-        dropslot_core::config::DatabaseUrl::Postgres(url) => Ok(Arc::new(postgres::PgStore::open(&url, pg, outbox)?)),
+        dropslot_core::config::DatabaseUrl::Sqlite(path) => {
+            Ok(traced(sqlite::SqliteStore::open(&path, outbox)?, trace))
+        }
+        dropslot_core::config::DatabaseUrl::Postgres(url) => {
+            Ok(traced(postgres::PgStore::open(&url, pg, outbox)?, trace))
+        }
     }
 }

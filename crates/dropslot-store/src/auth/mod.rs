@@ -19,5 +19,49 @@ pub trait AuthStore: Send + Sync + 'static {
     async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: AuthStore> AuthStore for crate::trace::Traced<S> {
+    async fn create_client(&self, name: &str, now: Timestamp) -> StoreResult<ClientId> {
+        self.trace.hit("AuthStore::create_client");
+        self.inner.create_client(name, now).await
+    }
+
+    async fn client_count(&self) -> StoreResult<i64> {
+        self.trace.hit("AuthStore::client_count");
+        self.inner.client_count().await
+    }
+
+    async fn client_exists(&self, id: ClientId) -> StoreResult<bool> {
+        self.trace.hit("AuthStore::client_exists");
+        self.inner.client_exists(id).await
+    }
+
+    async fn set_client_settings(&self, id: ClientId, settings_json: Option<String>) -> StoreResult<bool> {
+        self.trace.hit("AuthStore::set_client_settings");
+        self.inner.set_client_settings(id, settings_json).await
+    }
+
+    async fn insert_token(&self, token: NewToken, now: Timestamp) -> StoreResult<()> {
+        self.trace.hit("AuthStore::insert_token");
+        self.inner.insert_token(token, now).await
+    }
+
+    async fn principal(&self, hash: &TokenHash) -> StoreResult<Option<Principal>> {
+        self.trace.hit("AuthStore::principal");
+        self.inner.principal(hash).await
+    }
+
+    async fn list_tokens(&self, client: ClientId) -> StoreResult<Vec<TokenInfo>> {
+        self.trace.hit("AuthStore::list_tokens");
+        self.inner.list_tokens(client).await
+    }
+
+    async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
+        self.trace.hit("AuthStore::revoke_token");
+        self.inner.revoke_token(prefix, now).await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

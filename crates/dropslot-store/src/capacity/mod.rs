@@ -90,5 +90,24 @@ pub trait CapacityStore: Send + Sync + 'static {
     async fn slot_fill(&self, mode: Mode, slots: Vec<SlotDate>) -> StoreResult<HashMap<SlotDate, Load>>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: CapacityStore> CapacityStore for crate::trace::Traced<S> {
+    async fn capacity_overrides(&self, from: Date, to: Date) -> StoreResult<HashMap<SlotDate, Override>> {
+        self.trace.hit("CapacityStore::capacity_overrides");
+        self.inner.capacity_overrides(from, to).await
+    }
+
+    async fn set_capacity_override(&self, at: SlotDate, o: Override, now: Timestamp) -> StoreResult<()> {
+        self.trace.hit("CapacityStore::set_capacity_override");
+        self.inner.set_capacity_override(at, o, now).await
+    }
+
+    async fn slot_fill(&self, mode: Mode, slots: Vec<SlotDate>) -> StoreResult<HashMap<SlotDate, Load>> {
+        self.trace.hit("CapacityStore::slot_fill");
+        self.inner.slot_fill(mode, slots).await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

@@ -91,13 +91,10 @@ pub enum PositionOutcome {
     TooSoon,
 }
 
-/// Positions of one driver closer than this are refused (at most one every 30 s).
-pub const POSITION_EVERY_MS: i64 = 30_000;
-
 #[async_trait]
 pub trait DriverStore: Send + Sync + 'static {
     /// Records a driver's position under its idempotency key, unless another of its
-    /// positions lies within [`POSITION_EVERY_MS`] of it.
+    /// positions lies within [`dropslot_core::fleet::POSITION_EVERY_MS`] of it.
     async fn record_position(
         &self,
         driver_id: &str,
@@ -122,6 +119,56 @@ pub trait DriverStore: Send + Sync + 'static {
     /// Each is parsed once per version and shared (`PlanCache`): a driver call reads the
     /// plans' versions, and a plan's document only when it changed.
     async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<Arc<StoredPlan>>>;
+}
+
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: DriverStore> DriverStore for crate::trace::Traced<S> {
+    async fn record_position(
+        &self,
+        driver_id: &str,
+        key: &str,
+        position: Position,
+        received_ms: i64,
+    ) -> StoreResult<PositionOutcome> {
+        self.trace.hit("DriverStore::record_position");
+        self.inner.record_position(driver_id, key, position, received_ms).await
+    }
+
+    async fn latest_position(&self, driver_id: &str) -> StoreResult<Option<Position>> {
+        self.trace.hit("DriverStore::latest_position");
+        self.inner.latest_position(driver_id).await
+    }
+
+    async fn purge_positions(&self, before_ms: i64) -> StoreResult<u64> {
+        self.trace.hit("DriverStore::purge_positions");
+        self.inner.purge_positions(before_ms).await
+    }
+
+    async fn save_proof(&self, proof: NewProof, max_unattached: i64) -> StoreResult<ProofSaved> {
+        self.trace.hit("DriverStore::save_proof");
+        self.inner.save_proof(proof, max_unattached).await
+    }
+
+    async fn proof(&self, token: &str) -> StoreResult<Option<ProofInfo>> {
+        self.trace.hit("DriverStore::proof");
+        self.inner.proof(token).await
+    }
+
+    async fn proof_file(&self, token: &str) -> StoreResult<Option<ProofFile>> {
+        self.trace.hit("DriverStore::proof_file");
+        self.inner.proof_file(token).await
+    }
+
+    async fn purge_proofs(&self, before_ms: i64) -> StoreResult<u64> {
+        self.trace.hit("DriverStore::purge_proofs");
+        self.inner.purge_proofs(before_ms).await
+    }
+
+    async fn driver_plans(&self, driver_id: &str, date: Date) -> StoreResult<Vec<Arc<StoredPlan>>> {
+        self.trace.hit("DriverStore::driver_plans");
+        self.inner.driver_plans(driver_id, date).await
+    }
 }
 
 pub(crate) mod postgres;

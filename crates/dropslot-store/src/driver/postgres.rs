@@ -193,7 +193,7 @@ pub(crate) async fn record_position(
     let near: bool = c
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM driver_positions WHERE driver_id = $1 AND at_ms > $2 AND at_ms < $3 AND key <> $4)",
-            &[&driver_id, &(p.at_ms - crate::POSITION_EVERY_MS), &(p.at_ms + crate::POSITION_EVERY_MS), &key],
+            &[&driver_id, &(p.at_ms - dropslot_core::fleet::POSITION_EVERY_MS), &(p.at_ms + dropslot_core::fleet::POSITION_EVERY_MS), &key],
         )
         .await
         .map_err(map_err)

@@ -174,7 +174,11 @@ pub(crate) fn record_position(
         .prepare_cached("SELECT count(*) > 0 FROM driver_positions WHERE driver_id = ?1 AND at_ms > ?2 AND at_ms < ?3")
         .and_then(|mut s| {
             s.query_row(
-                params![driver_id, p.at_ms - crate::POSITION_EVERY_MS, p.at_ms + crate::POSITION_EVERY_MS],
+                params![
+                    driver_id,
+                    p.at_ms - dropslot_core::fleet::POSITION_EVERY_MS,
+                    p.at_ms + dropslot_core::fleet::POSITION_EVERY_MS
+                ],
                 |r| r.get(0),
             )
         })

@@ -154,5 +154,65 @@ pub trait FleetStore: Send + Sync + 'static {
     async fn reissue_driver_token(&self, id: &str, token: NewStaffToken, now: Timestamp) -> StoreResult<bool>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: FleetStore> FleetStore for crate::trace::Traced<S> {
+    async fn insert_operator_token(&self, token: NewStaffToken, now: Timestamp) -> StoreResult<()> {
+        self.trace.hit("FleetStore::insert_operator_token");
+        self.inner.insert_operator_token(token, now).await
+    }
+
+    async fn staff_principal(&self, hash: &TokenHash) -> StoreResult<Option<StaffPrincipal>> {
+        self.trace.hit("FleetStore::staff_principal");
+        self.inner.staff_principal(hash).await
+    }
+
+    async fn list_staff_tokens(&self, kind: StaffKind) -> StoreResult<Vec<StaffTokenInfo>> {
+        self.trace.hit("FleetStore::list_staff_tokens");
+        self.inner.list_staff_tokens(kind).await
+    }
+
+    async fn revoke_staff_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
+        self.trace.hit("FleetStore::revoke_staff_token");
+        self.inner.revoke_staff_token(prefix, now).await
+    }
+
+    async fn create_driver(
+        &self,
+        id: &str,
+        driver: Driver,
+        token: NewStaffToken,
+        now: Timestamp,
+    ) -> StoreResult<StoredDriver> {
+        self.trace.hit("FleetStore::create_driver");
+        self.inner.create_driver(id, driver, token, now).await
+    }
+
+    async fn driver(&self, id: &str) -> StoreResult<Option<StoredDriver>> {
+        self.trace.hit("FleetStore::driver");
+        self.inner.driver(id).await
+    }
+
+    async fn drivers(&self, depot: Option<&str>) -> StoreResult<Vec<StoredDriver>> {
+        self.trace.hit("FleetStore::drivers");
+        self.inner.drivers(depot).await
+    }
+
+    async fn update_driver(&self, id: &str, version: i64, driver: Driver, now: Timestamp) -> StoreResult<DriverUpdate> {
+        self.trace.hit("FleetStore::update_driver");
+        self.inner.update_driver(id, version, driver, now).await
+    }
+
+    async fn delete_driver(&self, id: &str, now: Timestamp) -> StoreResult<bool> {
+        self.trace.hit("FleetStore::delete_driver");
+        self.inner.delete_driver(id, now).await
+    }
+
+    async fn reissue_driver_token(&self, id: &str, token: NewStaffToken, now: Timestamp) -> StoreResult<bool> {
+        self.trace.hit("FleetStore::reissue_driver_token");
+        self.inner.reissue_driver_token(id, token, now).await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

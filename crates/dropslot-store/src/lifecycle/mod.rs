@@ -103,5 +103,52 @@ pub trait LifecycleStore: Send + Sync + 'static {
     async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: LifecycleStore> LifecycleStore for crate::trace::Traced<S> {
+    async fn sandbox_candidates(&self, scope: Scope, selection: Selection) -> StoreResult<Vec<i64>> {
+        self.trace.hit("LifecycleStore::sandbox_candidates");
+        self.inner.sandbox_candidates(scope, selection).await
+    }
+
+    async fn run_scenario(
+        &self,
+        scope: Scope,
+        ids: Vec<i64>,
+        scenario: dropslot_core::shipments::Scenario,
+        now: Timestamp,
+    ) -> StoreResult<Vec<ScenarioResult>> {
+        self.trace.hit("LifecycleStore::run_scenario");
+        self.inner.run_scenario(scope, ids, scenario, now).await
+    }
+
+    async fn ops_move(
+        &self,
+        unique_id: &str,
+        m: dropslot_core::shipments::Move,
+        now: Timestamp,
+    ) -> StoreResult<MoveOutcome<Box<StoredShipment>>> {
+        self.trace.hit("LifecycleStore::ops_move");
+        self.inner.ops_move(unique_id, m, now).await
+    }
+
+    async fn driver_move(
+        &self,
+        key: DriverKey,
+        unique_id: &str,
+        m: dropslot_core::shipments::Move,
+        attach: Vec<String>,
+        now: Timestamp,
+    ) -> StoreResult<DriverMove> {
+        self.trace.hit("LifecycleStore::driver_move");
+        self.inner.driver_move(key, unique_id, m, attach, now).await
+    }
+
+    async fn pick_up_scan(&self, pick_up_code: &str, now: Timestamp) -> StoreResult<MoveOutcome> {
+        self.trace.hit("LifecycleStore::pick_up_scan");
+        self.inner.pick_up_scan(pick_up_code, now).await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

@@ -517,5 +517,64 @@ pub trait NotificationStore: Send + Sync + 'static {
     async fn opt_out(&self, token: &str, now: Timestamp) -> StoreResult<bool>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: NotificationStore> NotificationStore for crate::trace::Traced<S> {
+    async fn notification_settings(&self, scope: Scope) -> StoreResult<NotificationSettings> {
+        self.trace.hit("NotificationStore::notification_settings");
+        self.inner.notification_settings(scope).await
+    }
+
+    async fn set_notification_settings(
+        &self,
+        scope: Scope,
+        settings: NotificationSettings,
+        now: Timestamp,
+    ) -> StoreResult<()> {
+        self.trace.hit("NotificationStore::set_notification_settings");
+        self.inner.set_notification_settings(scope, settings, now).await
+    }
+
+    async fn shipment_notifications(&self, scope: Scope, unique_id: &str) -> StoreResult<Vec<StoredNotification>> {
+        self.trace.hit("NotificationStore::shipment_notifications");
+        self.inner.shipment_notifications(scope, unique_id).await
+    }
+
+    async fn claim_notifications(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+    ) -> StoreResult<NotificationClaim> {
+        self.trace.hit("NotificationStore::claim_notifications");
+        self.inner.claim_notifications(now_ms, lease_until_ms, limit).await
+    }
+
+    async fn notifications_sending(&self, ids: Vec<i64>, lease_until_ms: i64) -> StoreResult<Vec<i64>> {
+        self.trace.hit("NotificationStore::notifications_sending");
+        self.inner.notifications_sending(ids, lease_until_ms).await
+    }
+
+    async fn finish_notifications(&self, outcomes: Vec<NotificationOutcome>) -> StoreResult<Vec<i64>> {
+        self.trace.hit("NotificationStore::finish_notifications");
+        self.inner.finish_notifications(outcomes).await
+    }
+
+    async fn next_notification_due_ms(&self) -> StoreResult<Option<i64>> {
+        self.trace.hit("NotificationStore::next_notification_due_ms");
+        self.inner.next_notification_due_ms().await
+    }
+
+    async fn opt_out_state(&self, token: &str) -> StoreResult<Option<bool>> {
+        self.trace.hit("NotificationStore::opt_out_state");
+        self.inner.opt_out_state(token).await
+    }
+
+    async fn opt_out(&self, token: &str, now: Timestamp) -> StoreResult<bool> {
+        self.trace.hit("NotificationStore::opt_out");
+        self.inner.opt_out(token, now).await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

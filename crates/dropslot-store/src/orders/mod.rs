@@ -146,5 +146,84 @@ pub trait OrderStore: Send + Sync + 'static {
     async fn next_request_due_ms(&self) -> StoreResult<Option<i64>>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: OrderStore> OrderStore for crate::trace::Traced<S> {
+    async fn saved_address_id_by_text(&self, scope: Scope, normalized: &str) -> StoreResult<Option<SavedAddressId>> {
+        self.trace.hit("OrderStore::saved_address_id_by_text");
+        self.inner.saved_address_id_by_text(scope, normalized).await
+    }
+
+    async fn saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<Option<SavedAddress>> {
+        self.trace.hit("OrderStore::saved_address");
+        self.inner.saved_address(scope, id).await
+    }
+
+    async fn list_saved_addresses(&self, scope: Scope) -> StoreResult<Vec<SavedAddress>> {
+        self.trace.hit("OrderStore::list_saved_addresses");
+        self.inner.list_saved_addresses(scope).await
+    }
+
+    async fn delete_saved_address(&self, scope: Scope, id: SavedAddressId) -> StoreResult<bool> {
+        self.trace.hit("OrderStore::delete_saved_address");
+        self.inner.delete_saved_address(scope, id).await
+    }
+
+    async fn idempotent_response(
+        &self,
+        scope: Scope,
+        key: &str,
+        since: Timestamp,
+    ) -> StoreResult<Option<StoredResponse>> {
+        self.trace.hit("OrderStore::idempotent_response");
+        self.inner.idempotent_response(scope, key, since).await
+    }
+
+    async fn create_order(
+        &self,
+        scope: Scope,
+        order: NewOrder,
+        render: RenderFn,
+    ) -> Result<CreatedOrder, CreateOrderError> {
+        self.trace.hit("OrderStore::create_order");
+        self.inner.create_order(scope, order, render).await
+    }
+
+    async fn delete_parcel_by_custom_code(
+        &self,
+        scope: Scope,
+        code: &CustomCode,
+        now: Timestamp,
+    ) -> StoreResult<DeleteOutcome> {
+        self.trace.hit("OrderStore::delete_parcel_by_custom_code");
+        self.inner.delete_parcel_by_custom_code(scope, code, now).await
+    }
+
+    async fn queue_request(&self, scope: Scope, request: NewRequest) -> Result<(), CreateOrderError> {
+        self.trace.hit("OrderStore::queue_request");
+        self.inner.queue_request(scope, request).await
+    }
+
+    async fn order_request(&self, scope: Scope, request_id: &str) -> StoreResult<Option<StoredRequest>> {
+        self.trace.hit("OrderStore::order_request");
+        self.inner.order_request(scope, request_id).await
+    }
+
+    async fn claim_requests(&self, now_ms: i64, lease_until_ms: i64, limit: usize) -> StoreResult<Vec<ClaimedRequest>> {
+        self.trace.hit("OrderStore::claim_requests");
+        self.inner.claim_requests(now_ms, lease_until_ms, limit).await
+    }
+
+    async fn fail_request(&self, end: RequestEnd, errors_json: String) -> StoreResult<bool> {
+        self.trace.hit("OrderStore::fail_request");
+        self.inner.fail_request(end, errors_json).await
+    }
+
+    async fn next_request_due_ms(&self) -> StoreResult<Option<i64>> {
+        self.trace.hit("OrderStore::next_request_due_ms");
+        self.inner.next_request_due_ms().await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

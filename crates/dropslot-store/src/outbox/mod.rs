@@ -6,6 +6,7 @@
 use crate::{StoreError, StoredEvent, StoredParcel, StoredShipment, WrittenOrder};
 use dropslot_core::shipments;
 use dropslot_core::shipments::ShipmentKind;
+use dropslot_core::webhooks;
 use jiff::Timestamp;
 
 /// A change's recorded events `(drop-off shipment, event)` grouped by shipment, shipments
@@ -32,7 +33,7 @@ pub(crate) struct Subscriber {
 
 impl Subscriber {
     pub fn wants(&self, event: &str) -> bool {
-        self.events.iter().any(|e| e == "*" || e == event)
+        webhooks::subscribes(&self.events, event)
     }
 }
 
@@ -49,10 +50,10 @@ pub(crate) struct Queued {
 }
 
 /// The messages one drop-off shipment's new `events` queue to its `subscribers` (the
-/// client's enabled endpoints in its mode): each event a subscriber takes, and for a
-/// `created` shipment each parcel's `same.parcel.created`, rendered by `outbox`. `busy[i]`
-/// says whether subscriber i's stream for this shipment has an unfinished delivery (none,
-/// for a created one); a queued delivery makes it busy. Both backends write what this plans.
+/// client's enabled endpoints in its mode), as the core's [`webhooks::fan_out`] plans them,
+/// each body rendered by `outbox`. `busy[i]` says whether subscriber i's stream for this
+/// shipment has an unfinished delivery (none, for a created one). Both backends write what
+/// this returns.
 pub(crate) fn plan_deliveries(
     outbox: &dyn Outbox,
     subscribers: &[Subscriber],
@@ -62,34 +63,21 @@ pub(crate) fn plan_deliveries(
     created: bool,
     now: Timestamp,
 ) -> Result<Vec<Queued>, StoreError> {
-    let mut queued = Vec::new();
-    let mut queue = |event: String, body: String| {
-        let deliveries = subscribers
-            .iter()
-            .zip(busy.iter_mut())
-            .filter(|(s, _)| s.wants(&event))
-            .map(|(s, busy)| (s.id, std::mem::replace(busy, true)))
-            .collect();
-        queued.push(Queued { event, body, shipment: shipment.drop_off.id.0, deliveries });
-    };
-    for e in events {
-        let kind = format!("same.shipment.{}", e.to.as_str());
-        if subscribers.iter().any(|s| s.wants(&kind)) {
-            let body = outbox.shipment_event(shipment, e).map_err(StoreError::Corrupt)?;
-            queue(kind, body);
-        }
-    }
-    if created {
-        let kind = "same.parcel.created";
-        if subscribers.iter().any(|s| s.wants(kind)) {
-            let at = events.first().map_or(now, |e| e.at);
-            for p in &shipment.parcels {
-                let body = outbox.parcel_created(shipment, p, at).map_err(StoreError::Corrupt)?;
-                queue(kind.to_string(), body);
+    let subscribed: Vec<&[String]> = subscribers.iter().map(|s| s.events.as_slice()).collect();
+    let statuses: Vec<_> = events.iter().map(|e| e.to).collect();
+    let at = events.first().map_or(now, |e| e.at);
+    webhooks::fan_out(&subscribed, busy, &statuses, shipment.parcels.len(), created)
+        .into_iter()
+        .map(|fan| {
+            let body = match fan.body {
+                webhooks::Body::Event(i) => outbox.shipment_event(shipment, &events[i]),
+                webhooks::Body::ParcelCreated(p) => outbox.parcel_created(shipment, &shipment.parcels[p], at),
             }
-        }
-    }
-    Ok(queued)
+            .map_err(StoreError::Corrupt)?;
+            let deliveries = fan.deliveries.into_iter().map(|(i, behind)| (subscribers[i].id, behind)).collect();
+            Ok(Queued { event: fan.event, body, shipment: shipment.drop_off.id.0, deliveries })
+        })
+        .collect()
 }
 
 /// A new order's drop-off shipments, each with its first event (`scheduled`, stored with

@@ -268,5 +268,73 @@ pub trait PlanStore: Send + Sync + 'static {
     async fn save_etas(&self, route_id: &str, etas: Vec<(String, StoredEta)>, now_ms: i64) -> StoreResult<()>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: PlanStore> PlanStore for crate::trace::Traced<S> {
+    async fn plan_candidates(
+        &self,
+        kind: PlanKind,
+        depot: &str,
+        date: Date,
+        plan: Option<&str>,
+    ) -> StoreResult<Vec<PlanCandidate>> {
+        self.trace.hit("PlanStore::plan_candidates");
+        self.inner.plan_candidates(kind, depot, date, plan).await
+    }
+
+    async fn begin_plan(
+        &self,
+        id: &str,
+        depot: &str,
+        date: Date,
+        kind: PlanKind,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<bool> {
+        self.trace.hit("PlanStore::begin_plan");
+        self.inner.begin_plan(id, depot, date, kind, now_ms, lease_ms).await
+    }
+
+    async fn abandon_plan(&self, id: &str) -> StoreResult<()> {
+        self.trace.hit("PlanStore::abandon_plan");
+        self.inner.abandon_plan(id).await
+    }
+
+    async fn finish_plan(&self, plan: &Plan) -> StoreResult<bool> {
+        self.trace.hit("PlanStore::finish_plan");
+        self.inner.finish_plan(plan).await
+    }
+
+    async fn plan(&self, id: &str) -> StoreResult<Option<StoredPlan>> {
+        self.trace.hit("PlanStore::plan");
+        self.inner.plan(id).await
+    }
+
+    async fn plans_on(&self, date: Date) -> StoreResult<Vec<StoredPlan>> {
+        self.trace.hit("PlanStore::plans_on");
+        self.inner.plans_on(date).await
+    }
+
+    async fn board_counts(&self, depot: &str, date: Date) -> StoreResult<Vec<BoardCount>> {
+        self.trace.hit("PlanStore::board_counts");
+        self.inner.board_counts(depot, date).await
+    }
+
+    async fn save_plan(&self, plan: &Plan, version: i64) -> StoreResult<SaveOutcome> {
+        self.trace.hit("PlanStore::save_plan");
+        self.inner.save_plan(plan, version).await
+    }
+
+    async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool> {
+        self.trace.hit("PlanStore::delete_plan");
+        self.inner.delete_plan(id, version).await
+    }
+
+    async fn save_etas(&self, route_id: &str, etas: Vec<(String, StoredEta)>, now_ms: i64) -> StoreResult<()> {
+        self.trace.hit("PlanStore::save_etas");
+        self.inner.save_etas(route_id, etas, now_ms).await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

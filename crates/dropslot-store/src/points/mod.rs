@@ -20,5 +20,24 @@ pub trait PointStore: Send + Sync + 'static {
     async fn address_point_candidates(&self, queries: &[PointQuery]) -> StoreResult<Vec<Vec<Candidate>>>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: PointStore> PointStore for crate::trace::Traced<S> {
+    async fn import_address_points(&self, points: Vec<AddressPoint>) -> StoreResult<u64> {
+        self.trace.hit("PointStore::import_address_points");
+        self.inner.import_address_points(points).await
+    }
+
+    async fn address_points_present(&self) -> StoreResult<bool> {
+        self.trace.hit("PointStore::address_points_present");
+        self.inner.address_points_present().await
+    }
+
+    async fn address_point_candidates(&self, queries: &[PointQuery]) -> StoreResult<Vec<Vec<Candidate>>> {
+        self.trace.hit("PointStore::address_point_candidates");
+        self.inner.address_point_candidates(queries).await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

@@ -29,5 +29,49 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn end_ops_session(&self, session: &TokenHash) -> StoreResult<()>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: SessionStore> SessionStore for crate::trace::Traced<S> {
+    async fn create_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<Option<Principal>> {
+        self.trace.hit("SessionStore::create_session");
+        self.inner.create_session(token, session).await
+    }
+
+    async fn session(
+        &self,
+        session: &TokenHash,
+        idle_since_ms: i64,
+        now_ms: i64,
+    ) -> StoreResult<Option<SessionRecord>> {
+        self.trace.hit("SessionStore::session");
+        self.inner.session(session, idle_since_ms, now_ms).await
+    }
+
+    async fn end_session(&self, session: &TokenHash) -> StoreResult<()> {
+        self.trace.hit("SessionStore::end_session");
+        self.inner.end_session(session).await
+    }
+
+    async fn create_ops_session(&self, token: &TokenHash, session: NewSession) -> StoreResult<bool> {
+        self.trace.hit("SessionStore::create_ops_session");
+        self.inner.create_ops_session(token, session).await
+    }
+
+    async fn ops_session(
+        &self,
+        session: &TokenHash,
+        idle_since_ms: i64,
+        now_ms: i64,
+    ) -> StoreResult<Option<OpsSessionRecord>> {
+        self.trace.hit("SessionStore::ops_session");
+        self.inner.ops_session(session, idle_since_ms, now_ms).await
+    }
+
+    async fn end_ops_session(&self, session: &TokenHash) -> StoreResult<()> {
+        self.trace.hit("SessionStore::end_ops_session");
+        self.inner.end_ops_session(session).await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

@@ -45,7 +45,7 @@ impl SessionStore for PgStore {
         let Some(r) = row else { return Ok(None) };
         let record = SessionRecord { principal: principal_row(&r)?, csrf: r.get(3), token_prefix: r.get(4) };
         let last_seen: i64 = r.get(5);
-        if last_seen < now_ms - 60_000 {
+        if dropslot_core::sessions::needs_touch(last_seen, now_ms) {
             c.execute(
                 "UPDATE dashboard_sessions SET last_seen_ms = $2 WHERE hash = $1 AND last_seen_ms < $2",
                 &[&&session.0[..], &now_ms],
@@ -88,7 +88,7 @@ impl SessionStore for PgStore {
         let Some(r) = row else { return Ok(None) };
         let record = crate::OpsSessionRecord { csrf: r.get(0), token_prefix: r.get(1) };
         let last_seen: i64 = r.get(2);
-        if last_seen < now_ms - 60_000 {
+        if dropslot_core::sessions::needs_touch(last_seen, now_ms) {
             c.execute(
                 "UPDATE ops_sessions SET last_seen_ms = $2 WHERE hash = $1 AND last_seen_ms < $2",
                 &[&&session.0[..], &now_ms],

@@ -54,7 +54,7 @@ impl SessionStore for SqliteStore {
             .optional()
         })?;
         let Some((record, last_seen)) = found else { return Ok(None) };
-        if last_seen < now_ms - 60_000 {
+        if dropslot_core::sessions::needs_touch(last_seen, now_ms) {
             self.touch_session("dashboard_sessions", *session, now_ms).await?;
         }
         Ok(Some(record))
@@ -96,7 +96,7 @@ impl SessionStore for SqliteStore {
             .optional()
         })?;
         let Some((record, last_seen)) = found else { return Ok(None) };
-        if last_seen < now_ms - 60_000 {
+        if dropslot_core::sessions::needs_touch(last_seen, now_ms) {
             self.touch_session("ops_sessions", *session, now_ms).await?;
         }
         Ok(Some(record))

@@ -72,5 +72,67 @@ pub trait ShipmentStore: Send + Sync + 'static {
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: ShipmentStore> ShipmentStore for crate::trace::Traced<S> {
+    async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>> {
+        self.trace.hit("ShipmentStore::shipment");
+        self.inner.shipment(visible, unique_id).await
+    }
+
+    async fn progress_of(
+        &self,
+        unique_ids: Vec<String>,
+    ) -> StoreResult<Vec<(String, dropslot_core::shipments::Status, Timestamp)>> {
+        self.trace.hit("ShipmentStore::progress_of");
+        self.inner.progress_of(unique_ids).await
+    }
+
+    async fn pick_up_members(&self, pick_up_unique_id: &str) -> StoreResult<Vec<String>> {
+        self.trace.hit("ShipmentStore::pick_up_members");
+        self.inner.pick_up_members(pick_up_unique_id).await
+    }
+
+    async fn order(&self, scope: Scope, unique_id: &str) -> StoreResult<Option<StoredOrder>> {
+        self.trace.hit("ShipmentStore::order");
+        self.inner.order(scope, unique_id).await
+    }
+
+    async fn orders(&self, scope: Scope, before: Option<i64>, limit: usize) -> StoreResult<Vec<StoredOrder>> {
+        self.trace.hit("ShipmentStore::orders");
+        self.inner.orders(scope, before, limit).await
+    }
+
+    async fn find_orders(
+        &self,
+        scope: Scope,
+        filter: &OrderFilter,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredOrder>> {
+        self.trace.hit("ShipmentStore::find_orders");
+        self.inner.find_orders(scope, filter, before, limit).await
+    }
+
+    async fn parcel_by_custom_code(
+        &self,
+        scope: Scope,
+        code: &CustomCode,
+    ) -> StoreResult<Option<(String, StoredShipment)>> {
+        self.trace.hit("ShipmentStore::parcel_by_custom_code");
+        self.inner.parcel_by_custom_code(scope, code).await
+    }
+
+    async fn tracking(&self, code: &str) -> StoreResult<Option<Tracking>> {
+        self.trace.hit("ShipmentStore::tracking");
+        self.inner.tracking(code).await
+    }
+
+    async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
+        self.trace.hit("ShipmentStore::label_source");
+        self.inner.label_source(kind, token).await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

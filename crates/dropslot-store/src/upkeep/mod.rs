@@ -21,5 +21,29 @@ pub trait UpkeepStore: Send + Sync + 'static {
     }
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: UpkeepStore> UpkeepStore for crate::trace::Traced<S> {
+    fn stats(&self) -> Arc<StoreStats> {
+        self.trace.hit("UpkeepStore::stats");
+        self.inner.stats()
+    }
+
+    async fn migrate(&self) -> StoreResult<Vec<i64>> {
+        self.trace.hit("UpkeepStore::migrate");
+        self.inner.migrate().await
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        self.trace.hit("UpkeepStore::ping");
+        self.inner.ping().await
+    }
+
+    async fn upkeep(&self) -> StoreResult<Vec<String>> {
+        self.trace.hit("UpkeepStore::upkeep");
+        self.inner.upkeep().await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

@@ -218,5 +218,107 @@ pub trait WebhookStore: Send + Sync + 'static {
     async fn queue_depth(&self) -> StoreResult<i64>;
 }
 
+/// Every operation, recorded when the suite asks for it (`crate::trace`).
+#[async_trait]
+impl<S: WebhookStore> WebhookStore for crate::trace::Traced<S> {
+    async fn create_endpoint(&self, scope: Scope, e: NewEndpoint, now: Timestamp) -> StoreResult<StoredEndpoint> {
+        self.trace.hit("WebhookStore::create_endpoint");
+        self.inner.create_endpoint(scope, e, now).await
+    }
+
+    async fn endpoints(&self, scope: Scope) -> StoreResult<Vec<StoredEndpoint>> {
+        self.trace.hit("WebhookStore::endpoints");
+        self.inner.endpoints(scope).await
+    }
+
+    async fn endpoint(&self, scope: Scope, id: i64) -> StoreResult<Option<StoredEndpoint>> {
+        self.trace.hit("WebhookStore::endpoint");
+        self.inner.endpoint(scope, id).await
+    }
+
+    async fn update_endpoint(
+        &self,
+        scope: Scope,
+        id: i64,
+        patch: EndpointPatch,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>> {
+        self.trace.hit("WebhookStore::update_endpoint");
+        self.inner.update_endpoint(scope, id, patch, now).await
+    }
+
+    async fn delete_endpoint(&self, scope: Scope, id: i64, now: Timestamp) -> StoreResult<bool> {
+        self.trace.hit("WebhookStore::delete_endpoint");
+        self.inner.delete_endpoint(scope, id, now).await
+    }
+
+    async fn rotate_secret(
+        &self,
+        scope: Scope,
+        id: i64,
+        secret: String,
+        previous_until_ms: i64,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredEndpoint>> {
+        self.trace.hit("WebhookStore::rotate_secret");
+        self.inner.rotate_secret(scope, id, secret, previous_until_ms, now).await
+    }
+
+    async fn queue_test(
+        &self,
+        scope: Scope,
+        id: i64,
+        event: &str,
+        body: String,
+        now: Timestamp,
+    ) -> StoreResult<Option<StoredDelivery>> {
+        self.trace.hit("WebhookStore::queue_test");
+        self.inner.queue_test(scope, id, event, body, now).await
+    }
+
+    async fn deliveries(
+        &self,
+        scope: Scope,
+        endpoint: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> StoreResult<Option<Vec<StoredDelivery>>> {
+        self.trace.hit("WebhookStore::deliveries");
+        self.inner.deliveries(scope, endpoint, before, limit).await
+    }
+
+    async fn resend(&self, scope: Scope, delivery: i64) -> StoreResult<ResendOutcome> {
+        self.trace.hit("WebhookStore::resend");
+        self.inner.resend(scope, delivery).await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+        per_endpoint: usize,
+        in_flight: Vec<(i64, usize)>,
+    ) -> StoreResult<Vec<Claimed>> {
+        self.trace.hit("WebhookStore::claim_deliveries");
+        self.inner.claim_deliveries(now_ms, lease_until_ms, limit, per_endpoint, in_flight).await
+    }
+
+    async fn record_attempts(&self, attempts: Vec<AttemptRecord>) -> StoreResult<()> {
+        self.trace.hit("WebhookStore::record_attempts");
+        self.inner.record_attempts(attempts).await
+    }
+
+    async fn next_due_ms(&self) -> StoreResult<Option<i64>> {
+        self.trace.hit("WebhookStore::next_due_ms");
+        self.inner.next_due_ms().await
+    }
+
+    async fn queue_depth(&self) -> StoreResult<i64> {
+        self.trace.hit("WebhookStore::queue_depth");
+        self.inner.queue_depth().await
+    }
+}
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;
