@@ -722,3 +722,23 @@ async fn a_shipment_delivered_since_the_plan_was_made_cannot_be_moved_or_publish
     assert!(place(&r.body["object"], done).is_none(), "{}", r.body);
     assert_eq!(d.s.post(&format!("/ops/plans/{id}/publish"), &d.op, &json!({})).await.status, 200);
 }
+
+/// A plan whose solving fails (the road engine is down) answers why and leaves no plan open:
+/// asking again is tried again, never refused as "another plan is open".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_whose_solving_fails_is_dropped_and_can_be_asked_again() {
+    // Nothing listens on this port: every road-time request is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let s = TestServer::start_with(&format!("[routing]\nosrm_url = \"http://127.0.0.1:{port}\"\n")).await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    driver(&s, &op, "Ana", 12, ("08:00", "22:00")).await;
+    order(&s, &live, 0, 1, "TOR-DT-PM").await;
+    let ask = json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1});
+    for _ in 0..2 {
+        let r = s.post("/ops/plans", &op, &ask).await;
+        assert_eq!(r.status, 503, "{}", r.body);
+        assert!(r.body["message"].as_str().unwrap_or_default().contains("OSRM"), "{}", r.body);
+    }
+    assert_eq!(s.scalar("SELECT count(*) FROM plans"), 0, "no plan is left being solved");
+}
