@@ -5,7 +5,7 @@
 use crate::cache::PlanCache;
 use crate::{StoreError, StoreResult, StoredDropOffAddress, StoredEta, StoredPickUpAddress, StoredPlan};
 use async_trait::async_trait;
-use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanStatus};
+use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanPhase, PlanStatus};
 use dropslot_core::geo::distance::LatLng;
 use dropslot_core::shipments::Status;
 use jiff::civil::Date;
@@ -197,16 +197,14 @@ pub(crate) fn plan_row(
     version: i64,
     json: Option<&str>,
 ) -> Result<Option<StoredPlan>, StoreError> {
-    if status == "solving" {
-        return Ok(None);
-    }
+    let expected = match PlanPhase::parse(status) {
+        Some(PlanPhase::Solving) => return Ok(None),
+        Some(PlanPhase::Solved(expected)) => expected,
+        None => return Err(StoreError::Corrupt(format!("plan {id}: status {status:?}"))),
+    };
     let json = json.ok_or_else(|| StoreError::Corrupt(format!("plan {id}: {status} without its routes")))?;
     let plan: Plan = serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("plan {id}: {e}")))?;
-    let expected = match plan.status {
-        PlanStatus::Draft => "draft",
-        PlanStatus::Published => "published",
-    };
-    if plan.id != id || status != expected {
+    if plan.id != id || plan.status != expected {
         return Err(StoreError::Corrupt(format!("plan {id}: its row and its document disagree")));
     }
     Ok(Some(StoredPlan { plan, version }))
@@ -215,11 +213,7 @@ pub(crate) fn plan_row(
 /// The plan's JSON and its status column.
 pub(crate) fn plan_json(plan: &Plan) -> Result<(String, &'static str), StoreError> {
     let json = serde_json::to_string(plan).map_err(|e| StoreError::Corrupt(format!("plan {}: {e}", plan.id)))?;
-    let status = match plan.status {
-        PlanStatus::Draft => "draft",
-        PlanStatus::Published => "published",
-    };
-    Ok((json, status))
+    Ok((json, plan.status.as_str()))
 }
 
 #[async_trait]

@@ -758,7 +758,7 @@ pub(crate) async fn record_attempts(c: &impl Sql, attempts: &[AttemptRecord]) ->
         }
         ids.push(a.delivery_id);
         claims.push(a.claim);
-        states.push(plan.delivery.as_str());
+        states.push(plan.delivery.state().as_str());
         numbers.push(i64::from(a.attempt));
         nexts.push(plan.delivery.next_attempt_ms());
         ats.push(at_ms);

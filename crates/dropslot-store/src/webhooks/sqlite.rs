@@ -522,7 +522,7 @@ pub(crate) fn record_attempt(c: &Connection, a: &AttemptRecord) -> Result<(), St
         })
         .map_err(map_err)?;
     let plan = attempt_plan(a.outcome, a.error.as_deref(), health.unwrap_or_default(), at_ms, a.disable_after_ms);
-    let (state, next) = (plan.delivery.as_str(), plan.delivery.next_attempt_ms());
+    let (state, next) = (plan.delivery.state().as_str(), plan.delivery.next_attempt_ms());
     // Only the claim that made the attempt moves the delivery: if its lease ran out and
     // another dispatcher took it over, that one decides.
     let moved = c
