@@ -43,6 +43,12 @@ impl DeliveryState {
     pub fn parse(s: &str) -> Option<DeliveryState> {
         DeliveryState::ALL.into_iter().find(|d| d.as_str() == s)
     }
+
+    /// A new delivery's state: `waiting` when `behind` an unfinished one of its stream (the
+    /// same shipment to the same endpoint), else `pending`.
+    pub fn queued(behind: bool) -> DeliveryState {
+        if behind { DeliveryState::Waiting } else { DeliveryState::Pending }
+    }
 }
 
 /// What an attempt writes to its delivery.
