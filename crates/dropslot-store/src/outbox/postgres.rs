@@ -281,13 +281,6 @@ async fn subscribers_by_shipment(c: &impl Sql, drop_offs: &[i64]) -> Result<Hash
 /// they change the same shipment, which its row lock already serialises, so taking several
 /// stream locks at once cannot deadlock.
 pub(crate) async fn streams_busy(c: &impl Sql, streams: &[(i64, i64)]) -> Result<HashSet<(i64, i64)>, StoreError> {
-    let (endpoints, keys): (Vec<i64>, Vec<i64>) = streams.iter().copied().unzip();
-    c.execute_typed(
-        "SELECT pg_advisory_xact_lock((e << 32) # k) FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)",
-        &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)],
-    )
-    .await
-    .map_err(map_err)?;
     // The states spelled, as in `stream_busy` (the stream index's condition).
     static BUSY: LazyLock<String> = LazyLock::new(|| {
         format!(
@@ -298,6 +291,13 @@ pub(crate) async fn streams_busy(c: &impl Sql, streams: &[(i64, i64)]) -> Result
             pending = DeliveryState::Pending.as_str(),
         )
     });
+    let (endpoints, keys): (Vec<i64>, Vec<i64>) = streams.iter().copied().unzip();
+    c.execute_typed(
+        "SELECT pg_advisory_xact_lock((e << 32) # k) FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)",
+        &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)],
+    )
+    .await
+    .map_err(map_err)?;
     // A new statement: its snapshot sees what the streams' previous holders committed.
     c.query_typed(&BUSY, &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)])
         .await

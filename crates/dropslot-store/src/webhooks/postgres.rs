@@ -567,8 +567,6 @@ pub(crate) async fn claim(
     per_endpoint: usize,
     in_flight: &[(i64, usize)],
 ) -> Result<Vec<Claimed>, StoreError> {
-    let mut counts: HashMap<i64, usize> = in_flight.iter().copied().collect();
-    let busy: Vec<i64> = in_flight.iter().filter(|(_, n)| *n >= per_endpoint).map(|(e, _)| *e).collect();
     /// The due index's condition, spelled (see the top of this file).
     static CLAIM: LazyLock<String> = LazyLock::new(|| {
         format!(
@@ -583,6 +581,8 @@ pub(crate) async fn claim(
             DeliveryState::Pending.as_str()
         )
     });
+    let mut counts: HashMap<i64, usize> = in_flight.iter().copied().collect();
+    let busy: Vec<i64> = in_flight.iter().filter(|(_, n)| *n >= per_endpoint).map(|(e, _)| *e).collect();
     let scan = i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX);
     let rows = c.query(&CLAIM, &[&now_ms, &scan, &busy]).await.map_err(map_err)?;
     let mut claimed = Vec::with_capacity(rows.len().min(limit));
