@@ -11,6 +11,7 @@ pub mod labels;
 pub mod money;
 pub mod phone;
 pub mod quote;
+pub mod requests;
 pub mod routing;
 pub mod rule;
 pub mod sessions;

@@ -14,30 +14,67 @@ pub enum AttemptOutcome {
     DisableEndpoint,
 }
 
-/// A delivery's state after an attempt.
+/// A delivery's stored state: the one list of its names, which both backends bind (and
+/// their queries' partial indexes spell, see `migrations/*/0004_webhooks.sql`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeliveryState {
+    /// Behind an unfinished delivery of the same shipment to the same endpoint.
+    Waiting,
+    /// Due at `next_attempt_ms` (or in flight until then).
+    Pending,
+    Delivered,
+    /// Out of retries, or its endpoint was disabled or deleted.
+    Failed,
+}
+
+impl DeliveryState {
+    pub const ALL: [DeliveryState; 4] =
+        [DeliveryState::Waiting, DeliveryState::Pending, DeliveryState::Delivered, DeliveryState::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Waiting => "waiting",
+            DeliveryState::Pending => "pending",
+            DeliveryState::Delivered => "delivered",
+            DeliveryState::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<DeliveryState> {
+        DeliveryState::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+
+    /// A new delivery's state: `waiting` when `behind` an unfinished one of its stream (the
+    /// same shipment to the same endpoint), else `pending`.
+    pub fn queued(behind: bool) -> DeliveryState {
+        if behind { DeliveryState::Waiting } else { DeliveryState::Pending }
+    }
+}
+
+/// What an attempt writes to its delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryWrite {
     Delivered,
     /// Still pending, due at this instant (Unix ms).
     Retry(i64),
     Failed,
 }
 
-impl DeliveryState {
-    /// The stored state's name.
-    pub fn as_str(self) -> &'static str {
+impl DeliveryWrite {
+    /// The state it leaves the delivery in.
+    pub fn state(self) -> DeliveryState {
         match self {
-            DeliveryState::Delivered => "delivered",
-            DeliveryState::Retry(_) => "pending",
-            DeliveryState::Failed => "failed",
+            DeliveryWrite::Delivered => DeliveryState::Delivered,
+            DeliveryWrite::Retry(_) => DeliveryState::Pending,
+            DeliveryWrite::Failed => DeliveryState::Failed,
         }
     }
 
     /// When it is due again; `None` once it is finished (its stream's next one moves up).
     pub fn next_attempt_ms(self) -> Option<i64> {
         match self {
-            DeliveryState::Retry(at) => Some(at),
-            DeliveryState::Delivered | DeliveryState::Failed => None,
+            DeliveryWrite::Retry(at) => Some(at),
+            DeliveryWrite::Delivered | DeliveryWrite::Failed => None,
         }
     }
 }
@@ -89,7 +126,7 @@ pub enum EndpointWrite {
 /// The whole decision of one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptPlan {
-    pub delivery: DeliveryState,
+    pub delivery: DeliveryWrite,
     pub endpoint: EndpointWrite,
 }
 
@@ -110,9 +147,9 @@ pub fn plan(
     disable_after_ms: i64,
 ) -> AttemptPlan {
     let delivery = match outcome {
-        AttemptOutcome::Delivered => DeliveryState::Delivered,
-        AttemptOutcome::Retry(at) => DeliveryState::Retry(at),
-        AttemptOutcome::Failed | AttemptOutcome::DisableEndpoint => DeliveryState::Failed,
+        AttemptOutcome::Delivered => DeliveryWrite::Delivered,
+        AttemptOutcome::Retry(at) => DeliveryWrite::Retry(at),
+        AttemptOutcome::Failed | AttemptOutcome::DisableEndpoint => DeliveryWrite::Failed,
     };
     let failing_since_ms = health.failing_since_ms.unwrap_or(at_ms);
     let endpoint = match outcome {
@@ -169,12 +206,12 @@ mod tests {
                 let error = (outcome != AttemptOutcome::Delivered).then_some("HTTP 500");
                 let p = plan(outcome, error, health, at, FIVE_DAYS);
                 match (outcome, p.delivery) {
-                    (AttemptOutcome::Delivered, DeliveryState::Delivered)
-                    | (AttemptOutcome::Failed | AttemptOutcome::DisableEndpoint, DeliveryState::Failed) => {}
-                    (AttemptOutcome::Retry(due), DeliveryState::Retry(planned)) => prop_assert_eq!(due, planned),
+                    (AttemptOutcome::Delivered, DeliveryWrite::Delivered)
+                    | (AttemptOutcome::Failed | AttemptOutcome::DisableEndpoint, DeliveryWrite::Failed) => {}
+                    (AttemptOutcome::Retry(due), DeliveryWrite::Retry(planned)) => prop_assert_eq!(due, planned),
                     other => prop_assert!(false, "{other:?} is not an allowed move"),
                 }
-                prop_assert_eq!(p.delivery.next_attempt_ms().is_some(), p.delivery.as_str() == "pending");
+                prop_assert_eq!(p.delivery.next_attempt_ms().is_some(), p.delivery.state() == DeliveryState::Pending);
                 if outcome == AttemptOutcome::Delivered {
                     streak_start = None;
                     let failing = matches!(p.endpoint, EndpointWrite::Failing { .. } | EndpointWrite::Disable { .. });
@@ -215,7 +252,7 @@ mod tests {
         );
         let gone = plan(AttemptOutcome::DisableEndpoint, Some("HTTP 410"), healthy, 12_000, FIVE_DAYS);
         assert_eq!(gone.endpoint, EndpointWrite::Disable { reason: "HTTP 410".into(), failing_since_ms: 12_000 });
-        assert_eq!(gone.delivery, DeliveryState::Failed);
+        assert_eq!(gone.delivery, DeliveryWrite::Failed);
     }
 }
 

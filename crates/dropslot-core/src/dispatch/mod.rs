@@ -18,6 +18,8 @@ pub enum PlanKind {
 }
 
 impl PlanKind {
+    pub const ALL: [PlanKind; 2] = [Self::PickUp, Self::Delivery];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::PickUp => "pick_up",
@@ -25,11 +27,7 @@ impl PlanKind {
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "pick_up" => Some(Self::PickUp),
-            "delivery" => Some(Self::Delivery),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
     }
     fn stop_kind(self) -> StopKind {
         match self {
@@ -44,6 +42,38 @@ impl PlanKind {
 pub enum PlanStatus {
     Draft,
     Published,
+}
+
+impl PlanStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Draft => "draft",
+            Self::Published => "published",
+        }
+    }
+}
+
+/// Where a stored plan is: being solved (its row holds no plan yet), or solved with its
+/// plan's status. The one list of a plan row's status names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanPhase {
+    Solving,
+    Solved(PlanStatus),
+}
+
+impl PlanPhase {
+    pub const ALL: [PlanPhase; 3] =
+        [Self::Solving, Self::Solved(PlanStatus::Draft), Self::Solved(PlanStatus::Published)];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Solving => "solving",
+            Self::Solved(status) => status.as_str(),
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

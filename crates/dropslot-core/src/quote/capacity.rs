@@ -16,6 +16,8 @@ pub enum SlotKind {
 }
 
 impl SlotKind {
+    pub const ALL: [SlotKind; 2] = [SlotKind::PickUp, SlotKind::DropOff];
+
     pub fn as_str(self) -> &'static str {
         match self {
             SlotKind::PickUp => "pick_up",
@@ -24,11 +26,7 @@ impl SlotKind {
     }
 
     pub fn parse(s: &str) -> Option<SlotKind> {
-        match s {
-            "pick_up" => Some(SlotKind::PickUp),
-            "drop_off" => Some(SlotKind::DropOff),
-            _ => None,
-        }
+        SlotKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 }
 

@@ -104,8 +104,10 @@ pub enum ShipmentKind {
 }
 
 impl ShipmentKind {
+    pub const ALL: [ShipmentKind; 2] = [ShipmentKind::PickUp, ShipmentKind::DropOff];
+
     pub fn parse(s: &str) -> Option<ShipmentKind> {
-        [ShipmentKind::PickUp, ShipmentKind::DropOff].into_iter().find(|k| k.as_str() == s)
+        ShipmentKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -166,8 +168,10 @@ pub enum Actor {
 }
 
 impl Actor {
+    pub const ALL: [Actor; 4] = [Actor::Client, Actor::Sandbox, Actor::Ops, Actor::System];
+
     pub fn parse(s: &str) -> Option<Actor> {
-        [Actor::Client, Actor::Sandbox, Actor::Ops, Actor::System].into_iter().find(|a| a.as_str() == s)
+        Actor::ALL.into_iter().find(|a| a.as_str() == s)
     }
 
     pub fn as_str(self) -> &'static str {

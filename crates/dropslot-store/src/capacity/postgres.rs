@@ -10,7 +10,7 @@ use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, map_err};
 use crate::{CapacityStore, CreateOrderError, Mode, NewOrder, Scope, StoreError, StoreResult};
 use async_trait::async_trait;
-use dropslot_core::quote::capacity::{Load, Override, SlotDate, first_misfit};
+use dropslot_core::quote::capacity::{Load, Override, SlotDate, SlotKind, first_misfit};
 use jiff::Timestamp;
 use jiff::civil::Date;
 use std::collections::HashMap;
@@ -237,9 +237,9 @@ pub(crate) async fn release(
     c.execute_typed(
         "UPDATE slot_fill SET parcels = parcels - 1, stops = stops - $2
          WHERE (mode, kind, place, slot_code, date) = (
-            SELECT d.mode, 'drop_off', d.zone_code, d.slot_code, d.scheduled_date
+            SELECT d.mode, $3, d.zone_code, d.slot_code, d.scheduled_date
             FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id WHERE p.id = $1)",
-        &[(&parcel, Type::INT8), (&i64::from(drop_off_deleted), Type::INT8)],
+        &[(&parcel, Type::INT8), (&i64::from(drop_off_deleted), Type::INT8), (&SlotKind::DropOff.as_str(), Type::TEXT)],
     )
     .await
     .map_err(map_err)?;
@@ -247,11 +247,11 @@ pub(crate) async fn release(
         c.execute_typed(
             "UPDATE slot_fill SET stops = stops - 1
              WHERE (mode, kind, place, slot_code, date) = (
-                SELECT u.mode, 'pick_up', '', u.slot_code, u.scheduled_date
+                SELECT u.mode, $2, '', u.slot_code, u.scheduled_date
                 FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
                     JOIN pick_up_shipments u ON u.id = d.pick_up_shipment_id
                 WHERE p.id = $1)",
-            &[(&parcel, Type::INT8)],
+            &[(&parcel, Type::INT8), (&SlotKind::PickUp.as_str(), Type::TEXT)],
         )
         .await
         .map_err(map_err)?;

@@ -6,7 +6,7 @@ use crate::capacity::{OverrideColumns, before, count, counter_key, full, loads, 
 use crate::sqlite::{SqliteStore, map_err};
 use crate::{CapacityStore, CreateOrderError, Mode, StoreError, StoreResult};
 use async_trait::async_trait;
-use dropslot_core::quote::capacity::{Load, Override, Reservation, SlotDate, first_misfit};
+use dropslot_core::quote::capacity::{Load, Override, Reservation, SlotDate, SlotKind, first_misfit};
 use jiff::Timestamp;
 use jiff::civil::Date;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -160,21 +160,21 @@ pub(crate) fn release(
     c.prepare_cached(
         "UPDATE slot_fill SET parcels = parcels - 1, stops = stops - ?2
          WHERE (mode, kind, place, slot_code, date) = (
-            SELECT d.mode, 'drop_off', d.zone_code, d.slot_code, d.scheduled_date
+            SELECT d.mode, ?3, d.zone_code, d.slot_code, d.scheduled_date
             FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id WHERE p.id = ?1)",
     )
-    .and_then(|mut s| s.execute(params![parcel, i64::from(drop_off_deleted)]))
+    .and_then(|mut s| s.execute(params![parcel, i64::from(drop_off_deleted), SlotKind::DropOff.as_str()]))
     .map_err(map_err)?;
     if pick_up_deleted {
         c.prepare_cached(
             "UPDATE slot_fill SET stops = stops - 1
              WHERE (mode, kind, place, slot_code, date) = (
-                SELECT u.mode, 'pick_up', '', u.slot_code, u.scheduled_date
+                SELECT u.mode, ?2, '', u.slot_code, u.scheduled_date
                 FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
                     JOIN pick_up_shipments u ON u.id = d.pick_up_shipment_id
                 WHERE p.id = ?1)",
         )
-        .and_then(|mut s| s.execute(params![parcel]))
+        .and_then(|mut s| s.execute(params![parcel, SlotKind::PickUp.as_str()]))
         .map_err(map_err)?;
     }
     Ok(())

@@ -24,7 +24,7 @@ use crate::outbox::postgres::Sink;
 use crate::postgres::sql::Sql;
 use crate::postgres::{Connections, PgStore, column, in_tx, map_err, narrow, status_column};
 use crate::{
-    LifecycleStore, MoveOutcome, Outbox, ScenarioResult, Scope, Selection, StoreError, StoreResult, StoredEvent,
+    LifecycleStore, Mode, MoveOutcome, Outbox, ScenarioResult, Scope, Selection, StoreError, StoreResult, StoredEvent,
     StoredShipment, Visibility,
 };
 use async_trait::async_trait;
@@ -33,7 +33,7 @@ use dropslot_core::shipments;
 use dropslot_core::shipments::{Actor, Current, Leg, Move, NewEvent, Scenario, ShipmentKind, Status};
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
@@ -194,6 +194,28 @@ pub(crate) async fn apply(
     apply_and_read(c, sink, events, now, &[]).await.map(drop)
 }
 
+/// [`apply_and_read`]'s status update. On every change's path (ops moves in batches above
+/// all), so its text is kept as measured (docs/performance.md, "Why PostgreSQL moves are
+/// batched"), the kinds built once from the core's names rather than bound.
+static APPLY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH n AS (
+                SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS n (kind, id, status, attempts)
+            ),
+            p AS (
+                UPDATE pick_up_shipments s SET status = n.status FROM n
+                WHERE n.kind = '{pick_up}' AND s.id = n.id RETURNING s.id
+            ),
+            d AS (
+                UPDATE drop_off_shipments s SET status = n.status, attempts = n.attempts FROM n
+                WHERE n.kind = '{drop_off}' AND s.id = n.id RETURNING s.id
+            )
+            SELECT '{pick_up}'::text, id FROM p UNION ALL SELECT '{drop_off}'::text, id FROM d",
+        pick_up = ShipmentKind::PickUp.as_str(),
+        drop_off = ShipmentKind::DropOff.as_str(),
+    )
+});
+
 /// [`apply`], then the drop-off shipments `answer` names as the change left them, with their
 /// events, in that order: read in the outbox's round trip (`crate::outbox::postgres::changes`).
 pub(crate) async fn apply_and_read(
@@ -230,25 +252,14 @@ pub(crate) async fn apply_and_read(
     let (changed, stored) = tokio::try_join!(
         async {
             c.query_typed(
-            "WITH n AS (
-                SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS n (kind, id, status, attempts)
-            ),
-            p AS (
-                UPDATE pick_up_shipments s SET status = n.status FROM n
-                WHERE n.kind = 'pick_up' AND s.id = n.id RETURNING s.id
-            ),
-            d AS (
-                UPDATE drop_off_shipments s SET status = n.status, attempts = n.attempts FROM n
-                WHERE n.kind = 'drop_off' AND s.id = n.id RETURNING s.id
+                &APPLY,
+                &[
+                    (&kinds, Type::TEXT_ARRAY),
+                    (&ids, Type::INT8_ARRAY),
+                    (&statuses, Type::TEXT_ARRAY),
+                    (&attempts, Type::INT8_ARRAY),
+                ],
             )
-            SELECT 'pick_up'::text, id FROM p UNION ALL SELECT 'drop_off'::text, id FROM d",
-            &[
-                (&kinds, Type::TEXT_ARRAY),
-                (&ids, Type::INT8_ARRAY),
-                (&statuses, Type::TEXT_ARRAY),
-                (&attempts, Type::INT8_ARRAY),
-            ],
-        )
             .await
             .map_err(map_err)?
             .iter()
@@ -281,7 +292,7 @@ pub(crate) struct Loaded {
 fn tenant(visible: Visibility) -> (Option<i64>, &'static str) {
     match visible {
         Visibility::Tenant(s) => (Some(s.client.0), s.mode.as_str()),
-        Visibility::Ops => (None, "live"),
+        Visibility::Ops => (None, Mode::Live.as_str()),
     }
 }
 
@@ -542,8 +553,8 @@ pub(crate) async fn pick_up_scan(
 ) -> Result<MoveOutcome, StoreError> {
     let drop_off: Option<i64> = c
         .query_typed_opt(
-            "SELECT drop_off_shipment_id FROM parcels WHERE pick_up_code = $1 AND mode = 'live' AND deleted_at IS NULL",
-            &[(&pick_up_code, Type::TEXT)],
+            "SELECT drop_off_shipment_id FROM parcels WHERE pick_up_code = $1 AND mode = $2 AND deleted_at IS NULL",
+            &[(&pick_up_code, Type::TEXT), (&Mode::Live.as_str(), Type::TEXT)],
         )
         .await
         .map_err(map_err)?
@@ -752,23 +763,25 @@ pub(crate) async fn ops_moves(
 /// whole before the outer query's `Sort` hands any drop-off to its `LockRows`; a drop-off
 /// changed meanwhile is read again as committed (`FOR UPDATE` rechecks the row).
 async fn lock_and_load(c: &impl Sql, codes: &[&str]) -> Result<HashMap<String, Loaded>, StoreError> {
-    let rows = c
-        .query_typed(
+    // A batch's first statement: its text kept as measured, as [`APPLY`]'s, the mode built once
+    // from its name rather than bound.
+    static LOCK_AND_LOAD: LazyLock<String> = LazyLock::new(|| {
+        format!(
             "WITH p AS MATERIALIZED (
                 SELECT p.id, p.status FROM pick_up_shipments p
                 WHERE p.id IN (SELECT d.pick_up_shipment_id FROM drop_off_shipments d
-                               WHERE d.unique_id = ANY($1) AND d.mode = 'live')
+                               WHERE d.unique_id = ANY($1) AND d.mode = '{live}')
                 ORDER BY p.id FOR UPDATE
              )
              SELECT d.id, d.unique_id, d.status, d.attempts, d.max_attempts, d.sandbox_moved, p.id, p.status
              FROM drop_off_shipments d JOIN p ON p.id = d.pick_up_shipment_id
-             WHERE d.unique_id = ANY($1) AND d.mode = 'live'
+             WHERE d.unique_id = ANY($1) AND d.mode = '{live}'
              ORDER BY d.id
              FOR UPDATE OF d",
-            &[(&codes, Type::TEXT_ARRAY)],
+            live = Mode::Live.as_str(),
         )
-        .await
-        .map_err(map_err)?;
+    });
+    let rows = c.query_typed(&LOCK_AND_LOAD, &[(&codes, Type::TEXT_ARRAY)]).await.map_err(map_err)?;
     rows.iter()
         .map(|r| {
             let l = loaded_row(r)?;

@@ -5,7 +5,7 @@
 use crate::outbox::sqlite::Sink;
 use crate::sqlite::{SqliteStore, map_err, status_column};
 use crate::{
-    LifecycleStore, MoveOutcome, ScenarioResult, Scope, Selection, StoreError, StoreResult, StoredEvent,
+    LifecycleStore, Mode, MoveOutcome, ScenarioResult, Scope, Selection, StoreError, StoreResult, StoredEvent,
     StoredShipment, Visibility,
 };
 use async_trait::async_trait;
@@ -180,7 +180,7 @@ fn load(
 ) -> rusqlite::Result<Option<Loaded>> {
     let (client, mode) = match visible {
         Visibility::Tenant(s) => (Some(s.client.0), s.mode.as_str()),
-        Visibility::Ops => (None, "live"),
+        Visibility::Ops => (None, Mode::Live.as_str()),
     };
     c.prepare_cached(
         "SELECT d.id, d.unique_id, d.status, d.attempts, d.max_attempts, d.sandbox_moved, p.id, p.status
@@ -331,9 +331,9 @@ pub(crate) fn pick_up_scan(
 ) -> Result<MoveOutcome, StoreError> {
     let drop_off: Option<i64> = c
         .prepare_cached(
-            "SELECT drop_off_shipment_id FROM parcels WHERE pick_up_code = ?1 AND mode = 'live' AND deleted_at IS NULL",
+            "SELECT drop_off_shipment_id FROM parcels WHERE pick_up_code = ?1 AND mode = ?2 AND deleted_at IS NULL",
         )
-        .and_then(|mut s| s.query_row([pick_up_code], |r| r.get(0)).optional())
+        .and_then(|mut s| s.query_row(params![pick_up_code, Mode::Live.as_str()], |r| r.get(0)).optional())
         .map_err(map_err)?;
     let Some(id) = drop_off else { return Ok(MoveOutcome::NotFound) };
     let Some(s) = load(c, Visibility::Ops, Some(id), None).map_err(map_err)? else {

@@ -7,36 +7,8 @@ use crate::{
 };
 use async_trait::async_trait;
 use dropslot_core::ids::{CustomCode, SavedAddressId};
+pub use dropslot_core::requests::RequestStatus;
 use jiff::Timestamp;
-
-/// Where a request is: accepted, claimed by a worker, or finished one way or the other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestStatus {
-    Queued,
-    Processing,
-    Completed,
-    Failed,
-}
-
-impl RequestStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RequestStatus::Queued => "queued",
-            RequestStatus::Processing => "processing",
-            RequestStatus::Completed => "completed",
-            RequestStatus::Failed => "failed",
-        }
-    }
-    pub fn parse(s: &str) -> Option<RequestStatus> {
-        match s {
-            "queued" => Some(RequestStatus::Queued),
-            "processing" => Some(RequestStatus::Processing),
-            "completed" => Some(RequestStatus::Completed),
-            "failed" => Some(RequestStatus::Failed),
-            _ => None,
-        }
-    }
-}
 
 /// An accepted request, written with its idempotency record (holding the 202 `response`)
 /// in one transaction before the 202 is sent.

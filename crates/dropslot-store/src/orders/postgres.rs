@@ -45,6 +45,7 @@ use dropslot_core::time::iso;
 use jiff::Timestamp;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::LazyLock;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
@@ -328,6 +329,9 @@ async fn commit(
 /// row. A custom code held by a live parcel of the client and mode (the unique index
 /// `parcels_live_custom_code` decides; a concurrent order's uncommitted one is waited for)
 /// skips its row instead of aborting the statement, so the missing row names the parcel.
+///
+/// Names are bound: `$46` and `$47` the shipment kinds (which also tag the rows given back),
+/// `$48` the first event's status, which is the new shipments' status too.
 const INSERT_ORDERS: &str = "
 WITH o_in AS (
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[],
@@ -368,7 +372,7 @@ order_ord AS (
 pick_up AS (
     INSERT INTO pick_up_shipments (unique_id, order_id, client_id, mode, saved_address_id, status, scheduled_date,
         slot_code, slot_name, start_at, end_at, address_json, label_token)
-    SELECT o.pick_up_uid, x.id, o.client_id, o.mode, s.id, 'scheduled', o.scheduled_date, o.slot_code, o.slot_name,
+    SELECT o.pick_up_uid, x.id, o.client_id, o.mode, s.id, $48, o.scheduled_date, o.slot_code, o.slot_name,
         o.start_at, o.end_at, o.address_json, o.label_token
     FROM o_in o JOIN order_ord x ON x.ord = o.ord JOIN saved s ON s.ord = o.ord
     ORDER BY o.ord
@@ -402,7 +406,7 @@ drop_off AS (
     INSERT INTO drop_off_shipments (unique_id, shipment_order_id, pick_up_shipment_id, client_id, mode, status,
         scheduled_date, slot_code, slot_name, start_at, end_at, zone_code, warehouse, city, address_json,
         label_token, max_attempts)
-    SELECT d.unique_id, so.id, pu.id, o.client_id, o.mode, 'scheduled', d.scheduled_date, d.slot_code, d.slot_name,
+    SELECT d.unique_id, so.id, pu.id, o.client_id, o.mode, $48, d.scheduled_date, d.slot_code, d.slot_name,
         d.start_at, d.end_at, d.zone_code, d.warehouse, d.city, d.address_json, d.label_token, d.max_attempts
     FROM do_in d
         JOIN so_in s ON s.ord = d.ord
@@ -441,9 +445,9 @@ event AS (
 )
 SELECT 'saved_address'::text, id, ord, NULL::bigint FROM saved
 UNION ALL SELECT 'order', id, ord, NULL FROM order_ord
-UNION ALL SELECT 'pick_up', id, ord, NULL FROM pick_up_ord
+UNION ALL SELECT $46, id, ord, NULL FROM pick_up_ord
 UNION ALL SELECT 'shipment_order', so.id, s.ord, NULL FROM so JOIN so_in s ON s.unique_id = so.unique_id
-UNION ALL SELECT 'drop_off', id, ord, NULL FROM drop_off_ord
+UNION ALL SELECT $47, id, ord, NULL FROM drop_off_ord
 UNION ALL SELECT 'parcel', id, drop_off_shipment_id, position FROM parcel
 UNION ALL SELECT 'event', id, shipment_id, NULL FROM event WHERE shipment_kind = $47
 UNION ALL SELECT 'subscribers', count(e.id), o.ord, NULL FROM o_in o
@@ -481,13 +485,13 @@ impl Inserted {
                 "order" => {
                     out.orders.insert(key()?, id()?);
                 }
-                "pick_up" => {
+                k if k == ShipmentKind::PickUp.as_str() => {
                     out.pick_ups.insert(key()?, id()?);
                 }
                 "shipment_order" => {
                     out.shipment_orders.insert(key()?, id()?);
                 }
-                "drop_off" => {
+                k if k == ShipmentKind::DropOff.as_str() => {
                     out.drop_offs.insert(key()?, id()?);
                 }
                 "parcel" => {
@@ -1010,14 +1014,20 @@ async fn deletion_snapshot(
             "SELECT p.id, d.id, d.status, d.shipment_order_id, d.pick_up_shipment_id, pu.status, so.order_id,
                     so.min_price, so.tax_bp,
                     (SELECT count(*) FROM parcels x WHERE x.drop_off_shipment_id = d.id AND x.deleted_at IS NULL),
-                    (SELECT count(*) FROM drop_off_shipments y WHERE y.pick_up_shipment_id = pu.id AND y.status <> 'deleted')
+                    (SELECT count(*) FROM drop_off_shipments y WHERE y.pick_up_shipment_id = pu.id AND y.status <> $5)
              FROM parcels p
              JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
              JOIN pick_up_shipments pu ON pu.id = d.pick_up_shipment_id
              JOIN shipment_orders so ON so.id = d.shipment_order_id
              WHERE p.client_id = $1 AND p.mode = $2 AND p.custom_code = $3 AND p.deleted_at IS NULL
                 AND so.order_id = $4",
-            &[(&client, Type::INT8), (&mode, Type::TEXT), (&code.as_str(), Type::TEXT), (&order, Type::INT8)],
+            &[
+                (&client, Type::INT8),
+                (&mode, Type::TEXT),
+                (&code.as_str(), Type::TEXT),
+                (&order, Type::INT8),
+                (&Status::Deleted.as_str(), Type::TEXT),
+            ],
         )
         .await
         .map_err(map_err)?;
@@ -1067,7 +1077,7 @@ pub(crate) async fn queue(c: &impl Sql, scope: Scope, r: &NewRequest) -> Result<
     c.execute_typed(
         "INSERT INTO order_requests (request_id, client_id, mode, status, payload, terms, drop_offs_count, created_at,
             next_attempt_ms)
-         VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $8)",
+         VALUES ($1, $2, $3, $9, $4, $5, $6, $7, $8)",
         &[
             (&r.request_id, Type::TEXT),
             (&scope.client.0, Type::INT8),
@@ -1077,6 +1087,7 @@ pub(crate) async fn queue(c: &impl Sql, scope: Scope, r: &NewRequest) -> Result<
             (&(r.drop_offs_count as i64), Type::INT8),
             (&r.created_at, Type::TEXT),
             (&r.due_ms, Type::INT8),
+            (&RequestStatus::Queued.as_str(), Type::TEXT),
         ],
     )
     .await
@@ -1116,21 +1127,25 @@ pub(crate) async fn claim(
     lease_until_ms: i64,
     limit: usize,
 ) -> Result<Vec<ClaimedRequest>, StoreError> {
-    let tag = i64::from_le_bytes(dropslot_core::ids::random_bytes::<8>());
-    let rows = c
-        .query(
-            "UPDATE order_requests r SET status = 'processing', claim = $3, next_attempt_ms = $2,
+    // The due index's condition, spelled, built once from the core's names: the service's
+    // sessions plan generically (`plan_cache_mode`), and a generic plan cannot prove a partial
+    // index's condition from bound statuses.
+    static CLAIM: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "UPDATE order_requests r SET status = '{processing}', claim = $3, next_attempt_ms = $2,
                 attempts = r.attempts + 1
              FROM (SELECT id FROM order_requests
-                   WHERE status IN ('queued', 'processing') AND next_attempt_ms <= $1
+                   WHERE status IN ('{queued}', '{processing}') AND next_attempt_ms <= $1
                    ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) due
              WHERE r.id = due.id
              RETURNING r.id, r.client_id, r.mode, r.request_id, r.payload, r.terms, r.attempts, r.drop_offs_count,
                 r.created_at",
-            &[&now_ms, &lease_until_ms, &tag, &(limit as i64)],
+            queued = RequestStatus::Queued.as_str(),
+            processing = RequestStatus::Processing.as_str(),
         )
-        .await
-        .map_err(map_err)?;
+    });
+    let tag = i64::from_le_bytes(dropslot_core::ids::random_bytes::<8>());
+    let rows = c.query(&CLAIM, &[&now_ms, &lease_until_ms, &tag, &(limit as i64)]).await.map_err(map_err)?;
     let mut claimed = rows
         .iter()
         .map(|r| {
@@ -1156,8 +1171,8 @@ pub(crate) async fn claim(
 pub(crate) async fn hold(c: &impl Sql, end: &RequestEnd) -> Result<(), StoreError> {
     let n = c
         .execute(
-            "SELECT 1 FROM order_requests WHERE id = $1 AND claim = $2 AND status = 'processing' FOR UPDATE",
-            &[&end.id, &end.claim],
+            "SELECT 1 FROM order_requests WHERE id = $1 AND claim = $2 AND status = $3 FOR UPDATE",
+            &[&end.id, &end.claim, &RequestStatus::Processing.as_str()],
         )
         .await
         .map_err(map_err)?;
@@ -1174,9 +1189,16 @@ pub(crate) async fn complete(
 ) -> Result<(), StoreError> {
     let n = c
         .execute(
-            "UPDATE order_requests SET status = 'completed', completed_at = $3, order_id = $4, claim = NULL
-             WHERE id = $1 AND claim = $2 AND status = 'processing'",
-            &[&end.id, &end.claim, &end.completed_at, &order],
+            "UPDATE order_requests SET status = $5, completed_at = $3, order_id = $4, claim = NULL
+             WHERE id = $1 AND claim = $2 AND status = $6",
+            &[
+                &end.id,
+                &end.claim,
+                &end.completed_at,
+                &order,
+                &RequestStatus::Completed.as_str(),
+                &RequestStatus::Processing.as_str(),
+            ],
         )
         .await
         .map_err(map_err)?;
@@ -1195,10 +1217,17 @@ pub(crate) async fn fail(
 ) -> Result<bool, StoreError> {
     let row = c
         .query_opt(
-            "UPDATE order_requests SET status = 'failed', completed_at = $3, errors_json = $4, claim = NULL
-             WHERE id = $1 AND claim = $2 AND status = 'processing'
+            "UPDATE order_requests SET status = $5, completed_at = $3, errors_json = $4, claim = NULL
+             WHERE id = $1 AND claim = $2 AND status = $6
              RETURNING client_id, mode",
-            &[&end.id, &end.claim, &end.completed_at, &errors_json],
+            &[
+                &end.id,
+                &end.claim,
+                &end.completed_at,
+                &errors_json,
+                &RequestStatus::Failed.as_str(),
+                &RequestStatus::Processing.as_str(),
+            ],
         )
         .await
         .map_err(map_err)?;
@@ -1226,11 +1255,16 @@ async fn finished_event(c: &impl Sql, sink: &mut Sink<'_>, scope: Scope, end: &R
     Ok(())
 }
 
+/// Read from the due index alone: its condition spelled, as in [`claim`].
 pub(crate) async fn next_due_ms(c: &impl Sql) -> Result<Option<i64>, StoreError> {
-    let row = c
-        .query_one("SELECT min(next_attempt_ms) FROM order_requests WHERE status IN ('queued', 'processing')", &[])
-        .await
-        .map_err(map_err)?;
+    static NEXT_DUE: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT min(next_attempt_ms) FROM order_requests WHERE status IN ('{}', '{}')",
+            RequestStatus::Queued.as_str(),
+            RequestStatus::Processing.as_str()
+        )
+    });
+    let row = c.query_one(&NEXT_DUE, &[]).await.map_err(map_err)?;
     column(&row, 0)
 }
 

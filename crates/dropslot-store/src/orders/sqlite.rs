@@ -22,6 +22,7 @@ use dropslot_core::shipments::{ChargeLine, DeletionPlan, DeletionSnapshot, Shipm
 use dropslot_core::time::iso;
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
+use std::sync::LazyLock;
 
 #[async_trait]
 impl OrderStore for SqliteStore {
@@ -192,7 +193,7 @@ pub(crate) fn insert_order(
     c.prepare_cached(
         "INSERT INTO pick_up_shipments (unique_id, order_id, client_id, mode, saved_address_id, status, scheduled_date,
             slot_code, slot_name, start_at, end_at, address_json, label_token)
-         VALUES (?1, ?2, ?3, ?4, ?5, 'scheduled', ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?13, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -207,7 +208,8 @@ pub(crate) fn insert_order(
             iso(&p.start),
             iso(&p.end),
             pick_up_address,
-            p.label_token
+            p.label_token,
+            Status::Scheduled.as_str()
         ])
     })
     .map_err(map_err)?;
@@ -247,13 +249,13 @@ pub(crate) fn insert_order(
             "INSERT INTO drop_off_shipments (unique_id, shipment_order_id, pick_up_shipment_id, client_id, mode, status,
                 scheduled_date, slot_code, slot_name, start_at, end_at, zone_code, warehouse, city, address_json, label_token,
                 max_attempts)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'scheduled', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?17, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         )
         .and_then(|mut st| {
             st.execute(params![
                 d.unique_id, shipment_order.0, pick_up.0, client, mode, d.scheduled_date.to_string(), d.slot_code,
                 d.slot_name, iso(&d.start), iso(&d.end), d.zone_code, d.warehouse, d.city, address, d.label_token,
-                d.max_attempts
+                d.max_attempts, Status::Scheduled.as_str()
             ])
         })
         .map_err(map_err)?;
@@ -393,14 +395,14 @@ fn deletion_snapshot(c: &Connection, scope: Scope, code: &CustomCode) -> rusqlit
             "SELECT p.id, d.id, d.status, d.shipment_order_id, d.pick_up_shipment_id, pu.status, so.order_id,
                     so.min_price, so.tax_bp,
                     (SELECT count(*) FROM parcels x WHERE x.drop_off_shipment_id = d.id AND x.deleted_at IS NULL),
-                    (SELECT count(*) FROM drop_off_shipments y WHERE y.pick_up_shipment_id = pu.id AND y.status <> 'deleted')
+                    (SELECT count(*) FROM drop_off_shipments y WHERE y.pick_up_shipment_id = pu.id AND y.status <> ?4)
              FROM parcels p
              JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
              JOIN pick_up_shipments pu ON pu.id = d.pick_up_shipment_id
              JOIN shipment_orders so ON so.id = d.shipment_order_id
              WHERE p.client_id = ?1 AND p.mode = ?2 AND p.custom_code = ?3 AND p.deleted_at IS NULL",
         )?
-        .query_row(params![scope.client.0, scope.mode.as_str(), code.as_str()], |r| {
+        .query_row(params![scope.client.0, scope.mode.as_str(), code.as_str(), Status::Deleted.as_str()], |r| {
             Ok((
                 ParcelId(r.get(0)?),
                 DropOffShipmentId(r.get(1)?),
@@ -464,7 +466,7 @@ pub(crate) fn queue(c: &Connection, scope: Scope, r: &NewRequest) -> Result<(), 
     c.prepare_cached(
         "INSERT INTO order_requests (request_id, client_id, mode, status, payload, terms, drop_offs_count, created_at,
             next_attempt_ms)
-         VALUES (?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8)",
+         VALUES (?1, ?2, ?3, ?9, ?4, ?5, ?6, ?7, ?8)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -475,7 +477,8 @@ pub(crate) fn queue(c: &Connection, scope: Scope, r: &NewRequest) -> Result<(), 
             r.terms,
             r.drop_offs_count as i64,
             r.created_at,
-            r.due_ms
+            r.due_ms,
+            RequestStatus::Queued.as_str()
         ])
     })
     .map_err(map_err)?;
@@ -522,8 +525,12 @@ pub(crate) fn claim(
     let mut due = c
         .prepare_cached(&format!(
             "SELECT id, client_id, mode, request_id, payload, terms, attempts, drop_offs_count, created_at FROM order_requests
-             WHERE status IN ('queued', 'processing') AND next_attempt_ms <= ?1 ORDER BY id LIMIT {}",
-            crate::sqlite::limit_bucket(limit)
+             WHERE status IN ('{queued}', '{processing}') AND next_attempt_ms <= ?1 ORDER BY id LIMIT {}",
+            crate::sqlite::limit_bucket(limit),
+            // The due index's condition, spelled: `SQLite` uses a partial index only when the
+            // query's terms prove its condition, and bound statuses prove nothing.
+            queued = RequestStatus::Queued.as_str(),
+            processing = RequestStatus::Processing.as_str(),
         ))
         .and_then(|mut s| {
             s.query_map(params![now_ms], |r| {
@@ -549,10 +556,12 @@ pub(crate) fn claim(
     for r in &mut due {
         r.claim = i64::from_le_bytes(dropslot_core::ids::random_bytes::<8>());
         c.prepare_cached(
-            "UPDATE order_requests SET status = 'processing', claim = ?2, next_attempt_ms = ?3, attempts = ?4
+            "UPDATE order_requests SET status = ?5, claim = ?2, next_attempt_ms = ?3, attempts = ?4
              WHERE id = ?1",
         )
-        .and_then(|mut s| s.execute(params![r.id, r.claim, lease_until_ms, r.attempts]))
+        .and_then(|mut s| {
+            s.execute(params![r.id, r.claim, lease_until_ms, r.attempts, RequestStatus::Processing.as_str()])
+        })
         .map_err(map_err)?;
     }
     Ok(due)
@@ -569,10 +578,13 @@ pub(crate) fn complete(
 ) -> Result<(), StoreError> {
     let n = c
         .prepare_cached(
-            "UPDATE order_requests SET status = 'completed', completed_at = ?3, order_id = ?4, claim = NULL
-             WHERE id = ?1 AND claim = ?2 AND status = 'processing'",
+            "UPDATE order_requests SET status = ?5, completed_at = ?3, order_id = ?4, claim = NULL
+             WHERE id = ?1 AND claim = ?2 AND status = ?6",
         )
-        .and_then(|mut s| s.execute(params![end.id, end.claim, end.completed_at, order]))
+        .and_then(|mut s| {
+            let (to, from) = (RequestStatus::Completed.as_str(), RequestStatus::Processing.as_str());
+            s.execute(params![end.id, end.claim, end.completed_at, order, to, from])
+        })
         .map_err(map_err)?;
     if n != 1 {
         return Err(StoreError::Unavailable(crate::LEASE_LOST.into()));
@@ -589,13 +601,16 @@ pub(crate) fn fail(
 ) -> Result<bool, StoreError> {
     let row: Option<(i64, String)> = c
         .prepare_cached(
-            "UPDATE order_requests SET status = 'failed', completed_at = ?3, errors_json = ?4, claim = NULL
-             WHERE id = ?1 AND claim = ?2 AND status = 'processing'
+            "UPDATE order_requests SET status = ?5, completed_at = ?3, errors_json = ?4, claim = NULL
+             WHERE id = ?1 AND claim = ?2 AND status = ?6
              RETURNING client_id, mode",
         )
         .and_then(|mut s| {
-            s.query_row(params![end.id, end.claim, end.completed_at, errors_json], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
+            let (to, from) = (RequestStatus::Failed.as_str(), RequestStatus::Processing.as_str());
+            s.query_row(params![end.id, end.claim, end.completed_at, errors_json, to, from], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()
         })
         .map_err(map_err)?;
     let Some((client, mode)) = row else { return Ok(false) };
@@ -617,9 +632,16 @@ fn finished_event(c: &Connection, sink: &mut Sink<'_>, scope: Scope, end: &Reque
     Ok(())
 }
 
+/// Read from the due index alone: its condition spelled, as in [`claim`].
 pub(crate) fn next_due_ms(c: &Connection) -> rusqlite::Result<Option<i64>> {
-    c.prepare_cached("SELECT min(next_attempt_ms) FROM order_requests WHERE status IN ('queued', 'processing')")?
-        .query_row([], |r| r.get(0))
+    static NEXT_DUE: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT min(next_attempt_ms) FROM order_requests WHERE status IN ('{}', '{}')",
+            RequestStatus::Queued.as_str(),
+            RequestStatus::Processing.as_str()
+        )
+    });
+    c.prepare_cached(&NEXT_DUE)?.query_row([], |r| r.get(0))
 }
 
 fn saved_address_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SavedAddress> {

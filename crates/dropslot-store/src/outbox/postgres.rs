@@ -8,8 +8,10 @@ use crate::postgres::sql::Sql;
 use crate::postgres::{column, map_err};
 use crate::shipments::postgres::{events_of, shipments_without_events};
 use crate::{Outbox, StoreError, StoredEvent, StoredShipment};
+use dropslot_core::webhooks::DeliveryState;
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
 use tokio_postgres::types::Type;
 
 /// The outbox a unit of work renders with, and how many deliveries it queued (reported
@@ -88,16 +90,20 @@ pub(crate) async fn lock_stream(c: &impl Sql, endpoint: i64, key: i64) -> Result
 }
 
 /// Whether the (endpoint, key) stream has an unfinished delivery; takes the stream's lock.
+/// The states are spelled, built once from the core's names: the stream index is partial on
+/// exactly this condition, and a generic plan (`plan_cache_mode`) over a bound state cannot
+/// prove it, so it would not use the index.
 async fn stream_busy(c: &impl Sql, endpoint: i64, key: i64) -> Result<bool, StoreError> {
-    lock_stream(c, endpoint, key).await?;
-    let row = c
-        .query_one(
+    static STREAM_BUSY: LazyLock<String> = LazyLock::new(|| {
+        format!(
             "SELECT EXISTS (SELECT 1 FROM webhook_deliveries
-                WHERE endpoint_id = $1 AND ordering_key = $2 AND state IN ('waiting', 'pending'))",
-            &[&endpoint, &key],
+                WHERE endpoint_id = $1 AND ordering_key = $2 AND state IN ('{waiting}', '{pending}'))",
+            waiting = DeliveryState::Waiting.as_str(),
+            pending = DeliveryState::Pending.as_str(),
         )
-        .await
-        .map_err(map_err)?;
+    });
+    lock_stream(c, endpoint, key).await?;
+    let row = c.query_one(&STREAM_BUSY, &[&endpoint, &key]).await.map_err(map_err)?;
     Ok(row.get(0))
 }
 
@@ -110,7 +116,7 @@ async fn insert_delivery(
     behind: bool,
 ) -> Result<i64, StoreError> {
     let at = now_ms();
-    let state = if behind { "waiting" } else { "pending" };
+    let state = DeliveryState::queued(behind).as_str();
     let row = c
         .query_one(
             "INSERT INTO webhook_deliveries (message_id, endpoint_id, ordering_key, state, next_attempt_ms, queued_ms)
@@ -154,7 +160,7 @@ impl Planned {
                 self.messages.push(message);
                 self.endpoints.push(endpoint);
                 self.keys.push(q.shipment);
-                self.states.push(if behind { "waiting" } else { "pending" });
+                self.states.push(DeliveryState::queued(behind).as_str());
             }
         }
     }
@@ -275,6 +281,16 @@ async fn subscribers_by_shipment(c: &impl Sql, drop_offs: &[i64]) -> Result<Hash
 /// they change the same shipment, which its row lock already serialises, so taking several
 /// stream locks at once cannot deadlock.
 pub(crate) async fn streams_busy(c: &impl Sql, streams: &[(i64, i64)]) -> Result<HashSet<(i64, i64)>, StoreError> {
+    // The states spelled, as in `stream_busy` (the stream index's condition).
+    static BUSY: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT DISTINCT d.endpoint_id, d.ordering_key FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)
+         JOIN webhook_deliveries d ON d.endpoint_id = s.e AND d.ordering_key = s.k
+         WHERE d.state IN ('{waiting}', '{pending}')",
+            waiting = DeliveryState::Waiting.as_str(),
+            pending = DeliveryState::Pending.as_str(),
+        )
+    });
     let (endpoints, keys): (Vec<i64>, Vec<i64>) = streams.iter().copied().unzip();
     c.execute_typed(
         "SELECT pg_advisory_xact_lock((e << 32) # k) FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)",
@@ -283,17 +299,12 @@ pub(crate) async fn streams_busy(c: &impl Sql, streams: &[(i64, i64)]) -> Result
     .await
     .map_err(map_err)?;
     // A new statement: its snapshot sees what the streams' previous holders committed.
-    c.query_typed(
-        "SELECT DISTINCT d.endpoint_id, d.ordering_key FROM unnest($1::bigint[], $2::bigint[]) AS s (e, k)
-         JOIN webhook_deliveries d ON d.endpoint_id = s.e AND d.ordering_key = s.k
-         WHERE d.state IN ('waiting', 'pending')",
-        &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)],
-    )
-    .await
-    .map_err(map_err)?
-    .iter()
-    .map(|r| Ok((column(r, 0)?, column(r, 1)?)))
-    .collect()
+    c.query_typed(&BUSY, &[(&endpoints, Type::INT8_ARRAY), (&keys, Type::INT8_ARRAY)])
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| Ok((column(r, 0)?, column(r, 1)?)))
+        .collect()
 }
 
 /// Every shipment's events in `events` (recorded in this transaction), grouped by drop-off

@@ -5,9 +5,11 @@ use crate::outbox::{Subscriber, created_events, plan_deliveries};
 use crate::shipments::sqlite::shipment_without_events;
 use crate::sqlite::map_err;
 use crate::{Outbox, StoreError, StoredEvent, StoredShipment, WrittenOrder};
+use dropslot_core::webhooks::DeliveryState;
 use jiff::Timestamp;
 use rusqlite::{Connection, params};
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 /// The outbox a write job renders with, and how many deliveries it queued (reported after
 /// the commit).
@@ -109,14 +111,19 @@ pub(crate) fn add_delivery(
     insert_delivery(c, message, endpoint, ordering_key, behind)
 }
 
-/// Whether the (endpoint, key) stream has an unfinished delivery.
+/// Whether the (endpoint, key) stream has an unfinished delivery. The states are spelled,
+/// built once from the core's names: `SQLite` reads the stream index (partial on exactly this
+/// condition) only when the query spells its condition, which a bound state does not.
 fn stream_busy(c: &Connection, endpoint: i64, key: i64) -> Result<bool, StoreError> {
-    c.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM webhook_deliveries
-            WHERE endpoint_id = ?1 AND ordering_key = ?2 AND state IN ('waiting', 'pending'))",
-    )
-    .and_then(|mut s| s.query_row(params![endpoint, key], |r| r.get(0)))
-    .map_err(map_err)
+    static STREAM_BUSY: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT EXISTS (SELECT 1 FROM webhook_deliveries
+            WHERE endpoint_id = ?1 AND ordering_key = ?2 AND state IN ('{waiting}', '{pending}'))",
+            waiting = DeliveryState::Waiting.as_str(),
+            pending = DeliveryState::Pending.as_str(),
+        )
+    });
+    c.prepare_cached(&STREAM_BUSY).and_then(|mut s| s.query_row(params![endpoint, key], |r| r.get(0))).map_err(map_err)
 }
 
 /// One delivery row: `waiting` when `behind` an unfinished one of its stream, else `pending`.
@@ -132,9 +139,7 @@ fn insert_delivery(
         "INSERT INTO webhook_deliveries (message_id, endpoint_id, ordering_key, state, next_attempt_ms, queued_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
     )
-    .and_then(|mut s| {
-        s.execute(params![message, endpoint, ordering_key, if behind { "waiting" } else { "pending" }, at])
-    })
+    .and_then(|mut s| s.execute(params![message, endpoint, ordering_key, DeliveryState::queued(behind).as_str(), at]))
     .map_err(map_err)?;
     Ok(c.last_insert_rowid())
 }

@@ -3,9 +3,9 @@
 //! (`dropslot_core::dispatch`); this only loads and persists.
 
 use crate::cache::PlanCache;
-use crate::{StoreError, StoreResult, StoredDropOffAddress, StoredEta, StoredPickUpAddress, StoredPlan};
+use crate::{Mode, StoreError, StoreResult, StoredDropOffAddress, StoredEta, StoredPickUpAddress, StoredPlan};
 use async_trait::async_trait;
-use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanStatus};
+use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanPhase, PlanStatus};
 use dropslot_core::geo::distance::LatLng;
 use dropslot_core::shipments::Status;
 use jiff::civil::Date;
@@ -68,23 +68,23 @@ pub struct BoardCount {
     pub published: i64,
 }
 
-/// The board's counts (`?1`/`$1` the depot, `?2`/`$2` the date), written for `param`.
+/// The board's counts, written for `param`; its parameters are [`board_params`].
 pub(crate) fn board_sql(param: char) -> String {
-    let finals = final_statuses();
+    let finals = final_placeholders(param, 6);
     let published = |alias: &str| {
         format!(
             "sum(CASE WHEN EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = {alias}.unique_id) THEN 1 ELSE 0 END)"
         )
     };
     format!(
-        "SELECT 'delivery', d.zone_code, d.slot_code, count(*), {pd}
+        "SELECT {p}4, d.zone_code, d.slot_code, count(*), {pd}
          FROM drop_off_shipments d
-         WHERE d.scheduled_date = {p}2 AND d.warehouse = {p}1 AND d.mode = 'live' AND d.status NOT IN ({finals})
+         WHERE d.scheduled_date = {p}2 AND d.warehouse = {p}1 AND d.mode = {p}3 AND d.status NOT IN ({finals})
          GROUP BY d.zone_code, d.slot_code
          UNION ALL
-         SELECT 'pick_up', '', u.slot_code, count(*), {pu}
+         SELECT {p}5, '', u.slot_code, count(*), {pu}
          FROM pick_up_shipments u
-         WHERE u.scheduled_date = {p}2 AND u.mode = 'live' AND u.status NOT IN ({finals})
+         WHERE u.scheduled_date = {p}2 AND u.mode = {p}3 AND u.status NOT IN ({finals})
            AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = {p}1
          GROUP BY u.slot_code
          ORDER BY 1, 2, 3",
@@ -92,6 +92,16 @@ pub(crate) fn board_sql(param: char) -> String {
         pu = published("u"),
         p = param,
     )
+}
+
+/// [`board_sql`]'s parameters in order, all text: the depot, the date, the live mode, the plan
+/// kinds that tag its rows, then the final statuses.
+pub(crate) fn board_params<'a>(depot: &'a str, date: &'a str) -> Vec<&'a str> {
+    let finals: Vec<&'a str> = final_statuses();
+    [depot, date, Mode::Live.as_str(), PlanKind::Delivery.as_str(), PlanKind::PickUp.as_str()]
+        .into_iter()
+        .chain(finals)
+        .collect()
 }
 
 /// A board row from its columns (kind, zone, slot, shipments, published).
@@ -106,16 +116,20 @@ pub(crate) fn board_row(
     Ok(BoardCount { kind, zone, slot, shipments, published })
 }
 
-/// `'delivered', 'returned', …`: the final statuses, for `NOT IN` (from the core's rule).
-pub(crate) fn final_statuses() -> String {
-    Status::ALL.iter().filter(|s| s.is_final()).map(|s| format!("'{}'", s.as_str())).collect::<Vec<_>>().join(", ")
+/// The final statuses (the core's rule), bound for `NOT IN`.
+fn final_statuses() -> Vec<&'static str> {
+    Status::ALL.into_iter().filter(|s| s.is_final()).map(Status::as_str).collect()
 }
 
-/// The candidates of a plan of `kind`: `$1` the depot, `$2` the date, `$3` the plan whose own
-/// published stops are still its candidates (`''` for a new plan). `PostgreSQL`'s placeholders;
-/// `SQLite` reads them as `?1`…`?3` ([`sqlite_placeholders`]).
+/// `{param}first, …`: a placeholder for each final status, numbered from `first`.
+fn final_placeholders(param: char, first: usize) -> String {
+    (first..).take(final_statuses().len()).map(|n| format!("{param}{n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The candidates of a plan of `kind`; its parameters are [`candidate_params`].
+/// `PostgreSQL`'s placeholders; `SQLite` reads them as `?1`… ([`sqlite_placeholders`]).
 pub(crate) fn plan_candidates_sql(kind: PlanKind) -> String {
-    let finals = final_statuses();
+    let finals = final_placeholders('$', 5);
     match kind {
         PlanKind::Delivery => format!(
             "SELECT d.unique_id, d.start_at, d.end_at, d.address_json,
@@ -123,7 +137,7 @@ pub(crate) fn plan_candidates_sql(kind: PlanKind) -> String {
                 (SELECT CAST(coalesce(sum(p.weight_mg), 0) AS BIGINT) FROM parcels p
                   WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL)
              FROM drop_off_shipments d
-             WHERE d.scheduled_date = $2 AND d.warehouse = $1 AND d.mode = 'live' AND d.status NOT IN ({finals})
+             WHERE d.scheduled_date = $2 AND d.warehouse = $1 AND d.mode = $4 AND d.status NOT IN ({finals})
                AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = d.unique_id AND s.plan_id <> $3)
              ORDER BY d.id"
         ),
@@ -136,12 +150,20 @@ pub(crate) fn plan_candidates_sql(kind: PlanKind) -> String {
                   JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
                   WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL)
              FROM pick_up_shipments u
-             WHERE u.scheduled_date = $2 AND u.mode = 'live' AND u.status NOT IN ({finals})
+             WHERE u.scheduled_date = $2 AND u.mode = $4 AND u.status NOT IN ({finals})
                AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = $1
                AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = u.unique_id AND s.plan_id <> $3)
              ORDER BY u.id"
         ),
     }
+}
+
+/// [`plan_candidates_sql`]'s parameters in order, all text: the depot, the date, the plan whose
+/// own published stops are still its candidates (`''` for a new plan), the live mode, then the
+/// final statuses.
+pub(crate) fn candidate_params<'a>(depot: &'a str, date: &'a str, plan: &'a str) -> Vec<&'a str> {
+    let finals: Vec<&'a str> = final_statuses();
+    [depot, date, plan, Mode::Live.as_str()].into_iter().chain(finals).collect()
 }
 
 /// `$1` → `?1`: the same numbered parameters in `SQLite`'s spelling (the SQL has no other `$`).
@@ -197,16 +219,14 @@ pub(crate) fn plan_row(
     version: i64,
     json: Option<&str>,
 ) -> Result<Option<StoredPlan>, StoreError> {
-    if status == "solving" {
-        return Ok(None);
-    }
+    let expected = match PlanPhase::parse(status) {
+        Some(PlanPhase::Solving) => return Ok(None),
+        Some(PlanPhase::Solved(expected)) => expected,
+        None => return Err(StoreError::Corrupt(format!("plan {id}: status {status:?}"))),
+    };
     let json = json.ok_or_else(|| StoreError::Corrupt(format!("plan {id}: {status} without its routes")))?;
     let plan: Plan = serde_json::from_str(json).map_err(|e| StoreError::Corrupt(format!("plan {id}: {e}")))?;
-    let expected = match plan.status {
-        PlanStatus::Draft => "draft",
-        PlanStatus::Published => "published",
-    };
-    if plan.id != id || status != expected {
+    if plan.id != id || plan.status != expected {
         return Err(StoreError::Corrupt(format!("plan {id}: its row and its document disagree")));
     }
     Ok(Some(StoredPlan { plan, version }))
@@ -215,11 +235,7 @@ pub(crate) fn plan_row(
 /// The plan's JSON and its status column.
 pub(crate) fn plan_json(plan: &Plan) -> Result<(String, &'static str), StoreError> {
     let json = serde_json::to_string(plan).map_err(|e| StoreError::Corrupt(format!("plan {}: {e}", plan.id)))?;
-    let status = match plan.status {
-        PlanStatus::Draft => "draft",
-        PlanStatus::Published => "published",
-    };
-    Ok((json, status))
+    Ok((json, plan.status.as_str()))
 }
 
 #[async_trait]

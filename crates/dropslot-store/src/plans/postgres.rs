@@ -4,15 +4,19 @@
 //! primary key of `published_stops` keeps a shipment in at most one published route.
 
 use crate::cache::PlanCache;
-use crate::plans::{CandidateColumns, SaveError, candidate, keep_published, plan_candidates_sql, plan_json, plan_row};
+use crate::plans::{
+    CandidateColumns, SaveError, board_params, candidate, candidate_params, keep_published, plan_candidates_sql,
+    plan_json, plan_row,
+};
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, in_tx, map_err};
 use crate::{PlanStore, SaveOutcome, StoreError, StoreResult, StoredPlan};
 use async_trait::async_trait;
-use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanStatus};
+use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanPhase, PlanStatus};
 use jiff::civil::Date;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use tokio_postgres::Row;
+use tokio_postgres::types::{ToSql, Type};
 
 #[async_trait]
 impl PlanStore for PgStore {
@@ -56,7 +60,9 @@ impl PlanStore for PgStore {
 
     async fn board_counts(&self, depot: &str, date: Date) -> StoreResult<Vec<crate::BoardCount>> {
         let c = self.conn().await?;
-        let rows = c.query(&crate::plans::board_sql('$'), &[&depot, &date.to_string()]).await.map_err(map_err)?;
+        let date = date.to_string();
+        let params = board_params(depot, &date);
+        let rows = c.query_typed(&crate::plans::board_sql('$'), &texts(&params)).await.map_err(map_err)?;
         rows.iter().map(|r| crate::plans::board_row(r.get(0), r.get(1), r.get(2), r.get(3), r.get(4))).collect()
     }
 
@@ -80,6 +86,11 @@ impl PlanStore for PgStore {
     }
 }
 
+/// Parameters that are all text, typed: a name in a select list has no type to infer.
+fn texts<'a>(values: &'a [&'a str]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+    values.iter().map(|v| (v as &(dyn ToSql + Sync), Type::TEXT)).collect()
+}
+
 fn get<T: for<'a> tokio_postgres::types::FromSql<'a>>(r: &Row, i: usize, what: &str) -> Result<T, StoreError> {
     r.try_get(i).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
 }
@@ -91,7 +102,9 @@ pub(crate) async fn candidates(
     date: Date,
     plan: &str,
 ) -> StoreResult<Vec<Candidate>> {
-    let rows = c.query(&plan_candidates_sql(kind), &[&depot, &date.to_string(), &plan]).await.map_err(map_err)?;
+    let date = date.to_string();
+    let params = candidate_params(depot, &date, plan);
+    let rows = c.query_typed(&plan_candidates_sql(kind), &texts(&params)).await.map_err(map_err)?;
     rows.iter()
         .map(|r| {
             let columns: CandidateColumns = (
@@ -116,18 +129,22 @@ pub(crate) async fn begin(
     now_ms: i64,
     lease_ms: i64,
 ) -> StoreResult<bool> {
+    // Spelled, built once from the core's name: the open-plan index (partial on `status IN
+    // ('solving', 'draft')`) finds the row only when the state proves that condition, and the
+    // service's generic plans (`plan_cache_mode`) cannot prove it from a bound one.
+    static STALE: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "DELETE FROM plans WHERE depot = $1 AND date = $2 AND kind = $3 AND status = '{}' AND started_ms < $4",
+            PlanPhase::Solving.as_str()
+        )
+    });
     let date = date.to_string();
-    c.execute(
-        "DELETE FROM plans WHERE depot = $1 AND date = $2 AND kind = $3 AND status = 'solving' AND started_ms < $4",
-        &[&depot, &date, &kind.as_str(), &(now_ms - lease_ms)],
-    )
-    .await
-    .map_err(map_err)?;
+    c.execute(&STALE, &[&depot, &date, &kind.as_str(), &(now_ms - lease_ms)]).await.map_err(map_err)?;
     let inserted = c
         .execute(
-            "INSERT INTO plans (id, depot, date, kind, status, version, started_ms) VALUES ($1, $2, $3, $4, 'solving', 0, $5)
+            "INSERT INTO plans (id, depot, date, kind, status, version, started_ms) VALUES ($1, $2, $3, $4, $6, 0, $5)
              ON CONFLICT DO NOTHING",
-            &[&id, &depot, &date, &kind.as_str(), &now_ms],
+            &[&id, &depot, &date, &kind.as_str(), &now_ms, &PlanPhase::Solving.as_str()],
         )
         .await
         .map_err(map_err)?;
@@ -135,7 +152,9 @@ pub(crate) async fn begin(
 }
 
 pub(crate) async fn abandon(c: &impl Sql, id: &str) -> StoreResult<()> {
-    c.execute("DELETE FROM plans WHERE id = $1 AND status = 'solving'", &[&id]).await.map_err(map_err)?;
+    c.execute("DELETE FROM plans WHERE id = $1 AND status = $2", &[&id, &PlanPhase::Solving.as_str()])
+        .await
+        .map_err(map_err)?;
     Ok(())
 }
 
@@ -143,8 +162,8 @@ pub(crate) async fn finish(c: &impl Sql, plan: &Plan) -> StoreResult<bool> {
     let (json, status) = plan_json(plan)?;
     let n = c
         .execute(
-            "UPDATE plans SET status = $2, plan_json = $3, version = 1 WHERE id = $1 AND status = 'solving'",
-            &[&plan.id, &status, &json],
+            "UPDATE plans SET status = $2, plan_json = $3, version = 1 WHERE id = $1 AND status = $4",
+            &[&plan.id, &status, &json, &PlanPhase::Solving.as_str()],
         )
         .await
         .map_err(map_err)?;
@@ -172,8 +191,8 @@ pub(crate) async fn plan_by_id(c: &impl Sql, id: &str) -> StoreResult<Option<Sto
 pub(crate) async fn plans_of(c: &impl Sql, date: Date) -> StoreResult<Vec<StoredPlan>> {
     let rows = c
         .query(
-            "SELECT id, status, version, plan_json FROM plans WHERE date = $1 AND status <> 'solving' ORDER BY depot, kind, id",
-            &[&date.to_string()],
+            "SELECT id, status, version, plan_json FROM plans WHERE date = $1 AND status <> $2 ORDER BY depot, kind, id",
+            &[&date.to_string(), &PlanPhase::Solving.as_str()],
         )
         .await
         .map_err(map_err)?;
@@ -191,8 +210,8 @@ pub(crate) async fn save(tx: &impl Sql, plan: &Plan, version: i64) -> Result<i64
     let n = tx
         .execute(
             "UPDATE plans SET status = $2, plan_json = $3, version = version + 1
-             WHERE id = $1 AND version = $4 AND status IN ('draft', 'published')",
-            &[&plan.id, &status, &json, &version],
+             WHERE id = $1 AND version = $4 AND status IN ($5, $6)",
+            &[&plan.id, &status, &json, &version, &PlanStatus::Draft.as_str(), &PlanStatus::Published.as_str()],
         )
         .await
         .map_err(map_err)?;
@@ -234,7 +253,10 @@ pub(crate) async fn save(tx: &impl Sql, plan: &Plan, version: i64) -> Result<i64
 
 pub(crate) async fn delete(c: &impl Sql, id: &str, version: i64) -> StoreResult<bool> {
     let n = c
-        .execute("DELETE FROM plans WHERE id = $1 AND version = $2 AND status = 'draft'", &[&id, &version])
+        .execute(
+            "DELETE FROM plans WHERE id = $1 AND version = $2 AND status = $3",
+            &[&id, &version, &PlanStatus::Draft.as_str()],
+        )
         .await
         .map_err(map_err)?;
     Ok(n == 1)
@@ -251,8 +273,8 @@ pub(crate) async fn plans_of_driver(
     let rows = c
         .query(
             "SELECT p.id, p.version FROM published_routes r JOIN plans p ON p.id = r.plan_id
-             WHERE r.driver_id = $1 AND r.date = $2 AND p.status = 'published' ORDER BY p.id",
-            &[&driver_id, &date.to_string()],
+             WHERE r.driver_id = $1 AND r.date = $2 AND p.status = $3 ORDER BY p.id",
+            &[&driver_id, &date.to_string(), &PlanStatus::Published.as_str()],
         )
         .await
         .map_err(map_err)?;

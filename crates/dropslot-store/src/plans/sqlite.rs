@@ -4,16 +4,16 @@
 
 use crate::cache::PlanCache;
 use crate::plans::{
-    CandidateColumns, SaveError, candidate, keep_published, plan_candidates_sql, plan_json, plan_row,
-    sqlite_placeholders,
+    CandidateColumns, SaveError, board_params, candidate, candidate_params, keep_published, plan_candidates_sql,
+    plan_json, plan_row, sqlite_placeholders,
 };
 use crate::sqlite::{SqliteStore, map_err};
 use crate::{PlanStore, SaveOutcome, StoreError, StoreResult, StoredPlan};
 use async_trait::async_trait;
-use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanStatus};
+use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanPhase, PlanStatus};
 use jiff::civil::Date;
-use rusqlite::{Connection, OptionalExtension, params};
-use std::sync::Arc;
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+use std::sync::{Arc, LazyLock};
 
 #[async_trait]
 impl PlanStore for SqliteStore {
@@ -97,8 +97,9 @@ pub(crate) fn candidate_rows(
     date: Date,
     plan: &str,
 ) -> rusqlite::Result<Vec<CandidateColumns>> {
+    let date = date.to_string();
     c.prepare_cached(&sqlite_placeholders(&plan_candidates_sql(kind)))?
-        .query_map(params![depot, date.to_string(), plan], |r| {
+        .query_map(params_from_iter(candidate_params(depot, &date, plan)), |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
         })?
         .collect()
@@ -108,8 +109,11 @@ pub(crate) fn candidate_rows(
 pub(crate) type BoardColumns = (String, String, String, i64, i64);
 
 pub(crate) fn board_rows(c: &Connection, depot: &str, date: Date) -> rusqlite::Result<Vec<BoardColumns>> {
+    let date = date.to_string();
     c.prepare_cached(&crate::plans::board_sql('?'))?
-        .query_map(params![depot, date.to_string()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?
+        .query_map(params_from_iter(board_params(depot, &date)), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
         .collect()
 }
 
@@ -126,25 +130,32 @@ pub(crate) fn begin(
     now_ms: i64,
     lease_ms: i64,
 ) -> Result<bool, StoreError> {
+    // Spelled, built once from the core's name, as on `PostgreSQL`, where it lets the open-plan
+    // index (partial on `status IN ('solving', 'draft')`) find the row. `SQLite` does not infer
+    // that condition from `=` and reads `plans_by_date` either way.
+    static STALE: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "DELETE FROM plans WHERE depot = ?1 AND date = ?2 AND kind = ?3 AND status = '{}' AND started_ms < ?4",
+            PlanPhase::Solving.as_str()
+        )
+    });
     let date = date.to_string();
-    c.prepare_cached(
-        "DELETE FROM plans WHERE depot = ?1 AND date = ?2 AND kind = ?3 AND status = 'solving' AND started_ms < ?4",
-    )
-    .and_then(|mut s| s.execute(params![depot, date, kind.as_str(), now_ms - lease_ms]))
-    .map_err(map_err)?;
+    c.prepare_cached(&STALE)
+        .and_then(|mut s| s.execute(params![depot, date, kind.as_str(), now_ms - lease_ms]))
+        .map_err(map_err)?;
     let inserted = c
         .prepare_cached(
-            "INSERT INTO plans (id, depot, date, kind, status, version, started_ms) VALUES (?1, ?2, ?3, ?4, 'solving', 0, ?5)
+            "INSERT INTO plans (id, depot, date, kind, status, version, started_ms) VALUES (?1, ?2, ?3, ?4, ?6, 0, ?5)
              ON CONFLICT DO NOTHING",
         )
-        .and_then(|mut s| s.execute(params![id, depot, date, kind.as_str(), now_ms]))
+        .and_then(|mut s| s.execute(params![id, depot, date, kind.as_str(), now_ms, PlanPhase::Solving.as_str()]))
         .map_err(map_err)?;
     Ok(inserted == 1)
 }
 
 pub(crate) fn abandon(c: &Connection, id: &str) -> Result<(), StoreError> {
-    c.prepare_cached("DELETE FROM plans WHERE id = ?1 AND status = 'solving'")
-        .and_then(|mut s| s.execute(params![id]))
+    c.prepare_cached("DELETE FROM plans WHERE id = ?1 AND status = ?2")
+        .and_then(|mut s| s.execute(params![id, PlanPhase::Solving.as_str()]))
         .map_err(map_err)?;
     Ok(())
 }
@@ -152,10 +163,8 @@ pub(crate) fn abandon(c: &Connection, id: &str) -> Result<(), StoreError> {
 pub(crate) fn finish(c: &Connection, plan: &Plan) -> Result<bool, StoreError> {
     let (json, status) = plan_json(plan)?;
     let n = c
-        .prepare_cached(
-            "UPDATE plans SET status = ?2, plan_json = ?3, version = 1 WHERE id = ?1 AND status = 'solving'",
-        )
-        .and_then(|mut s| s.execute(params![plan.id, status, json]))
+        .prepare_cached("UPDATE plans SET status = ?2, plan_json = ?3, version = 1 WHERE id = ?1 AND status = ?4")
+        .and_then(|mut s| s.execute(params![plan.id, status, json, PlanPhase::Solving.as_str()]))
         .map_err(map_err)?;
     Ok(n == 1)
 }
@@ -174,9 +183,9 @@ pub(crate) fn plan_by_id(c: &Connection, id: &str) -> rusqlite::Result<Option<Pl
 
 pub(crate) fn plans_of(c: &Connection, date: Date) -> rusqlite::Result<Vec<PlanColumns>> {
     c.prepare_cached(
-        "SELECT id, status, version, plan_json FROM plans WHERE date = ?1 AND status <> 'solving' ORDER BY depot, kind, id",
+        "SELECT id, status, version, plan_json FROM plans WHERE date = ?1 AND status <> ?2 ORDER BY depot, kind, id",
     )?
-    .query_map(params![date.to_string()], plan_columns)?
+    .query_map(params![date.to_string(), PlanPhase::Solving.as_str()], plan_columns)?
     .collect()
 }
 
@@ -191,9 +200,12 @@ pub(crate) fn save(c: &Connection, plan: &Plan, version: i64) -> Result<i64, Sav
     let n = c
         .prepare_cached(
             "UPDATE plans SET status = ?2, plan_json = ?3, version = version + 1
-             WHERE id = ?1 AND version = ?4 AND status IN ('draft', 'published')",
+             WHERE id = ?1 AND version = ?4 AND status IN (?5, ?6)",
         )
-        .and_then(|mut s| s.execute(params![plan.id, status, json, version]))
+        .and_then(|mut s| {
+            let (draft, published) = (PlanStatus::Draft.as_str(), PlanStatus::Published.as_str());
+            s.execute(params![plan.id, status, json, version, draft, published])
+        })
         .map_err(map_err)?;
     if n != 1 {
         return Err(SaveError::Stale);
@@ -228,8 +240,8 @@ pub(crate) fn save(c: &Connection, plan: &Plan, version: i64) -> Result<i64, Sav
 
 pub(crate) fn delete(c: &Connection, id: &str, version: i64) -> Result<bool, StoreError> {
     let n = c
-        .prepare_cached("DELETE FROM plans WHERE id = ?1 AND version = ?2 AND status = 'draft'")
-        .and_then(|mut s| s.execute(params![id, version]))
+        .prepare_cached("DELETE FROM plans WHERE id = ?1 AND version = ?2 AND status = ?3")
+        .and_then(|mut s| s.execute(params![id, version, PlanStatus::Draft.as_str()]))
         .map_err(map_err)?;
     Ok(n == 1)
 }
@@ -245,9 +257,11 @@ pub(crate) fn plans_of_driver(
     let listed: Vec<(String, i64)> = c
         .prepare_cached(
             "SELECT p.id, p.version FROM published_routes r JOIN plans p ON p.id = r.plan_id
-             WHERE r.driver_id = ?1 AND r.date = ?2 AND p.status = 'published' ORDER BY p.id",
+             WHERE r.driver_id = ?1 AND r.date = ?2 AND p.status = ?3 ORDER BY p.id",
         )?
-        .query_map(params![driver_id, date.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map(params![driver_id, date.to_string(), PlanStatus::Published.as_str()], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let mut out = Vec::with_capacity(listed.len());
     for (id, version) in listed {

@@ -1,7 +1,7 @@
 use crate::auth::postgres::principal_row;
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, map_err};
-use crate::{NewSession, Principal, SessionRecord, SessionStore, StoreResult, TokenHash};
+use crate::{NewSession, Principal, SessionRecord, SessionStore, StaffKind, StoreResult, TokenHash};
 use async_trait::async_trait;
 
 #[async_trait]
@@ -62,8 +62,8 @@ impl SessionStore for PgStore {
             .execute(
                 "INSERT INTO ops_sessions (hash, staff_token_id, csrf, created_ms, last_seen_ms)
                  SELECT $1, id, $2, $3, $3 FROM staff_tokens
-                 WHERE hash = $4 AND kind = 'operator' AND revoked_at IS NULL",
-                &[&&session.hash.0[..], &session.csrf, &session.now_ms, &&token.0[..]],
+                 WHERE hash = $4 AND kind = $5 AND revoked_at IS NULL",
+                &[&&session.hash.0[..], &session.csrf, &session.now_ms, &&token.0[..], &StaffKind::Operator.as_str()],
             )
             .await
             .map_err(map_err)?;
@@ -80,8 +80,8 @@ impl SessionStore for PgStore {
         let row = c
             .query_opt(
                 "SELECT s.csrf, t.prefix, s.last_seen_ms FROM ops_sessions s JOIN staff_tokens t ON t.id = s.staff_token_id
-                 WHERE s.hash = $1 AND t.kind = 'operator' AND t.revoked_at IS NULL AND s.last_seen_ms >= $2",
-                &[&&session.0[..], &idle_since_ms],
+                 WHERE s.hash = $1 AND t.kind = $3 AND t.revoked_at IS NULL AND s.last_seen_ms >= $2",
+                &[&&session.0[..], &idle_since_ms, &StaffKind::Operator.as_str()],
             )
             .await
             .map_err(map_err)?;

@@ -1,6 +1,6 @@
 use crate::auth::sqlite::principal_row;
 use crate::sqlite::{SqliteStore, map_err};
-use crate::{NewSession, Principal, SessionRecord, SessionStore, StoreResult, TokenHash};
+use crate::{NewSession, Principal, SessionRecord, SessionStore, StaffKind, StoreResult, TokenHash};
 use async_trait::async_trait;
 use rusqlite::{OptionalExtension, params};
 
@@ -68,10 +68,11 @@ impl SessionStore for SqliteStore {
                     .prepare_cached(
                         "INSERT INTO ops_sessions (hash, staff_token_id, csrf, created_ms, last_seen_ms)
                          SELECT ?1, id, ?2, ?3, ?3 FROM staff_tokens
-                         WHERE hash = ?4 AND kind = 'operator' AND revoked_at IS NULL",
+                         WHERE hash = ?4 AND kind = ?5 AND revoked_at IS NULL",
                     )
                     .and_then(|mut st| {
-                        st.execute(params![&session.hash.0[..], session.csrf, session.now_ms, &token.0[..]])
+                        let operator = StaffKind::Operator.as_str();
+                        st.execute(params![&session.hash.0[..], session.csrf, session.now_ms, &token.0[..], operator])
                     })
                     .map_err(map_err)?;
                 Ok(n == 1)
@@ -88,9 +89,9 @@ impl SessionStore for SqliteStore {
         let found = self.read(|c| {
             c.prepare_cached(
                 "SELECT s.csrf, t.prefix, s.last_seen_ms FROM ops_sessions s JOIN staff_tokens t ON t.id = s.staff_token_id
-                 WHERE s.hash = ?1 AND t.kind = 'operator' AND t.revoked_at IS NULL AND s.last_seen_ms >= ?2",
+                 WHERE s.hash = ?1 AND t.kind = ?3 AND t.revoked_at IS NULL AND s.last_seen_ms >= ?2",
             )?
-            .query_row(params![&session.0[..], idle_since_ms], |r| {
+            .query_row(params![&session.0[..], idle_since_ms, StaffKind::Operator.as_str()], |r| {
                 Ok((crate::OpsSessionRecord { csrf: r.get(0)?, token_prefix: r.get(1)? }, r.get::<_, i64>(2)?))
             })
             .optional()

@@ -6,14 +6,14 @@ use crate::labels::{LabelParcelRow, LabelRows};
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, column, map_err, status_column};
 use crate::{
-    LabelDropOff, LabelKind, LabelSource, OrderFilter, Scope, ShipmentStore, StoreError, StoreResult, StoredDropOff,
-    StoredEvent, StoredOrder, StoredParcel, StoredPickUp, StoredShipment, Tracking, Visibility, labels,
+    LabelDropOff, LabelKind, LabelSource, Mode, OrderFilter, Scope, ShipmentStore, StoreError, StoreResult,
+    StoredDropOff, StoredEvent, StoredOrder, StoredParcel, StoredPickUp, StoredShipment, Tracking, Visibility, labels,
 };
 use async_trait::async_trait;
 use dropslot_core::ids::{CustomCode, DropOffShipmentId, OrderId, PickUpShipmentId, ShipmentOrderId};
 use dropslot_core::money::Money;
 use dropslot_core::quote::Totals;
-use dropslot_core::shipments::{Actor, Status};
+use dropslot_core::shipments::{Actor, ShipmentKind, Status};
 use jiff::Timestamp;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
@@ -225,8 +225,8 @@ fn shipment_row(r: &Row) -> Result<StoredShipment, StoreError> {
 async fn events(c: &impl Sql, drop_off: i64) -> Result<Vec<StoredEvent>, StoreError> {
     c.query(
         "SELECT id, seq, previous_status, status, at, actor, reason, attempt, proof_json FROM shipment_events
-         WHERE shipment_kind = 'drop_off' AND shipment_id = $1 ORDER BY seq",
-        &[&drop_off],
+         WHERE shipment_kind = $2 AND shipment_id = $1 ORDER BY seq",
+        &[&drop_off, &ShipmentKind::DropOff.as_str()],
     )
     .await
     .map_err(map_err)?
@@ -256,9 +256,9 @@ pub(crate) async fn events_of(
     let rows = c
         .query_typed(
             "SELECT shipment_id, id, seq, previous_status, status, at, actor, reason, attempt, proof_json
-             FROM shipment_events WHERE shipment_kind = 'drop_off' AND shipment_id = ANY($1)
+             FROM shipment_events WHERE shipment_kind = $2 AND shipment_id = ANY($1)
              ORDER BY shipment_id, seq",
-            &[(&ids, tokio_postgres::types::Type::INT8_ARRAY)],
+            &[(&ids, Type::INT8_ARRAY), (&ShipmentKind::DropOff.as_str(), Type::TEXT)],
         )
         .await
         .map_err(map_err)?;
@@ -308,9 +308,9 @@ pub(crate) async fn progress_of(
         .query(
             "SELECT d.unique_id, d.status, e.at FROM drop_off_shipments d
              CROSS JOIN LATERAL (SELECT at FROM shipment_events
-                WHERE shipment_kind = 'drop_off' AND shipment_id = d.id ORDER BY id DESC LIMIT 1) e
-             WHERE d.unique_id = ANY($1) AND d.mode = 'live'",
-            &[&unique_ids],
+                WHERE shipment_kind = $2 AND shipment_id = d.id ORDER BY id DESC LIMIT 1) e
+             WHERE d.unique_id = ANY($1) AND d.mode = $3",
+            &[&unique_ids, &ShipmentKind::DropOff.as_str(), &Mode::Live.as_str()],
         )
         .await
         .map_err(map_err)?;
@@ -322,8 +322,8 @@ pub(crate) async fn pick_up_members(c: &impl Sql, pick_up_unique_id: &str) -> Re
     let rows = c
         .query(
             "SELECT d.unique_id FROM pick_up_shipments u JOIN drop_off_shipments d ON d.pick_up_shipment_id = u.id
-             WHERE u.unique_id = $1 AND u.mode = 'live' ORDER BY d.id",
-            &[&pick_up_unique_id],
+             WHERE u.unique_id = $1 AND u.mode = $2 ORDER BY d.id",
+            &[&pick_up_unique_id, &Mode::Live.as_str()],
         )
         .await
         .map_err(map_err)?;
@@ -337,7 +337,7 @@ pub(crate) async fn shipment(
 ) -> Result<Option<StoredShipment>, StoreError> {
     let (client, mode) = match visible {
         Visibility::Tenant(s) => (Some(s.client.0), s.mode.as_str()),
-        Visibility::Ops => (None, "live"),
+        Visibility::Ops => (None, Mode::Live.as_str()),
     };
     let row = c
         .query_opt(
@@ -575,9 +575,9 @@ pub(crate) async fn label_rows(c: &impl Sql, kind: LabelKind, token: &str) -> Re
     let pick_up_status: String = column(&r, 4)?;
     let drop_offs = c
         .query_typed(
-            "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status = 'deleted'
+            "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status = $2
              FROM drop_off_shipments WHERE pick_up_shipment_id = $1 ORDER BY id",
-            &[(&pick_up, Type::INT8)],
+            &[(&pick_up, Type::INT8), (&Status::Deleted.as_str(), Type::TEXT)],
         )
         .await
         .map_err(map_err)?
@@ -628,7 +628,7 @@ pub(crate) async fn label_rows(c: &impl Sql, kind: LabelKind, token: &str) -> Re
         pick_up_address: crate::postgres::json_column(column(&r, 1)?, "pick-up address")?,
         pick_up_date: column(&r, 2)?,
         pick_up_slot_name: column(&r, 3)?,
-        pick_up_deleted: pick_up_status == "deleted",
+        pick_up_deleted: pick_up_status == Status::Deleted.as_str(),
         drop_offs,
         parcels,
     }))

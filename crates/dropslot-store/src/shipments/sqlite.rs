@@ -4,14 +4,15 @@
 use crate::labels::{LabelParcelRow, LabelRows};
 use crate::sqlite::{SqliteStore, status_column};
 use crate::{
-    LabelDropOff, LabelKind, LabelSource, OrderFilter, Scope, ShipmentStore, StoreResult, StoredDropOff, StoredEvent,
-    StoredOrder, StoredParcel, StoredPickUp, StoredPickUpAddress, StoredShipment, Tracking, Visibility, labels,
+    LabelDropOff, LabelKind, LabelSource, Mode, OrderFilter, Scope, ShipmentStore, StoreResult, StoredDropOff,
+    StoredEvent, StoredOrder, StoredParcel, StoredPickUp, StoredPickUpAddress, StoredShipment, Tracking, Visibility,
+    labels,
 };
 use async_trait::async_trait;
 use dropslot_core::ids::{CustomCode, DropOffShipmentId, OrderId, PickUpShipmentId, ShipmentOrderId};
 use dropslot_core::money::Money;
 use dropslot_core::quote::Totals;
-use dropslot_core::shipments::{Actor, Status};
+use dropslot_core::shipments::{Actor, ShipmentKind, Status};
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::str::FromStr;
@@ -206,9 +207,9 @@ pub(crate) fn eta_of(c: &Connection, unique_id: &str) -> rusqlite::Result<Option
 fn events(c: &Connection, drop_off: i64) -> rusqlite::Result<Vec<StoredEvent>> {
     c.prepare_cached(
         "SELECT id, seq, previous_status, status, at, actor, reason, attempt, proof_json FROM shipment_events
-         WHERE shipment_kind = 'drop_off' AND shipment_id = ?1 ORDER BY seq",
+         WHERE shipment_kind = ?2 AND shipment_id = ?1 ORDER BY seq",
     )?
-    .query_map([drop_off], |r| {
+    .query_map(params![drop_off, ShipmentKind::DropOff.as_str()], |r| {
         let from: Option<String> = r.get(2)?;
         let proof: Option<String> = r.get(8)?;
         Ok(StoredEvent {
@@ -239,7 +240,7 @@ pub(crate) fn shipment(
 ) -> rusqlite::Result<Option<StoredShipment>> {
     let (client, mode) = match visible {
         Visibility::Tenant(s) => (Some(s.client.0), s.mode.as_str()),
-        Visibility::Ops => (None, "live"),
+        Visibility::Ops => (None, Mode::Live.as_str()),
     };
     let id: Option<i64> = c
         .prepare_cached(
@@ -255,13 +256,17 @@ pub(crate) fn progress_of(c: &Connection, unique_ids: &[String]) -> rusqlite::Re
     let mut q = c.prepare_cached(
         "SELECT d.unique_id, d.status, e.at FROM drop_off_shipments d
          JOIN shipment_events e ON e.id = (SELECT max(id) FROM shipment_events
-            WHERE shipment_kind = 'drop_off' AND shipment_id = d.id)
-         WHERE d.unique_id = ?1 AND d.mode = 'live'",
+            WHERE shipment_kind = ?2 AND shipment_id = d.id)
+         WHERE d.unique_id = ?1 AND d.mode = ?3",
     )?;
     let mut out = Vec::with_capacity(unique_ids.len());
+    let (drop_off, live) = (ShipmentKind::DropOff.as_str(), Mode::Live.as_str());
     for u in unique_ids {
-        if let Some(row) =
-            q.query_row([u], |r| Ok((r.get::<_, String>(0)?, status_column(r, 1)?, timestamp(r, 2)?))).optional()?
+        if let Some(row) = q
+            .query_row(params![u, drop_off, live], |r| {
+                Ok((r.get::<_, String>(0)?, status_column(r, 1)?, timestamp(r, 2)?))
+            })
+            .optional()?
         {
             out.push(row);
         }
@@ -273,9 +278,9 @@ pub(crate) fn progress_of(c: &Connection, unique_ids: &[String]) -> rusqlite::Re
 pub(crate) fn pick_up_members(c: &Connection, pick_up_unique_id: &str) -> rusqlite::Result<Vec<String>> {
     c.prepare_cached(
         "SELECT d.unique_id FROM pick_up_shipments u JOIN drop_off_shipments d ON d.pick_up_shipment_id = u.id
-         WHERE u.unique_id = ?1 AND u.mode = 'live' ORDER BY d.id",
+         WHERE u.unique_id = ?1 AND u.mode = ?2 ORDER BY d.id",
     )?
-    .query_map([pick_up_unique_id], |r| r.get(0))?
+    .query_map(params![pick_up_unique_id, Mode::Live.as_str()], |r| r.get(0))?
     .collect()
 }
 
@@ -448,10 +453,10 @@ pub(crate) fn label_rows(c: &Connection, kind: LabelKind, token: &str) -> rusqli
         })?;
     let drop_offs = c
         .prepare_cached(
-            "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status = 'deleted'
+            "SELECT id, unique_id, address_json, scheduled_date, slot_name, zone_code, warehouse, status = ?2
              FROM drop_off_shipments WHERE pick_up_shipment_id = ?1 ORDER BY id",
         )?
-        .query_map([pick_up], |r| {
+        .query_map(params![pick_up, Status::Deleted.as_str()], |r| {
             Ok((
                 r.get(0)?,
                 LabelDropOff {
@@ -492,7 +497,7 @@ pub(crate) fn label_rows(c: &Connection, kind: LabelKind, token: &str) -> rusqli
         pick_up_address,
         pick_up_date,
         pick_up_slot_name,
-        pick_up_deleted: pick_up_status == "deleted",
+        pick_up_deleted: pick_up_status == Status::Deleted.as_str(),
         drop_offs,
         parcels,
     }))

@@ -314,6 +314,7 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> rusqlite::Result<String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dropslot_core::shipments::{Actor, ShipmentKind};
 
     /// Why the claims write their `LIMIT` as a constant: with `ORDER BY … LIMIT ?` SQLite
     /// prepares the statement again at every execution; with the bucketed constant, never.
@@ -354,8 +355,8 @@ mod tests {
             ("drop_off", 2, "scheduled"),
         ] {
             c.execute(
-                "INSERT INTO shipment_events (shipment_kind, shipment_id, status, at, actor) VALUES (?1, ?2, ?3, 'x', 'client')",
-                params![kind, id, status],
+                "INSERT INTO shipment_events (shipment_kind, shipment_id, status, at, actor) VALUES (?1, ?2, ?3, 'x', ?4)",
+                params![kind, id, status, Actor::Client.as_str()],
             )
             .unwrap();
         }
@@ -371,8 +372,11 @@ mod tests {
         assert_eq!(seqs, expected.map(|(k, i, s)| (k.to_string(), i, s)));
         // The unique index guards the numbering from now on.
         assert!(
-            c.execute("INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, at, actor) VALUES ('drop_off', 1, 2, 's', 'x', 'ops')", [])
-                .is_err()
+            c.execute(
+                "INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, at, actor) VALUES (?1, 1, 2, 's', 'x', ?2)",
+                params![ShipmentKind::DropOff.as_str(), Actor::Ops.as_str()],
+            )
+            .is_err()
         );
     }
 }

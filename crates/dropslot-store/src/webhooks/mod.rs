@@ -54,37 +54,6 @@ pub struct StoredEndpoint {
     pub updated_at: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeliveryState {
-    /// Behind an unfinished delivery of the same shipment to the same endpoint.
-    Waiting,
-    /// Due at `next_attempt_ms` (or in flight until then).
-    Pending,
-    Delivered,
-    /// Out of retries, or its endpoint was disabled or deleted.
-    Failed,
-}
-
-impl DeliveryState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DeliveryState::Waiting => "waiting",
-            DeliveryState::Pending => "pending",
-            DeliveryState::Delivered => "delivered",
-            DeliveryState::Failed => "failed",
-        }
-    }
-    pub fn parse(s: &str) -> Option<DeliveryState> {
-        match s {
-            "waiting" => Some(DeliveryState::Waiting),
-            "pending" => Some(DeliveryState::Pending),
-            "delivered" => Some(DeliveryState::Delivered),
-            "failed" => Some(DeliveryState::Failed),
-            _ => None,
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct StoredDelivery {
     pub id: i64,
@@ -130,7 +99,7 @@ pub struct Claimed {
     pub auth_header: Option<AuthHeader>,
 }
 
-pub use dropslot_core::webhooks::AttemptOutcome;
+pub use dropslot_core::webhooks::{AttemptOutcome, DeliveryState};
 
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {

@@ -20,8 +20,15 @@ use async_trait::async_trait;
 use dropslot_core::webhooks::{EndpointWrite, Health, plan as attempt_plan};
 use jiff::Timestamp;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
+
+// The states are the core's `DeliveryState` names. Most statements bind them; those whose
+// condition is a partial index's (`webhook_deliveries_due`: `state = 'pending'`,
+// `webhook_deliveries_stream`: `state IN ('waiting', 'pending')`) spell it, built once from
+// the enum: the service's sessions plan every statement generically (`plan_cache_mode`), and
+// a generic plan cannot prove a partial index's condition from a bound state.
 
 #[async_trait]
 impl WebhookStore for PgStore {
@@ -250,16 +257,20 @@ pub(crate) async fn create_endpoint(
 /// order a finishing attempt locks its stream in), waiting for in-flight claims and
 /// attempts to commit, whose deliveries it then sees as they left them.
 async fn fail_unfinished(c: &impl Sql, endpoint: i64, why: &str) -> Result<(), StoreError> {
-    c.execute(
-        "WITH unfinished AS MATERIALIZED (
-            SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND state IN ('waiting', 'pending')
+    /// The stream index's condition, spelled (see the top of this file).
+    static FAIL_UNFINISHED: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "WITH unfinished AS MATERIALIZED (
+            SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 AND state IN ('{waiting}', '{pending}')
             ORDER BY id FOR NO KEY UPDATE)
-         UPDATE webhook_deliveries d SET state = 'failed', finished_ms = $3, last_error = $2
-         FROM unfinished u WHERE d.id = u.id AND d.state IN ('waiting', 'pending')",
-        &[&endpoint, &why, &now_ms()],
-    )
-    .await
-    .map_err(map_err)?;
+         UPDATE webhook_deliveries d SET state = '{failed}', finished_ms = $3, last_error = $2
+         FROM unfinished u WHERE d.id = u.id AND d.state IN ('{waiting}', '{pending}')",
+            waiting = DeliveryState::Waiting.as_str(),
+            pending = DeliveryState::Pending.as_str(),
+            failed = DeliveryState::Failed.as_str(),
+        )
+    });
+    c.execute(&FAIL_UNFINISHED, &[&endpoint, &why, &now_ms()]).await.map_err(map_err)?;
     Ok(())
 }
 
@@ -507,20 +518,24 @@ pub(crate) async fn resend(c: &impl Sql, scope: Scope, id: i64) -> Result<Resend
 /// those are caught here, never sent. (On `SQLite` the single writer orders the two.) The heads
 /// by id, then their streams' waiting rows by (endpoint, key): each an index lookup.
 async fn fail_orphans(c: &impl Sql, ids: &[i64]) -> Result<(), StoreError> {
-    c.execute(
-        "WITH heads AS (
-            UPDATE webhook_deliveries SET state = 'failed', finished_ms = $2,
+    /// The streams' waiting rows through the stream index: its condition is implied only by a
+    /// spelled state (see the top of this file).
+    static FAIL_ORPHANS: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "WITH heads AS (
+            UPDATE webhook_deliveries SET state = '{failed}', finished_ms = $2,
                 last_error = 'the endpoint was disabled or deleted'
             WHERE id = ANY($1) RETURNING endpoint_id, ordering_key
          )
-         UPDATE webhook_deliveries d SET state = 'failed', finished_ms = $2,
+         UPDATE webhook_deliveries d SET state = '{failed}', finished_ms = $2,
             last_error = 'the endpoint was disabled or deleted'
          FROM (SELECT DISTINCT endpoint_id, ordering_key FROM heads) h
-         WHERE d.endpoint_id = h.endpoint_id AND d.ordering_key = h.ordering_key AND d.state = 'waiting'",
-        &[&ids, &now_ms()],
-    )
-    .await
-    .map_err(map_err)?;
+         WHERE d.endpoint_id = h.endpoint_id AND d.ordering_key = h.ordering_key AND d.state = '{waiting}'",
+            failed = DeliveryState::Failed.as_str(),
+            waiting = DeliveryState::Waiting.as_str(),
+        )
+    });
+    c.execute(&FAIL_ORPHANS, &[&ids, &now_ms()]).await.map_err(map_err)?;
     Ok(())
 }
 
@@ -552,23 +567,24 @@ pub(crate) async fn claim(
     per_endpoint: usize,
     in_flight: &[(i64, usize)],
 ) -> Result<Vec<Claimed>, StoreError> {
-    let mut counts: HashMap<i64, usize> = in_flight.iter().copied().collect();
-    let busy: Vec<i64> = in_flight.iter().filter(|(_, n)| *n >= per_endpoint).map(|(e, _)| *e).collect();
-    let scan = i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX);
-    let rows = c
-        .query(
+    /// The due index's condition, spelled (see the top of this file).
+    static CLAIM: LazyLock<String> = LazyLock::new(|| {
+        format!(
             "SELECT d.id, d.endpoint_id, d.attempts, m.webhook_id, m.body, e.url, e.secret, e.previous_secret,
                 e.previous_expires_ms, e.auth_header_name, e.auth_header_value, e.enabled
              FROM webhook_deliveries d
              CROSS JOIN LATERAL (SELECT webhook_id, body FROM webhook_messages WHERE id = d.message_id LIMIT 1) m
              JOIN webhook_endpoints e ON e.id = d.endpoint_id
-             WHERE d.state = 'pending' AND d.next_attempt_ms <= $1 AND d.endpoint_id <> ALL($3::bigint[])
+             WHERE d.state = '{}' AND d.next_attempt_ms <= $1 AND d.endpoint_id <> ALL($3::bigint[])
              ORDER BY d.next_attempt_ms LIMIT $2
              FOR UPDATE OF d SKIP LOCKED",
-            &[&now_ms, &scan, &busy],
+            DeliveryState::Pending.as_str()
         )
-        .await
-        .map_err(map_err)?;
+    });
+    let mut counts: HashMap<i64, usize> = in_flight.iter().copied().collect();
+    let busy: Vec<i64> = in_flight.iter().filter(|(_, n)| *n >= per_endpoint).map(|(e, _)| *e).collect();
+    let scan = i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX);
+    let rows = c.query(&CLAIM, &[&now_ms, &scan, &busy]).await.map_err(map_err)?;
     let mut claimed = Vec::with_capacity(rows.len().min(limit));
     let mut orphans: Vec<i64> = Vec::new();
     for r in &rows {
@@ -637,19 +653,21 @@ pub(crate) async fn claim(
 /// taken, and of two promoters of one stream the second waits, then finds the head
 /// `pending` and leaves it.
 async fn promote_locked(c: &impl Sql, delivery: i64) -> Result<(), StoreError> {
-    c.execute(
-        "UPDATE webhook_deliveries SET state = 'pending', next_attempt_ms = LEAST(next_attempt_ms, $2::bigint)
+    static PROMOTE: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "UPDATE webhook_deliveries SET state = '{pending}', next_attempt_ms = LEAST(next_attempt_ms, $2::bigint)
          WHERE id = (
             SELECT next.id FROM (
                 SELECT n.id, n.state FROM webhook_deliveries n JOIN webhook_deliveries d
                     ON n.endpoint_id = d.endpoint_id AND n.ordering_key = d.ordering_key
-                WHERE d.id = $1 AND n.state IN ('waiting', 'pending')
+                WHERE d.id = $1 AND n.state IN ('{waiting}', '{pending}')
                 ORDER BY n.id LIMIT 1 FOR NO KEY UPDATE OF n
-            ) next WHERE next.state = 'waiting')",
-        &[&delivery, &now_ms()],
-    )
-    .await
-    .map_err(map_err)?;
+            ) next WHERE next.state = '{waiting}')",
+            pending = DeliveryState::Pending.as_str(),
+            waiting = DeliveryState::Waiting.as_str(),
+        )
+    });
+    c.execute(&PROMOTE, &[&delivery, &now_ms()]).await.map_err(map_err)?;
     Ok(())
 }
 
@@ -758,7 +776,7 @@ pub(crate) async fn record_attempts(c: &impl Sql, attempts: &[AttemptRecord]) ->
         }
         ids.push(a.delivery_id);
         claims.push(a.claim);
-        states.push(plan.delivery.as_str());
+        states.push(plan.delivery.state().as_str());
         numbers.push(i64::from(a.attempt));
         nexts.push(plan.delivery.next_attempt_ms());
         ats.push(at_ms);
@@ -833,7 +851,7 @@ pub(crate) async fn record_attempts(c: &impl Sql, attempts: &[AttemptRecord]) ->
                 (&ats, Type::INT8_ARRAY),
                 (&statuses, Type::INT8_ARRAY),
                 (&errors, Type::TEXT_ARRAY),
-                (&"pending", Type::TEXT),
+                (&DeliveryState::Pending.as_str(), Type::TEXT),
             ],
         )
         .await
@@ -892,18 +910,27 @@ async fn disable(c: &impl Sql, endpoint: i64, why: &str, at_ms: i64) -> Result<(
     Ok(())
 }
 
+/// Read from the due index alone (its condition spelled, see the top of this file).
 pub(crate) async fn next_due_ms(c: &impl Sql) -> Result<Option<i64>, StoreError> {
-    let row = c
-        .query_one("SELECT min(next_attempt_ms) FROM webhook_deliveries WHERE state = 'pending'", &[])
-        .await
-        .map_err(map_err)?;
+    static NEXT_DUE: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT min(next_attempt_ms) FROM webhook_deliveries WHERE state = '{}'",
+            DeliveryState::Pending.as_str()
+        )
+    });
+    let row = c.query_one(&NEXT_DUE, &[]).await.map_err(map_err)?;
     col(&row, 0)
 }
 
+/// Counted on the stream index alone (its condition spelled, see the top of this file).
 pub(crate) async fn queue_depth(c: &impl Sql) -> Result<i64, StoreError> {
-    let row = c
-        .query_one("SELECT count(*) FROM webhook_deliveries WHERE state IN ('waiting', 'pending')", &[])
-        .await
-        .map_err(map_err)?;
+    static QUEUE_DEPTH: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT count(*) FROM webhook_deliveries WHERE state IN ('{}', '{}')",
+            DeliveryState::Waiting.as_str(),
+            DeliveryState::Pending.as_str()
+        )
+    });
+    let row = c.query_one(&QUEUE_DEPTH, &[]).await.map_err(map_err)?;
     col(&row, 0)
 }

@@ -11,6 +11,13 @@ use async_trait::async_trait;
 use dropslot_core::webhooks::{EndpointWrite, Health, plan as attempt_plan};
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
+use std::sync::LazyLock;
+
+// The states are the core's `DeliveryState` names. Most statements bind them; those whose
+// condition is a partial index's (`webhook_deliveries_due`: `state = 'pending'`,
+// `webhook_deliveries_stream`: `state IN ('waiting', 'pending')`) spell it, built once from
+// the enum: `SQLite` uses a partial index only when the query's terms prove its condition, and
+// a bound state proves nothing.
 
 #[async_trait]
 impl WebhookStore for SqliteStore {
@@ -208,12 +215,19 @@ fn found(e: rusqlite::Result<Option<StoredEndpoint>>) -> Result<StoredEndpoint, 
 /// Fails an endpoint's unfinished deliveries (it was disabled or deleted): nothing is sent
 /// to it any more, and re-enabling replays nothing.
 fn fail_unfinished(c: &Connection, endpoint: i64, why: &str) -> Result<(), StoreError> {
-    c.prepare_cached(
-        "UPDATE webhook_deliveries SET state = 'failed', finished_ms = ?3, last_error = ?2
-         WHERE endpoint_id = ?1 AND state IN ('waiting', 'pending')",
-    )
-    .and_then(|mut s| s.execute(params![endpoint, why, now_ms()]))
-    .map_err(map_err)?;
+    /// The stream index's condition, spelled (see the top of this file).
+    static FAIL_UNFINISHED: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "UPDATE webhook_deliveries SET state = '{failed}', finished_ms = ?3, last_error = ?2
+         WHERE endpoint_id = ?1 AND state IN ('{waiting}', '{pending}')",
+            failed = DeliveryState::Failed.as_str(),
+            waiting = DeliveryState::Waiting.as_str(),
+            pending = DeliveryState::Pending.as_str(),
+        )
+    });
+    c.prepare_cached(&FAIL_UNFINISHED)
+        .and_then(|mut s| s.execute(params![endpoint, why, now_ms()]))
+        .map_err(map_err)?;
     Ok(())
 }
 
@@ -435,10 +449,12 @@ pub(crate) fn claim(
              FROM webhook_deliveries d
              JOIN webhook_messages m ON m.id = d.message_id
              JOIN webhook_endpoints e ON e.id = d.endpoint_id
-             WHERE d.state = 'pending' AND d.next_attempt_ms <= ?1
+             WHERE d.state = '{pending}' AND d.next_attempt_ms <= ?1
                AND d.endpoint_id NOT IN (SELECT value FROM json_each(?2))
              ORDER BY d.next_attempt_ms LIMIT {}",
-            crate::sqlite::limit_bucket(limit.saturating_mul(4))
+            crate::sqlite::limit_bucket(limit.saturating_mul(4)),
+            // The due index's condition, spelled (see the top of this file).
+            pending = DeliveryState::Pending.as_str(),
         ))
         .map_err(map_err)?;
     let rows = st
@@ -486,14 +502,17 @@ pub(crate) fn claim(
 /// finished one is out of the stream index, so the stream's next unfinished one is it; the
 /// `IN` matches the partial index's condition, which keeps this a point lookup).
 fn promote_next(c: &Connection, delivery: i64) -> Result<(), StoreError> {
-    c.prepare_cached(
-        "UPDATE webhook_deliveries SET state = 'pending', next_attempt_ms = min(next_attempt_ms, ?2)
-         WHERE state = 'waiting' AND id = (SELECT n.id FROM webhook_deliveries n JOIN webhook_deliveries d
+    static PROMOTE_NEXT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "UPDATE webhook_deliveries SET state = '{pending}', next_attempt_ms = min(next_attempt_ms, ?2)
+         WHERE state = '{waiting}' AND id = (SELECT n.id FROM webhook_deliveries n JOIN webhook_deliveries d
                        ON n.endpoint_id = d.endpoint_id AND n.ordering_key = d.ordering_key
-                     WHERE d.id = ?1 AND n.state IN ('waiting', 'pending') ORDER BY n.id LIMIT 1)",
-    )
-    .and_then(|mut s| s.execute(params![delivery, now_ms()]))
-    .map_err(map_err)?;
+                     WHERE d.id = ?1 AND n.state IN ('{waiting}', '{pending}') ORDER BY n.id LIMIT 1)",
+            waiting = DeliveryState::Waiting.as_str(),
+            pending = DeliveryState::Pending.as_str(),
+        )
+    });
+    c.prepare_cached(&PROMOTE_NEXT).and_then(|mut s| s.execute(params![delivery, now_ms()])).map_err(map_err)?;
     Ok(())
 }
 
@@ -522,7 +541,7 @@ pub(crate) fn record_attempt(c: &Connection, a: &AttemptRecord) -> Result<(), St
         })
         .map_err(map_err)?;
     let plan = attempt_plan(a.outcome, a.error.as_deref(), health.unwrap_or_default(), at_ms, a.disable_after_ms);
-    let (state, next) = (plan.delivery.as_str(), plan.delivery.next_attempt_ms());
+    let (state, next) = (plan.delivery.state().as_str(), plan.delivery.next_attempt_ms());
     // Only the claim that made the attempt moves the delivery: if its lease ran out and
     // another dispatcher took it over, that one decides.
     let moved = c
@@ -530,9 +549,12 @@ pub(crate) fn record_attempt(c: &Connection, a: &AttemptRecord) -> Result<(), St
             "UPDATE webhook_deliveries SET state = ?3, attempts = ?4, next_attempt_ms = coalesce(?5, next_attempt_ms),
                 claim = NULL, finished_ms = CASE WHEN ?5 IS NULL THEN ?6 ELSE NULL END, last_status = ?7,
                 last_error = ?8
-             WHERE id = ?1 AND claim = ?2 AND state = 'pending'",
+             WHERE id = ?1 AND claim = ?2 AND state = ?9",
         )
-        .and_then(|mut s| s.execute(params![a.delivery_id, a.claim, state, a.attempt, next, at_ms, a.status, a.error]))
+        .and_then(|mut s| {
+            let pending = DeliveryState::Pending.as_str();
+            s.execute(params![a.delivery_id, a.claim, state, a.attempt, next, at_ms, a.status, a.error, pending])
+        })
         .map_err(map_err)?;
     if moved == 1 && next.is_none() {
         promote_next(c, a.delivery_id)?;
@@ -578,12 +600,25 @@ fn disable(c: &Connection, endpoint: i64, why: &str, at_ms: i64) -> Result<(), S
     Ok(())
 }
 
+/// Read from the due index alone (its condition spelled, see the top of this file).
 pub(crate) fn next_due_ms(c: &Connection) -> rusqlite::Result<Option<i64>> {
-    c.prepare_cached("SELECT min(next_attempt_ms) FROM webhook_deliveries WHERE state = 'pending'")?
-        .query_row([], |r| r.get(0))
+    static NEXT_DUE: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT min(next_attempt_ms) FROM webhook_deliveries WHERE state = '{}'",
+            DeliveryState::Pending.as_str()
+        )
+    });
+    c.prepare_cached(&NEXT_DUE)?.query_row([], |r| r.get(0))
 }
 
+/// Counted on the stream index alone (its condition spelled, see the top of this file).
 pub(crate) fn queue_depth(c: &Connection) -> rusqlite::Result<i64> {
-    c.prepare_cached("SELECT count(*) FROM webhook_deliveries WHERE state IN ('waiting', 'pending')")?
-        .query_row([], |r| r.get(0))
+    static QUEUE_DEPTH: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT count(*) FROM webhook_deliveries WHERE state IN ('{}', '{}')",
+            DeliveryState::Waiting.as_str(),
+            DeliveryState::Pending.as_str()
+        )
+    });
+    c.prepare_cached(&QUEUE_DEPTH)?.query_row([], |r| r.get(0))
 }
