@@ -143,6 +143,14 @@ pub(crate) fn like_escape(text: &str) -> String {
     out
 }
 
+/// The backend itself, or wrapped to record its operations (`trace.rs`).
+fn traced<S: Store>(inner: S, trace: Option<trace::Trace>) -> DynStore {
+    match trace {
+        Some(trace) => Arc::new(trace::Traced { inner, trace }),
+        None => Arc::new(inner),
+    }
+}
+
 /// Opens the backend named by the URL's scheme (async: a network backend connects here),
 /// with the outbox that renders the webhook events its changes cause.
 /// `pg` sizes the `PostgreSQL` pool (unused on `SQLite`).
@@ -154,12 +162,6 @@ pub async fn open(
 ) -> StoreResult<DynStore> {
     let trace = std::env::var_os("DROPSLOT_STORE_TRACE").filter(|f| !f.is_empty());
     let trace = trace.map(|folder| trace::Trace::new(std::path::Path::new(&folder))).transpose()?;
-    fn traced<S: Store>(inner: S, trace: Option<trace::Trace>) -> DynStore {
-        match trace {
-            Some(trace) => Arc::new(trace::Traced { inner, trace }),
-            None => Arc::new(inner),
-        }
-    }
     match dropslot_core::config::DatabaseUrl::parse(url).map_err(StoreError::Invalid)? {
         dropslot_core::config::DatabaseUrl::Sqlite(path) => {
             Ok(traced(sqlite::SqliteStore::open(&path, outbox)?, trace))
