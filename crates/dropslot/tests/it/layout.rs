@@ -142,13 +142,11 @@ fn paths_from(text: &str) -> Vec<Vec<String>> {
         }
         rest = &rest[name.len()..];
         prefix.push(name);
-        match rest.strip_prefix("::") {
-            Some(r) => rest = r.trim_start(),
-            None => {
-                out.push(prefix);
-                return out;
-            }
-        }
+        let Some(r) = rest.strip_prefix("::") else {
+            out.push(prefix);
+            return out;
+        };
+        rest = r.trim_start();
     }
 }
 
