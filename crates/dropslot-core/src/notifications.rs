@@ -381,8 +381,7 @@ mod tests {
         let all_on = NotificationSettings::default();
         let mut off = NotificationSettings::default();
         off.triggers.out_for_delivery = false;
-        let mut sms_off = NotificationSettings::default();
-        sms_off.sms = false;
+        let sms_off = NotificationSettings { sms: false, ..NotificationSettings::default() };
         let out = || vec![to(Status::InTransit)];
 
         let live = change(out(), &all_on);
