@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 macro_rules! int_id {
     ($($name:ident),* $(,)?) => {$(
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         #[serde(transparent)]
         pub struct $name(pub i64);
         impl std::fmt::Display for $name {

@@ -9,6 +9,7 @@ pub mod geo;
 pub mod ids;
 pub mod labels;
 pub mod money;
+pub mod notifications;
 pub mod phone;
 pub mod quote;
 pub mod requests;

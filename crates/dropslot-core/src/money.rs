@@ -101,6 +101,7 @@ impl<'de> Deserialize<'de> for Money {
 }
 
 /// In the OpenAPI document: the JSON number the service writes (the serialiser above).
+#[cfg(feature = "openapi")]
 impl utoipa::PartialSchema for Money {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         use utoipa::openapi::schema::{ObjectBuilder, Type};
@@ -113,6 +114,7 @@ impl utoipa::PartialSchema for Money {
     }
 }
 
+#[cfg(feature = "openapi")]
 impl utoipa::ToSchema for Money {}
 
 /// A tax rate in basis points (1300 = 13 %).

@@ -42,8 +42,7 @@ pub struct Scope {
     pub mode: Mode,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TokenKind {
     Test,
     Live,
@@ -90,7 +89,7 @@ pub struct NewToken {
 }
 
 /// A token as listed: never the token itself.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone)]
 pub struct TokenInfo {
     /// The kind prefix and the first 8 random characters: identifies the token.
     pub prefix: String,
@@ -109,7 +108,7 @@ pub struct Principal {
     pub settings_json: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone)]
 pub struct SavedAddress {
     pub id: SavedAddressId,
     pub text: String,

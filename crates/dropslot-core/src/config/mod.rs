@@ -4,6 +4,7 @@
 mod area;
 mod notify;
 mod routing;
+#[cfg(feature = "openapi")]
 mod schema;
 
 use std::net::SocketAddr;
@@ -263,7 +264,8 @@ pub struct PriceList {
     pub sizes: Vec<SizeClass>,
 }
 
-#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PaymentType {
     pub id: i64,

@@ -39,7 +39,8 @@ pub struct Location {
 }
 
 /// How a located address got its coordinates (CONTRACT §11), most precise first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LocatedBy {
     /// An imported address point with the text's street number and name.

@@ -25,7 +25,8 @@ pub fn size_for_micrograms(prices: &PriceList, weight: Micrograms) -> Option<usi
 }
 
 /// The order-level amounts of the interface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Totals {
     /// The caller's minimum order price.
     pub min_price: Money,

@@ -23,7 +23,8 @@ pub use scenario::{ALREADY_MOVED, SANDBOX_FAILURE, SANDBOX_RECEIVER, Scenario};
 
 /// A shipment's status. Drop-off shipments use all of them; pick-up shipments use
 /// `scheduled → to_pick_up → picked_up` and `deleted`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Scheduled,
@@ -154,7 +155,8 @@ pub fn allowed(kind: ShipmentKind, from: Status, to: Status, attempts: u32, max_
 }
 
 /// Who made a change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Actor {
     /// The merchant, through the client API (order creation, deletion).

@@ -5,12 +5,10 @@ use crate::{StoreError, StoreResult, TokenHash};
 use async_trait::async_trait;
 use dropslot_core::fleet::{Driver, Shift, Vehicle, WorkDays};
 use jiff::Timestamp;
-use serde::Serialize;
 
 /// The kinds of staff token: an `operator` runs the fleet and the day's plans; a `driver`
 /// token is bound to one driver (the driver app).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StaffKind {
     Operator,
     Driver,
@@ -59,7 +57,7 @@ pub struct OpsSessionRecord {
 }
 
 /// A staff token as listed: never the token itself.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone)]
 pub struct StaffTokenInfo {
     /// The kind prefix and the first 8 random characters: identifies the token.
     pub prefix: String,

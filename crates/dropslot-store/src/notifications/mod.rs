@@ -1,157 +1,18 @@
 //! Recipient notifications crossing the storage seam (CONTRACT §14): what a shipment's change
-//! enqueues (planned here once, written by both backends in the change's transaction), what
-//! the sender claims and reports, and a client's settings.
+//! enqueues (planned by the core's rule, keyed here, written by both backends in the change's
+//! transaction), what the sender claims and reports, and a client's settings.
 
 use super::{StoredEvent, StoredShipment};
-use crate::{Scope, StoreResult};
+use crate::{Mode, Scope, StoreError, StoreResult};
 use async_trait::async_trait;
-use dropslot_core::shipments::Status;
+use dropslot_core::notifications::{Change, Moved};
+pub(crate) use dropslot_core::notifications::{Channel, Channels, MessageState, NotificationSettings, Trigger};
 use jiff::Timestamp;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::sync::LazyLock;
 
-/// What a message tells the recipient.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Trigger {
-    Scheduled,
-    OutForDelivery,
-    Delivered,
-    Failed,
-}
-
-impl Trigger {
-    pub const ALL: [Trigger; 4] = [Trigger::Scheduled, Trigger::OutForDelivery, Trigger::Delivered, Trigger::Failed];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trigger::Scheduled => "scheduled",
-            Trigger::OutForDelivery => "out_for_delivery",
-            Trigger::Delivered => "delivered",
-            Trigger::Failed => "failed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Trigger> {
-        Trigger::ALL.into_iter().find(|t| t.as_str() == s)
-    }
-
-    /// The trigger a drop-off shipment's move to `status` fires, if any.
-    pub fn of(status: Status) -> Option<Trigger> {
-        match status {
-            Status::Scheduled => Some(Trigger::Scheduled),
-            Status::InTransit => Some(Trigger::OutForDelivery),
-            Status::Delivered => Some(Trigger::Delivered),
-            Status::Failed => Some(Trigger::Failed),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Channel {
-    Email,
-    Sms,
-}
-
-impl Channel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Channel::Email => "email",
-            Channel::Sms => "sms",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Channel> {
-        match s {
-            "email" => Some(Channel::Email),
-            "sms" => Some(Channel::Sms),
-            _ => None,
-        }
-    }
-}
-
-/// Which triggers a client has on.
-// One switch per trigger is the wire shape CONTRACT §14 fixes.
-#[allow(clippy::struct_excessive_bools)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TriggerSwitches {
-    pub scheduled: bool,
-    pub out_for_delivery: bool,
-    pub delivered: bool,
-    pub failed: bool,
-}
-
-/// A client's notification settings in one mode (CONTRACT §14): all on by default.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NotificationSettings {
-    /// The name the recipient sees as the sender (1–100 characters, no line breaks); empty
-    /// means the configured `from` name.
-    pub sender_name: String,
-    pub email: bool,
-    pub sms: bool,
-    pub triggers: TriggerSwitches,
-}
-
-impl Default for NotificationSettings {
-    fn default() -> Self {
-        NotificationSettings {
-            sender_name: String::new(),
-            email: true,
-            sms: true,
-            triggers: TriggerSwitches { scheduled: true, out_for_delivery: true, delivered: true, failed: true },
-        }
-    }
-}
-
-impl NotificationSettings {
-    /// Stored settings, or the defaults when none (or unreadable ones) are stored.
-    pub fn from_json(json: Option<&str>) -> NotificationSettings {
-        json.and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default()
-    }
-
-    pub fn wants(&self, trigger: Trigger, channel: Channel) -> bool {
-        let t = &self.triggers;
-        let on = match trigger {
-            Trigger::Scheduled => t.scheduled,
-            Trigger::OutForDelivery => t.out_for_delivery,
-            Trigger::Delivered => t.delivered,
-            Trigger::Failed => t.failed,
-        };
-        on && match channel {
-            Channel::Email => self.email,
-            Channel::Sms => self.sms,
-        }
-    }
-}
-
-/// Which channels the operator configured (an SMTP server, an SMS provider).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Channels {
-    pub email: bool,
-    pub sms: bool,
-}
-
-/// What the texts are rendered from at send time: the facts as of the change.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Facts {
-    pub date: String,
-    pub slot: String,
-    pub start_at: String,
-    pub end_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub receiver: Option<String>,
-    /// For `failed`: true when another attempt follows, false when the parcel goes back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub another_attempt: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
-
-/// A message a change enqueues, planned by [`plan`] and written by a backend.
+/// A message a change enqueues, planned by the core and given its ids by [`plan`]; written by
+/// a backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewNotification {
     pub drop_off_id: i64,
@@ -160,7 +21,7 @@ pub struct NewNotification {
     pub channel: Channel,
     pub recipient: String,
     pub recipient_hash: String,
-    pub state: &'static str,
+    pub state: MessageState,
     pub facts_json: String,
     pub message_id: String,
 }
@@ -173,63 +34,60 @@ pub struct NotifyTenant {
     pub settings: NotificationSettings,
 }
 
-/// The messages `events` of one drop-off shipment cause: per trigger fired, one per channel
-/// the recipient has an address for. The state is decided now where it can be: `test_mode`
-/// (never sent), `disabled` (switched off by the client), `not_configured` (no such channel
-/// configured); else `pending`. An opt-out is checked by the sender, when it sends.
-pub fn plan(
+/// The messages `events` of one drop-off shipment cause: the core's plan
+/// ([`dropslot_core::notifications::plan`]) over the shipment as stored, each message given
+/// its rows' keys (the opt-out hash, a Message-ID).
+pub(crate) fn plan(
     tenant: &NotifyTenant,
     channels: Channels,
     shipment: &StoredShipment,
     events: &[StoredEvent],
 ) -> Vec<NewNotification> {
     let d = &shipment.drop_off;
-    let mut out = Vec::new();
-    for e in events {
-        let Some(trigger) = Trigger::of(e.to) else { continue };
-        let facts = Facts {
-            date: d.scheduled_date.clone(),
-            slot: d.slot_name.clone(),
-            start_at: d.start_at.clone(),
-            end_at: d.end_at.clone(),
-            receiver: e
-                .proof
-                .iter()
-                .find(|p| p.kind == dropslot_core::shipments::ProofKind::ReceiverName)
-                .map(|p| p.value.clone()),
-            another_attempt: (trigger == Trigger::Failed).then_some(d.attempts < d.max_attempts),
-            reason: e.reason.clone().filter(|_| trigger == Trigger::Failed),
-        };
-        let facts_json = serde_json::to_string(&facts).unwrap_or_default();
-        let addresses = [
-            (Channel::Email, d.address.person_email.as_deref(), channels.email),
-            (Channel::Sms, d.address.person_phone.as_deref(), channels.sms),
-        ];
-        for (channel, address, configured) in addresses {
-            let Some(recipient) = address.map(str::trim).filter(|a| !a.is_empty()) else { continue };
-            let state = if tenant.mode == "test" {
-                "test_mode"
-            } else if !tenant.settings.wants(trigger, channel) {
-                "disabled"
-            } else if !configured {
-                "not_configured"
-            } else {
-                "pending"
-            };
-            out.push(NewNotification {
-                drop_off_id: d.id.0,
-                shipment_unique_id: d.unique_id.clone(),
-                trigger,
-                channel,
-                recipient: recipient.to_string(),
-                recipient_hash: recipient_hash(channel, recipient),
-                state,
-                facts_json: facts_json.clone(),
-                message_id: new_message_id(),
-            });
-        }
-    }
-    out
+    let change = Change {
+        moves: events.iter().map(|e| Moved { to: e.to, proof: &e.proof, reason: e.reason.as_deref() }).collect(),
+        attempts: d.attempts,
+        max_attempts: d.max_attempts,
+        date: &d.scheduled_date,
+        slot: &d.slot_name,
+        start_at: &d.start_at,
+        end_at: &d.end_at,
+        email: d.address.person_email.as_deref(),
+        phone: d.address.person_phone.as_deref(),
+        test_mode: tenant.mode == Mode::Test.as_str(),
+        settings: &tenant.settings,
+        channels,
+    };
+    dropslot_core::notifications::plan(&change)
+        .into_iter()
+        .map(|m| NewNotification {
+            drop_off_id: d.id.0,
+            shipment_unique_id: d.unique_id.clone(),
+            trigger: m.trigger,
+            channel: m.channel,
+            recipient_hash: recipient_hash(m.channel, &m.recipient),
+            recipient: m.recipient,
+            state: m.state,
+            facts_json: serde_json::to_string(&m.facts).unwrap_or_default(),
+            message_id: new_message_id(),
+        })
+        .collect()
+}
+
+/// `state IN ('pending', 'sending')`, as SQL text built once from the core's names: the
+/// condition of the partial index `notifications_due` (migrations 0018). A statement that reads
+/// through that index must repeat it as a constant (a bound state cannot prove it: `SQLite`
+/// never, `PostgreSQL` not in a cached statement's generic plan), so these names are the one
+/// place where the backends put a state into SQL text rather than bind it.
+pub(crate) static QUEUED_STATES: LazyLock<String> = LazyLock::new(|| {
+    let names: Vec<String> = MessageState::QUEUED.iter().map(|s| format!("'{}'", s.as_str())).collect();
+    format!("state IN ({})", names.join(", "))
+});
+
+/// A client's stored settings (`None`: none stored, the defaults); stored JSON that does not
+/// read is corrupt data, never the defaults.
+pub(crate) fn stored_settings(json: Option<&str>) -> StoreResult<NotificationSettings> {
+    NotificationSettings::from_json(json).map_err(|e| StoreError::Corrupt(format!("notification settings: {e}")))
 }
 
 /// The opt-out key of an address or number: SHA-256 (hex) of its normal form (an e-mail
@@ -266,7 +124,7 @@ pub struct StoredNotification {
     pub trigger: Trigger,
     pub channel: Channel,
     pub recipient: String,
-    pub state: String,
+    pub state: MessageState,
     pub attempts: i64,
     pub last_error: Option<String>,
     pub created_at: String,
@@ -332,13 +190,13 @@ pub struct NotificationOutcome {
 
 impl NotificationOutcome {
     /// What the outcome writes on either backend: state, error, next attempt, sent at.
-    pub(crate) fn columns(&self) -> (&'static str, Option<&str>, Option<i64>, Option<String>) {
+    pub(crate) fn columns(&self) -> (MessageState, Option<&str>, Option<i64>, Option<String>) {
         match &self.end {
-            NotificationEnd::Sent => ("sent", None, None, Some(self.now.to_string())),
-            NotificationEnd::Retry { error, next_ms } => ("pending", Some(error), Some(*next_ms), None),
-            NotificationEnd::Failed { error } => ("failed", Some(error), None, None),
-            NotificationEnd::Uncertain { error } => ("uncertain", Some(error), None, None),
-            NotificationEnd::OptedOut => ("opted_out", None, None, None),
+            NotificationEnd::Sent => (MessageState::Sent, None, None, Some(self.now.to_string())),
+            NotificationEnd::Retry { error, next_ms } => (MessageState::Pending, Some(error), Some(*next_ms), None),
+            NotificationEnd::Failed { error } => (MessageState::Failed, Some(error), None, None),
+            NotificationEnd::Uncertain { error } => (MessageState::Uncertain, Some(error), None, None),
+            NotificationEnd::OptedOut => (MessageState::OptedOut, None, None, None),
         }
     }
 }
@@ -351,6 +209,8 @@ pub const UNCERTAIN_ERROR: &str = "The service stopped while this message was be
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dropslot_core::notifications::Facts;
+    use dropslot_core::shipments::Status;
 
     #[test]
     fn hashes_normal_forms() {
@@ -363,12 +223,17 @@ mod tests {
     }
 
     #[test]
-    fn settings_default_all_on() {
-        let s = NotificationSettings::from_json(None);
-        assert!(Trigger::ALL.iter().all(|&t| s.wants(t, Channel::Email) && s.wants(t, Channel::Sms)));
-        let mut off = s.clone();
-        off.triggers.failed = false;
-        assert!(!off.wants(Trigger::Failed, Channel::Email));
+    fn the_queued_states_are_the_partial_index_condition() {
+        let migration = include_str!("../../migrations/sqlite/0018_notifications.sql");
+        assert!(migration.contains(&format!("WHERE {};", *QUEUED_STATES)), "{}", *QUEUED_STATES);
+        let migration = include_str!("../../migrations/postgres/0018_notifications.sql");
+        assert!(migration.contains(&format!("WHERE {};", *QUEUED_STATES)), "{}", *QUEUED_STATES);
+    }
+
+    #[test]
+    fn stored_settings_that_do_not_read_are_corrupt() {
+        assert_eq!(stored_settings(None).unwrap(), NotificationSettings::default());
+        assert!(matches!(stored_settings(Some("{\"sms\": 1}")), Err(StoreError::Corrupt(_))));
         assert!(message_id_ok(&new_message_id()));
     }
 
@@ -436,46 +301,34 @@ mod tests {
         }
     }
 
-    fn tenant(mode: &str, settings: NotificationSettings) -> NotifyTenant {
-        NotifyTenant { client: 1, mode: mode.into(), settings }
+    fn tenant(mode: Mode) -> NotifyTenant {
+        NotifyTenant { client: 1, mode: mode.as_str().into(), settings: NotificationSettings::default() }
     }
 
+    /// The adapter hands the shipment as stored to the core's rule (covered there) and gives
+    /// each message its keys.
     #[test]
-    fn plans_one_row_per_channel_with_its_state() {
+    fn plans_rows_from_the_stored_shipment() {
         let both = Channels { email: true, sms: true };
-        let s = shipment(Some("jane@example.com"), Some("+1 416 555 0100"), 1);
-        let live = tenant("live", NotificationSettings::default());
-        let rows = plan(&live, both, &s, &[event(Status::Scheduled, None), event(Status::ToPickUp, None)]);
-        let got: Vec<_> = rows.iter().map(|n| (n.trigger, n.channel, n.state)).collect();
+        let s = shipment(Some(" Jane@example.com"), Some("+1 416 555 0100"), 3);
+        let rows = plan(&tenant(Mode::Live), both, &s, &[event(Status::Failed, Some("Nobody at home"))]);
+        let got: Vec<_> = rows.iter().map(|n| (n.trigger, n.channel, n.recipient.as_str(), n.state)).collect();
         assert_eq!(
             got,
-            [(Trigger::Scheduled, Channel::Email, "pending"), (Trigger::Scheduled, Channel::Sms, "pending")],
-            "to_pick_up fires nothing"
+            [
+                (Trigger::Failed, Channel::Email, "Jane@example.com", MessageState::Pending),
+                (Trigger::Failed, Channel::Sms, "+1 416 555 0100", MessageState::Pending)
+            ]
         );
-        let states = |t: &NotifyTenant, c: Channels| -> Vec<&str> {
-            plan(t, c, &s, &[event(Status::InTransit, None)]).iter().map(|n| n.state).collect()
-        };
-        assert_eq!(states(&tenant("test", NotificationSettings::default()), both), ["test_mode", "test_mode"]);
-        assert_eq!(states(&live, Channels { email: true, sms: false }), ["pending", "not_configured"]);
-        let mut off = NotificationSettings::default();
-        off.triggers.out_for_delivery = false;
-        assert_eq!(states(&tenant("live", off), both), ["disabled", "disabled"]);
-        let nobody = shipment(None, Some("  "), 1);
-        assert!(plan(&live, both, &nobody, &[event(Status::Delivered, None)]).is_empty(), "no address, no row");
-    }
-
-    #[test]
-    fn a_failure_says_whether_another_attempt_follows() {
-        let live = tenant("live", NotificationSettings::default());
-        let email = Channels { email: true, sms: false };
-        let facts = |attempts: u32| -> Facts {
-            let s = shipment(Some("jane@example.com"), None, attempts);
-            let rows = plan(&live, email, &s, &[event(Status::Failed, Some("Nobody at home"))]);
-            serde_json::from_str(&rows[0].facts_json).unwrap()
-        };
-        assert_eq!(facts(1).another_attempt, Some(true));
-        assert_eq!(facts(3).another_attempt, Some(false), "the third of three attempts failed: the return");
-        assert_eq!(facts(1).reason.as_deref(), Some("Nobody at home"));
+        let n = &rows[0];
+        assert_eq!((n.drop_off_id, n.shipment_unique_id.as_str()), (7, "DROP7"));
+        assert_eq!(n.recipient_hash, recipient_hash(Channel::Email, "jane@example.com"));
+        assert!(message_id_ok(&n.message_id) && n.message_id != rows[1].message_id);
+        let facts: Facts = serde_json::from_str(&n.facts_json).unwrap();
+        assert_eq!((facts.slot.as_str(), facts.another_attempt), ("Evening", Some(false)));
+        assert_eq!(facts.reason.as_deref(), Some("Nobody at home"));
+        let test = plan(&tenant(Mode::Test), both, &s, &[event(Status::Delivered, None)]);
+        assert!(test.iter().all(|n| n.state == MessageState::TestMode));
     }
 
     fn message_id_ok(id: &str) -> bool {
@@ -485,7 +338,8 @@ mod tests {
 
 #[async_trait]
 pub trait NotificationStore: Send + Sync + 'static {
-    /// The client's settings in the scope's mode (the defaults when none are stored).
+    /// The client's settings in the scope's mode (the defaults when none are stored; stored
+    /// ones that do not read are [`StoreError::Corrupt`]).
     async fn notification_settings(&self, scope: Scope) -> StoreResult<NotificationSettings>;
     async fn set_notification_settings(
         &self,

@@ -4,14 +4,16 @@
 //! lease, and listed per shipment.
 
 use crate::notifications::{
-    Channels, ClaimedNotification, NewNotification, NotificationClaim, NotificationOutcome, NotificationSettings,
-    NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
+    Channels, ClaimedNotification, MessageState, NewNotification, NotificationClaim, NotificationOutcome,
+    NotificationSettings, NotifyTenant, QUEUED_STATES, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
+    stored_settings,
 };
 use crate::postgres::sql::Sql;
-use crate::postgres::{PgStore, column, in_tx, map_err};
+use crate::postgres::{PgStore, column, in_tx, map_err, parsed};
 use crate::{Channel, NotificationStore, Scope, StoreError, StoreResult, StoredEvent, StoredShipment, Trigger};
 use async_trait::async_trait;
 use jiff::Timestamp;
+use std::sync::LazyLock;
 use tokio_postgres::types::Type;
 
 #[async_trait]
@@ -86,7 +88,7 @@ pub(crate) async fn tenants(c: &impl Sql, drop_offs: &[i64]) -> StoreResult<Vec<
                 NotifyTenant {
                     client: column(r, 1)?,
                     mode: column(r, 2)?,
-                    settings: NotificationSettings::from_json(json.as_deref()),
+                    settings: stored_settings(json.as_deref())?,
                 },
             ))
         })
@@ -144,7 +146,7 @@ impl Planned {
             cols.channels.push(n.channel.as_str());
             cols.recipients.push(n.recipient.as_str());
             cols.hashes.push(n.recipient_hash.as_str());
-            cols.states.push(n.state);
+            cols.states.push(n.state.as_str());
             cols.facts.push(n.facts_json.as_str());
             cols.message_ids.push(n.message_id.as_str());
         }
@@ -174,7 +176,8 @@ impl Planned {
             )
             .await
             .map_err(map_err)?;
-        Ok(rows.iter().filter(|r| r.try_get::<_, &str>(0).is_ok_and(|s| s == "pending")).count())
+        let pending = MessageState::Pending.as_str();
+        Ok(rows.iter().filter(|r| r.try_get::<_, &str>(0).is_ok_and(|s| s == pending)).count())
     }
 }
 
@@ -187,7 +190,7 @@ pub(crate) async fn settings(c: &impl Sql, scope: Scope) -> StoreResult<Notifica
         .await
         .map_err(map_err)?;
     let json: Option<String> = row.map(|r| column(&r, 0)).transpose()?;
-    Ok(NotificationSettings::from_json(json.as_deref()))
+    stored_settings(json.as_deref())
 }
 
 pub(crate) async fn set_settings(
@@ -219,14 +222,12 @@ pub(crate) async fn list(c: &impl Sql, scope: Scope, unique_id: &str) -> StoreRe
         .map_err(map_err)?;
     rows.iter()
         .map(|r| {
-            let trigger: String = column(r, 1)?;
-            let channel: String = column(r, 2)?;
             Ok(StoredNotification {
                 id: column(r, 0)?,
-                trigger: Trigger::parse(&trigger).ok_or_else(|| StoreError::Corrupt(format!("trigger {trigger}")))?,
-                channel: Channel::parse(&channel).ok_or_else(|| StoreError::Corrupt(format!("channel {channel}")))?,
+                trigger: parsed(column(r, 1)?, "trigger", Trigger::parse)?,
+                channel: parsed(column(r, 2)?, "channel", Channel::parse)?,
                 recipient: column(r, 3)?,
-                state: column(r, 4)?,
+                state: parsed(column(r, 4)?, "notification state", MessageState::parse)?,
                 attempts: column(r, 5)?,
                 last_error: column(r, 6)?,
                 created_at: column(r, 7)?,
@@ -236,35 +237,59 @@ pub(crate) async fn list(c: &impl Sql, scope: Scope, unique_id: &str) -> StoreRe
         .collect()
 }
 
+/// A `sending` message whose lease ended becomes `uncertain` ($3: `uncertain`, $4: `sending`).
+static UNCERTAIN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE notifications SET state = $3, last_error = $2 WHERE {} AND state = $4 AND lease_until_ms <= $1",
+        *QUEUED_STATES
+    )
+});
+
+/// Leases up to $3 due messages ($4: `pending`) until $2.
+static CLAIM: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH due AS (
+            SELECT id FROM notifications
+            WHERE {} AND state = $4 AND next_attempt_ms <= $1 AND lease_until_ms <= $1
+            ORDER BY next_attempt_ms, id LIMIT $3 FOR UPDATE SKIP LOCKED
+         )
+         UPDATE notifications n SET lease_until_ms = $2 FROM due WHERE n.id = due.id
+         RETURNING n.id, n.client_id, n.shipment_unique_id, n.trigger_kind, n.channel, n.recipient,
+            n.facts_json, n.message_id, n.attempts, n.recipient_hash, n.mode",
+        *QUEUED_STATES
+    )
+});
+
+/// The earliest instant a queued message needs the sender ($1: `pending`).
+static NEXT_DUE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT min(CASE WHEN state = $1 THEN greatest(next_attempt_ms, lease_until_ms)
+            ELSE lease_until_ms END)::bigint
+         FROM notifications WHERE {}",
+        *QUEUED_STATES
+    )
+});
+
 /// Claims due `pending` messages (`FOR UPDATE SKIP LOCKED`: two processes never take the
-/// same one); first, a `sending` message past its lease becomes `uncertain`.
+/// same one); first, a `sending` message past its lease becomes `uncertain`. Both statements
+/// repeat the partial index's condition ([`QUEUED_STATES`]) as constant text: a cached
+/// statement's generic plan cannot infer it from a bound state, and would scan the table.
 pub(crate) async fn claim(
     c: &impl Sql,
     now_ms: i64,
     lease_until_ms: i64,
     limit: usize,
 ) -> StoreResult<NotificationClaim> {
-    let uncertain = c.execute(
-        "UPDATE notifications SET state = 'uncertain', last_error = $2 WHERE state = 'sending' AND lease_until_ms <= $1",
-        &[&now_ms, &UNCERTAIN_ERROR],
-    )
-    .await
-    .map_err(map_err)?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows = c
-        .query(
-            "WITH due AS (
-                SELECT id FROM notifications
-                WHERE state = 'pending' AND next_attempt_ms <= $1 AND lease_until_ms <= $1
-                ORDER BY next_attempt_ms, id LIMIT $3 FOR UPDATE SKIP LOCKED
-             )
-             UPDATE notifications n SET lease_until_ms = $2 FROM due WHERE n.id = due.id
-             RETURNING n.id, n.client_id, n.shipment_unique_id, n.trigger_kind, n.channel, n.recipient,
-                n.facts_json, n.message_id, n.attempts, n.recipient_hash, n.mode",
-            &[&now_ms, &lease_until_ms, &limit],
+    let uncertain = c
+        .execute(
+            &UNCERTAIN,
+            &[&now_ms, &UNCERTAIN_ERROR, &MessageState::Uncertain.as_str(), &MessageState::Sending.as_str()],
         )
         .await
         .map_err(map_err)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows =
+        c.query(&CLAIM, &[&now_ms, &lease_until_ms, &limit, &MessageState::Pending.as_str()]).await.map_err(map_err)?;
     let mut claimed = Vec::with_capacity(rows.len());
     for r in &rows {
         let hash: String = column(r, 9)?;
@@ -286,14 +311,12 @@ pub(crate) async fn claim(
         let opted_out: Option<String> = column(&recipient, 1)?;
         let settings =
             settings(c, Scope { client: dropslot_core::ids::ClientId(client), mode: parse_mode(&mode)? }).await?;
-        let trigger: String = column(r, 3)?;
-        let channel: String = column(r, 4)?;
         claimed.push(ClaimedNotification {
             id: column(r, 0)?,
             client,
             shipment_unique_id: column(r, 2)?,
-            trigger: Trigger::parse(&trigger).ok_or_else(|| StoreError::Corrupt(format!("trigger {trigger}")))?,
-            channel: Channel::parse(&channel).ok_or_else(|| StoreError::Corrupt(format!("channel {channel}")))?,
+            trigger: parsed(column(r, 3)?, "trigger", Trigger::parse)?,
+            channel: parsed(column(r, 4)?, "channel", Channel::parse)?,
             recipient: column(r, 5)?,
             facts_json: column(r, 6)?,
             message_id: column(r, 7)?,
@@ -316,9 +339,9 @@ fn parse_mode(mode: &str) -> StoreResult<crate::Mode> {
 pub(crate) async fn sending(c: &impl Sql, ids: &[i64], lease_until_ms: i64) -> StoreResult<Vec<i64>> {
     let rows = c
         .query(
-            "UPDATE notifications SET state = 'sending', attempts = attempts + 1
-             WHERE id = ANY($1) AND state = 'pending' AND lease_until_ms = $2 RETURNING id",
-            &[&ids, &lease_until_ms],
+            "UPDATE notifications SET state = $3, attempts = attempts + 1
+             WHERE id = ANY($1) AND state = $4 AND lease_until_ms = $2 RETURNING id",
+            &[&ids, &lease_until_ms, &MessageState::Sending.as_str(), &MessageState::Pending.as_str()],
         )
         .await
         .map_err(map_err)?;
@@ -328,6 +351,7 @@ pub(crate) async fn sending(c: &impl Sql, ids: &[i64], lease_until_ms: i64) -> S
 /// Records how claimed attempts ended, each while its claim holds, in one statement; the ids
 /// written.
 pub(crate) async fn finish(c: &impl Sql, outcomes: &[NotificationOutcome]) -> StoreResult<Vec<i64>> {
+    let [pending, sending] = MessageState::QUEUED.map(MessageState::as_str);
     let n = outcomes.len();
     let (mut ids, mut leases, mut states) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
     let (mut errors, mut next, mut sent) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
@@ -335,7 +359,7 @@ pub(crate) async fn finish(c: &impl Sql, outcomes: &[NotificationOutcome]) -> St
         let (state, error, next_ms, sent_at) = o.columns();
         ids.push(o.id);
         leases.push(o.lease_until_ms);
-        states.push(state);
+        states.push(state.as_str());
         errors.push(error.map(str::to_string));
         next.push(next_ms);
         sent.push(sent_at);
@@ -346,9 +370,9 @@ pub(crate) async fn finish(c: &impl Sql, outcomes: &[NotificationOutcome]) -> St
                 next_attempt_ms = COALESCE(u.next_ms, n.next_attempt_ms), sent_at = u.sent_at, lease_until_ms = 0
              FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[])
                 AS u(id, lease, state, error, next_ms, sent_at)
-             WHERE n.id = u.id AND n.lease_until_ms = u.lease AND n.state IN ('pending', 'sending')
+             WHERE n.id = u.id AND n.lease_until_ms = u.lease AND n.state IN ($7, $8)
              RETURNING n.id",
-            &[&ids, &leases, &states, &errors, &next, &sent],
+            &[&ids, &leases, &states, &errors, &next, &sent, &pending, &sending],
         )
         .await
         .map_err(map_err)?;
@@ -356,15 +380,7 @@ pub(crate) async fn finish(c: &impl Sql, outcomes: &[NotificationOutcome]) -> St
 }
 
 pub(crate) async fn next_due_ms(c: &impl Sql) -> StoreResult<Option<i64>> {
-    let row = c
-        .query_one(
-            "SELECT min(CASE WHEN state = 'pending' THEN greatest(next_attempt_ms, lease_until_ms)
-                ELSE lease_until_ms END)::bigint
-             FROM notifications WHERE state IN ('pending', 'sending')",
-            &[],
-        )
-        .await
-        .map_err(map_err)?;
+    let row = c.query_one(&NEXT_DUE, &[&MessageState::Pending.as_str()]).await.map_err(map_err)?;
     column(&row, 0)
 }
 

@@ -3,20 +3,22 @@
 //! (the single writer makes a claim atomic), and listed per shipment.
 
 use crate::notifications::{
-    Channels, ClaimedNotification, NewNotification, NotificationClaim, NotificationOutcome, NotificationSettings,
-    NotifyTenant, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
+    Channels, ClaimedNotification, MessageState, NewNotification, NotificationClaim, NotificationOutcome,
+    NotificationSettings, NotifyTenant, QUEUED_STATES, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
+    stored_settings,
 };
 use crate::shipments::sqlite::shipment_without_events;
-use crate::sqlite::{SqliteStore, map_err};
+use crate::sqlite::{SqliteStore, map_err, parsed};
 use crate::{Channel, NotificationStore, Scope, StoreError, StoreResult, StoredEvent, StoredShipment, Trigger};
 use async_trait::async_trait;
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
+use std::sync::LazyLock;
 
 #[async_trait]
 impl NotificationStore for SqliteStore {
     async fn notification_settings(&self, scope: Scope) -> StoreResult<crate::NotificationSettings> {
-        self.read(|c| settings(c, scope))
+        stored_settings(self.read(|c| settings_json(c, scope))?.as_deref())
     }
 
     async fn set_notification_settings(
@@ -70,21 +72,14 @@ impl NotificationStore for SqliteStore {
 
 /// The drop-off's tenant and its client's settings in that mode.
 fn tenant(c: &Connection, drop_off: i64) -> Result<NotifyTenant, StoreError> {
-    c.prepare_cached(
-        "SELECT d.client_id, d.mode, s.settings_json FROM drop_off_shipments d
-         LEFT JOIN notification_settings s ON s.client_id = d.client_id AND s.mode = d.mode WHERE d.id = ?1",
-    )
-    .and_then(|mut s| {
-        s.query_row([drop_off], |r| {
-            let json: Option<String> = r.get(2)?;
-            Ok(NotifyTenant {
-                client: r.get(0)?,
-                mode: r.get(1)?,
-                settings: NotificationSettings::from_json(json.as_deref()),
-            })
-        })
-    })
-    .map_err(map_err)
+    let (client, mode, json): (i64, String, Option<String>) = c
+        .prepare_cached(
+            "SELECT d.client_id, d.mode, s.settings_json FROM drop_off_shipments d
+             LEFT JOIN notification_settings s ON s.client_id = d.client_id AND s.mode = d.mode WHERE d.id = ?1",
+        )
+        .and_then(|mut s| s.query_row([drop_off], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
+        .map_err(map_err)?;
+    Ok(NotifyTenant { client, mode, settings: stored_settings(json.as_deref())? })
 }
 
 /// The messages `events` of one drop-off shipment cause, written in the caller's transaction.
@@ -112,7 +107,7 @@ pub(crate) fn enqueue(
     let planned = plan(&tenant, channels, shipment, events);
     let mut queued = 0;
     for n in &planned {
-        if insert(c, &tenant, n, now)? && n.state == "pending" {
+        if insert(c, &tenant, n, now)? && n.state == MessageState::Pending {
             queued += 1;
         }
     }
@@ -138,7 +133,7 @@ fn insert(c: &Connection, tenant: &NotifyTenant, n: &NewNotification, now: Times
                 n.channel.as_str(),
                 n.recipient,
                 n.recipient_hash,
-                n.state,
+                n.state.as_str(),
                 n.facts_json,
                 n.message_id,
                 crate::queue_now_ms(),
@@ -149,12 +144,11 @@ fn insert(c: &Connection, tenant: &NotifyTenant, n: &NewNotification, now: Times
     Ok(written == 1)
 }
 
-pub(crate) fn settings(c: &Connection, scope: Scope) -> rusqlite::Result<NotificationSettings> {
-    let json: Option<String> = c
-        .prepare_cached("SELECT settings_json FROM notification_settings WHERE client_id = ?1 AND mode = ?2")?
+/// The client's stored settings in the scope's mode, as stored (`None`: none are).
+pub(crate) fn settings_json(c: &Connection, scope: Scope) -> rusqlite::Result<Option<String>> {
+    c.prepare_cached("SELECT settings_json FROM notification_settings WHERE client_id = ?1 AND mode = ?2")?
         .query_row(params![scope.client.0, scope.mode.as_str()], |r| r.get(0))
-        .optional()?;
-    Ok(NotificationSettings::from_json(json.as_deref()))
+        .optional()
 }
 
 pub(crate) fn set_settings(
@@ -180,14 +174,12 @@ pub(crate) fn list(c: &Connection, scope: Scope, unique_id: &str) -> rusqlite::R
          FROM notifications WHERE shipment_unique_id = ?1 AND client_id = ?2 AND mode = ?3 ORDER BY id",
     )?
     .query_map(params![unique_id, scope.client.0, scope.mode.as_str()], |r| {
-        let trigger: String = r.get(1)?;
-        let channel: String = r.get(2)?;
         Ok(StoredNotification {
             id: r.get(0)?,
-            trigger: Trigger::parse(&trigger).unwrap_or(Trigger::Scheduled),
-            channel: Channel::parse(&channel).unwrap_or(Channel::Email),
+            trigger: parsed(r, 1, "trigger", Trigger::parse)?,
+            channel: parsed(r, 2, "channel", Channel::parse)?,
             recipient: r.get(3)?,
-            state: r.get(4)?,
+            state: parsed(r, 4, "notification state", MessageState::parse)?,
             attempts: r.get(5)?,
             last_error: r.get(6)?,
             created_at: r.get(7)?,
@@ -197,9 +189,38 @@ pub(crate) fn list(c: &Connection, scope: Scope, unique_id: &str) -> rusqlite::R
     .collect()
 }
 
+/// A `sending` message whose lease ended becomes `uncertain` (?3: `uncertain`, ?4: `sending`).
+static UNCERTAIN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE notifications SET state = ?3, last_error = ?2
+         WHERE {} AND state = ?4 AND lease_until_ms <= ?1",
+        *QUEUED_STATES
+    )
+});
+
+/// The earliest instant a queued message needs the sender (?1: `pending`).
+static NEXT_DUE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT min(CASE WHEN state = ?1 THEN max(next_attempt_ms, lease_until_ms) ELSE lease_until_ms END)
+         FROM notifications WHERE {}",
+        *QUEUED_STATES
+    )
+});
+
+/// Up to `limit` due messages (?2: `pending`), in a constant `LIMIT` (see `limit_bucket`).
+fn due(limit: usize) -> String {
+    format!(
+        "SELECT id FROM notifications
+         WHERE {} AND state = ?2 AND next_attempt_ms <= ?1 AND lease_until_ms <= ?1
+         ORDER BY next_attempt_ms, id LIMIT {}",
+        *QUEUED_STATES,
+        crate::sqlite::limit_bucket(limit)
+    )
+}
+
 /// Claims up to `limit` due `pending` messages until `lease_until_ms`. Both statements repeat
-/// the partial index's `state IN ('pending', 'sending')`: SQLite does not infer it from
-/// `state = 'pending'`, and without it each claim read the whole table (every message ever
+/// the partial index's condition ([`QUEUED_STATES`]) as constant text: SQLite does not infer
+/// it from `state = ?`, and without it each claim read the whole table (every message ever
 /// sent; the profile of 700 e-mails/s was mostly these scans). First, a `sending`
 /// message whose lease ended (its process died while handing it over) becomes `uncertain`:
 /// it may have been delivered, so it is never sent again.
@@ -212,20 +233,19 @@ pub(crate) fn claim(
     // Every statement here is prepared once per connection (the sender claims many times a
     // second under load).
     let uncertain = c
-        .prepare_cached(
-            "UPDATE notifications SET state = 'uncertain', last_error = ?2
-         WHERE state IN ('pending', 'sending') AND state = 'sending' AND lease_until_ms <= ?1",
-        )
-        .and_then(|mut s| s.execute(params![now_ms, UNCERTAIN_ERROR]))
+        .prepare_cached(&UNCERTAIN)
+        .and_then(|mut s| {
+            s.execute(params![
+                now_ms,
+                UNCERTAIN_ERROR,
+                MessageState::Uncertain.as_str(),
+                MessageState::Sending.as_str()
+            ])
+        })
         .map_err(map_err)?;
     let mut ids: Vec<i64> = c
-        .prepare_cached(&format!(
-            "SELECT id FROM notifications
-             WHERE state IN ('pending', 'sending') AND state = 'pending' AND next_attempt_ms <= ?1 AND lease_until_ms <= ?1
-             ORDER BY next_attempt_ms, id LIMIT {}",
-            crate::sqlite::limit_bucket(limit)
-        ))
-        .and_then(|mut s| s.query_map(params![now_ms], |r| r.get(0))?.collect())
+        .prepare_cached(&due(limit))
+        .and_then(|mut s| s.query_map(params![now_ms, MessageState::Pending.as_str()], |r| r.get(0))?.collect())
         .map_err(map_err)?;
     ids.truncate(limit);
     let mut claimed = Vec::with_capacity(ids.len());
@@ -277,43 +297,44 @@ pub(crate) fn claim(
             lease_until_ms,
             opt_out_token,
             opted_out: opted_out.is_some(),
-            settings: NotificationSettings::from_json(json.as_deref()),
+            settings: stored_settings(json.as_deref())?,
         });
     }
     Ok(NotificationClaim { messages: claimed, uncertain: uncertain as u64 })
 }
 
+/// ?3: `sending`, ?4: `pending`.
+const SENDING: &str = "UPDATE notifications SET state = ?3, attempts = attempts + 1
+    WHERE id = ?1 AND state = ?4 AND lease_until_ms = ?2";
+
 /// Marks claimed messages `sending` (one attempt more each) just before they are handed
 /// over; the ids whose claim still held.
 pub(crate) fn sending(c: &Connection, ids: &[i64], lease_until_ms: i64) -> Result<Vec<i64>, StoreError> {
-    let mut st = c
-        .prepare_cached(
-            "UPDATE notifications SET state = 'sending', attempts = attempts + 1
-             WHERE id = ?1 AND state = 'pending' AND lease_until_ms = ?2",
-        )
-        .map_err(map_err)?;
+    let mut st = c.prepare_cached(SENDING).map_err(map_err)?;
+    let (sending, pending) = (MessageState::Sending.as_str(), MessageState::Pending.as_str());
     let mut held = Vec::with_capacity(ids.len());
     for &id in ids {
-        if st.execute(params![id, lease_until_ms]).map_err(map_err)? == 1 {
+        if st.execute(params![id, lease_until_ms, sending, pending]).map_err(map_err)? == 1 {
             held.push(id);
         }
     }
     Ok(held)
 }
 
+/// ?7, ?8: the queued states (`pending`, `sending`).
+const FINISH: &str = "UPDATE notifications SET state = ?3, last_error = COALESCE(?4, last_error),
+        next_attempt_ms = COALESCE(?5, next_attempt_ms), sent_at = ?6, lease_until_ms = 0
+    WHERE id = ?1 AND lease_until_ms = ?2 AND state IN (?7, ?8)";
+
 /// Records how claimed attempts ended, each while its claim holds; the ids written.
 pub(crate) fn finish(c: &Connection, outcomes: &[NotificationOutcome]) -> Result<Vec<i64>, StoreError> {
-    let mut st = c
-        .prepare_cached(
-            "UPDATE notifications SET state = ?3, last_error = COALESCE(?4, last_error),
-                next_attempt_ms = COALESCE(?5, next_attempt_ms), sent_at = ?6, lease_until_ms = 0
-             WHERE id = ?1 AND lease_until_ms = ?2 AND state IN ('pending', 'sending')",
-        )
-        .map_err(map_err)?;
+    let mut st = c.prepare_cached(FINISH).map_err(map_err)?;
+    let [pending, sending] = MessageState::QUEUED.map(MessageState::as_str);
     let mut written = Vec::with_capacity(outcomes.len());
     for o in outcomes {
         let (state, error, next_ms, sent_at) = o.columns();
-        if st.execute(params![o.id, o.lease_until_ms, state, error, next_ms, sent_at]).map_err(map_err)? == 1 {
+        let row = params![o.id, o.lease_until_ms, state.as_str(), error, next_ms, sent_at, pending, sending];
+        if st.execute(row).map_err(map_err)? == 1 {
             written.push(o.id);
         }
     }
@@ -321,11 +342,7 @@ pub(crate) fn finish(c: &Connection, outcomes: &[NotificationOutcome]) -> Result
 }
 
 pub(crate) fn next_due_ms(c: &Connection) -> rusqlite::Result<Option<i64>> {
-    c.prepare_cached(
-        "SELECT min(CASE WHEN state = 'pending' THEN max(next_attempt_ms, lease_until_ms) ELSE lease_until_ms END)
-         FROM notifications WHERE state IN ('pending', 'sending')",
-    )?
-    .query_row([], |r| r.get(0))
+    c.prepare_cached(&NEXT_DUE)?.query_row([MessageState::Pending.as_str()], |r| r.get(0))
 }
 
 /// Whether the opt-out token is known, and whether it opted out already.
@@ -343,4 +360,75 @@ pub(crate) fn opt_out(c: &Connection, token: &str, now: Timestamp) -> Result<boo
     )
     .map(|n| n == 1)
     .map_err(map_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notifications::NotificationEnd;
+    use rusqlite::StatementStatus;
+
+    fn queue(c: &Connection, n: i64) {
+        for id in 1..=n {
+            c.execute(
+                "INSERT INTO notifications (id, client_id, mode, drop_off_id, shipment_unique_id, trigger_kind, channel,
+                    recipient, recipient_hash, state, facts_json, message_id, next_attempt_ms, created_at)
+                 VALUES (?1, 1, 'live', ?1, 'DROP', 'scheduled', 'email', 'a@b.c', 'h', 'pending', '{}', 'm', 0, 'now')",
+                [id],
+            )
+            .unwrap();
+        }
+    }
+
+    /// The statements over the queue read through the partial index `notifications_due`, and a
+    /// state bound as a parameter keeps each prepared once: SQLite prepares a statement again
+    /// at every execution when a bound value decides whether a partial index applies.
+    #[test]
+    fn the_queue_statements_use_the_partial_index_and_stay_prepared() {
+        let c = Connection::open_in_memory().unwrap();
+        crate::sqlite::migrate(&c).unwrap();
+        queue(&c, 6);
+        for sql in [UNCERTAIN.as_str(), due(4).as_str(), NEXT_DUE.as_str()] {
+            let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let plan: Vec<String> = st.raw_query().mapped(|r| r.get(3)).collect::<Result<_, _>>().unwrap();
+            assert!(plan.iter().any(|p| p.contains("notifications_due")), "{sql}: {plan:?}");
+        }
+        for round in 0..3 {
+            let lease = 1_000 + round;
+            let claim = claim(&c, 10 + round, lease, 4).unwrap();
+            let ids: Vec<i64> = claim.messages.iter().map(|m| m.id).collect();
+            assert_eq!(ids.len(), 4.min(6 - 2 * usize::try_from(round).unwrap()), "round {round}");
+            let held = sending(&c, &ids, lease).unwrap();
+            assert_eq!(held, ids);
+            let now = Timestamp::UNIX_EPOCH;
+            let outcomes: Vec<_> = ids
+                .iter()
+                .enumerate()
+                .map(|(i, &id)| NotificationOutcome {
+                    id,
+                    lease_until_ms: lease,
+                    end: if i % 2 == 0 {
+                        NotificationEnd::Sent
+                    } else {
+                        NotificationEnd::Retry { error: "busy".into(), next_ms: 0 }
+                    },
+                    now,
+                })
+                .collect();
+            assert_eq!(finish(&c, &outcomes).unwrap(), ids);
+            next_due_ms(&c).unwrap();
+        }
+        let states: Vec<String> = c
+            .prepare("SELECT state FROM notifications ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(states.iter().all(|s| MessageState::parse(s).is_some()), "{states:?}");
+        for sql in [UNCERTAIN.as_str(), due(4).as_str(), SENDING, FINISH, NEXT_DUE.as_str()] {
+            let st = c.prepare_cached(sql).unwrap();
+            assert_eq!(st.get_status(StatementStatus::RePrepare), 0, "{sql}");
+        }
+    }
 }

@@ -13,7 +13,6 @@ use crate::auth::Caller;
 use crate::error::{EmptyObject, Envelope, Error, ErrorEnvelope, Result, envelope};
 use crate::http::PathParam;
 use dropslot_core::ids::SavedAddressId;
-use dropslot_store::SavedAddress;
 
 /// The saved-address endpoints, under the API prefix.
 pub fn routes() -> axum::Router<App> {
@@ -21,6 +20,29 @@ pub fn routes() -> axum::Router<App> {
     axum::Router::new()
         .route(crate::http::api_path!("/saved-addresses"), get(list))
         .route(crate::http::api_path!("/saved-addresses/{id}"), get(show).delete(remove))
+}
+
+// A saved pick-up address as the API shows it (no doc comment: it would become the schema's
+// description, which the published document does not have).
+#[derive(Serialize, utoipa::ToSchema)]
+struct SavedAddress {
+    id: SavedAddressId,
+    text: String,
+    use_count: i64,
+    created_at: String,
+    last_used_at: String,
+}
+
+impl From<dropslot_store::SavedAddress> for SavedAddress {
+    fn from(a: dropslot_store::SavedAddress) -> Self {
+        SavedAddress {
+            id: a.id,
+            text: a.text,
+            use_count: a.use_count,
+            created_at: a.created_at,
+            last_used_at: a.last_used_at,
+        }
+    }
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -34,7 +56,8 @@ struct SavedAddressList {
     security(("client_token" = [])),
     responses((status = 200, description = "Most recently used first.", body = Envelope<SavedAddressList>)))]
 async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
-    let saved_addresses = app.store.list_saved_addresses(caller.scope).await?;
+    let saved_addresses =
+        app.store.list_saved_addresses(caller.scope).await?.into_iter().map(SavedAddress::from).collect();
     Ok(envelope(200, "Saved addresses listed.", &SavedAddressList { saved_addresses }))
 }
 
@@ -47,7 +70,7 @@ async fn list(State(app): State<App>, caller: Caller) -> Result<Response> {
     ))]
 async fn show(State(app): State<App>, caller: Caller, PathParam(id): PathParam<i64>) -> Result<Response> {
     let address = app.store.saved_address(caller.scope, SavedAddressId(id)).await?.ok_or(Error::NotFound)?;
-    Ok(envelope(200, "Saved address found.", &address))
+    Ok(envelope(200, "Saved address found.", &SavedAddress::from(address)))
 }
 
 #[utoipa::path(delete, path = "/saved-addresses/{id}", tag = "Saved addresses", operation_id = "delete_saved_address",

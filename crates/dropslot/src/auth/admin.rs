@@ -10,7 +10,9 @@ use crate::app::App;
 use crate::error::{EmptyObject, Envelope, Error, ErrorEnvelope, Result, envelope};
 use crate::http::{JsonBody, PathParam};
 use dropslot_core::ids::ClientId;
-use dropslot_store::{StaffKind, StaffTokenInfo, TokenInfo, TokenKind};
+use dropslot_store::{StaffKind, TokenKind};
+
+use super::wire;
 
 /// What every admin operation can answer besides its own: the 404 when no admin token is
 /// configured is in each operation's description.
@@ -102,7 +104,7 @@ async fn put_settings(
 #[derive(Deserialize, utoipa::ToSchema)]
 #[schema(example = json!({"kind": "test"}))]
 struct NewToken {
-    #[schema(required = true, nullable = false, value_type = TokenKind)]
+    #[schema(required = true, nullable = false, value_type = wire::TokenKind)]
     kind: Option<String>,
 }
 
@@ -111,12 +113,12 @@ struct TokenCreated {
     /// The token itself: shown only here.
     token: String,
     prefix: String,
-    kind: TokenKind,
+    kind: wire::TokenKind,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
 struct TokenList {
-    tokens: Vec<TokenInfo>,
+    tokens: Vec<wire::TokenInfo>,
 }
 
 #[utoipa::path(post, path = "/admin/clients/{id}/tokens", tag = "Admin", operation_id = "create_token",
@@ -146,7 +148,11 @@ async fn create_token(
     let minted = super::mint(client, kind);
     let prefix = minted.stored.prefix.clone();
     app.store.insert_token(minted.stored, app.clock.now()).await?;
-    Ok(envelope(201, "Token created. It is shown only once.", &TokenCreated { token: minted.secret, prefix, kind }))
+    Ok(envelope(
+        201,
+        "Token created. It is shown only once.",
+        &TokenCreated { token: minted.secret, prefix, kind: kind.into() },
+    ))
 }
 
 #[utoipa::path(get, path = "/admin/clients/{id}/tokens", tag = "Admin", operation_id = "list_tokens",
@@ -161,7 +167,7 @@ async fn list_tokens(_: Admin, State(app): State<App>, PathParam(client): PathPa
     if !app.store.client_exists(client).await? {
         return Err(Error::NotFound);
     }
-    let tokens = app.store.list_tokens(client).await?;
+    let tokens = app.store.list_tokens(client).await?.into_iter().map(wire::TokenInfo::from).collect();
     Ok(envelope(200, "Tokens listed.", &TokenList { tokens }))
 }
 
@@ -188,12 +194,12 @@ struct OperatorTokenCreated {
     /// The token itself: shown only here.
     token: String,
     prefix: String,
-    kind: StaffKind,
+    kind: wire::StaffKind,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
 struct StaffTokenList {
-    tokens: Vec<StaffTokenInfo>,
+    tokens: Vec<wire::StaffTokenInfo>,
 }
 
 /// `POST /admin/operator-tokens`: an operator token (CONTRACT §12), bound to no client.
@@ -209,7 +215,7 @@ async fn create_operator_token(_: Admin, State(app): State<App>) -> Result<Respo
     let minted = super::staff::mint(StaffKind::Operator);
     let prefix = minted.stored.prefix.clone();
     app.store.insert_operator_token(minted.stored, app.clock.now()).await?;
-    let created = OperatorTokenCreated { token: minted.secret, prefix, kind: StaffKind::Operator };
+    let created = OperatorTokenCreated { token: minted.secret, prefix, kind: StaffKind::Operator.into() };
     Ok(envelope(201, "Operator token created. It is shown only once.", &created))
 }
 
@@ -221,6 +227,7 @@ async fn create_operator_token(_: Admin, State(app): State<App>) -> Result<Respo
         (status = 404, description = "No admin token is configured.", body = ErrorEnvelope),
     ))]
 async fn list_operator_tokens(_: Admin, State(app): State<App>) -> Result<Response> {
-    let tokens = app.store.list_staff_tokens(StaffKind::Operator).await?;
+    let tokens =
+        app.store.list_staff_tokens(StaffKind::Operator).await?.into_iter().map(wire::StaffTokenInfo::from).collect();
     Ok(envelope(200, "Operator tokens listed.", &StaffTokenList { tokens }))
 }

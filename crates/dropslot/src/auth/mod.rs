@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod staff;
+mod wire;
 
 use std::sync::Arc;
 

@@ -1,21 +1,22 @@
 //! Recipient notifications (CONTRACT §14, docs/notifications.md): the messages a shipment's
-//! changes enqueue in their own transaction (planned by `dropslot_store::notifications`), the
+//! changes enqueue in their own transaction (planned by `dropslot_core::notifications`), the
 //! [`sender`] that sends each once, the client's settings and message list, and the public
 //! opt-out page.
 
 pub mod sender;
 mod smtp;
 pub mod text;
+mod wire;
 
 use axum::extract::State;
 use axum::response::{Html, IntoResponse, Response};
-use serde::Serialize;
 
 use crate::app::App;
 use crate::auth::Caller;
 use crate::error::{Envelope, Error, ErrorEnvelope, FieldErrors, Result, envelope};
 use crate::http::{JsonBody, PathParam};
-use dropslot_store::{NotificationSettings, Visibility};
+use dropslot_store::Visibility;
+pub use wire::{NotificationList, NotificationSettings, NotificationView};
 
 pub fn routes() -> axum::Router<App> {
     use axum::routing::get;
@@ -36,7 +37,7 @@ pub fn public_routes() -> axum::Router<App> {
     responses((status = 200, description = "The settings of the token's mode (all on by default).", body = Envelope<NotificationSettings>)))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn read_settings(State(app): State<App>, caller: Caller) -> Result<Response> {
-    let s = app.store.notification_settings(caller.scope).await?;
+    let s = NotificationSettings::from(app.store.notification_settings(caller.scope).await?);
     Ok(envelope(200, "Notification settings.", &s).into_response())
 }
 
@@ -65,29 +66,8 @@ async fn write_settings(
             "Line breaks and control characters are not allowed.",
         )));
     }
-    app.store.set_notification_settings(caller.scope, body.clone(), app.clock.now()).await?;
+    app.store.set_notification_settings(caller.scope, body.clone().into(), app.clock.now()).await?;
     Ok(envelope(200, "Notification settings saved.", &body).into_response())
-}
-
-/// A message as listed: the recipient masked.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct NotificationView {
-    pub id: i64,
-    pub trigger: dropslot_store::Trigger,
-    pub channel: dropslot_store::Channel,
-    /// `pending`, `sending`, `sent`, `failed`, `uncertain`, `opted_out`, `not_configured`,
-    /// `test_mode` or `disabled` (docs/notifications.md).
-    pub state: String,
-    pub recipient: String,
-    pub attempts: i64,
-    pub last_error: Option<String>,
-    pub created_at: String,
-    pub sent_at: Option<String>,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct NotificationList {
-    pub notifications: Vec<NotificationView>,
 }
 
 /// The messages of one shipment of the caller, masked.
@@ -99,10 +79,10 @@ pub async fn views(app: &App, scope: dropslot_store::Scope, unique_id: &str) -> 
         .into_iter()
         .map(|n| NotificationView {
             id: n.id,
-            trigger: n.trigger,
-            channel: n.channel,
+            trigger: n.trigger.into(),
+            channel: n.channel.into(),
             recipient: text::mask(n.channel, &n.recipient),
-            state: n.state,
+            state: n.state.as_str().to_string(),
             attempts: n.attempts,
             last_error: n.last_error,
             created_at: n.created_at,

@@ -19,8 +19,8 @@ use super::text::{Texts, render};
 use crate::app::App;
 use crate::webhooks::{retry, target};
 use dropslot_core::config::{SmsSettings, SmtpSettings};
-use dropslot_store::notifications::Facts;
-use dropslot_store::{Channel, ClaimedNotification, NotificationEnd, NotificationOutcome};
+use dropslot_core::notifications::{Channel, Facts, Trigger};
+use dropslot_store::{ClaimedNotification, NotificationEnd, NotificationOutcome};
 
 /// Every outbound step's limit.
 const TIMEOUT: Duration = Duration::from_secs(15);
@@ -211,7 +211,7 @@ impl Sender {
         // Stored facts that do not parse are an error, never a message with blanks.
         let facts: Facts = serde_json::from_str(&c.facts_json)
             .map_err(|e| Failure::Permanent(format!("The stored message does not parse: {e}.")))?;
-        let eta = if c.trigger == dropslot_store::Trigger::OutForDelivery {
+        let eta = if c.trigger == Trigger::OutForDelivery {
             crate::eta::current(&self.app, &c.shipment_unique_id).await.ok().flatten()
         } else {
             None

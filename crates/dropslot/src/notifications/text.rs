@@ -3,8 +3,7 @@
 //! stored with the message. Pure functions.
 
 use askama::Template;
-use dropslot_store::Trigger;
-use dropslot_store::notifications::Facts;
+use dropslot_core::notifications::{Channel, Facts, Trigger};
 
 use crate::eta::EtaWindow;
 
@@ -100,16 +99,16 @@ pub fn render(
 }
 
 /// The recipient as listed: `j•••@example.com`, `+1 •••• 0100`.
-pub fn mask(channel: dropslot_store::Channel, recipient: &str) -> String {
+pub fn mask(channel: Channel, recipient: &str) -> String {
     match channel {
-        dropslot_store::Channel::Email => match recipient.split_once('@') {
+        Channel::Email => match recipient.split_once('@') {
             Some((local, domain)) => {
                 let first: String = local.chars().take(1).collect();
                 format!("{first}•••@{domain}")
             }
             None => "•••".into(),
         },
-        dropslot_store::Channel::Sms => {
+        Channel::Sms => {
             let digits: Vec<char> = recipient.chars().filter(char::is_ascii_digit).collect();
             let plus = if recipient.trim_start().starts_with('+') { "+" } else { "" };
             let first: String = digits.iter().take(1).collect();
@@ -125,8 +124,8 @@ mod tests {
 
     #[test]
     fn masks() {
-        assert_eq!(mask(dropslot_store::Channel::Email, "jane@example.com"), "j•••@example.com");
-        assert_eq!(mask(dropslot_store::Channel::Sms, "+1 416 555 0100"), "+1 •••• 0100");
+        assert_eq!(mask(Channel::Email, "jane@example.com"), "j•••@example.com");
+        assert_eq!(mask(Channel::Sms, "+1 416 555 0100"), "+1 •••• 0100");
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub struct Renderer {
     metrics: Arc<Metrics>,
     /// Rung when recipient notifications were queued (wakes their sender).
     notify_wake: Arc<Notify>,
-    channels: dropslot_store::Channels,
+    channels: dropslot_core::notifications::Channels,
 }
 
 impl Renderer {
@@ -49,7 +49,7 @@ impl Renderer {
             wake: Arc::new(Notify::new()),
             metrics,
             notify_wake: Arc::new(Notify::new()),
-            channels: dropslot_store::Channels {
+            channels: dropslot_core::notifications::Channels {
                 email: settings.notifications.smtp.is_some(),
                 sms: settings.notifications.sms.is_some(),
             },
@@ -90,7 +90,7 @@ impl Outbox for Renderer {
         self.wake.notify_one();
     }
 
-    fn channels(&self) -> dropslot_store::Channels {
+    fn channels(&self) -> dropslot_core::notifications::Channels {
         self.channels
     }
 

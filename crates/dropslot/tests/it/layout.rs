@@ -383,7 +383,7 @@ fn dependencies(krate: &str) -> BTreeSet<String> {
 }
 
 #[test]
-fn the_core_names_no_store_http_or_driver_and_the_store_no_http() {
+fn the_core_names_no_store_http_or_driver_and_the_store_no_http_or_api_schema() {
     let core = dependencies("dropslot-core");
     let store = dependencies("dropslot-store");
     assert!(core.contains("jiff") && store.contains("rusqlite"), "the manifests are read: {core:?} {store:?}");
@@ -395,6 +395,9 @@ fn the_core_names_no_store_http_or_driver_and_the_store_no_http() {
     for name in http.iter().chain(&["dropslot"]) {
         assert!(!store.contains(*name), "dropslot-store depends on {name}: storage knows no HTTP");
     }
+    // The API's schemas belong to the service's wire types; a store record is plain data (the
+    // core's own schemas are behind its `openapi` feature, which only the service turns on).
+    assert!(!store.contains("utoipa"), "dropslot-store depends on utoipa: its records are not wire types");
 }
 
 #[test]

@@ -1,0 +1,458 @@
+//! Recipient notifications (CONTRACT §14): which messages a drop-off shipment's moves fire, on
+//! which channel, to whom and in which state. Decided once here; both backends persist the plan.
+
+use serde::{Deserialize, Serialize};
+
+use crate::shipments::{Proof, ProofKind, Status};
+
+/// What a message tells the recipient.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Trigger {
+    Scheduled,
+    OutForDelivery,
+    Delivered,
+    Failed,
+}
+
+impl Trigger {
+    pub const ALL: [Trigger; 4] = [Trigger::Scheduled, Trigger::OutForDelivery, Trigger::Delivered, Trigger::Failed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Scheduled => "scheduled",
+            Trigger::OutForDelivery => "out_for_delivery",
+            Trigger::Delivered => "delivered",
+            Trigger::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Trigger> {
+        Trigger::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// The trigger a drop-off shipment's move to `status` fires, if any.
+    pub fn of(status: Status) -> Option<Trigger> {
+        match status {
+            Status::Scheduled => Some(Trigger::Scheduled),
+            Status::InTransit => Some(Trigger::OutForDelivery),
+            Status::Delivered => Some(Trigger::Delivered),
+            Status::Failed => Some(Trigger::Failed),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Channel {
+    Email,
+    Sms,
+}
+
+impl Channel {
+    pub const ALL: [Channel; 2] = [Channel::Email, Channel::Sms];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Email => "email",
+            Channel::Sms => "sms",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Channel> {
+        Channel::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// Where a message stands (docs/notifications.md). Planned as `pending` or as one of the
+/// states it never leaves (`test_mode`, `disabled`, `not_configured`); the sender takes a
+/// `pending` one through `sending` to `sent`, `failed`, `uncertain` or `opted_out`, or back to
+/// `pending` for another attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MessageState {
+    Pending,
+    Sending,
+    Sent,
+    Failed,
+    /// Handed over and the answer lost: it may have been delivered, so never sent again.
+    Uncertain,
+    OptedOut,
+    /// A test-mode shipment's message: recorded, never sent.
+    TestMode,
+    /// The client switched its trigger or channel off.
+    Disabled,
+    /// The operator configured no such channel.
+    NotConfigured,
+}
+
+impl MessageState {
+    pub const ALL: [MessageState; 9] = [
+        MessageState::Pending,
+        MessageState::Sending,
+        MessageState::Sent,
+        MessageState::Failed,
+        MessageState::Uncertain,
+        MessageState::OptedOut,
+        MessageState::TestMode,
+        MessageState::Disabled,
+        MessageState::NotConfigured,
+    ];
+
+    /// The states the sender still has work in: due, or being handed over.
+    pub const QUEUED: [MessageState; 2] = [MessageState::Pending, MessageState::Sending];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageState::Pending => "pending",
+            MessageState::Sending => "sending",
+            MessageState::Sent => "sent",
+            MessageState::Failed => "failed",
+            MessageState::Uncertain => "uncertain",
+            MessageState::OptedOut => "opted_out",
+            MessageState::TestMode => "test_mode",
+            MessageState::Disabled => "disabled",
+            MessageState::NotConfigured => "not_configured",
+        }
+    }
+
+    /// A stored state; `None` for anything else (never a default).
+    pub fn parse(s: &str) -> Option<MessageState> {
+        MessageState::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+}
+
+/// Which triggers a client has on.
+// One switch per trigger is the wire shape CONTRACT §14 fixes.
+#[allow(clippy::struct_excessive_bools)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerSwitches {
+    pub scheduled: bool,
+    pub out_for_delivery: bool,
+    pub delivered: bool,
+    pub failed: bool,
+}
+
+/// A client's notification settings in one mode (CONTRACT §14): all on by default. Stored as
+/// this JSON (`notification_settings.settings_json`), so its keys are frozen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotificationSettings {
+    /// The name the recipient sees as the sender (1–100 characters, no line breaks); empty
+    /// means the configured `from` name.
+    pub sender_name: String,
+    pub email: bool,
+    pub sms: bool,
+    pub triggers: TriggerSwitches,
+}
+
+impl Default for NotificationSettings {
+    fn default() -> Self {
+        NotificationSettings {
+            sender_name: String::new(),
+            email: true,
+            sms: true,
+            triggers: TriggerSwitches { scheduled: true, out_for_delivery: true, delivered: true, failed: true },
+        }
+    }
+}
+
+impl NotificationSettings {
+    /// Stored settings, or the defaults when none are stored. Stored JSON that does not read
+    /// is an error, never the defaults (they would switch every message back on).
+    pub fn from_json(json: Option<&str>) -> Result<NotificationSettings, serde_json::Error> {
+        json.map_or_else(|| Ok(NotificationSettings::default()), serde_json::from_str)
+    }
+
+    pub fn wants(&self, trigger: Trigger, channel: Channel) -> bool {
+        let t = &self.triggers;
+        let on = match trigger {
+            Trigger::Scheduled => t.scheduled,
+            Trigger::OutForDelivery => t.out_for_delivery,
+            Trigger::Delivered => t.delivered,
+            Trigger::Failed => t.failed,
+        };
+        on && match channel {
+            Channel::Email => self.email,
+            Channel::Sms => self.sms,
+        }
+    }
+}
+
+/// Which channels the operator configured (an SMTP server, an SMS provider).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Channels {
+    pub email: bool,
+    pub sms: bool,
+}
+
+/// What the texts are rendered from at send time: the facts as of the change. Stored as this
+/// JSON with the message, so its keys are frozen.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Facts {
+    pub date: String,
+    pub slot: String,
+    pub start_at: String,
+    pub end_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver: Option<String>,
+    /// For `failed`: true when another attempt follows, false when the parcel goes back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub another_attempt: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One recorded move of the shipment, as far as a message reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Moved<'a> {
+    pub to: Status,
+    /// The move's proof: a `receiver_name` one names who took the parcel.
+    pub proof: &'a [Proof],
+    pub reason: Option<&'a str>,
+}
+
+/// What [`plan`] decides from: the moves of one drop-off shipment, what its messages say, who
+/// receives them, and its tenant's and operator's choices.
+#[derive(Debug, Clone)]
+pub struct Change<'a> {
+    pub moves: Vec<Moved<'a>>,
+    /// Delivery attempts made so far, and allowed.
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub date: &'a str,
+    pub slot: &'a str,
+    pub start_at: &'a str,
+    pub end_at: &'a str,
+    /// The recipient's e-mail address and phone number, as given.
+    pub email: Option<&'a str>,
+    pub phone: Option<&'a str>,
+    /// A test-mode shipment: its messages are recorded, never sent.
+    pub test_mode: bool,
+    pub settings: &'a NotificationSettings,
+    pub channels: Channels,
+}
+
+/// A message [`plan`] decided: a backend gives it its ids and writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedMessage {
+    pub trigger: Trigger,
+    pub channel: Channel,
+    /// The address or number, trimmed.
+    pub recipient: String,
+    pub state: MessageState,
+    pub facts: Facts,
+}
+
+/// The messages a change causes: per trigger fired, one per channel the recipient has an
+/// address for. The state is decided now where it can be: `test_mode` (never sent),
+/// `disabled` (switched off by the client), `not_configured` (no such channel configured);
+/// else `pending`. An opt-out is checked by the sender, when it sends.
+pub fn plan(change: &Change<'_>) -> Vec<PlannedMessage> {
+    let mut out = Vec::new();
+    for moved in &change.moves {
+        let Some(trigger) = Trigger::of(moved.to) else { continue };
+        let failed = trigger == Trigger::Failed;
+        let facts = Facts {
+            date: change.date.to_string(),
+            slot: change.slot.to_string(),
+            start_at: change.start_at.to_string(),
+            end_at: change.end_at.to_string(),
+            receiver: moved.proof.iter().find(|p| p.kind == ProofKind::ReceiverName).map(|p| p.value.clone()),
+            another_attempt: failed.then_some(change.attempts < change.max_attempts),
+            reason: moved.reason.filter(|_| failed).map(str::to_string),
+        };
+        let addresses =
+            [(Channel::Email, change.email, change.channels.email), (Channel::Sms, change.phone, change.channels.sms)];
+        for (channel, address, configured) in addresses {
+            let Some(recipient) = address.map(str::trim).filter(|a| !a.is_empty()) else { continue };
+            let state = if change.test_mode {
+                MessageState::TestMode
+            } else if !change.settings.wants(trigger, channel) {
+                MessageState::Disabled
+            } else if !configured {
+                MessageState::NotConfigured
+            } else {
+                MessageState::Pending
+            };
+            out.push(PlannedMessage {
+                trigger,
+                channel,
+                recipient: recipient.to_string(),
+                state,
+                facts: facts.clone(),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOTH: Channels = Channels { email: true, sms: true };
+
+    fn change<'a>(moves: Vec<Moved<'a>>, settings: &'a NotificationSettings) -> Change<'a> {
+        Change {
+            moves,
+            attempts: 1,
+            max_attempts: 3,
+            date: "2026-11-23",
+            slot: "Evening",
+            start_at: "2026-11-23T14:00:00-05:00",
+            end_at: "2026-11-23T18:00:00-05:00",
+            email: Some("jane@example.com"),
+            phone: Some("+1 416 555 0100"),
+            test_mode: false,
+            settings,
+            channels: BOTH,
+        }
+    }
+
+    fn to(status: Status) -> Moved<'static> {
+        Moved { to: status, proof: &[], reason: None }
+    }
+
+    fn states(c: &Change<'_>) -> Vec<MessageState> {
+        plan(c).iter().map(|m| m.state).collect()
+    }
+
+    #[test]
+    fn four_statuses_fire_a_trigger_and_the_rest_none() {
+        let fired: Vec<_> = Status::ALL.into_iter().filter_map(|s| Trigger::of(s).map(|t| (s, t))).collect();
+        assert_eq!(
+            fired,
+            [
+                (Status::Scheduled, Trigger::Scheduled),
+                (Status::InTransit, Trigger::OutForDelivery),
+                (Status::Delivered, Trigger::Delivered),
+                (Status::Failed, Trigger::Failed),
+            ]
+        );
+    }
+
+    #[test]
+    fn names_read_back() {
+        assert!(Trigger::ALL.into_iter().all(|t| Trigger::parse(t.as_str()) == Some(t)));
+        assert!(Channel::ALL.into_iter().all(|c| Channel::parse(c.as_str()) == Some(c)));
+        assert!(MessageState::ALL.into_iter().all(|s| MessageState::parse(s.as_str()) == Some(s)));
+        assert_eq!(MessageState::parse("Pending"), None, "no default, no case folding");
+        assert_eq!(Trigger::parse(""), None);
+    }
+
+    #[test]
+    fn settings_default_all_on_and_unreadable_ones_are_an_error() {
+        let s = NotificationSettings::from_json(None).unwrap();
+        assert!(Trigger::ALL.iter().all(|&t| s.wants(t, Channel::Email) && s.wants(t, Channel::Sms)));
+        let mut off = s.clone();
+        off.triggers.failed = false;
+        assert!(!off.wants(Trigger::Failed, Channel::Email) && off.wants(Trigger::Delivered, Channel::Email));
+        off.sms = false;
+        assert!(!off.wants(Trigger::Delivered, Channel::Sms));
+        let stored = serde_json::to_string(&off).unwrap();
+        assert_eq!(NotificationSettings::from_json(Some(&stored)).unwrap(), off);
+        assert!(NotificationSettings::from_json(Some("{")).is_err());
+        assert!(NotificationSettings::from_json(Some(r#"{"email": true}"#)).is_err(), "a key missing");
+    }
+
+    #[test]
+    fn each_trigger_plans_one_message_per_channel_with_an_address() {
+        let all_on = NotificationSettings::default();
+        let c = change(Status::ALL.into_iter().map(to).collect(), &all_on);
+        let got: Vec<_> = plan(&c).iter().map(|m| (m.trigger, m.channel, m.state)).collect();
+        let want: Vec<_> =
+            Trigger::ALL.into_iter().flat_map(|t| Channel::ALL.map(|ch| (t, ch, MessageState::Pending))).collect();
+        assert_eq!(got, want, "to_pick_up and the others fire nothing");
+        let rows = plan(&c);
+        assert_eq!(rows[0].recipient, "jane@example.com");
+        assert_eq!(rows[1].recipient, "+1 416 555 0100");
+
+        let mut email_only = change(vec![to(Status::Delivered)], &all_on);
+        email_only.phone = Some("  ");
+        assert_eq!(plan(&email_only).iter().map(|m| m.channel).collect::<Vec<_>>(), [Channel::Email]);
+        email_only.email = None;
+        assert!(plan(&email_only).is_empty(), "no address, no message");
+        let trimmed = Change { email: Some(" jane@example.com "), ..change(vec![to(Status::Delivered)], &all_on) };
+        assert_eq!(plan(&trimmed)[0].recipient, "jane@example.com");
+    }
+
+    #[test]
+    fn the_state_is_test_mode_then_disabled_then_not_configured_then_pending() {
+        let all_on = NotificationSettings::default();
+        let mut off = NotificationSettings::default();
+        off.triggers.out_for_delivery = false;
+        let sms_off = NotificationSettings { sms: false, ..NotificationSettings::default() };
+        let out = || vec![to(Status::InTransit)];
+
+        let live = change(out(), &all_on);
+        assert_eq!(states(&live), [MessageState::Pending, MessageState::Pending]);
+        let test = Change { test_mode: true, channels: Channels::default(), ..change(out(), &off) };
+        assert_eq!(states(&test), [MessageState::TestMode, MessageState::TestMode], "test mode before all");
+        let none = Channels::default();
+        assert_eq!(
+            states(&Change { channels: none, ..change(out(), &off) }),
+            [MessageState::Disabled, MessageState::Disabled],
+            "switched off before not configured"
+        );
+        assert_eq!(
+            states(&Change { channels: Channels { email: true, sms: false }, ..change(out(), &all_on) }),
+            [MessageState::Pending, MessageState::NotConfigured]
+        );
+        assert_eq!(
+            states(&Change { channels: Channels { email: false, sms: true }, ..change(out(), &sms_off) }),
+            [MessageState::NotConfigured, MessageState::Disabled]
+        );
+        let other_trigger = change(vec![to(Status::Delivered)], &off);
+        assert_eq!(states(&other_trigger), [MessageState::Pending, MessageState::Pending], "only its own switch");
+    }
+
+    #[test]
+    fn the_facts_are_the_change_as_of_now() {
+        let all_on = NotificationSettings::default();
+        let proof = [
+            Proof { kind: ProofKind::Signature, value: "sig.png".into() },
+            Proof { kind: ProofKind::ReceiverName, value: "J. Doe".into() },
+        ];
+        let delivered = Moved { to: Status::Delivered, proof: &proof, reason: Some("ignored") };
+        let c = change(vec![delivered], &all_on);
+        let facts = &plan(&c)[0].facts;
+        assert_eq!(
+            *facts,
+            Facts {
+                date: "2026-11-23".into(),
+                slot: "Evening".into(),
+                start_at: "2026-11-23T14:00:00-05:00".into(),
+                end_at: "2026-11-23T18:00:00-05:00".into(),
+                receiver: Some("J. Doe".into()),
+                another_attempt: None,
+                reason: None,
+            },
+            "a reason is kept for a failure only"
+        );
+        let scheduled = plan(&change(vec![to(Status::Scheduled)], &all_on));
+        assert_eq!(scheduled[0].facts.receiver, None);
+    }
+
+    #[test]
+    fn a_failure_says_whether_another_attempt_follows() {
+        let all_on = NotificationSettings::default();
+        let failed = Moved { to: Status::Failed, proof: &[], reason: Some("Nobody at home") };
+        let facts = |attempts: u32| -> Facts {
+            let c = Change { attempts, ..change(vec![failed], &all_on) };
+            plan(&c)[0].facts.clone()
+        };
+        assert_eq!(facts(1).another_attempt, Some(true));
+        assert_eq!(facts(2).another_attempt, Some(true));
+        assert_eq!(facts(3).another_attempt, Some(false), "the third of three attempts failed: the return");
+        assert_eq!(facts(1).reason.as_deref(), Some("Nobody at home"));
+    }
+
+    #[test]
+    fn facts_keep_their_stored_keys() {
+        let f = Facts { date: "d".into(), another_attempt: Some(false), ..Facts::default() };
+        assert_eq!(
+            serde_json::to_string(&f).unwrap(),
+            r#"{"date":"d","slot":"","start_at":"","end_at":"","another_attempt":false}"#
+        );
+    }
+}
