@@ -194,6 +194,11 @@ mod tests {
         names.extend(PlanPhase::ALL.map(PlanPhase::as_str));
         names.extend(DeliveryState::ALL.map(DeliveryState::as_str));
         names.extend(RequestStatus::ALL.map(RequestStatus::as_str));
+        names.extend(
+            dropslot_core::notifications::MessageState::ALL.map(dropslot_core::notifications::MessageState::as_str),
+        );
+        names.extend(dropslot_core::notifications::Trigger::ALL.map(dropslot_core::notifications::Trigger::as_str));
+        names.extend(dropslot_core::notifications::Channel::ALL.map(dropslot_core::notifications::Channel::as_str));
         names.extend([Mode::Test, Mode::Live].map(Mode::as_str));
         names.extend([TokenKind::Test, TokenKind::Live, TokenKind::Ops].map(TokenKind::as_str));
         names.extend([StaffKind::Operator, StaffKind::Driver].map(StaffKind::as_str));
@@ -225,8 +230,7 @@ mod tests {
     /// Issue 43: a state's name lives once, in its enum. The backends bind it, or, where a
     /// partial index needs the constant, build the statement's text once from the enum; no
     /// source of the store spells one in quotes. Read from the sources, so a new file is
-    /// checked too. `notifications/` is left out until its change in flight binds its states
-    /// (its statements still spell `pending` and `sending`).
+    /// checked too.
     #[test]
     fn no_statement_spells_a_stored_name() {
         let names = stored_names();
@@ -240,12 +244,12 @@ mod tests {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let mut files = Vec::new();
         sources(&src, &mut files);
-        files.retain(|f| !f.starts_with(src.join("notifications")));
         assert!(files.len() > 40 && files.iter().any(|f| f.ends_with("webhooks/sqlite.rs")), "{files:?}");
         let mut found = Vec::new();
         for file in &files {
             let text = std::fs::read_to_string(file).unwrap();
-            for (i, line) in text.lines().enumerate() {
+            // A unit test's fixtures (below `#[cfg(test)]`) may write rows as they are stored.
+            for (i, line) in text.lines().enumerate().take_while(|(_, l)| l.trim() != "#[cfg(test)]") {
                 for name in spelled(line, &names) {
                     found.push(format!("{}:{}: '{name}'", file.strip_prefix(&src).unwrap().display(), i + 1));
                 }
