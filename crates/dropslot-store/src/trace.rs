@@ -32,14 +32,17 @@ impl Trace {
 
     /// Records `operation` once per process. A write that fails leaves the name out, so the
     /// check after the suite reports it missing: the hook fails closed.
+    /// The line is written whole by one `write` in append mode, under the lock: lines of
+    /// threads and processes sharing the folder never interleave.
     pub(crate) fn hit(&self, operation: &'static str) {
-        let first = self.seen.lock().is_ok_and(|mut seen| seen.insert(operation));
-        if first {
+        let Ok(mut seen) = self.seen.lock() else { return };
+        if seen.insert(operation) {
+            let line = format!("{operation}\n");
             let _ = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(&self.file)
-                .and_then(|mut f| writeln!(f, "{operation}"));
+                .and_then(|mut f| f.write_all(line.as_bytes()));
         }
     }
 }
