@@ -75,6 +75,20 @@ fn code(text: &str) -> String {
                 in_str = true;
                 out.push(ch);
             }
+            ('\'', _) => {
+                // A char literal (`'"'`, `'\\'`) is copied whole, so its quote opens no string
+                // that would hide the code after it; a lifetime (`'a`) has no quote two on.
+                out.push(ch);
+                let ahead: Vec<char> = chars.clone().take(3).collect();
+                let literal = match ahead.as_slice() {
+                    ['\\', _, '\''] => 3,
+                    [_, '\'', ..] => 2,
+                    _ => 0,
+                };
+                for _ in 0..literal {
+                    out.extend(chars.next());
+                }
+            }
             _ => out.push(ch),
         }
     }
@@ -408,4 +422,8 @@ fn the_import_scan_reads_code_over_lines_and_not_comments() {
     let found: Vec<Vec<String>> = code.match_indices("crate::").flat_map(|(at, _)| paths_from(&code[at..])).collect();
     let found: Vec<String> = found.iter().map(|p| p.join("::")).collect();
     assert_eq!(found, ["crate::a::X", "crate::b::Y", "crate::b::z::Z", "crate::c::f"]);
+    // A char literal holding a quote opens no string: the comment after it is still a comment.
+    let quoted = self::code("let q = '\"'; let e = '\\''; fn f<'a>(_: &'a str) {} // crate::e::H\nlet _ = crate::d::G;");
+    assert!(!quoted.contains("crate::e"), "{quoted}");
+    assert_eq!(paths_from(&quoted[quoted.find("crate::").unwrap()..]), [["crate", "d", "G"]]);
 }
