@@ -423,7 +423,8 @@ fn the_import_scan_reads_code_over_lines_and_not_comments() {
     let found: Vec<String> = found.iter().map(|p| p.join("::")).collect();
     assert_eq!(found, ["crate::a::X", "crate::b::Y", "crate::b::z::Z", "crate::c::f"]);
     // A char literal holding a quote opens no string: the comment after it is still a comment.
-    let quoted = self::code("let q = '\"'; let e = '\\''; fn f<'a>(_: &'a str) {} // crate::e::H\nlet _ = crate::d::G;");
+    let quoted =
+        self::code("let q = '\"'; let e = '\\''; fn f<'a>(_: &'a str) {} // crate::e::H\nlet _ = crate::d::G;");
     assert!(!quoted.contains("crate::e"), "{quoted}");
     assert_eq!(paths_from(&quoted[quoted.find("crate::").unwrap()..]), [["crate", "d", "G"]]);
 }
