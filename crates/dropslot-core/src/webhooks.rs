@@ -172,6 +172,74 @@ pub fn plan(
     AttemptPlan { delivery, endpoint }
 }
 
+/// The event kind of `same.parcel.created`, sent once per parcel of a new shipment.
+pub const PARCEL_CREATED: &str = "same.parcel.created";
+
+/// The event kind a shipment's move to `status` sends: `same.shipment.<status>`.
+pub fn shipment_event(status: crate::shipments::Status) -> String {
+    format!("same.shipment.{}", status.as_str())
+}
+
+/// Whether an endpoint subscribed to `events` takes `kind` (`*` takes every kind).
+pub fn subscribes(events: &[String], kind: &str) -> bool {
+    events.iter().any(|e| e == "*" || e == kind)
+}
+
+/// What one queued message's body is rendered from: the shipment's event at this index of
+/// the change's events, or its parcel at this index for `same.parcel.created`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    Event(usize),
+    ParcelCreated(usize),
+}
+
+/// One message a change queues: its kind, what its body is rendered from, and the
+/// subscribers it goes to as `(subscriber index, behind)`, `behind` when that subscriber's
+/// stream for the shipment already had an unfinished delivery (it waits its turn).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fan {
+    pub event: String,
+    pub body: Body,
+    pub deliveries: Vec<(usize, bool)>,
+}
+
+/// The messages one drop-off shipment's change sends (CONTRACT §5): for each new status in
+/// `statuses` the `same.shipment.<status>` event, and for a newly `created` shipment each of
+/// its `parcels` parcels' `same.parcel.created`, each to every subscriber that takes it
+/// (`subscribed[i]` are subscriber i's kinds), in order. `busy[i]` says whether subscriber i's
+/// stream of this shipment has an unfinished delivery; queueing one makes it busy, so the
+/// next message to the same subscriber waits behind it. A kind nobody takes is not rendered.
+pub fn fan_out(
+    subscribed: &[&[String]],
+    busy: &mut [bool],
+    statuses: &[crate::shipments::Status],
+    parcels: usize,
+    created: bool,
+) -> Vec<Fan> {
+    let mut out = Vec::new();
+    let mut queue = |event: String, body: Body| {
+        let deliveries: Vec<(usize, bool)> = subscribed
+            .iter()
+            .zip(busy.iter_mut())
+            .enumerate()
+            .filter(|(_, (events, _))| subscribes(events, &event))
+            .map(|(i, (_, busy))| (i, std::mem::replace(busy, true)))
+            .collect();
+        if !deliveries.is_empty() {
+            out.push(Fan { event, body, deliveries });
+        }
+    };
+    for (i, status) in statuses.iter().enumerate() {
+        queue(shipment_event(*status), Body::Event(i));
+    }
+    if created {
+        for p in 0..parcels {
+            queue(PARCEL_CREATED.to_string(), Body::ParcelCreated(p));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -254,74 +322,6 @@ mod tests {
         assert_eq!(gone.endpoint, EndpointWrite::Disable { reason: "HTTP 410".into(), failing_since_ms: 12_000 });
         assert_eq!(gone.delivery, DeliveryWrite::Failed);
     }
-}
-
-/// The event kind of `same.parcel.created`, sent once per parcel of a new shipment.
-pub const PARCEL_CREATED: &str = "same.parcel.created";
-
-/// The event kind a shipment's move to `status` sends: `same.shipment.<status>`.
-pub fn shipment_event(status: crate::shipments::Status) -> String {
-    format!("same.shipment.{}", status.as_str())
-}
-
-/// Whether an endpoint subscribed to `events` takes `kind` (`*` takes every kind).
-pub fn subscribes(events: &[String], kind: &str) -> bool {
-    events.iter().any(|e| e == "*" || e == kind)
-}
-
-/// What one queued message's body is rendered from: the shipment's event at this index of
-/// the change's events, or its parcel at this index for `same.parcel.created`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Body {
-    Event(usize),
-    ParcelCreated(usize),
-}
-
-/// One message a change queues: its kind, what its body is rendered from, and the
-/// subscribers it goes to as `(subscriber index, behind)`, `behind` when that subscriber's
-/// stream for the shipment already had an unfinished delivery (it waits its turn).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fan {
-    pub event: String,
-    pub body: Body,
-    pub deliveries: Vec<(usize, bool)>,
-}
-
-/// The messages one drop-off shipment's change sends (CONTRACT §5): for each new status in
-/// `statuses` the `same.shipment.<status>` event, and for a newly `created` shipment each of
-/// its `parcels` parcels' `same.parcel.created`, each to every subscriber that takes it
-/// (`subscribed[i]` are subscriber i's kinds), in order. `busy[i]` says whether subscriber i's
-/// stream of this shipment has an unfinished delivery; queueing one makes it busy, so the
-/// next message to the same subscriber waits behind it. A kind nobody takes is not rendered.
-pub fn fan_out(
-    subscribed: &[&[String]],
-    busy: &mut [bool],
-    statuses: &[crate::shipments::Status],
-    parcels: usize,
-    created: bool,
-) -> Vec<Fan> {
-    let mut out = Vec::new();
-    let mut queue = |event: String, body: Body| {
-        let deliveries: Vec<(usize, bool)> = subscribed
-            .iter()
-            .zip(busy.iter_mut())
-            .enumerate()
-            .filter(|(_, (events, _))| subscribes(events, &event))
-            .map(|(i, (_, busy))| (i, std::mem::replace(busy, true)))
-            .collect();
-        if !deliveries.is_empty() {
-            out.push(Fan { event, body, deliveries });
-        }
-    };
-    for (i, status) in statuses.iter().enumerate() {
-        queue(shipment_event(*status), Body::Event(i));
-    }
-    if created {
-        for p in 0..parcels {
-            queue(PARCEL_CREATED.to_string(), Body::ParcelCreated(p));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

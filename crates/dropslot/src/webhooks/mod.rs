@@ -24,8 +24,8 @@ use dropslot_store::{Outbox, StoredEvent, StoredParcel, StoredShipment};
 
 /// Every event kind an endpoint may subscribe to (or `*` for all).
 pub fn event_kinds() -> Vec<String> {
-    let mut kinds: Vec<String> = Status::ALL.iter().map(|s| format!("same.shipment.{}", s.as_str())).collect();
-    kinds.push("same.parcel.created".into());
+    let mut kinds: Vec<String> = Status::ALL.iter().map(|s| dropslot_core::webhooks::shipment_event(*s)).collect();
+    kinds.push(dropslot_core::webhooks::PARCEL_CREATED.into());
     kinds.push(dropslot_store::COMPLETED_EVENT.into());
     kinds
 }

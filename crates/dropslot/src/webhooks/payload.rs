@@ -121,7 +121,7 @@ pub fn shipment_event(cx: &Context<'_>, s: &StoredShipment, e: &StoredEvent) -> 
             })
             .collect(),
     };
-    let kind = format!("same.shipment.{}", e.to.as_str());
+    let kind = dropslot_core::webhooks::shipment_event(e.to);
     serde_json::to_string(&Body { event: &kind, data }).map_err(|e| e.to_string())
 }
 
@@ -197,7 +197,7 @@ pub fn parcel_created(cx: &Context<'_>, s: &StoredShipment, p: &StoredParcel, at
         },
         extra_data: ExtraData { need_signature: false },
     };
-    serde_json::to_string(&Body { event: "same.parcel.created", data }).map_err(|e| e.to_string())
+    serde_json::to_string(&Body { event: dropslot_core::webhooks::PARCEL_CREATED, data }).map_err(|e| e.to_string())
 }
 
 /// `same.webhook.test`: what `POST /webhooks/{id}/test` sends.
