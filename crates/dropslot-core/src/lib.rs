@@ -1,6 +1,7 @@
 //! dropslot's pure core: the domain's types and rules as plain functions over plain data.
 //! It names no HTTP type, no database driver and no store: Cargo refuses an upward import.
 
+pub mod attempts;
 pub mod clock;
 pub mod config;
 pub mod dispatch;

@@ -175,6 +175,10 @@ pub fn plan(
 /// The event kind of `same.parcel.created`, sent once per parcel of a new shipment.
 pub const PARCEL_CREATED: &str = "same.parcel.created";
 
+/// The event kind of a change of a shipment's date and slot (CONTRACT §15): ours, beyond the
+/// interface's list; sent to endpoints subscribed to it or to every event.
+pub const RESCHEDULED: &str = "same.shipment.rescheduled";
+
 /// The event kind a shipment's move to `status` sends: `same.shipment.<status>`.
 pub fn shipment_event(status: crate::shipments::Status) -> String {
     format!("same.shipment.{}", status.as_str())

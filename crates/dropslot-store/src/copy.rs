@@ -231,6 +231,13 @@ const TABLES: &[Table] = &[
             c("label_token", TEXT),
             c("max_attempts", INT),
             c("sandbox_moved", Conv::Bool),
+            c("return_attempts", INT),
+            c("return_date", TEXT_OR_NULL),
+            c("return_slot_code", TEXT_OR_NULL),
+            c("return_slot_name", TEXT_OR_NULL),
+            c("return_start_at", TEXT_OR_NULL),
+            c("return_end_at", TEXT_OR_NULL),
+            c("instruction", TEXT_OR_NULL),
         ],
     },
     Table {
@@ -524,6 +531,18 @@ const TABLES: &[Table] = &[
         name: "notification_settings",
         identity: false,
         columns: &[c("client_id", INT), c("mode", MODE), c("settings_json", JSON), c("updated_at", TEXT)],
+    },
+    Table {
+        name: "attempt_policies",
+        identity: false,
+        columns: &[
+            c("client_id", INT),
+            c("mode", MODE),
+            c("max_attempts", INT),
+            c("after_failure", TEXT),
+            c("max_return_attempts", INT),
+            c("updated_at", TEXT),
+        ],
     },
     Table {
         name: "stop_etas",

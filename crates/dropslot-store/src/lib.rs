@@ -12,6 +12,7 @@ mod types;
 
 // The domains: each folder holds its role trait and records (`mod.rs`) beside the trait's
 // `SQLite` and `PostgreSQL` halves (`sqlite.rs`, `postgres.rs`).
+mod attempts;
 mod auth;
 mod capacity;
 mod driver;
@@ -29,6 +30,7 @@ mod webhooks;
 
 use std::sync::Arc;
 
+pub use attempts::*;
 pub use auth::*;
 pub use capacity::*;
 pub use driver::*;
@@ -91,6 +93,7 @@ impl StoreStats {
 /// its `SQLite` and `PostgreSQL` halves. The service holds one value of it.
 pub trait Store:
     UpkeepStore
+    + AttemptStore
     + AuthStore
     + SessionStore
     + FleetStore
@@ -108,6 +111,7 @@ pub trait Store:
 
 impl<
     T: UpkeepStore
+        + AttemptStore
         + AuthStore
         + SessionStore
         + FleetStore

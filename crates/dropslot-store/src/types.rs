@@ -268,6 +268,10 @@ fn stored_shipments(o: &NewOrder, ids: &OrderIds) -> Vec<StoredShipment> {
                     status: Status::Scheduled,
                     attempts: 0,
                     max_attempts: d.max_attempts,
+                    zone_code: d.zone_code.clone(),
+                    instruction: None,
+                    return_attempts: 0,
+                    return_slot: None,
                 },
                 parcels: s
                     .parcels
@@ -564,6 +568,36 @@ pub struct StoredDropOff {
     pub status: Status,
     pub attempts: u32,
     pub max_attempts: u32,
+    pub zone_code: String,
+    /// The recipient's delivery instruction (CONTRACT §15).
+    pub instruction: Option<String>,
+    /// Failed return attempts so far.
+    pub return_attempts: u32,
+    /// The pick-up slot its return to the merchant is booked into.
+    pub return_slot: Option<StoredReturn>,
+}
+
+/// A return stop's slot: a pick-up slot of the order's city (CONTRACT §15).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredReturn {
+    pub date: String,
+    pub slot_code: String,
+    pub slot_name: String,
+    pub start_at: String,
+    pub end_at: String,
+}
+
+impl StoredReturn {
+    /// From the five nullable columns: all set, or none.
+    pub(crate) fn of(cols: [Option<String>; 5]) -> Result<Option<StoredReturn>, String> {
+        match cols {
+            [Some(date), Some(slot_code), Some(slot_name), Some(start_at), Some(end_at)] => {
+                Ok(Some(StoredReturn { date, slot_code, slot_name, start_at, end_at }))
+            }
+            [None, None, None, None, None] => Ok(None),
+            _ => Err("a return slot with some of its columns missing".into()),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

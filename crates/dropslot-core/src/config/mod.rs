@@ -31,6 +31,8 @@ struct RawConfig {
     routing: routing::RawRouting,
     #[serde(default)]
     notifications: notify::RawNotifications,
+    #[serde(default)]
+    attempts: crate::attempts::Policy,
     postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
@@ -381,6 +383,8 @@ pub struct Settings {
     pub postgres: PostgresSettings,
     pub routing: RoutingSettings,
     pub notifications: NotificationConfig,
+    /// The default attempts policy (`[attempts]`, CONTRACT §15): clients set their own.
+    pub attempts: crate::attempts::Policy,
 }
 
 impl std::fmt::Debug for Settings {
@@ -555,7 +559,11 @@ impl Settings {
         let notifications = notify::build(raw.notifications, &o.credentials).map_err(ConfigError::Invalid)?;
         let postgres = postgres_settings(&raw.postgres)?;
         let async_orders = async_order_settings(&raw.async_orders)?;
+        if let Some((path, m)) = raw.attempts.problems().into_iter().next() {
+            return Err(ConfigError::Invalid(format!("attempts.{path}: {m}")));
+        }
         Ok(Settings {
+            attempts: raw.attempts,
             webhooks,
             async_orders,
             postgres,

@@ -128,7 +128,8 @@ pub const DROP_OFF_TRANSITIONS: &[(Status, &[Status])] = &[
     (Status::Processing, &[Status::InTransit]),
     (Status::InTransit, &[Status::Delivered, Status::Failed]),
     (Status::Failed, &[Status::ToAttempt, Status::ReturnScheduled, Status::Cancelled]),
-    (Status::ToAttempt, &[Status::InTransit]),
+    // §15: the merchant may send a parcel back instead of the booked re-attempt.
+    (Status::ToAttempt, &[Status::InTransit, Status::ReturnScheduled]),
     (Status::ReturnScheduled, &[Status::Returned, Status::Cancelled]),
 ];
 
@@ -165,12 +166,14 @@ pub enum Actor {
     Sandbox,
     /// Operations staff, through the ops API.
     Ops,
-    /// The service itself (a pick-up deleted with its last drop-off).
+    /// The service itself (a pick-up deleted with its last drop-off, what follows a failure).
     System,
+    /// The recipient, on the change page (CONTRACT §15).
+    Recipient,
 }
 
 impl Actor {
-    pub const ALL: [Actor; 4] = [Actor::Client, Actor::Sandbox, Actor::Ops, Actor::System];
+    pub const ALL: [Actor; 5] = [Actor::Client, Actor::Sandbox, Actor::Ops, Actor::System, Actor::Recipient];
 
     pub fn parse(s: &str) -> Option<Actor> {
         Actor::ALL.into_iter().find(|a| a.as_str() == s)
@@ -182,6 +185,7 @@ impl Actor {
             Actor::Sandbox => "sandbox",
             Actor::Ops => "ops",
             Actor::System => "system",
+            Actor::Recipient => "recipient",
         }
     }
 }

@@ -46,7 +46,7 @@ pub(crate) fn parsed(rows: Vec<OverrideColumns>) -> Result<HashMap<SlotDate, Ove
 }
 
 /// The overrides of `slots`.
-fn overrides_of(c: &Connection, slots: &[&SlotDate]) -> Result<HashMap<SlotDate, Override>, StoreError> {
+pub(crate) fn overrides_of(c: &Connection, slots: &[&SlotDate]) -> Result<HashMap<SlotDate, Override>, StoreError> {
     let mut s = c
         .prepare_cached(&format!(
             "SELECT {OVERRIDE_COLUMNS} FROM capacity_overrides WHERE kind = ?1 AND place = ?2 AND slot_code = ?3 AND date = ?4"

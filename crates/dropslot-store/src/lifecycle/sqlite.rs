@@ -274,10 +274,17 @@ pub(crate) fn ops_move(
     let Some(s) = load(c, Visibility::Ops, None, Some(unique_id)).map_err(map_err)? else {
         return Ok(MoveOutcome::NotFound);
     };
+    // A return stop that fails is booked again or cancelled (CONTRACT §15).
+    if s.leg.drop_off.status == Status::ReturnScheduled && m.to == Status::Failed {
+        return crate::attempts::sqlite::return_failed(c, sink, s.leg.drop_off.id, m, now);
+    }
     match shipments::plan_moves(&s.leg, std::slice::from_ref(m)) {
         Err(refusal) => Ok(MoveOutcome::Refused(refusal)),
         Ok(events) => {
             apply(c, sink, &events, now)?;
+            if m.to == Status::Failed {
+                crate::attempts::sqlite::after_failure(c, sink, s.leg.drop_off.id, now)?;
+            }
             Ok(MoveOutcome::Moved(s.unique_id))
         }
     }

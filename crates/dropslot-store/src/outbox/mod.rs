@@ -129,6 +129,16 @@ pub trait Outbox: Send + Sync + 'static {
     -> Result<String, String>;
     /// Called after a commit that queued `n` deliveries (wakes the dispatcher).
     fn queued(&self, n: usize);
+    /// The rules that decide what follows a failed delivery (CONTRACT §15), read in the
+    /// failure's transaction; without them a failure stays `failed`.
+    fn attempts(&self) -> Option<&dropslot_core::attempts::Rules> {
+        None
+    }
+    /// The body of `same.shipment.rescheduled` for this drop-off shipment as the change left it.
+    fn rescheduled(&self, shipment: &StoredShipment, change: &crate::Rescheduled) -> Result<String, String> {
+        let _ = (shipment, change);
+        Err("this outbox renders no rescheduled event".into())
+    }
     /// Which notification channels are configured: a message for another is recorded
     /// `not_configured` (CONTRACT §14).
     fn channels(&self) -> crate::Channels {

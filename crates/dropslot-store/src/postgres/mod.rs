@@ -42,6 +42,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (17, "proofs", include_str!("../../migrations/postgres/0017_proofs.sql")),
     (18, "notifications", include_str!("../../migrations/postgres/0018_notifications.sql")),
     (19, "stop_etas", include_str!("../../migrations/postgres/0019_stop_etas.sql")),
+    (20, "attempts", include_str!("../../migrations/postgres/0020_attempts.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot

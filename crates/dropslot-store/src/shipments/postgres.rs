@@ -113,7 +113,9 @@ pub(crate) async fn shipments_without_events(c: &impl Sql, ids: &[i64]) -> Resul
                 p.id, p.unique_id, p.label_token, p.scheduled_date, p.start_at, p.end_at, p.status, p.slot_name,
                 p.address_json,
                 x.pick_up_codes, x.custom_codes, x.size_codes, x.label_tokens,
-                e.arrival_ms, e.from_ms, e.to_ms, e.late, e.stops_before
+                e.arrival_ms, e.from_ms, e.to_ms, e.late, e.stops_before,
+                d.zone_code, d.instruction, d.return_attempts, d.return_date, d.return_slot_code, d.return_slot_name,
+                d.return_start_at, d.return_end_at
              FROM unnest($1::bigint[]) WITH ORDINALITY AS w (id, ord)
              JOIN drop_off_shipments d ON d.id = w.id
              LEFT JOIN stop_etas e ON e.shipment_unique_id = d.unique_id
@@ -155,6 +157,11 @@ fn shipment_row(r: &Row) -> Result<StoredShipment, StoreError> {
         status: status_column(r, 10)?,
         attempts: narrow(col(r, 11)?, "attempts")?,
         max_attempts: narrow(col(r, 12)?, "max_attempts")?,
+        zone_code: col(r, 42)?,
+        instruction: col(r, 43)?,
+        return_attempts: narrow(col(r, 44)?, "return_attempts")?,
+        return_slot: crate::StoredReturn::of([col(r, 45)?, col(r, 46)?, col(r, 47)?, col(r, 48)?, col(r, 49)?])
+            .map_err(StoreError::Corrupt)?,
     };
     let totals = Totals {
         min_price: Money(col(r, 22)?),

@@ -81,6 +81,10 @@ fn timestamp(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Timestamp> {
 }
 
 /// A drop-off shipment with everything around it, by row id.
+pub(crate) fn shipment_by_row(c: &Connection, id: i64) -> rusqlite::Result<StoredShipment> {
+    shipment_by_id(c, id)
+}
+
 fn shipment_by_id(c: &Connection, id: i64) -> rusqlite::Result<StoredShipment> {
     let mut s = shipment_without_events(c, id)?;
     s.events = events(c, id)?;
@@ -96,7 +100,9 @@ pub(crate) fn shipment_without_events(c: &Connection, id: i64) -> rusqlite::Resu
                 so.id, so.unique_id, so.actual_total_price, so.actual_total_tax, so.actual_price_with_tax,
                 so.total_price, so.total_tax, so.price_with_tax, o.unique_id, d.pick_up_shipment_id, so.min_price,
                 (SELECT count(*) FROM shipment_orders so2 JOIN drop_off_shipments d2 ON d2.shipment_order_id = so2.id
-                 WHERE so2.order_id = so.order_id AND d2.id < d.id)
+                 WHERE so2.order_id = so.order_id AND d2.id < d.id),
+                d.zone_code, d.instruction, d.return_attempts, d.return_date, d.return_slot_code, d.return_slot_name,
+                d.return_start_at, d.return_end_at
              FROM drop_off_shipments d
              JOIN shipment_orders so ON so.id = d.shipment_order_id
              JOIN orders o ON o.id = so.order_id
@@ -117,6 +123,11 @@ pub(crate) fn shipment_without_events(c: &Connection, id: i64) -> rusqlite::Resu
                 status: status_column(r, 10)?,
                 attempts: r.get(11)?,
                 max_attempts: r.get(12)?,
+                zone_code: r.get(25)?,
+                instruction: r.get(26)?,
+                return_attempts: r.get(27)?,
+                return_slot: crate::StoredReturn::of([r.get(28)?, r.get(29)?, r.get(30)?, r.get(31)?, r.get(32)?])
+                    .map_err(|e| conversion(28, e))?,
             };
             let totals = Totals {
                 min_price: Money(r.get(23)?),
