@@ -26,6 +26,7 @@ use dropslot_store::{Outbox, StoredEvent, StoredParcel, StoredShipment};
 pub fn event_kinds() -> Vec<String> {
     let mut kinds: Vec<String> = Status::ALL.iter().map(|s| dropslot_core::webhooks::shipment_event(*s)).collect();
     kinds.push(dropslot_core::webhooks::PARCEL_CREATED.into());
+    kinds.push(dropslot_core::webhooks::RESCHEDULED.into());
     kinds.push(dropslot_store::COMPLETED_EVENT.into());
     kinds
 }
@@ -39,6 +40,8 @@ pub struct Renderer {
     /// Rung when recipient notifications were queued (wakes their sender).
     notify_wake: Arc<Notify>,
     channels: dropslot_core::notifications::Channels,
+    /// What follows a failed delivery (CONTRACT §15), decided in the failure's transaction.
+    attempts: dropslot_core::attempts::Rules,
 }
 
 impl Renderer {
@@ -46,6 +49,10 @@ impl Renderer {
         Renderer {
             base_url: settings.base_url.clone(),
             area: settings.area.clone(),
+            attempts: dropslot_core::attempts::Rules {
+                area: Arc::new(settings.area.clone()),
+                default: settings.attempts,
+            },
             wake: Arc::new(Notify::new()),
             metrics,
             notify_wake: Arc::new(Notify::new()),
@@ -83,6 +90,14 @@ impl Outbox for Renderer {
         at: Timestamp,
     ) -> Result<String, String> {
         payload::parcel_created(&self.context(), shipment, parcel, at)
+    }
+
+    fn attempts(&self) -> Option<&dropslot_core::attempts::Rules> {
+        Some(&self.attempts)
+    }
+
+    fn rescheduled(&self, shipment: &StoredShipment, change: &dropslot_store::Rescheduled) -> Result<String, String> {
+        payload::rescheduled(&self.context(), shipment, change)
     }
 
     fn queued(&self, n: usize) {
