@@ -243,6 +243,17 @@ pub struct PlannedMessage {
     pub facts: Facts,
 }
 
+/// Whether a failure in `moves` is followed by another attempt (`to_attempt`: true) or a
+/// return (`return_scheduled`: false); `None` when it waits for a decision.
+fn follows(moves: &[Moved<'_>]) -> Option<bool> {
+    let after = moves.iter().skip_while(|m| m.to != Status::Failed).skip(1).map(|m| m.to);
+    after.into_iter().find_map(|to| match to {
+        Status::ToAttempt => Some(true),
+        Status::ReturnScheduled | Status::Cancelled => Some(false),
+        _ => None,
+    })
+}
+
 /// The messages a change causes: per trigger fired, one per channel the recipient has an
 /// address for. The state is decided now where it can be: `test_mode` (never sent),
 /// `disabled` (switched off by the client), `not_configured` (no such channel configured);
@@ -258,7 +269,10 @@ pub fn plan(change: &Change<'_>) -> Vec<PlannedMessage> {
             start_at: change.start_at.to_string(),
             end_at: change.end_at.to_string(),
             receiver: moved.proof.iter().find(|p| p.kind == ProofKind::ReceiverName).map(|p| p.value.clone()),
-            another_attempt: failed.then_some(change.attempts < change.max_attempts),
+            // What followed the failure in the same change (CONTRACT §15): a re-attempt (the
+            // change's date and slot are then the new ones), a return, or nothing yet (the
+            // merchant decides).
+            another_attempt: if failed { follows(&change.moves) } else { None },
             reason: moved.reason.filter(|_| failed).map(str::to_string),
         };
         let addresses =
@@ -437,14 +451,12 @@ mod tests {
     fn a_failure_says_whether_another_attempt_follows() {
         let all_on = NotificationSettings::default();
         let failed = Moved { to: Status::Failed, proof: &[], reason: Some("Nobody at home") };
-        let facts = |attempts: u32| -> Facts {
-            let c = Change { attempts, ..change(vec![failed], &all_on) };
-            plan(&c)[0].facts.clone()
-        };
-        assert_eq!(facts(1).another_attempt, Some(true));
-        assert_eq!(facts(2).another_attempt, Some(true));
-        assert_eq!(facts(3).another_attempt, Some(false), "the third of three attempts failed: the return");
-        assert_eq!(facts(1).reason.as_deref(), Some("Nobody at home"));
+        let then = |to: Status| Moved { to, proof: &[], reason: None };
+        let facts = |moves: Vec<Moved<'static>>| -> Facts { plan(&change(moves, &all_on))[0].facts.clone() };
+        assert_eq!(facts(vec![failed, then(Status::ToAttempt)]).another_attempt, Some(true));
+        assert_eq!(facts(vec![failed, then(Status::ReturnScheduled)]).another_attempt, Some(false));
+        assert_eq!(facts(vec![failed]).another_attempt, None, "held for the merchant");
+        assert_eq!(facts(vec![failed]).reason.as_deref(), Some("Nobody at home"));
     }
 
     #[test]

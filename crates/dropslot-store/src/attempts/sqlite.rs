@@ -15,7 +15,7 @@ use crate::{AttemptStore, Mode, MoveOutcome, Scope, StoreError, StoreResult};
 use async_trait::async_trait;
 use dropslot_core::attempts::{self, AfterFailure, Changer, FollowUp, Offer, Policy};
 use dropslot_core::quote::capacity::{Load, SlotKind};
-use dropslot_core::shipments::{self, Actor, Current, Leg, Move, ShipmentKind, Status};
+use dropslot_core::shipments::{self, Actor, Current, Leg, Move, NewEvent, ShipmentKind, Status};
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -363,61 +363,70 @@ fn moved(
     }
 }
 
-/// What follows a drop-off's failure (CONTRACT §15), in the failure's own job, after its
-/// `failed` event: by the client's policy, a re-attempt booked into the first slot with room
-/// from the next operating day (`to_attempt`), a return booked into the city's first pick-up
-/// slot with room (`return_scheduled`), or nothing (the merchant decides). With no slot with
+/// What follows a drop-off's failure (CONTRACT §15), planned in the failure's own job before
+/// anything is written: by the client's policy, a re-attempt booked into the first slot with
+/// room from the next operating day (`to_attempt`), a return booked into the city's first
+/// pick-up slot with room (`return_scheduled`), or nothing (the merchant decides). The
+/// booking is written to the shipment's row and the follow-up's events are added to `events`,
+/// so the failure's webhooks and recipient message show what comes next. With no slot with
 /// room within the horizon the shipment stays `failed`.
-pub(crate) fn after_failure(
+pub(crate) fn follow_failure(
     c: &Connection,
-    sink: &mut Sink<'_>,
-    drop_off: i64,
+    sink: &Sink<'_>,
+    events: &mut Vec<NewEvent>,
     now: Timestamp,
 ) -> Result<(), StoreError> {
-    let Some(rules) = sink.outbox.attempts().cloned() else { return Ok(()) };
-    let mut f = facts_by_id(c, drop_off)?;
+    let Some(rules) = sink.outbox.attempts() else { return Ok(()) };
+    let Some(failed) = events.iter().rev().find(|e| e.kind == ShipmentKind::DropOff && e.to == Status::Failed) else {
+        return Ok(());
+    };
+    let mut f = facts_by_id(c, failed.shipment)?;
+    f.leg.drop_off.status = Status::Failed;
+    f.leg.drop_off.attempts = failed.attempts;
     let policy = stored_policy(c, f.client, f.mode)?.unwrap_or(rules.default);
     if policy.max_attempts != f.leg.drop_off.max_attempts {
         c.prepare_cached("UPDATE drop_off_shipments SET max_attempts = ?2 WHERE id = ?1")
-            .and_then(|mut s| s.execute(params![drop_off, policy.max_attempts]))
+            .and_then(|mut s| s.execute(params![f.leg.drop_off.id, policy.max_attempts]))
             .map_err(map_err)?;
         f.leg.drop_off.max_attempts = policy.max_attempts;
     }
-    match attempts::after_failure(&policy, f.leg.drop_off.attempts) {
-        FollowUp::Hold => Ok(()),
-        FollowUp::Reattempt => {
-            let offers = attempts::reattempt_offers(&rules.area, &f.zone, now);
-            let Some(o) = take(c, f.mode, &offers, attempts::want(SlotKind::DropOff, f.parcels))? else {
-                return Ok(());
-            };
+    let (offers, kind) = match attempts::after_failure(&policy, f.leg.drop_off.attempts) {
+        FollowUp::Hold => return Ok(()),
+        FollowUp::Reattempt => (attempts::reattempt_offers(&rules.area, &f.zone, now), SlotKind::DropOff),
+        FollowUp::Return => (return_offers(rules, &f, now), SlotKind::PickUp),
+    };
+    let Some(o) = take(c, f.mode, &offers, attempts::want(kind, f.parcels))? else { return Ok(()) };
+    let m = match kind {
+        SlotKind::DropOff => {
             set_delivery(c, &f, o)?;
-            let m = Move {
+            Move {
                 reason: Some(format!("re-attempt booked for {} ({})", o.at.date, o.name)),
                 ..Move::to(Status::ToAttempt, Actor::System)
-            };
-            moved(c, sink, &f.leg, &[m], now)?.map_err(|r| StoreError::Corrupt(format!("re-attempt refused: {r}")))?;
-            Ok(())
+            }
         }
-        FollowUp::Return => book_return(c, sink, &f, &rules, Actor::System, now).map(drop),
-    }
+        SlotKind::PickUp => {
+            set_return(c, &f, Some(o), 0)?;
+            Move {
+                reason: Some(format!("return to the sender booked for {} ({})", o.at.date, o.name)),
+                ..Move::to(Status::ReturnScheduled, Actor::System)
+            }
+        }
+    };
+    let more =
+        shipments::plan_moves(&f.leg, &[m]).map_err(|r| StoreError::Corrupt(format!("follow-up refused: {r}")))?;
+    events.extend(more);
+    Ok(())
 }
 
-/// Books the return into the order's city's first pick-up slot with room and moves the
-/// shipment `return_scheduled`; `false` when no slot has room (nothing written).
-fn book_return(
-    c: &Connection,
-    sink: &mut Sink<'_>,
-    f: &Facts,
-    rules: &attempts::Rules,
-    actor: Actor,
-    now: Timestamp,
-) -> Result<bool, StoreError> {
-    let offers = pick_up_city(&rules.area, &f.pick_up_slot)
+/// A return's pick-up slots: the order's city's.
+fn return_offers(rules: &attempts::Rules, f: &Facts, now: Timestamp) -> Vec<Offer> {
+    pick_up_city(&rules.area, &f.pick_up_slot)
         .map(|city| attempts::return_offers(&rules.area, city, now))
-        .unwrap_or_default();
-    book_return_into(c, sink, f, &offers, actor, now)
+        .unwrap_or_default()
 }
 
+/// Books the return into the first of `offers` with room and moves the shipment
+/// `return_scheduled`; `false` when no slot has room (nothing written).
 fn book_return_into(
     c: &Connection,
     sink: &mut Sink<'_>,
@@ -454,9 +463,7 @@ pub(crate) fn return_failed(
     }
     let policy = stored_policy(c, f.client, f.mode)?.unwrap_or(rules.default);
     let made = f.return_attempts + 1;
-    let offers = pick_up_city(&rules.area, &f.pick_up_slot)
-        .map(|city| attempts::return_offers(&rules.area, city, now))
-        .unwrap_or_default();
+    let offers = return_offers(&rules, &f, now);
     // Not the slot that just failed: the next one.
     let offers: Vec<Offer> =
         offers.into_iter().filter(|o| f.ret.as_ref().is_none_or(|r| o.start.timestamp() > slot_start(r))).collect();

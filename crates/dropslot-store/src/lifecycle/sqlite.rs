@@ -280,11 +280,11 @@ pub(crate) fn ops_move(
     }
     match shipments::plan_moves(&s.leg, std::slice::from_ref(m)) {
         Err(refusal) => Ok(MoveOutcome::Refused(refusal)),
-        Ok(events) => {
-            apply(c, sink, &events, now)?;
+        Ok(mut events) => {
             if m.to == Status::Failed {
-                crate::attempts::sqlite::after_failure(c, sink, s.leg.drop_off.id, now)?;
+                crate::attempts::sqlite::follow_failure(c, sink, &mut events, now)?;
             }
+            apply(c, sink, &events, now)?;
             Ok(MoveOutcome::Moved(s.unique_id))
         }
     }

@@ -78,10 +78,13 @@ pub fn render(
         Trigger::Failed => {
             let why = facts.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
             let why = why.map_or_else(String::new, |r| format!(" ({r})"));
-            let next = if facts.another_attempt.unwrap_or(false) {
-                "We will try again: you will hear from us when it is on its way."
-            } else {
-                "No attempts are left: the parcel goes back to the sender."
+            let next = match facts.another_attempt {
+                Some(true) => format!(
+                    "We will try again on {} ({}): you will hear from us when it is on its way.",
+                    facts.date, facts.slot
+                ),
+                Some(false) => "The parcel goes back to the sender.".to_string(),
+                None => format!("{sender} will decide what happens next."),
             };
             (
                 format!("We could not deliver your parcel from {sender}"),
