@@ -223,12 +223,14 @@ fn dates(area: &ServiceArea, city: &City, now: Timestamp, first_offset: i32) -> 
 }
 
 /// A re-attempt's slots in order: the zone's drop-off slots from the next operating day on,
-/// within the booking horizon. Empty when the zone is no longer in the area.
-pub fn reattempt_offers(area: &ServiceArea, zone: &str, now: Timestamp) -> Vec<Offer> {
+/// within the booking horizon, and after `failed_on` (the date of the attempt that failed, in
+/// case it is recorded late). Empty when the zone is no longer in the area.
+pub fn reattempt_offers(area: &ServiceArea, zone: &str, failed_on: Date, now: Timestamp) -> Vec<Offer> {
     let Some(z) = area.zone_by_code(zone).map(|i| area.zone(i)) else { return Vec::new() };
     let city = area.city(z.city);
     dates(area, city, now, 1)
         .into_iter()
+        .filter(|d| *d > failed_on)
         .flat_map(|date| {
             z.drop_off_slots.iter().filter_map(move |s| Offer::of(SlotKind::DropOff, zone, s, city, date, now))
         })
@@ -338,13 +340,18 @@ mod tests {
         // A Monday morning in Toronto.
         let now: Timestamp = "2026-11-23T13:00:00Z".parse().unwrap();
         let today = now.to_zoned(city.tz.clone()).date();
-        let offers = reattempt_offers(&area, &zone.code, now);
+        let offers = reattempt_offers(&area, &zone.code, today, now);
         assert!(!offers.is_empty());
         assert!(offers.iter().all(|o| o.at.date > today && o.at.kind == SlotKind::DropOff));
         assert!(offers.windows(2).all(|w| w[0].start <= w[1].start), "in time order");
         let returns = return_offers(&area, &city.code, now);
         assert!(returns.iter().all(|o| o.at.kind == SlotKind::PickUp && o.at.date >= today));
-        assert!(reattempt_offers(&area, "NOPE", now).is_empty());
+        assert!(reattempt_offers(&area, "NOPE", today, now).is_empty());
+        let late = offers[offers.len() - 1].at.date;
+        assert!(
+            reattempt_offers(&area, &zone.code, late, now).iter().all(|o| o.at.date > late),
+            "after the failed day"
+        );
         let first = &offers[0];
         assert_eq!(asked_offer(&area, &zone.code, first.at.date, &first.at.slot, today, now), Ok(first.clone()));
         assert_eq!(asked_offer(&area, &zone.code, first.at.date, "NOPE", today, now), Err(AskedProblem::Unknown));

@@ -4,6 +4,7 @@
 
 pub mod addresses;
 pub mod app;
+pub mod attempts;
 pub mod auth;
 pub mod capacity;
 pub mod cli;

@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::{
-    addresses, auth, capacity, dashboard, dispatcher, driver, fleet, health, http, labels, metrics, notifications,
-    openapi, ops, orders, plans, proofs, sandbox, shipments, tracking, webhooks,
+    addresses, attempts, auth, capacity, dashboard, dispatcher, driver, fleet, health, http, labels, metrics,
+    notifications, openapi, ops, orders, plans, proofs, sandbox, shipments, tracking, webhooks,
 };
 
 /// A started service: the application, the demo client's token when the database was empty,
@@ -209,6 +209,7 @@ fn api_routes() -> axum::Router<App> {
         .merge(auth::admin::routes())
         .merge(capacity::routes())
         .merge(notifications::routes())
+        .merge(attempts::routes())
 }
 
 /// Every domain's routes at the root: labels and icons, the tracking page, health (with

@@ -116,14 +116,8 @@ pub trait AttemptStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> StoreResult<ChangeOutcome>;
     /// The merchant sends a `failed` or `to_attempt` shipment back: `return_scheduled`, booked
-    /// into one of `offers` (the first with room: the city's pick-up slots).
-    async fn return_to_sender(
-        &self,
-        scope: Scope,
-        unique_id: &str,
-        offers: Vec<Offer>,
-        now: Timestamp,
-    ) -> StoreResult<ChangeOutcome>;
+    /// into the first pick-up slot with room of the order's city (`NoRoom` when none has).
+    async fn return_to_sender(&self, scope: Scope, unique_id: &str, now: Timestamp) -> StoreResult<ChangeOutcome>;
     /// The merchant cancels a `failed` or `return_scheduled` shipment.
     async fn cancel_shipment(&self, scope: Scope, unique_id: &str, now: Timestamp) -> StoreResult<ChangeOutcome>;
     /// A depot's live failures: failed attempts in `from..to`, re-attempts booked from `date`
@@ -161,15 +155,9 @@ impl<S: AttemptStore> AttemptStore for crate::trace::Traced<S> {
         self.inner.change_delivery(target, change, by, now).await
     }
 
-    async fn return_to_sender(
-        &self,
-        scope: Scope,
-        unique_id: &str,
-        offers: Vec<Offer>,
-        now: Timestamp,
-    ) -> StoreResult<ChangeOutcome> {
+    async fn return_to_sender(&self, scope: Scope, unique_id: &str, now: Timestamp) -> StoreResult<ChangeOutcome> {
         self.trace.hit("AttemptStore::return_to_sender");
-        self.inner.return_to_sender(scope, unique_id, offers, now).await
+        self.inner.return_to_sender(scope, unique_id, now).await
     }
 
     async fn cancel_shipment(&self, scope: Scope, unique_id: &str, now: Timestamp) -> StoreResult<ChangeOutcome> {

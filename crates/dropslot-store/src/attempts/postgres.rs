@@ -4,7 +4,7 @@ use crate::attempts::{ChangeOutcome, ChangeTarget, DeliveryChange, Failures};
 use crate::postgres::PgStore;
 use crate::{AttemptStore, Scope, StoreError, StoreResult};
 use async_trait::async_trait;
-use dropslot_core::attempts::{Changer, Offer, Policy};
+use dropslot_core::attempts::{Changer, Policy};
 use jiff::Timestamp;
 
 fn pending() -> StoreError {
@@ -28,13 +28,7 @@ impl AttemptStore for PgStore {
     ) -> StoreResult<ChangeOutcome> {
         Err(pending())
     }
-    async fn return_to_sender(
-        &self,
-        _scope: Scope,
-        _unique_id: &str,
-        _offers: Vec<Offer>,
-        _now: Timestamp,
-    ) -> StoreResult<ChangeOutcome> {
+    async fn return_to_sender(&self, _scope: Scope, _unique_id: &str, _now: Timestamp) -> StoreResult<ChangeOutcome> {
         Err(pending())
     }
     async fn cancel_shipment(&self, _scope: Scope, _unique_id: &str, _now: Timestamp) -> StoreResult<ChangeOutcome> {

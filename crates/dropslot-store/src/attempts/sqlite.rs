@@ -62,15 +62,9 @@ impl AttemptStore for SqliteStore {
         self.answer(done)
     }
 
-    async fn return_to_sender(
-        &self,
-        scope: Scope,
-        unique_id: &str,
-        offers: Vec<Offer>,
-        now: Timestamp,
-    ) -> StoreResult<ChangeOutcome> {
+    async fn return_to_sender(&self, scope: Scope, unique_id: &str, now: Timestamp) -> StoreResult<ChangeOutcome> {
         let target = ChangeTarget::Tenant(scope, unique_id.to_string());
-        let done = self.write_events(move |c, sink| return_to_sender(c, sink, &target, &offers, now)).await?;
+        let done = self.write_events(move |c, sink| return_to_sender(c, sink, &target, now)).await?;
         self.answer(done)
     }
 
@@ -383,7 +377,10 @@ pub(crate) fn follow_failure(
     let mut f = facts_by_id(c, failed.shipment)?;
     f.leg.drop_off.status = Status::Failed;
     f.leg.drop_off.attempts = failed.attempts;
-    let policy = stored_policy(c, f.client, f.mode)?.unwrap_or(rules.default);
+    // A client without a policy of its own keeps, per shipment, the maximum it was ordered with
+    // (`[limits]` or its negotiated terms); one that set a policy has its maximum at each failure.
+    let policy = stored_policy(c, f.client, f.mode)?
+        .unwrap_or(Policy { max_attempts: f.leg.drop_off.max_attempts, ..rules.default });
     if policy.max_attempts != f.leg.drop_off.max_attempts {
         c.prepare_cached("UPDATE drop_off_shipments SET max_attempts = ?2 WHERE id = ?1")
             .and_then(|mut s| s.execute(params![f.leg.drop_off.id, policy.max_attempts]))
@@ -392,7 +389,10 @@ pub(crate) fn follow_failure(
     }
     let (offers, kind) = match attempts::after_failure(&policy, f.leg.drop_off.attempts) {
         FollowUp::Hold => return Ok(()),
-        FollowUp::Reattempt => (attempts::reattempt_offers(&rules.area, &f.zone, now), SlotKind::DropOff),
+        FollowUp::Reattempt => {
+            let failed_on = f.slot.date.parse().map_err(|e| StoreError::Corrupt(format!("scheduled date: {e}")))?;
+            (attempts::reattempt_offers(&rules.area, &f.zone, failed_on, now), SlotKind::DropOff)
+        }
         FollowUp::Return => (return_offers(rules, &f, now), SlotKind::PickUp),
     };
     let Some(o) = take(c, f.mode, &offers, attempts::want(kind, f.parcels))? else { return Ok(()) };
@@ -571,7 +571,6 @@ fn return_to_sender(
     c: &Connection,
     sink: &mut Sink<'_>,
     target: &ChangeTarget,
-    offers: &[Offer],
     now: Timestamp,
 ) -> Result<Result<i64, ChangeOutcome>, StoreError> {
     let Some(f) = facts_of(c, target)? else { return Ok(Err(ChangeOutcome::NotFound)) };
@@ -579,11 +578,13 @@ fn return_to_sender(
     if !attempts::returnable(status) {
         return Ok(Err(ChangeOutcome::Refused(refusal(&f, Status::ReturnScheduled))));
     }
+    let offers = sink.outbox.attempts().map(|rules| return_offers(rules, &f, now)).unwrap_or_default();
+    if !book_return_into(c, sink, &f, &offers, Actor::Client, now)? {
+        return Ok(Err(ChangeOutcome::NoRoom));
+    }
+    // The re-attempt's slot was not used: its place goes back.
     if attempts::frees_current(status) {
         free_delivery(c, &f)?;
-    }
-    if !book_return_into(c, sink, &f, offers, Actor::Client, now)? {
-        return Ok(Err(ChangeOutcome::NoRoom));
     }
     Ok(Ok(f.leg.drop_off.id))
 }

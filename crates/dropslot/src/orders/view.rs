@@ -29,6 +29,25 @@ pub struct ShipmentView {
     /// (CONTRACT §14); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eta: Option<crate::eta::EtaWindow>,
+    /// The recipient's delivery instruction (CONTRACT §15: safe place, door code); absent when
+    /// none was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
+    /// Where and when the parcel goes back to the pick-up address (CONTRACT §15); absent unless
+    /// a return was booked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub return_stop: Option<ReturnView>,
+}
+
+/// A return stop: a pick-up slot of the order's city, and the failed return attempts so far.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ReturnView {
+    pub scheduled_date: String,
+    pub time_slot_code: String,
+    pub time_slot_name: String,
+    pub time_slot_datetime_start: String,
+    pub time_slot_datetime_end: String,
+    pub failed_attempts: u32,
 }
 
 /// `point` (an imported address point matched the street number and name), `given` (the
@@ -75,6 +94,15 @@ impl ShipmentView {
                 drop_off_address: s.drop_off.address.located_by,
             },
             eta: crate::eta::shown(s.drop_off.status, s.eta.as_ref(), &tz),
+            instruction: s.drop_off.instruction.clone(),
+            return_stop: s.drop_off.return_slot.as_ref().map(|r| ReturnView {
+                scheduled_date: r.date.clone(),
+                time_slot_code: r.slot_code.clone(),
+                time_slot_name: r.slot_name.clone(),
+                time_slot_datetime_start: r.start_at.clone(),
+                time_slot_datetime_end: r.end_at.clone(),
+                failed_attempts: s.drop_off.return_attempts,
+            }),
             events: s.events.into_iter().map(|e| EventView::new(e, &tz)).collect(),
         }
     }

@@ -218,7 +218,8 @@ async fn a_driver_records_a_delivery_once_per_key_and_only_on_its_own_route() {
 
     // A failed stop, a refused move, a missing key, another driver's shipment.
     let r = send(&mine[1], Some("stop-2"), &failed).await;
-    assert_eq!((r.status.as_u16(), r.body["object"]["status"].as_str()), (200, Some("failed")), "{}", r.body);
+    // Failed, and (the default policy, CONTRACT §15) booked for another attempt in the same move.
+    assert_eq!((r.status.as_u16(), r.body["object"]["status"].as_str()), (200, Some("to_attempt")), "{}", r.body);
     assert_envelope(&send(&mine[1], Some("stop-2b"), &delivered).await, 409);
     let r = send(&mine[1], None, &delivered).await;
     assert_envelope(&r, 422);
