@@ -15,6 +15,7 @@
 //!   token; another client's id in a URL is the same 404 page as an id that does not exist.
 
 mod account;
+mod attempts;
 mod orders;
 mod slots;
 mod webhooks;
@@ -68,6 +69,10 @@ pub fn routes() -> axum::Router<App> {
         .route("/dashboard/tokens/{prefix}/revoke", post(account::revoke_token))
         .route("/dashboard/addresses", get(account::addresses))
         .route("/dashboard/slots", get(slots::list))
+        .route("/dashboard/attempts", get(attempts::settings).post(attempts::save))
+        .route("/dashboard/shipments/{code}/reschedule", post(attempts::reschedule))
+        .route("/dashboard/shipments/{code}/return", post(attempts::send_back))
+        .route("/dashboard/shipments/{code}/cancel", post(attempts::cancel))
         .route("/dashboard/addresses/{id}/delete", post(account::delete_address))
 }
 

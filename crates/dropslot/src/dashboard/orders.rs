@@ -181,6 +181,63 @@ struct ShipmentPage {
     notice: Option<String>,
     /// The recipient messages (CONTRACT §14), recipients masked.
     messages: Vec<MessageRow>,
+    /// Failed deliveries (CONTRACT §15): what the merchant may decide now.
+    decisions: Decisions,
+}
+
+/// What the merchant may decide on this shipment now, and what it shows of the failures.
+struct Decisions {
+    /// `failed` and nothing booked: the merchant decides.
+    awaiting: bool,
+    last_failure: String,
+    instruction: String,
+    /// The return stop, in words.
+    return_stop: String,
+    /// `(value, label)`: the zone's open slots, while the slot can change.
+    offers: Vec<(String, String)>,
+    can_return: bool,
+    can_cancel: bool,
+}
+
+impl Decisions {
+    fn of(app: &App, s: &StoredShipment) -> Decisions {
+        use dropslot_core::attempts;
+        let d = &s.drop_off;
+        let offers = if attempts::slot_change_open(d.status) {
+            let not_before = crate::attempts::not_before(s);
+            attempts::change_offers(&app.settings.area, &d.zone_code, not_before, app.clock.now())
+                .into_iter()
+                .filter(|o| !(o.at.date.to_string() == d.scheduled_date && o.at.slot == d.slot_code))
+                .map(|o| (format!("{} {}", o.at.date, o.at.slot), format!("{} · {}", o.at.date, o.name)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let failed = dropslot_core::shipments::Status::Failed;
+        Decisions {
+            awaiting: d.status == failed,
+            last_failure: s
+                .events
+                .iter()
+                .rev()
+                .find(|e| e.to == failed)
+                .and_then(|e| e.reason.clone())
+                .unwrap_or_default(),
+            instruction: d.instruction.clone().unwrap_or_default(),
+            return_stop: d
+                .return_slot
+                .as_ref()
+                .map(|r| format!("{}, {} (failed return attempts: {})", r.date, r.slot_name, d.return_attempts))
+                .unwrap_or_default(),
+            offers,
+            can_return: attempts::returnable(d.status),
+            can_cancel: attempts::cancellable(d.status),
+        }
+    }
+
+    fn any(&self) -> bool {
+        !self.offers.is_empty() || self.can_return || self.can_cancel
+    }
 }
 
 struct MessageRow {
@@ -337,6 +394,9 @@ pub(super) async fn shipment(
         url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "done").map(|(_, v)| match v.as_ref() {
             "deleted" => "Parcel deleted.".to_string(),
             "scenario" => "Scenario applied.".to_string(),
+            "rescheduled" => "Delivery moved to the new slot.".to_string(),
+            "returned" => "Return to you booked.".to_string(),
+            "cancelled" => "Shipment cancelled.".to_string(),
             _ => String::new(),
         })
     });
@@ -354,7 +414,9 @@ pub(super) async fn shipment(
             sent_at: m.sent_at.unwrap_or_default(),
         })
         .collect();
+    let decisions = Decisions::of(&app, &s);
     let body = ShipmentPage {
+        decisions,
         messages,
         frame: Some(session.frame("orders")),
         code: d.unique_id.clone(),

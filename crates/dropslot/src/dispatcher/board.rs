@@ -10,6 +10,7 @@ use crate::dashboard::see_other;
 use crate::error::Error;
 use crate::plans::wire::PlanRequest;
 use dropslot_core::dispatch::{PlanKind, PlanStatus};
+use dropslot_core::shipments::Status;
 
 #[derive(Template)]
 #[template(path = "ops/board.html")]
@@ -23,6 +24,36 @@ struct BoardPage {
     rows: Vec<CountRow>,
     total: Totals,
     plans: Vec<PlanRow>,
+    /// The day's failed attempts, the re-attempts booked from the day on, the returns due
+    /// (CONTRACT §15).
+    failed: Vec<FailureRow>,
+    reattempts: Vec<FailureRow>,
+    returns: Vec<FailureRow>,
+}
+
+/// One failure, re-attempt or return, linked to its shipment's tracking page.
+struct FailureRow {
+    code: String,
+    status: &'static str,
+    reason: String,
+    at: String,
+    next: String,
+}
+
+impl FailureRow {
+    fn of(l: dropslot_store::FailureLine, tz: &jiff::tz::TimeZone) -> FailureRow {
+        FailureRow {
+            code: l.unique_id,
+            status: l.status.as_str(),
+            reason: l.reason.unwrap_or_default(),
+            at: l.failed_at.map(|t| t.to_zoned(tz.clone()).strftime("%H:%M").to_string()).unwrap_or_default(),
+            next: match (l.status, l.next_date, l.next_slot) {
+                (Status::ToAttempt | Status::ReturnScheduled, Some(d), Some(s)) => format!("{d} · {s}"),
+                (Status::Failed, _, _) => "awaiting the merchant's decision".into(),
+                _ => "—".into(),
+            },
+        }
+    }
 }
 
 struct CountRow {
@@ -71,7 +102,7 @@ pub(super) async fn show(State(app): State<App>, session: OpsSession, RawQuery(r
     let tz = crate::plans::depot_tz(&app, &depot.code);
     let date = match q.get("date").filter(|d| !d.is_empty()) {
         Some(d) => crate::capacity::date_at("query.date", d).map_err(fail(&session))?,
-        None => app.clock.now().to_zoned(tz).date(),
+        None => app.clock.now().to_zoned(tz.clone()).date(),
     };
     let counts = app.store.board_counts(&depot.code, date).await.map_err(|e| fail(&session)(e.into()))?;
     let mut total = Totals::default();
@@ -91,6 +122,17 @@ pub(super) async fn show(State(app): State<App>, session: OpsSession, RawQuery(r
             }
         })
         .collect();
+    let day = |d: jiff::civil::Date| d.to_zoned(tz.clone()).map(|z| z.timestamp());
+    let (from, to) = match (day(date), date.tomorrow().map_err(jiff::Error::from).and_then(day)) {
+        (Ok(from), Ok(to)) => (from, to),
+        _ => return Err(fail(&session)(Error::invalid("query.date", "Out of range."))),
+    };
+    let failures = app.store.failures(&depot.code, from, to, date).await.map_err(|e| fail(&session)(e.into()))?;
+    let rows_of = |lines: Vec<dropslot_store::FailureLine>| -> Vec<FailureRow> {
+        lines.into_iter().map(|l| FailureRow::of(l, &tz)).collect()
+    };
+    let (failed, reattempts, returns) =
+        (rows_of(failures.failed), rows_of(failures.reattempts), rows_of(failures.returns));
     let stored = app.store.plans_on(date).await.map_err(|e| fail(&session)(e.into()))?;
     let plans = stored
         .iter()
@@ -116,6 +158,9 @@ pub(super) async fn show(State(app): State<App>, session: OpsSession, RawQuery(r
         rows,
         total,
         plans,
+        failed,
+        reattempts,
+        returns,
     }
     .render()))
 }

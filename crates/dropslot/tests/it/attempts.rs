@@ -255,3 +255,90 @@ async fn simultaneous_changes_never_overfill_a_slot() {
     assert_eq!(got, [200, 422], "{} / {}", x.body, y.body);
     assert_eq!(stops_in(&s, "2026-11-27", "TOR-DT-PM").await, 1, "never more than the limit");
 }
+
+/// The dispatcher's board lists the day's failures with their reasons, the re-attempts by date
+/// and the returns due, each linked to its shipment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_board_shows_the_days_failures_reattempts_and_returns() {
+    let s = TestServer::start().await;
+    let op = crate::plans::operator(&s).await;
+    let mut clients = Vec::new();
+    for (name, after) in [("Again", "reattempt"), ("Hold", "hold"), ("Back", "return")] {
+        let (_, _, live, ops) = s.new_client(name).await;
+        let policy = json!({"max_attempts": 3, "after_failure": after, "max_return_attempts": 2});
+        assert_eq!(s.send(s.http.put(s.url("/attempts/settings")).bearer_auth(&live).json(&policy)).await.status, 200);
+        let tracking = out_for_delivery(&s, &live, &ops).await;
+        let r = s.ops_move(&ops, &tracking, &json!({"to": "failed", "reason": format!("{name}: nobody home")})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        clients.push(tracking);
+    }
+    let mut v = crate::dashboard_http::Visitor::new(&s);
+    let csrf = v.get("/ops/sign-in").await.csrf();
+    assert_eq!(v.post("/ops/sign-in", &[("csrf", &csrf), ("token", &op)]).await.status, 303);
+    let page = v.get("/ops/board?depot=YYZ1&date=2026-11-23").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let section = |id: &str| -> String {
+        let at = page.body.find(&format!("<table id=\"{id}\">")).unwrap_or_else(|| panic!("no #{id}: {}", page.body));
+        let rest = &page.body[at..];
+        rest[..rest.find("</table>").unwrap()].to_string()
+    };
+    let failed = section("failed");
+    for (code, reason) in clients.iter().zip(["Again: nobody home", "Hold: nobody home", "Back: nobody home"]) {
+        assert!(failed.contains(&format!("href=\"/track/{code}\"")) && failed.contains(reason), "{failed}");
+    }
+    assert!(
+        failed.contains("awaiting the merchant&#39;s decision") || failed.contains("awaiting the merchant's decision")
+    );
+    let reattempts = section("reattempts");
+    assert!(reattempts.contains(&clients[0]) && reattempts.contains("2026-11-24"), "{reattempts}");
+    assert!(!reattempts.contains(&clients[1]) && !reattempts.contains(&clients[2]));
+    let returns = section("returns");
+    assert!(returns.contains(&clients[2]) && !returns.contains(&clients[0]), "{returns}");
+    // Another day's board has no failure of that day.
+    let other = v.get("/ops/board?depot=YYZ1&date=2026-11-25").await;
+    assert!(other.body.contains("id=\"failed-none\""), "{}", other.body);
+}
+
+/// The dashboard on a phone: the policy page, a held failure "awaiting your decision", and the
+/// merchant's decisions made with the page's forms (no script), each page axe-clean.
+#[tokio::test]
+async fn browser_the_merchant_decides_in_the_dashboard() {
+    use crate::browser::{Browser, PHONE};
+    let s = TestServer::start().await;
+    let (_, _, live, ops) = s.new_client("Maple Goods").await;
+    let b = Browser::start(PHONE).await;
+    b.goto(&format!("{}/dashboard/sign-in", s.base)).await;
+    b.fill("#token", &live).await;
+    b.click("#sign-in button[type=submit]").await;
+    b.goto(&format!("{}/dashboard/attempts", s.base)).await;
+    b.assert_accessible("attempts-phone").await;
+    b.screenshot("attempts-phone").await;
+    b.tap("#after-hold").await;
+    b.fill("#max-attempts", "2").await;
+    b.click("#policy button[type=submit]").await;
+    assert!(b.text("#saved").await.contains("saved"));
+    let policy = s.get("/attempts/settings", &live).await;
+    assert_eq!(policy.body["object"]["after_failure"], "hold", "{}", policy.body);
+    assert_eq!(policy.body["object"]["max_attempts"], 2);
+
+    let [a, c] = [out_for_delivery(&s, &live, &ops).await, out_for_delivery(&s, &live, &ops).await];
+    for t in [&a, &c] {
+        assert_eq!(fail(&s, &ops, t).await["status"], "failed");
+    }
+    b.goto(&format!("{}/dashboard/shipments/{a}", s.base)).await;
+    assert!(b.text("#awaiting").await.contains("Nobody at home"), "{}", b.text("main").await);
+    b.assert_accessible("shipment-awaiting-phone").await;
+    b.screenshot("shipment-awaiting-phone").await;
+    b.select("#new-slot", "2026-11-25 TOR-DT-EV").await;
+    b.click("#reschedule button[type=submit]").await;
+    assert_eq!(b.attr("#status", "class").await, "status s-to_attempt");
+    let r = s.get(&format!("/shipments/{a}"), &live).await;
+    assert_eq!(slot_of(&r.body["object"]), ("2026-11-25".into(), "TOR-DT-EV".into()));
+    b.click("#return").await;
+    assert_eq!(b.attr("#status", "class").await, "status s-return_scheduled");
+    assert!(!b.text("#return-stop").await.is_empty());
+    b.goto(&format!("{}/dashboard/shipments/{c}", s.base)).await;
+    b.click("#cancel").await;
+    assert_eq!(b.attr("#status", "class").await, "status s-cancelled");
+    assert_eq!(b.count("#decide-h").await, 0, "nothing left to decide");
+}
