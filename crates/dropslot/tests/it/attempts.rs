@@ -342,3 +342,84 @@ async fn browser_the_merchant_decides_in_the_dashboard() {
     assert_eq!(b.attr("#status", "class").await, "status s-cancelled");
     assert_eq!(b.count("#decide-h").await, 0, "nothing left to decide");
 }
+
+/// `kill -9` while drivers' failures are being written, then a restart and the phones sending
+/// them again under their keys: each shipment has exactly one `failed` and one `to_attempt`,
+/// one place in the re-attempt's slot, and one recipient message per trigger — on the suite's
+/// backend, the failure and all it causes being one transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_kill_9_between_failures_and_their_answers_books_each_once() {
+    const K: usize = 6;
+    let s = TestServer::start().await;
+    let op = crate::plans::operator(&s).await;
+    let (_, _, live, ops) = s.new_client("Merchant").await;
+    let (_, ana) = crate::plans::driver(&s, &op, "Ana", 40, ("08:00", "22:00")).await;
+    let mut codes = Vec::new();
+    for i in 0..K {
+        let tracking = crate::plans::order(&s, &live, i, 1, "TOR-DT-PM").await;
+        for to in ["to_pick_up", "picked_up", "processing"] {
+            assert_eq!(s.ops_move(&ops, &tracking, &json!({"to": to})).await.status, 200);
+        }
+        codes.push(tracking);
+    }
+    let plan = json!({"date": "2026-11-23", "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1});
+    let r = s.post("/ops/plans", &op, &plan).await;
+    let id = r.body["object"]["id"].as_str().unwrap().to_string();
+    assert_eq!(s.post(&format!("/ops/plans/{id}/publish"), &op, &json!({})).await.status, 200);
+    let day = s.get("/driver/route", &ana).await.body["object"].clone();
+    let scanned: Vec<Value> = day["routes"][0]["stops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|st| st["shipments"].as_array().unwrap().iter())
+        .flat_map(|sh| sh["parcels"].as_array().unwrap().iter().map(|p| p["pick_up_code"].clone()))
+        .collect();
+    assert_eq!(scanned.len(), K, "{day}");
+    let start = s.http.post(s.url("/driver/route/start")).bearer_auth(&ana).header("Idempotency-Key", "start");
+    assert_eq!(s.send(start.json(&json!({"scanned": scanned}))).await.status, 200);
+
+    // The same database, served by a process of its own that is killed mid-way.
+    let fail = |base: &str, code: &str| {
+        let url = format!("{base}{}/driver/shipments/{code}/transitions", crate::common::API);
+        let req = s.http.post(url).bearer_auth(&ana).header("Idempotency-Key", format!("fail-{code}"));
+        req.json(&json!({"to": "failed", "reason": "Nobody home"})).send()
+    };
+    let (mut first, base, _) = crate::cli::spawn_serve_with(&s.db.url(), &[]);
+    let mut pending: futures_util::stream::FuturesUnordered<_> = codes.iter().map(|c| fail(&base, c)).collect();
+    use futures_util::StreamExt;
+    let answered = pending.next().await.expect("one request").expect("one answer");
+    assert_eq!(answered.status(), 200);
+    first.kill().unwrap();
+    first.wait().unwrap();
+    drop(pending);
+    let (mut second, base, _) = crate::cli::spawn_serve_with(&s.db.url(), &[]);
+    for code in &codes {
+        let r = fail(&base, code).await.expect("an answer");
+        assert_eq!(r.status(), 200, "{code}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["object"]["status"], "to_attempt", "{code}: {body}");
+    }
+    second.kill().unwrap();
+    second.wait().unwrap();
+    for code in &codes {
+        let events = |status: &str| {
+            s.scalar(&format!(
+                "SELECT count(*) FROM shipment_events e JOIN drop_off_shipments d ON d.id = e.shipment_id
+                 WHERE e.shipment_kind = 'drop_off' AND d.unique_id = '{code}' AND e.status = '{status}'"
+            ))
+        };
+        assert_eq!((events("failed"), events("to_attempt")), (1, 1), "{code}");
+        let messages = s.scalar(&format!(
+            "SELECT count(*) FROM notifications WHERE shipment_unique_id = '{code}' AND trigger_kind = 'failed'"
+        ));
+        let channels = s.scalar(&format!(
+            "SELECT count(DISTINCT channel) FROM notifications WHERE shipment_unique_id = '{code}' AND trigger_kind = 'failed'"
+        ));
+        assert_eq!(messages, channels, "{code}: one message per trigger and channel");
+    }
+    let booked = s.scalar(
+        "SELECT stops FROM slot_fill WHERE mode = 'live' AND kind = 'drop_off' AND place = 'TOR-DT'
+           AND slot_code = 'TOR-DT-PM' AND date = '2026-11-24'",
+    );
+    assert_eq!(booked, K as i64, "one place each in Tuesday's slot");
+}
