@@ -123,9 +123,8 @@ pub(super) async fn show(State(app): State<App>, session: OpsSession, RawQuery(r
         })
         .collect();
     let day = |d: jiff::civil::Date| d.to_zoned(tz.clone()).map(|z| z.timestamp());
-    let (from, to) = match (day(date), date.tomorrow().map_err(jiff::Error::from).and_then(day)) {
-        (Ok(from), Ok(to)) => (from, to),
-        _ => return Err(fail(&session)(Error::invalid("query.date", "Out of range."))),
+    let (Ok(from), Ok(to)) = (day(date), date.tomorrow().and_then(day)) else {
+        return Err(fail(&session)(Error::invalid("query.date", "Out of range.")));
     };
     let failures = app.store.failures(&depot.code, from, to, date).await.map_err(|e| fail(&session)(e.into()))?;
     let rows_of = |lines: Vec<dropslot_store::FailureLine>| -> Vec<FailureRow> {

@@ -3,6 +3,7 @@
 //! failures, and the merchant's decisions with their errors and races. The clock is pinned to
 //! Monday 2026-11-23, 07:00 in Toronto: the order is for today, a re-attempt for Tuesday.
 
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::common::{ADMIN_TOKEN, TestServer, assert_envelope, request};
@@ -386,7 +387,6 @@ async fn a_kill_9_between_failures_and_their_answers_books_each_once() {
     };
     let (mut first, base, _) = crate::cli::spawn_serve_with(&s.db.url(), &[]);
     let mut pending: futures_util::stream::FuturesUnordered<_> = codes.iter().map(|c| fail(&base, c)).collect();
-    use futures_util::StreamExt;
     let answered = pending.next().await.expect("one request").expect("one answer");
     assert_eq!(answered.status(), 200);
     first.kill().unwrap();
