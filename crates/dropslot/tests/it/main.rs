@@ -4,6 +4,7 @@
 //! kill -9 of the group-commit writer, file locks) say so in their name and skip elsewhere.
 
 mod async_orders;
+mod attempts_store;
 mod backup;
 mod browser;
 mod capacity;
