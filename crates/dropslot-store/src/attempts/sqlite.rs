@@ -480,11 +480,13 @@ fn return_to_sender(
     if !attempts::returnable(status) {
         return Ok(Err(ChangeOutcome::Refused(f.refusal(Status::ReturnScheduled))));
     }
-    if attempts::frees_current(status) {
-        free_delivery(c, &f)?;
-    }
+    // The delivery slot's place is given back only once the return is booked: the job
+    // commits whatever it answers, and a return with no room must write nothing.
     if !book_return_into(c, sink, &f, offers, Actor::Client, now)? {
         return Ok(Err(ChangeOutcome::NoRoom));
+    }
+    if attempts::frees_current(status) {
+        free_delivery(c, &f)?;
     }
     Ok(Ok(f.leg.drop_off.id))
 }

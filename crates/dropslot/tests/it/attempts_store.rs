@@ -211,6 +211,10 @@ async fn the_merchant_and_the_recipient_decide() {
     );
     assert_eq!(sh.drop_off.instruction, None);
 
+    // A return with no pick-up slot with room writes nothing (the re-attempt keeps its place).
+    let r = store.return_to_sender(scope, &tracking, Vec::new(), now).await.unwrap();
+    assert!(matches!(r, ChangeOutcome::NoRoom), "{r:?}");
+    assert_eq!((drop_off_stops(), pick_up_stops()), (2, 1));
     // The merchant sends it back: `return_scheduled` in a pick-up slot, the re-attempt's place
     // given back; a return's delivery slot can no longer change.
     let city = &area.city(zone.city).code;
