@@ -3,10 +3,11 @@
 //! lifecycle's moves), and the changes the merchant and the recipient make. The rules are the
 //! core's (`dropslot_core::attempts`); the backends load, take a place in a slot (§10), persist.
 
-use crate::{Scope, StoreResult, StoredShipment};
+use crate::{Mode, Scope, StoreError, StoreResult, StoredShipment};
 use async_trait::async_trait;
-use dropslot_core::attempts::{Changer, Offer, Policy};
-use dropslot_core::shipments::{Refusal, Status};
+use dropslot_core::attempts::{self, AfterFailure, Changer, Offer, Policy};
+use dropslot_core::quote::capacity::{Load, Override, SlotKind};
+use dropslot_core::shipments::{self, Actor, Leg, Move, NewEvent, Refusal, Status};
 use jiff::Timestamp;
 
 /// Whose shipment a change names: a client's (by its `unique_id`, in the token's mode), or the
@@ -181,6 +182,261 @@ impl<S: AttemptStore> AttemptStore for crate::trace::Traced<S> {
 /// pick-up slot's code names it in the whole area).
 pub(crate) fn pick_up_city<'a>(area: &'a dropslot_core::config::ServiceArea, slot: &str) -> Option<&'a str> {
     area.cities().iter().find(|c| c.pick_up_slots.iter().any(|s| s.code == slot)).map(|c| c.code.as_str())
+}
+
+// What both backends share: the facts a change is decided on, and the pure steps between
+// their loads and writes (each backend loads, takes its places and persists in its own way).
+
+/// A drop-off shipment as a change needs it, loaded in the changing unit of work (on
+/// `PostgreSQL` with its pick-up leg and its row locked).
+pub(crate) struct Facts {
+    pub leg: Leg,
+    pub unique_id: String,
+    pub client: i64,
+    pub mode: Mode,
+    pub zone: String,
+    pub slot: SlotRef,
+    pub pick_up_slot: String,
+    pub parcels: u32,
+    pub return_attempts: u32,
+    pub ret: Option<SlotRef>,
+}
+
+impl Facts {
+    pub(crate) fn scope(&self) -> Scope {
+        Scope { client: dropslot_core::ids::ClientId(self.client), mode: self.mode }
+    }
+
+    /// What the shipment takes in a delivery slot.
+    pub(crate) fn delivery_load(&self) -> Load {
+        attempts::want(SlotKind::DropOff, self.parcels)
+    }
+
+    /// The table's refusal of a move of the drop-off to `to` from its status.
+    pub(crate) fn refusal(&self, to: Status) -> Refusal {
+        Refusal::NotAllowed { from: self.leg.drop_off.status, to, allowed: self.leg.drop_off.allowed_next() }
+    }
+
+    /// A return's slots: the pick-up slots of the city the order was picked up in, in order.
+    pub(crate) fn return_offers(&self, rules: &attempts::Rules, now: Timestamp) -> Vec<Offer> {
+        pick_up_city(&rules.area, &self.pick_up_slot)
+            .map(|city| attempts::return_offers(&rules.area, city, now))
+            .unwrap_or_default()
+    }
+
+    /// The facts as the failure `failed` (just planned, not yet written) leaves them.
+    pub(crate) fn failed(&mut self, failed: &NewEvent) {
+        self.leg.drop_off.status = failed.to;
+        self.leg.drop_off.attempts = failed.attempts;
+    }
+
+    /// The policy a failure follows: the client's; without one, the defaults with the maximum
+    /// the shipment was ordered with (`[limits]` or the client's negotiated terms). The
+    /// shipment's maximum becomes the policy's: the new one when it changes, to write with
+    /// the failure.
+    pub(crate) fn follow(&mut self, stored: Option<Policy>, rules: &attempts::Rules) -> (Policy, Option<u32>) {
+        let policy = stored.unwrap_or(Policy { max_attempts: self.leg.drop_off.max_attempts, ..rules.default });
+        let changed = policy.max_attempts != self.leg.drop_off.max_attempts;
+        self.leg.drop_off.max_attempts = policy.max_attempts;
+        (policy, changed.then_some(policy.max_attempts))
+    }
+
+    /// What a failure leads to by `policy`: the slots to book, in order, and of which kind (a
+    /// re-attempt's drop-off slots after the day that failed, or a return's pick-up slots);
+    /// `None` when the shipment is held for the merchant.
+    pub(crate) fn failure_offers(
+        &self,
+        policy: &Policy,
+        rules: &attempts::Rules,
+        now: Timestamp,
+    ) -> StoreResult<Option<(Vec<Offer>, SlotKind)>> {
+        Ok(match attempts::after_failure(policy, self.leg.drop_off.attempts) {
+            attempts::FollowUp::Hold => None,
+            attempts::FollowUp::Reattempt => {
+                let failed_on = self.slot.date.parse().map_err(|e| {
+                    StoreError::Corrupt(format!(
+                        "drop-off shipment {}: scheduled date {:?}: {e}",
+                        self.leg.drop_off.id, self.slot.date
+                    ))
+                })?;
+                Some((attempts::reattempt_offers(&rules.area, &self.zone, failed_on, now), SlotKind::DropOff))
+            }
+            attempts::FollowUp::Return => Some((self.return_offers(rules, now), SlotKind::PickUp)),
+        })
+    }
+
+    /// The follow-up's events once a place is taken in `o` (a slot of `kind`).
+    pub(crate) fn follow_events(&self, o: &Offer, kind: SlotKind) -> StoreResult<Vec<NewEvent>> {
+        let m = match kind {
+            SlotKind::DropOff => reattempt_move(o),
+            SlotKind::PickUp => return_move(o, Actor::System),
+        };
+        shipments::plan_moves(&self.leg, &[m]).map_err(|r| StoreError::Corrupt(format!("follow-up refused: {r}")))
+    }
+
+    /// A failed return stop's retry (its return attempts then made, and the slots to book it
+    /// again into: none once the policy's are exhausted, which cancels it).
+    pub(crate) fn return_retry(
+        &self,
+        rules: &attempts::Rules,
+        policy: &Policy,
+        now: Timestamp,
+    ) -> StoreResult<(u32, Vec<Offer>)> {
+        let made = self.return_attempts + 1;
+        if attempts::return_exhausted(policy, made) {
+            return Ok((made, Vec::new()));
+        }
+        let after = match &self.ret {
+            None => None,
+            Some(r) => Some(r.start_at.parse::<Timestamp>().map_err(|e| {
+                StoreError::Corrupt(format!(
+                    "drop-off shipment {}: return start {:?}: {e}",
+                    self.leg.drop_off.id, r.start_at
+                ))
+            })?),
+        };
+        // Not the slot that just failed: the next ones.
+        let offers =
+            self.return_offers(rules, now).into_iter().filter(|o| after.is_none_or(|t| o.start.timestamp() > t));
+        Ok((made, offers.collect()))
+    }
+
+    /// How `change` is made, decided before anything is written; why not (the slot seen is no
+    /// longer the shipment's, its status closes what the change touches, or the table refuses
+    /// a failed shipment's re-attempt).
+    pub(crate) fn plan_change<'a>(
+        &self,
+        change: &'a DeliveryChange,
+        by: Changer,
+    ) -> Result<ChangePlan<'a>, ChangeOutcome> {
+        let status = self.leg.drop_off.status;
+        if let Some((date, slot)) = &change.expect {
+            if *date != self.slot.date || *slot != self.slot.slot_code {
+                return Err(ChangeOutcome::Stale(self.slot.date.clone(), self.slot.slot_code.clone()));
+            }
+        }
+        let closed = (change.slot.is_some() && !attempts::slot_change_open(status))
+            || (change.instruction.is_some() && !attempts::instruction_open(status));
+        if closed {
+            return Err(ChangeOutcome::Closed(status));
+        }
+        let slot = match &change.slot {
+            None => None,
+            Some(o) => {
+                // A failed shipment goes `to_attempt` (the table decides: attempts must be left).
+                let to_attempt = (status == Status::Failed).then(|| rescheduled_move(by));
+                if let Some(m) = &to_attempt {
+                    shipments::plan_moves(&self.leg, std::slice::from_ref(m)).map_err(ChangeOutcome::Refused)?;
+                }
+                let booked = o.at.date.to_string() == self.slot.date && o.at.slot == self.slot.slot_code;
+                Some(SlotChange { take: (!booked).then_some(o), frees: attempts::frees_current(status), to_attempt })
+            }
+        };
+        Ok(ChangePlan { slot, instruction: change.instruction.as_deref() })
+    }
+}
+
+/// A change as it is made ([`Facts::plan_change`]).
+pub(crate) struct ChangePlan<'a> {
+    pub slot: Option<SlotChange<'a>>,
+    /// The instruction to store, as given (empty: cleared, stored as none).
+    pub instruction: Option<&'a str>,
+}
+
+/// A change's new slot.
+pub(crate) struct SlotChange<'a> {
+    /// The slot to take a place in (none: the shipment is booked there already), and
+    /// whether the current slot's place is then given back (its attempt there not made).
+    pub take: Option<&'a Offer>,
+    pub frees: bool,
+    /// A failed shipment's move `to_attempt`.
+    pub to_attempt: Option<Move>,
+}
+
+impl From<crate::StoredReturn> for SlotRef {
+    fn from(r: crate::StoredReturn) -> SlotRef {
+        SlotRef { date: r.date, slot_code: r.slot_code, slot_name: r.slot_name, start_at: r.start_at, end_at: r.end_at }
+    }
+}
+
+impl Rescheduled {
+    /// A delivery moved from the shipment's slot into `o` by `by`.
+    pub(crate) fn delivery(f: &Facts, o: &Offer, by: Changer, at: Timestamp) -> Rescheduled {
+        Rescheduled { from: f.slot.clone(), to: SlotRef::of(o), by, ret: false, reason: None, at }
+    }
+
+    /// A failed return booked again into `o` by the service, for `reason` (the failure's).
+    pub(crate) fn return_again(f: &Facts, o: &Offer, reason: Option<String>, at: Timestamp) -> Rescheduled {
+        let from = f.ret.clone().unwrap_or_else(|| f.slot.clone());
+        Rescheduled { from, to: SlotRef::of(o), by: Changer::System, ret: true, reason, at }
+    }
+}
+
+/// A stored policy from its columns (max attempts, after failure, max return attempts); an
+/// `after_failure` this binary does not know is corrupt, never a default.
+pub(crate) fn policy_of(
+    client: i64,
+    (max_attempts, after, max_return_attempts): (u32, &str, u32),
+) -> StoreResult<Policy> {
+    let after_failure = AfterFailure::parse(after)
+        .ok_or_else(|| StoreError::Corrupt(format!("attempt policy of client {client}: after_failure {after:?}")))?;
+    Ok(Policy { max_attempts, after_failure, max_return_attempts })
+}
+
+/// Whether a place just taken in `o` fits: `raised` is the slot's counter (stops, parcels)
+/// with `want` added, `over` the date's override of the slot, if any. The core's rule decides
+/// on what the slot held before (`raised` less `want`).
+pub(crate) fn fits(o: &Offer, raised: (i64, i64), over: Option<Override>, want: Load) -> StoreResult<bool> {
+    let before = Load {
+        stops: crate::capacity::count(raised.0, "stops")?.saturating_sub(want.stops),
+        parcels: crate::capacity::count(raised.1, "parcels")?.saturating_sub(want.parcels),
+    };
+    let limit = over.map_or(o.configured, |ov| ov.over(o.configured));
+    Ok(limit.fits(before, want))
+}
+
+/// The follow-up's re-attempt, booked into `o`.
+pub(crate) fn reattempt_move(o: &Offer) -> Move {
+    Move {
+        reason: Some(format!("re-attempt booked for {} ({})", o.at.date, o.name)),
+        ..Move::to(Status::ToAttempt, Actor::System)
+    }
+}
+
+/// A return to the sender booked into `o`, by `actor`.
+pub(crate) fn return_move(o: &Offer, actor: Actor) -> Move {
+    Move {
+        reason: Some(format!("return to the sender booked for {} ({})", o.at.date, o.name)),
+        ..Move::to(Status::ReturnScheduled, actor)
+    }
+}
+
+/// A `failed` shipment given a new slot goes `to_attempt`, moved by whoever changed it.
+fn rescheduled_move(by: Changer) -> Move {
+    let actor = match by {
+        Changer::Recipient => Actor::Recipient,
+        Changer::Merchant => Actor::Client,
+        Changer::System => Actor::System,
+    };
+    Move { reason: Some("rescheduled".into()), ..Move::to(Status::ToAttempt, actor) }
+}
+
+/// A return that failed `made` times, the last for `failed`'s reason, is cancelled.
+pub(crate) fn return_cancelled(made: u32, failed: &Move) -> Move {
+    Move {
+        reason: Some(format!("return failed {made} time(s): {}", failed.reason.as_deref().unwrap_or_default())),
+        ..Move::to(Status::Cancelled, failed.actor)
+    }
+}
+
+/// The merchant's cancellation.
+pub(crate) fn merchant_cancel() -> Move {
+    Move { reason: Some("cancelled by the merchant".into()), ..Move::to(Status::Cancelled, Actor::Client) }
+}
+
+/// Whether a failed move lacks its reason (a failed return stop needs one, as any failure).
+pub(crate) fn reason_missing(m: &Move) -> bool {
+    m.reason.as_deref().is_none_or(|r| r.trim().is_empty())
 }
 
 pub(crate) mod postgres;

@@ -1,46 +1,721 @@
-//! What follows a failed delivery on `PostgreSQL` (CONTRACT §15): being written.
+//! What follows a failed delivery on `PostgreSQL` (CONTRACT §15), as on `SQLite` (`sqlite.rs`).
+//! Several processes change shipments at once, so every change is one transaction that locks
+//! before it decides, in the order every unit of work locks (`lifecycle/postgres.rs`): the
+//! shipment's pick-up leg, then the drop-off shipment, which is then loaded afresh with its
+//! live parcels (a deletion locks the pick-up leg too). A place is taken in the first offered
+//! slot with room: its `slot_fill` counter is raised (`INSERT … ON CONFLICT DO UPDATE`, whose
+//! row lock serialises the bookings of one slot across processes until the commit) and read
+//! back with the date's override, the core decides on what the slot held before, and the
+//! counter is lowered again when the place does not fit. Status changes go through the
+//! lifecycle's `apply` (their webhooks and messages); `same.shipment.rescheduled` goes to the
+//! tenant's endpoints that take it, in the shipment's stream after its status events.
 
-use crate::attempts::{ChangeOutcome, ChangeTarget, DeliveryChange, Failures};
-use crate::postgres::PgStore;
-use crate::{AttemptStore, Scope, StoreError, StoreResult};
+use crate::attempts::{
+    ChangeOutcome, ChangeTarget, DeliveryChange, Facts, FailureLine, Failures, Rescheduled, SlotRef, fits,
+    merchant_cancel, reason_missing, return_cancelled, return_move,
+};
+use crate::capacity::counter_key;
+use crate::outbox::postgres::Sink;
+use crate::postgres::sql::Sql;
+use crate::postgres::{PgStore, column, in_tx, map_err, narrow, status_column};
+use crate::{AttemptStore, Mode, MoveOutcome, Scope, StoreError, StoreResult};
 use async_trait::async_trait;
-use dropslot_core::attempts::{Changer, Policy};
+use dropslot_core::attempts::{self, Changer, Offer, Policy};
+use dropslot_core::quote::capacity::{Load, SlotKind};
+use dropslot_core::shipments::{self, Actor, Current, Leg, Move, NewEvent, ShipmentKind, Status};
 use jiff::Timestamp;
-
-fn pending() -> StoreError {
-    StoreError::Unavailable("not written yet on PostgreSQL".into())
-}
+use std::sync::LazyLock;
+use tokio_postgres::Row;
+use tokio_postgres::types::Type;
 
 #[async_trait]
 impl AttemptStore for PgStore {
-    async fn attempt_policy(&self, _scope: Scope) -> StoreResult<Option<Policy>> {
-        Err(pending())
+    async fn attempt_policy(&self, scope: Scope) -> StoreResult<Option<Policy>> {
+        stored_policy(&self.conn().await?, scope.client.0, scope.mode).await
     }
-    async fn set_attempt_policy(&self, _scope: Scope, _policy: Policy, _now: Timestamp) -> StoreResult<()> {
-        Err(pending())
+
+    async fn set_attempt_policy(&self, scope: Scope, policy: Policy, now: Timestamp) -> StoreResult<()> {
+        self.conn()
+            .await?
+            .execute_typed(
+                "INSERT INTO attempt_policies (client_id, mode, max_attempts, after_failure, max_return_attempts,
+                    updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (client_id, mode) DO UPDATE SET max_attempts = excluded.max_attempts,
+                    after_failure = excluded.after_failure, max_return_attempts = excluded.max_return_attempts,
+                    updated_at = excluded.updated_at",
+                &[
+                    (&scope.client.0, Type::INT8),
+                    (&scope.mode.as_str(), Type::TEXT),
+                    (&i64::from(policy.max_attempts), Type::INT8),
+                    (&policy.after_failure.as_str(), Type::TEXT),
+                    (&i64::from(policy.max_return_attempts), Type::INT8),
+                    (&crate::postgres::utc_text(now), Type::TEXT),
+                ],
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(())
     }
+
     async fn change_delivery(
         &self,
-        _target: ChangeTarget,
-        _change: DeliveryChange,
-        _by: Changer,
-        _now: Timestamp,
+        target: ChangeTarget,
+        change: DeliveryChange,
+        by: Changer,
+        now: Timestamp,
     ) -> StoreResult<ChangeOutcome> {
-        Err(pending())
+        let mut sink = Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
+        let done = in_tx!(self, |tx| change_delivery(tx, &mut sink, &target, &change, by, now).await?);
+        self.answer(&sink, done).await
     }
-    async fn return_to_sender(&self, _scope: Scope, _unique_id: &str, _now: Timestamp) -> StoreResult<ChangeOutcome> {
-        Err(pending())
+
+    async fn return_to_sender(&self, scope: Scope, unique_id: &str, now: Timestamp) -> StoreResult<ChangeOutcome> {
+        let target = ChangeTarget::Tenant(scope, unique_id.to_string());
+        let mut sink = Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
+        let done = in_tx!(self, |tx| return_to_sender(tx, &mut sink, &target, now).await?);
+        self.answer(&sink, done).await
     }
-    async fn cancel_shipment(&self, _scope: Scope, _unique_id: &str, _now: Timestamp) -> StoreResult<ChangeOutcome> {
-        Err(pending())
+
+    async fn cancel_shipment(&self, scope: Scope, unique_id: &str, now: Timestamp) -> StoreResult<ChangeOutcome> {
+        let target = ChangeTarget::Tenant(scope, unique_id.to_string());
+        let mut sink = Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
+        let done = in_tx!(self, |tx| cancel(tx, &mut sink, &target, now).await?);
+        self.answer(&sink, done).await
     }
+
     async fn failures(
         &self,
-        _depot: &str,
-        _from: Timestamp,
-        _to: Timestamp,
-        _date: jiff::civil::Date,
+        depot: &str,
+        from: Timestamp,
+        to: Timestamp,
+        date: jiff::civil::Date,
     ) -> StoreResult<Failures> {
-        Err(pending())
+        failures(&self.conn().await?, depot, from, to, date).await
     }
+}
+
+impl PgStore {
+    /// A committed change's answer: the outbox told what it queued, and the shipment read back
+    /// with its events.
+    async fn answer(&self, sink: &Sink<'_>, done: Result<i64, ChangeOutcome>) -> StoreResult<ChangeOutcome> {
+        self.notify(sink.queued);
+        self.notified(sink.notified);
+        match done {
+            Err(outcome) => Ok(outcome),
+            Ok(id) => {
+                let s = crate::shipments::postgres::shipments_with_events(&self.conn().await?, &[id])
+                    .await?
+                    .pop()
+                    .ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {id} was not read back")))?;
+                Ok(ChangeOutcome::Changed(Box::new(s)))
+            }
+        }
+    }
+}
+
+/// The columns of [`Facts`] ([`facts_row`]), from `d` (the drop-off shipment) and `p` (its
+/// pick-up leg).
+macro_rules! facts_columns {
+    () => {
+        "d.id, d.unique_id, d.client_id, d.mode, d.status, d.attempts, d.max_attempts, d.zone_code,
+            d.scheduled_date, d.slot_code, d.slot_name, d.start_at, d.end_at, p.id, p.status, p.slot_code,
+            (SELECT count(*) FROM parcels x WHERE x.drop_off_shipment_id = d.id AND x.deleted_at IS NULL),
+            d.return_attempts, d.return_date, d.return_slot_code, d.return_slot_name, d.return_start_at,
+            d.return_end_at"
+    };
+}
+
+fn facts_row(r: &Row) -> Result<Facts, StoreError> {
+    let mode: &str = column(r, 3)?;
+    let mode = crate::postgres::parsed(mode, "mode", Mode::parse)?;
+    let ret = crate::StoredReturn::of([column(r, 18)?, column(r, 19)?, column(r, 20)?, column(r, 21)?, column(r, 22)?])
+        .map_err(StoreError::Corrupt)?;
+    Ok(Facts {
+        leg: Leg {
+            drop_off: Current {
+                kind: ShipmentKind::DropOff,
+                id: column(r, 0)?,
+                status: status_column(r, 4)?,
+                attempts: narrow(column(r, 5)?, "attempts")?,
+                max_attempts: narrow(column(r, 6)?, "max_attempts")?,
+            },
+            pick_up: Current {
+                kind: ShipmentKind::PickUp,
+                id: column(r, 13)?,
+                status: status_column(r, 14)?,
+                attempts: 0,
+                max_attempts: 0,
+            },
+        },
+        unique_id: column(r, 1)?,
+        client: column(r, 2)?,
+        mode,
+        zone: column(r, 7)?,
+        slot: SlotRef {
+            date: column(r, 8)?,
+            slot_code: column(r, 9)?,
+            slot_name: column(r, 10)?,
+            start_at: column(r, 11)?,
+            end_at: column(r, 12)?,
+        },
+        pick_up_slot: column(r, 15)?,
+        parcels: narrow(column(r, 16)?, "parcel count")?,
+        return_attempts: narrow(column(r, 17)?, "return_attempts")?,
+        ret: ret.map(SlotRef::from),
+    })
+}
+
+/// The facts of a drop-off shipment whose pick-up leg the caller has locked (a new statement,
+/// which reads what the leg's previous holder committed), with the shipment locked too (the
+/// lifecycle's move locked it already: taking a lock again is free).
+async fn facts_by_id(c: &impl Sql, id: i64) -> Result<Facts, StoreError> {
+    let row = c
+        .query_typed_opt(
+            concat!(
+                "SELECT ",
+                facts_columns!(),
+                " FROM drop_off_shipments d JOIN pick_up_shipments p ON p.id = d.pick_up_shipment_id
+                 WHERE d.id = $1 FOR UPDATE OF p, d"
+            ),
+            &[(&id, Type::INT8)],
+        )
+        .await
+        .map_err(map_err)?
+        .ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {id} not found")))?;
+    facts_row(&row)
+}
+
+/// The facts of the shipment a change names, locked: its pick-up leg first (the drop-off's
+/// leg, tracking code, client and mode never change), then the drop-off shipment.
+async fn facts_of(c: &impl Sql, target: &ChangeTarget) -> Result<Option<Facts>, StoreError> {
+    let (code, client, mode) = match target {
+        ChangeTarget::Tenant(scope, code) => (code.as_str(), Some(scope.client.0), Some(scope.mode.as_str())),
+        ChangeTarget::Code(code) => (code.as_str(), None, None),
+    };
+    let found = c
+        .query_typed_opt(
+            "SELECT d.id FROM drop_off_shipments d JOIN pick_up_shipments p ON p.id = d.pick_up_shipment_id
+             WHERE d.unique_id = $1 AND ($2::bigint IS NULL OR d.client_id = $2) AND ($3::text IS NULL OR d.mode = $3)
+             FOR UPDATE OF p",
+            &[(&code, Type::TEXT), (&client, Type::INT8), (&mode, Type::TEXT)],
+        )
+        .await
+        .map_err(map_err)?;
+    match found {
+        None => Ok(None),
+        Some(r) => Ok(Some(facts_by_id(c, column(&r, 0)?).await?)),
+    }
+}
+
+/// The client's policy in a mode, if it set one.
+async fn stored_policy(c: &impl Sql, client: i64, mode: Mode) -> Result<Option<Policy>, StoreError> {
+    let row = c
+        .query_typed_opt(
+            "SELECT max_attempts, after_failure, max_return_attempts FROM attempt_policies
+             WHERE client_id = $1 AND mode = $2",
+            &[(&client, Type::INT8), (&mode.as_str(), Type::TEXT)],
+        )
+        .await
+        .map_err(map_err)?;
+    row.map(|r| {
+        let max_attempts = narrow(column(&r, 0)?, "max_attempts")?;
+        let max_return_attempts = narrow(column(&r, 2)?, "max_return_attempts")?;
+        crate::attempts::policy_of(client, (max_attempts, column(&r, 1)?, max_return_attempts))
+    })
+    .transpose()
+}
+
+type Param<'a> = (&'a (dyn tokio_postgres::types::ToSql + Sync), Type);
+
+/// A slot's fill counter (`slot_fill`): its mode and key (`crate::capacity::counter_key`),
+/// and the load a change adds to it or takes from it.
+struct Counter<'a> {
+    mode: &'static str,
+    kind: &'static str,
+    place: &'a str,
+    code: &'a str,
+    date: String,
+    stops: i64,
+    parcels: i64,
+}
+
+impl<'a> Counter<'a> {
+    fn of(mode: Mode, at: &'a dropslot_core::quote::capacity::SlotDate, l: Load) -> Counter<'a> {
+        let (kind, place, code, date) = counter_key(at);
+        Counter { mode: mode.as_str(), kind, place, code, date, stops: l.stops.into(), parcels: l.parcels.into() }
+    }
+
+    /// The parameters `$1`–`$7`: mode, kind, place, slot code, date, stops, parcels.
+    fn params(&self) -> [Param<'_>; 7] {
+        [
+            (&self.mode, Type::TEXT),
+            (&self.kind, Type::TEXT),
+            (&self.place, Type::TEXT),
+            (&self.code, Type::TEXT),
+            (&self.date, Type::TEXT),
+            (&self.stops, Type::INT8),
+            (&self.parcels, Type::INT8),
+        ]
+    }
+}
+
+/// Takes a place in the first of `offers` with room for `want`, in `mode`: its counter raised
+/// (and its row locked until the commit) and read with the date's override, then checked by
+/// the core's rule, and lowered again when it does not fit.
+async fn take<'a>(c: &impl Sql, mode: Mode, offers: &'a [Offer], want: Load) -> Result<Option<&'a Offer>, StoreError> {
+    for o in offers {
+        let counter = Counter::of(mode, &o.at, want);
+        // The override names the slot's city or zone (`o.at.place`, `$8`), the counter a
+        // pick-up slot by its code alone.
+        let mut params = counter.params().to_vec();
+        params.push((&o.at.place, Type::TEXT));
+        let row = c
+            .query_typed_opt(
+                "WITH up AS (
+                    INSERT INTO slot_fill (mode, kind, place, slot_code, date, stops, parcels)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7)
+                    ON CONFLICT (mode, kind, place, slot_code, date)
+                    DO UPDATE SET stops = slot_fill.stops + excluded.stops,
+                        parcels = slot_fill.parcels + excluded.parcels
+                    RETURNING stops, parcels
+                 )
+                 SELECT up.stops, up.parcels, o.stops_set, o.stops, o.parcels_set, o.parcels
+                 FROM up LEFT JOIN capacity_overrides o
+                    ON o.kind = $2 AND o.place = $8 AND o.slot_code = $4 AND o.date = $5",
+                &params,
+            )
+            .await
+            .map_err(map_err)?
+            .ok_or_else(|| StoreError::Corrupt(format!("slot counter {} {} not raised", o.at.slot, o.at.date)))?;
+        let over = match column::<Option<bool>>(&row, 2)? {
+            None => None,
+            Some(stops_set) => {
+                let columns = (
+                    counter.kind.to_string(),
+                    o.at.place.clone(),
+                    o.at.slot.clone(),
+                    counter.date.clone(),
+                    stops_set,
+                    column(&row, 3)?,
+                    column(&row, 4)?,
+                    column(&row, 5)?,
+                );
+                Some(crate::capacity::override_row(columns)?.1)
+            }
+        };
+        if fits(o, (column(&row, 0)?, column(&row, 1)?), over, want)? {
+            return Ok(Some(o));
+        }
+        lower(c, &counter).await?;
+    }
+    Ok(None)
+}
+
+/// Takes the counter's load off it.
+async fn lower(c: &impl Sql, counter: &Counter<'_>) -> Result<(), StoreError> {
+    c.execute_typed(
+        "UPDATE slot_fill SET stops = stops - $6, parcels = parcels - $7
+         WHERE mode = $1 AND kind = $2 AND place = $3 AND slot_code = $4 AND date = $5",
+        &counter.params(),
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
+/// Gives a delivery slot's place back (a reschedule away from a slot not yet attempted).
+async fn free_delivery(c: &impl Sql, f: &Facts) -> Result<(), StoreError> {
+    let l = f.delivery_load();
+    let counter = Counter {
+        mode: f.mode.as_str(),
+        kind: SlotKind::DropOff.as_str(),
+        place: &f.zone,
+        code: &f.slot.slot_code,
+        date: f.slot.date.clone(),
+        stops: l.stops.into(),
+        parcels: l.parcels.into(),
+    };
+    lower(c, &counter).await
+}
+
+/// Gives a return's pick-up stop back (a return cancelled, or booked again after a failure).
+async fn free_return(c: &impl Sql, f: &Facts) -> Result<(), StoreError> {
+    let Some(r) = &f.ret else { return Ok(()) };
+    let l = attempts::want(SlotKind::PickUp, 0);
+    let counter = Counter {
+        mode: f.mode.as_str(),
+        kind: SlotKind::PickUp.as_str(),
+        place: "",
+        code: &r.slot_code,
+        date: r.date.clone(),
+        stops: l.stops.into(),
+        parcels: l.parcels.into(),
+    };
+    lower(c, &counter).await
+}
+
+/// Takes the shipment off any published route and its ETA (the next plan of its new date
+/// takes it).
+async fn off_routes(c: &impl Sql, unique_id: &str) -> Result<(), StoreError> {
+    c.execute_typed(
+        "WITH stops AS (DELETE FROM published_stops WHERE shipment_unique_id = $1)
+         DELETE FROM stop_etas WHERE shipment_unique_id = $1",
+        &[(&unique_id, Type::TEXT)],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
+/// Moves the shipment's delivery into `o`, off its route (sent together: one round trip).
+async fn set_delivery(c: &impl Sql, f: &Facts, o: &Offer) -> Result<(), StoreError> {
+    let r = SlotRef::of(o);
+    let update = async {
+        c.execute_typed(
+            "UPDATE drop_off_shipments SET scheduled_date = $2, slot_code = $3, slot_name = $4, start_at = $5,
+                end_at = $6
+             WHERE id = $1",
+            &[
+                (&f.leg.drop_off.id, Type::INT8),
+                (&r.date, Type::TEXT),
+                (&r.slot_code, Type::TEXT),
+                (&r.slot_name, Type::TEXT),
+                (&r.start_at, Type::TEXT),
+                (&r.end_at, Type::TEXT),
+            ],
+        )
+        .await
+        .map_err(map_err)
+    };
+    tokio::try_join!(update, off_routes(c, &f.unique_id))?;
+    Ok(())
+}
+
+/// Books the return into `o` (or clears it), with the failed return attempts so far; off its
+/// route (one round trip).
+async fn set_return(c: &impl Sql, f: &Facts, o: Option<&Offer>, return_attempts: u32) -> Result<(), StoreError> {
+    let r = o.map(SlotRef::of);
+    let update = async {
+        c.execute_typed(
+            "UPDATE drop_off_shipments SET return_date = $2, return_slot_code = $3, return_slot_name = $4,
+                return_start_at = $5, return_end_at = $6, return_attempts = $7
+             WHERE id = $1",
+            &[
+                (&f.leg.drop_off.id, Type::INT8),
+                (&r.as_ref().map(|r| &r.date), Type::TEXT),
+                (&r.as_ref().map(|r| &r.slot_code), Type::TEXT),
+                (&r.as_ref().map(|r| &r.slot_name), Type::TEXT),
+                (&r.as_ref().map(|r| &r.start_at), Type::TEXT),
+                (&r.as_ref().map(|r| &r.end_at), Type::TEXT),
+                (&i64::from(return_attempts), Type::INT8),
+            ],
+        )
+        .await
+        .map_err(map_err)
+    };
+    tokio::try_join!(update, off_routes(c, &f.unique_id))?;
+    Ok(())
+}
+
+/// Queues `same.shipment.rescheduled` to the tenant's endpoints that take it, in the
+/// shipment's stream (after its status events).
+async fn rescheduled(c: &impl Sql, sink: &mut Sink<'_>, f: &Facts, change: &Rescheduled) -> Result<(), StoreError> {
+    const EVENT: &str = dropslot_core::webhooks::RESCHEDULED;
+    let endpoints = crate::outbox::postgres::tenant_subscribers(c, f.scope(), EVENT).await?;
+    if endpoints.is_empty() {
+        return Ok(());
+    }
+    let id = f.leg.drop_off.id;
+    let shipment = crate::shipments::postgres::shipments_without_events(c, &[id])
+        .await?
+        .pop()
+        .ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {id} not found")))?;
+    let body = sink.outbox.rescheduled(&shipment, change).map_err(StoreError::Corrupt)?;
+    let tenant = (f.client, f.mode.as_str());
+    sink.queued +=
+        crate::outbox::postgres::enqueue(c, tenant, EVENT, &body, Some(id), &endpoints, change.at).await?.len();
+    Ok(())
+}
+
+/// Makes `m` on the shipment (planned by the core from `leg`, locked) and persists it.
+async fn moved(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    leg: &Leg,
+    m: &Move,
+    now: Timestamp,
+) -> Result<Result<(), shipments::Refusal>, StoreError> {
+    match shipments::plan_moves(leg, std::slice::from_ref(m)) {
+        Err(r) => Ok(Err(r)),
+        Ok(events) => {
+            crate::lifecycle::postgres::apply(c, sink, &events, now).await?;
+            Ok(Ok(()))
+        }
+    }
+}
+
+/// What follows a drop-off's failure (CONTRACT §15), planned in the failure's own transaction
+/// before anything is written (the caller holds the shipment's lock): by the client's policy, a
+/// re-attempt or a return takes its place and rebooks the row, and its events join `events`,
+/// so the failure's webhooks and recipient message show what comes next. Held, or no slot
+/// with room within the horizon: the shipment stays `failed`.
+pub(crate) async fn follow_failure(
+    c: &impl Sql,
+    sink: &Sink<'_>,
+    events: &mut Vec<NewEvent>,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    let Some(rules) = sink.outbox.attempts() else { return Ok(()) };
+    let Some(failed) = events.iter().rev().find(|e| e.kind == ShipmentKind::DropOff && e.to == Status::Failed).cloned()
+    else {
+        return Ok(());
+    };
+    let mut f = facts_by_id(c, failed.shipment).await?;
+    f.failed(&failed);
+    let (policy, max) = f.follow(stored_policy(c, f.client, f.mode).await?, rules);
+    if let Some(max) = max {
+        c.execute_typed(
+            "UPDATE drop_off_shipments SET max_attempts = $2 WHERE id = $1",
+            &[(&failed.shipment, Type::INT8), (&i64::from(max), Type::INT8)],
+        )
+        .await
+        .map_err(map_err)?;
+    }
+    let Some((offers, kind)) = f.failure_offers(&policy, rules, now)? else { return Ok(()) };
+    let Some(o) = take(c, f.mode, &offers, attempts::want(kind, f.parcels)).await? else { return Ok(()) };
+    match kind {
+        SlotKind::DropOff => set_delivery(c, &f, o).await?,
+        SlotKind::PickUp => set_return(c, &f, Some(o), 0).await?,
+    }
+    events.extend(f.follow_events(o, kind)?);
+    Ok(())
+}
+
+/// Books the return into the first of `offers` with room and moves the shipment
+/// `return_scheduled`; `false` when no slot has room (nothing written).
+async fn book_return_into(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    f: &Facts,
+    offers: &[Offer],
+    actor: Actor,
+    now: Timestamp,
+) -> Result<bool, StoreError> {
+    let Some(o) = take(c, f.mode, offers, attempts::want(SlotKind::PickUp, 0)).await? else { return Ok(false) };
+    set_return(c, f, Some(o), 0).await?;
+    moved(c, sink, &f.leg, &return_move(o, actor), now)
+        .await?
+        .map_err(|r| StoreError::Corrupt(format!("return refused: {r}")))?;
+    Ok(true)
+}
+
+/// A driver's (or ops') failure of a return stop, in its transaction (the caller holds the
+/// shipment's locks): booked again into the next pick-up slot with room
+/// (`same.shipment.rescheduled`), or `cancelled` after `max_return_attempts`.
+pub(crate) async fn return_failed(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    drop_off: i64,
+    m: &Move,
+    now: Timestamp,
+) -> Result<MoveOutcome, StoreError> {
+    let f = facts_by_id(c, drop_off).await?;
+    let Some(rules) = sink.outbox.attempts().cloned() else {
+        return Ok(MoveOutcome::Refused(f.refusal(m.to)));
+    };
+    if reason_missing(m) {
+        return Ok(MoveOutcome::Refused(shipments::Refusal::ReasonRequired));
+    }
+    let policy = stored_policy(c, f.client, f.mode).await?.unwrap_or(rules.default);
+    let (made, offers) = f.return_retry(&rules, &policy, now)?;
+    free_return(c, &f).await?;
+    if let Some(o) = take(c, f.mode, &offers, attempts::want(SlotKind::PickUp, 0)).await? {
+        set_return(c, &f, Some(o), made).await?;
+        rescheduled(c, sink, &f, &Rescheduled::return_again(&f, o, m.reason.clone(), now)).await?;
+        return Ok(MoveOutcome::Moved(f.unique_id));
+    }
+    set_return(c, &f, None, made).await?;
+    match moved(c, sink, &f.leg, &return_cancelled(made, m), now).await? {
+        Ok(()) => Ok(MoveOutcome::Moved(f.unique_id)),
+        Err(r) => Ok(MoveOutcome::Refused(r)),
+    }
+}
+
+/// The merchant's or the recipient's change (a new slot, an instruction, or both).
+async fn change_delivery(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    target: &ChangeTarget,
+    change: &DeliveryChange,
+    by: Changer,
+    now: Timestamp,
+) -> Result<Result<i64, ChangeOutcome>, StoreError> {
+    let Some(f) = facts_of(c, target).await? else { return Ok(Err(ChangeOutcome::NotFound)) };
+    let plan = match f.plan_change(change, by) {
+        Ok(plan) => plan,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    if let Some(slot) = &plan.slot {
+        if let Some(o) = slot.take {
+            let Some(o) = take(c, f.mode, std::slice::from_ref(o), f.delivery_load()).await? else {
+                return Ok(Err(ChangeOutcome::Full));
+            };
+            if slot.frees {
+                free_delivery(c, &f).await?;
+            }
+            set_delivery(c, &f, o).await?;
+        }
+        if let Some(m) = &slot.to_attempt {
+            moved(c, sink, &f.leg, m, now)
+                .await?
+                .map_err(|r| StoreError::Corrupt(format!("reschedule refused: {r}")))?;
+        }
+        if let Some(o) = slot.take {
+            rescheduled(c, sink, &f, &Rescheduled::delivery(&f, o, by, now)).await?;
+        }
+    }
+    if let Some(text) = plan.instruction {
+        c.execute_typed(
+            "UPDATE drop_off_shipments SET instruction = NULLIF($2, '') WHERE id = $1",
+            &[(&f.leg.drop_off.id, Type::INT8), (&text, Type::TEXT)],
+        )
+        .await
+        .map_err(map_err)?;
+    }
+    Ok(Ok(f.leg.drop_off.id))
+}
+
+/// The merchant sends a `failed` or `to_attempt` shipment back. The delivery slot's place is
+/// given back only once the return is booked: a return with no room writes nothing.
+async fn return_to_sender(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    target: &ChangeTarget,
+    now: Timestamp,
+) -> Result<Result<i64, ChangeOutcome>, StoreError> {
+    let Some(f) = facts_of(c, target).await? else { return Ok(Err(ChangeOutcome::NotFound)) };
+    let status = f.leg.drop_off.status;
+    if !attempts::returnable(status) {
+        return Ok(Err(ChangeOutcome::Refused(f.refusal(Status::ReturnScheduled))));
+    }
+    let offers = sink.outbox.attempts().map(|rules| f.return_offers(rules, now)).unwrap_or_default();
+    if !book_return_into(c, sink, &f, &offers, Actor::Client, now).await? {
+        return Ok(Err(ChangeOutcome::NoRoom));
+    }
+    if attempts::frees_current(status) {
+        free_delivery(c, &f).await?;
+    }
+    Ok(Ok(f.leg.drop_off.id))
+}
+
+/// The merchant cancels a `failed` or `return_scheduled` shipment (a return's place given back).
+async fn cancel(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    target: &ChangeTarget,
+    now: Timestamp,
+) -> Result<Result<i64, ChangeOutcome>, StoreError> {
+    let Some(f) = facts_of(c, target).await? else { return Ok(Err(ChangeOutcome::NotFound)) };
+    if !attempts::cancellable(f.leg.drop_off.status) {
+        return Ok(Err(ChangeOutcome::Refused(f.refusal(Status::Cancelled))));
+    }
+    free_return(c, &f).await?;
+    if f.ret.is_some() {
+        set_return(c, &f, None, f.return_attempts).await?;
+    }
+    match moved(c, sink, &f.leg, &merchant_cancel(), now).await? {
+        Ok(()) => Ok(Ok(f.leg.drop_off.id)),
+        Err(r) => Ok(Err(ChangeOutcome::Refused(r))),
+    }
+}
+
+/// A board line from (unique id, status, reason, failed at, next date, next slot name).
+fn line(r: &Row) -> Result<FailureLine, StoreError> {
+    Ok(FailureLine {
+        unique_id: column(r, 0)?,
+        status: status_column(r, 1)?,
+        reason: column(r, 2)?,
+        failed_at: column(r, 3)?,
+        next_date: column(r, 4)?,
+        next_slot: column(r, 5)?,
+    })
+}
+
+/// The board's pending shipments of one status, booked from a date on, with their latest
+/// failure: re-attempts by their delivery's date and slot, returns by their return's.
+fn pending_sql(date: &str, slot: &str) -> String {
+    format!(
+        "SELECT d.unique_id, d.status, e.reason, e.at, d.{date}, d.{slot}
+         FROM drop_off_shipments d
+         LEFT JOIN LATERAL (
+            SELECT e.reason, e.at FROM shipment_events e
+            WHERE e.shipment_kind = $1 AND e.shipment_id = d.id AND e.status = $2
+            ORDER BY e.seq DESC LIMIT 1
+         ) e ON true
+         WHERE d.status = $3 AND d.warehouse = $4 AND d.mode = $5 AND d.{date} >= $6
+         ORDER BY d.{date}, d.id"
+    )
+}
+
+static REATTEMPTS: LazyLock<String> = LazyLock::new(|| pending_sql("scheduled_date", "slot_name"));
+static RETURNS: LazyLock<String> = LazyLock::new(|| pending_sql("return_date", "return_slot_name"));
+
+/// The board's failures of a depot (live shipments only): its three reads sent together.
+async fn failures(
+    c: &impl Sql,
+    depot: &str,
+    from: Timestamp,
+    to: Timestamp,
+    date: jiff::civil::Date,
+) -> Result<Failures, StoreError> {
+    let (kind, failed_status, live) = (ShipmentKind::DropOff.as_str(), Status::Failed.as_str(), Mode::Live.as_str());
+    let date = date.to_string();
+    let failed = async {
+        c.query_typed(
+            "SELECT d.unique_id, d.status, e.reason, e.at,
+                CASE WHEN d.return_date IS NOT NULL THEN d.return_date ELSE d.scheduled_date END,
+                CASE WHEN d.return_date IS NOT NULL THEN d.return_slot_name ELSE d.slot_name END
+             FROM shipment_events e JOIN drop_off_shipments d ON d.id = e.shipment_id
+             WHERE e.shipment_kind = $1 AND e.status = $2 AND e.at >= $3 AND e.at < $4
+               AND d.warehouse = $5 AND d.mode = $6
+             ORDER BY e.at, e.id",
+            &[
+                (&kind, Type::TEXT),
+                (&failed_status, Type::TEXT),
+                (&from, Type::TIMESTAMPTZ),
+                (&to, Type::TIMESTAMPTZ),
+                (&depot, Type::TEXT),
+                (&live, Type::TEXT),
+            ],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(line)
+        .collect::<Result<Vec<_>, StoreError>>()
+    };
+    let pending = |sql: &'static LazyLock<String>, status: Status| {
+        let date = &date;
+        async move {
+            c.query_typed(
+                sql,
+                &[
+                    (&kind, Type::TEXT),
+                    (&failed_status, Type::TEXT),
+                    (&status.as_str(), Type::TEXT),
+                    (&depot, Type::TEXT),
+                    (&live, Type::TEXT),
+                    (date, Type::TEXT),
+                ],
+            )
+            .await
+            .map_err(map_err)?
+            .iter()
+            .map(line)
+            .collect::<Result<Vec<_>, StoreError>>()
+        }
+    };
+    let (failed, reattempts, returns) =
+        tokio::try_join!(failed, pending(&REATTEMPTS, Status::ToAttempt), pending(&RETURNS, Status::ReturnScheduled))?;
+    Ok(Failures { failed, reattempts, returns })
 }

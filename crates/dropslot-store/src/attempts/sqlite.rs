@@ -6,14 +6,15 @@
 //! slot, cannot overlap.
 
 use crate::attempts::{
-    ChangeOutcome, ChangeTarget, DeliveryChange, FailureLine, Failures, Rescheduled, SlotRef, pick_up_city,
+    ChangeOutcome, ChangeTarget, DeliveryChange, Facts, FailureLine, Failures, Rescheduled, SlotRef, fits,
+    merchant_cancel, reason_missing, return_cancelled, return_move,
 };
 use crate::capacity::counter_key;
 use crate::outbox::sqlite::Sink;
 use crate::sqlite::{SqliteStore, map_err, status_column};
 use crate::{AttemptStore, Mode, MoveOutcome, Scope, StoreError, StoreResult};
 use async_trait::async_trait;
-use dropslot_core::attempts::{self, AfterFailure, Changer, FollowUp, Offer, Policy};
+use dropslot_core::attempts::{self, Changer, Offer, Policy};
 use dropslot_core::quote::capacity::{Load, SlotKind};
 use dropslot_core::shipments::{self, Actor, Current, Leg, Move, NewEvent, ShipmentKind, Status};
 use jiff::Timestamp;
@@ -99,20 +100,6 @@ impl SqliteStore {
     }
 }
 
-/// A drop-off shipment as a change needs it, loaded in the changing job.
-pub(crate) struct Facts {
-    pub leg: Leg,
-    pub unique_id: String,
-    pub client: i64,
-    pub mode: Mode,
-    pub zone: String,
-    pub slot: SlotRef,
-    pub pick_up_slot: String,
-    pub parcels: u32,
-    pub return_attempts: u32,
-    pub ret: Option<SlotRef>,
-}
-
 const FACTS: &str = "SELECT d.id, d.unique_id, d.client_id, d.mode, d.status, d.attempts, d.max_attempts, d.zone_code,
         d.scheduled_date, d.slot_code, d.slot_name, d.start_at, d.end_at, p.id, p.status, p.slot_code,
         (SELECT count(*) FROM parcels x WHERE x.drop_off_shipment_id = d.id AND x.deleted_at IS NULL),
@@ -158,13 +145,7 @@ fn facts_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Facts> {
         pick_up_slot: r.get(15)?,
         parcels: r.get(16)?,
         return_attempts: r.get(17)?,
-        ret: ret.map(|r| SlotRef {
-            date: r.date,
-            slot_code: r.slot_code,
-            slot_name: r.slot_name,
-            start_at: r.start_at,
-            end_at: r.end_at,
-        }),
+        ret: ret.map(SlotRef::from),
     })
 }
 
@@ -197,10 +178,7 @@ fn stored_policy(c: &Connection, client: i64, mode: Mode) -> Result<Option<Polic
         })
         .map_err(map_err)?;
     row.map(|(max_attempts, after, max_return_attempts)| {
-        let after_failure = AfterFailure::parse(&after).ok_or_else(|| {
-            StoreError::Corrupt(format!("attempt policy of client {client}: after_failure {after:?}"))
-        })?;
-        Ok(Policy { max_attempts, after_failure, max_return_attempts })
+        crate::attempts::policy_of(client, (max_attempts, &after, max_return_attempts))
     })
     .transpose()
 }
@@ -224,13 +202,8 @@ fn take<'a>(c: &Connection, mode: Mode, offers: &'a [Offer], want: Load) -> Resu
                 })
             })
             .map_err(map_err)?;
-        let before = Load {
-            stops: crate::capacity::count(stops, "stops")?.saturating_sub(want.stops),
-            parcels: crate::capacity::count(parcels, "parcels")?.saturating_sub(want.parcels),
-        };
         let overrides = crate::capacity::sqlite::overrides_of(c, &[&o.at])?;
-        let limit = overrides.get(&o.at).map_or(o.configured, |ov| ov.over(o.configured));
-        if limit.fits(before, want) {
+        if fits(o, (stops, parcels), overrides.get(&o.at).copied(), want)? {
             return Ok(Some(o));
         }
         lower(c, mode, kind, place, code, &date, want)?;
@@ -258,8 +231,7 @@ fn lower(
 
 /// Gives a delivery slot's place back (a reschedule away from a slot not yet attempted).
 fn free_delivery(c: &Connection, f: &Facts) -> Result<(), StoreError> {
-    let want = attempts::want(SlotKind::DropOff, f.parcels);
-    lower(c, f.mode, SlotKind::DropOff.as_str(), &f.zone, &f.slot.slot_code, &f.slot.date, want)
+    lower(c, f.mode, SlotKind::DropOff.as_str(), &f.zone, &f.slot.slot_code, &f.slot.date, f.delivery_load())
 }
 
 /// Gives a return's pick-up stop back (a return cancelled, or booked again after a failure).
@@ -317,8 +289,7 @@ fn set_return(c: &Connection, f: &Facts, o: Option<&Offer>, return_attempts: u32
 /// shipment's stream (after its status events).
 fn rescheduled(c: &Connection, sink: &mut Sink<'_>, f: &Facts, change: &Rescheduled) -> Result<(), StoreError> {
     const EVENT: &str = dropslot_core::webhooks::RESCHEDULED;
-    let scope = Scope { client: dropslot_core::ids::ClientId(f.client), mode: f.mode };
-    let endpoints = crate::outbox::sqlite::tenant_subscribers(c, scope, EVENT)?;
+    let endpoints = crate::outbox::sqlite::tenant_subscribers(c, f.scope(), EVENT)?;
     if endpoints.is_empty() {
         return Ok(());
     }
@@ -360,10 +331,10 @@ fn moved(
 /// What follows a drop-off's failure (CONTRACT §15), planned in the failure's own job before
 /// anything is written: by the client's policy, a re-attempt booked into the first slot with
 /// room from the next operating day (`to_attempt`), a return booked into the city's first
-/// pick-up slot with room (`return_scheduled`), or nothing (the merchant decides). The
-/// booking is written to the shipment's row and the follow-up's events are added to `events`,
-/// so the failure's webhooks and recipient message show what comes next. With no slot with
-/// room within the horizon the shipment stays `failed`.
+/// pick-up slot with room (`return_scheduled`), or nothing (the merchant decides). The booking
+/// is written to the shipment's row and the follow-up's events are added to `events`, so the
+/// failure's webhooks and recipient message, rendered when they are applied, show what comes
+/// next. With no slot with room within the horizon the shipment stays `failed`.
 pub(crate) fn follow_failure(
     c: &Connection,
     sink: &Sink<'_>,
@@ -371,58 +342,26 @@ pub(crate) fn follow_failure(
     now: Timestamp,
 ) -> Result<(), StoreError> {
     let Some(rules) = sink.outbox.attempts() else { return Ok(()) };
-    let Some(failed) = events.iter().rev().find(|e| e.kind == ShipmentKind::DropOff && e.to == Status::Failed) else {
+    let Some(failed) = events.iter().rev().find(|e| e.kind == ShipmentKind::DropOff && e.to == Status::Failed).cloned()
+    else {
         return Ok(());
     };
     let mut f = facts_by_id(c, failed.shipment)?;
-    f.leg.drop_off.status = Status::Failed;
-    f.leg.drop_off.attempts = failed.attempts;
-    // A client without a policy of its own keeps, per shipment, the maximum it was ordered with
-    // (`[limits]` or its negotiated terms); one that set a policy has its maximum at each failure.
-    let policy = stored_policy(c, f.client, f.mode)?
-        .unwrap_or(Policy { max_attempts: f.leg.drop_off.max_attempts, ..rules.default });
-    if policy.max_attempts != f.leg.drop_off.max_attempts {
+    f.failed(&failed);
+    let (policy, max) = f.follow(stored_policy(c, f.client, f.mode)?, rules);
+    if let Some(max) = max {
         c.prepare_cached("UPDATE drop_off_shipments SET max_attempts = ?2 WHERE id = ?1")
-            .and_then(|mut s| s.execute(params![f.leg.drop_off.id, policy.max_attempts]))
+            .and_then(|mut s| s.execute(params![failed.shipment, max]))
             .map_err(map_err)?;
-        f.leg.drop_off.max_attempts = policy.max_attempts;
     }
-    let (offers, kind) = match attempts::after_failure(&policy, f.leg.drop_off.attempts) {
-        FollowUp::Hold => return Ok(()),
-        FollowUp::Reattempt => {
-            let failed_on = f.slot.date.parse().map_err(|e| StoreError::Corrupt(format!("scheduled date: {e}")))?;
-            (attempts::reattempt_offers(&rules.area, &f.zone, failed_on, now), SlotKind::DropOff)
-        }
-        FollowUp::Return => (return_offers(rules, &f, now), SlotKind::PickUp),
-    };
+    let Some((offers, kind)) = f.failure_offers(&policy, rules, now)? else { return Ok(()) };
     let Some(o) = take(c, f.mode, &offers, attempts::want(kind, f.parcels))? else { return Ok(()) };
-    let m = match kind {
-        SlotKind::DropOff => {
-            set_delivery(c, &f, o)?;
-            Move {
-                reason: Some(format!("re-attempt booked for {} ({})", o.at.date, o.name)),
-                ..Move::to(Status::ToAttempt, Actor::System)
-            }
-        }
-        SlotKind::PickUp => {
-            set_return(c, &f, Some(o), 0)?;
-            Move {
-                reason: Some(format!("return to the sender booked for {} ({})", o.at.date, o.name)),
-                ..Move::to(Status::ReturnScheduled, Actor::System)
-            }
-        }
-    };
-    let more =
-        shipments::plan_moves(&f.leg, &[m]).map_err(|r| StoreError::Corrupt(format!("follow-up refused: {r}")))?;
-    events.extend(more);
+    match kind {
+        SlotKind::DropOff => set_delivery(c, &f, o)?,
+        SlotKind::PickUp => set_return(c, &f, Some(o), 0)?,
+    }
+    events.extend(f.follow_events(o, kind)?);
     Ok(())
-}
-
-/// A return's pick-up slots: the order's city's.
-fn return_offers(rules: &attempts::Rules, f: &Facts, now: Timestamp) -> Vec<Offer> {
-    pick_up_city(&rules.area, &f.pick_up_slot)
-        .map(|city| attempts::return_offers(&rules.area, city, now))
-        .unwrap_or_default()
 }
 
 /// Books the return into the first of `offers` with room and moves the shipment
@@ -437,11 +376,8 @@ fn book_return_into(
 ) -> Result<bool, StoreError> {
     let Some(o) = take(c, f.mode, offers, attempts::want(SlotKind::PickUp, 0))? else { return Ok(false) };
     set_return(c, f, Some(o), 0)?;
-    let m = Move {
-        reason: Some(format!("return to the sender booked for {} ({})", o.at.date, o.name)),
-        ..Move::to(Status::ReturnScheduled, actor)
-    };
-    moved(c, sink, &f.leg, &[m], now)?.map_err(|r| StoreError::Corrupt(format!("return refused: {r}")))?;
+    moved(c, sink, &f.leg, &[return_move(o, actor)], now)?
+        .map_err(|r| StoreError::Corrupt(format!("return refused: {r}")))?;
     Ok(true)
 }
 
@@ -456,50 +392,24 @@ pub(crate) fn return_failed(
 ) -> Result<MoveOutcome, StoreError> {
     let f = facts_by_id(c, drop_off)?;
     let Some(rules) = sink.outbox.attempts().cloned() else {
-        return Ok(MoveOutcome::Refused(refusal(&f, m.to)));
+        return Ok(MoveOutcome::Refused(f.refusal(m.to)));
     };
-    if m.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+    if reason_missing(m) {
         return Ok(MoveOutcome::Refused(shipments::Refusal::ReasonRequired));
     }
     let policy = stored_policy(c, f.client, f.mode)?.unwrap_or(rules.default);
-    let made = f.return_attempts + 1;
-    let offers = return_offers(&rules, &f, now);
-    // Not the slot that just failed: the next one.
-    let offers: Vec<Offer> =
-        offers.into_iter().filter(|o| f.ret.as_ref().is_none_or(|r| o.start.timestamp() > slot_start(r))).collect();
+    let (made, offers) = f.return_retry(&rules, &policy, now)?;
     free_return(c, &f)?;
-    if !attempts::return_exhausted(&policy, made) {
-        if let Some(o) = take(c, f.mode, &offers, attempts::want(SlotKind::PickUp, 0))? {
-            set_return(c, &f, Some(o), made)?;
-            let change = Rescheduled {
-                from: f.ret.clone().unwrap_or_else(|| f.slot.clone()),
-                to: SlotRef::of(o),
-                by: Changer::System,
-                ret: true,
-                reason: m.reason.clone(),
-                at: now,
-            };
-            rescheduled(c, sink, &f, &change)?;
-            return Ok(MoveOutcome::Moved(f.unique_id));
-        }
+    if let Some(o) = take(c, f.mode, &offers, attempts::want(SlotKind::PickUp, 0))? {
+        set_return(c, &f, Some(o), made)?;
+        rescheduled(c, sink, &f, &Rescheduled::return_again(&f, o, m.reason.clone(), now))?;
+        return Ok(MoveOutcome::Moved(f.unique_id));
     }
     set_return(c, &f, None, made)?;
-    let cancel = Move {
-        reason: Some(format!("return failed {made} time(s): {}", m.reason.as_deref().unwrap_or_default())),
-        ..Move::to(Status::Cancelled, m.actor)
-    };
-    match moved(c, sink, &f.leg, &[cancel], now)? {
+    match moved(c, sink, &f.leg, &[return_cancelled(made, m)], now)? {
         Ok(_) => Ok(MoveOutcome::Moved(f.unique_id)),
         Err(r) => Ok(MoveOutcome::Refused(r)),
     }
-}
-
-fn slot_start(r: &SlotRef) -> Timestamp {
-    r.start_at.parse::<Timestamp>().unwrap_or(Timestamp::MIN)
-}
-
-fn refusal(f: &Facts, to: Status) -> shipments::Refusal {
-    shipments::Refusal::NotAllowed { from: f.leg.drop_off.status, to, allowed: f.leg.drop_off.allowed_next() }
 }
 
 /// The merchant's or the recipient's change (a new slot, an instruction, or both).
@@ -512,55 +422,30 @@ fn change_delivery(
     now: Timestamp,
 ) -> Result<Result<i64, ChangeOutcome>, StoreError> {
     let Some(f) = facts_of(c, target)? else { return Ok(Err(ChangeOutcome::NotFound)) };
-    let status = f.leg.drop_off.status;
-    if let Some((date, slot)) = &change.expect {
-        if *date != f.slot.date || *slot != f.slot.slot_code {
-            return Ok(Err(ChangeOutcome::Stale(f.slot.date, f.slot.slot_code)));
-        }
-    }
-    if change.slot.is_some() && !attempts::slot_change_open(status) {
-        return Ok(Err(ChangeOutcome::Closed(status)));
-    }
-    if change.instruction.is_some() && !attempts::instruction_open(status) {
-        return Ok(Err(ChangeOutcome::Closed(status)));
-    }
-    if let Some(o) = &change.slot {
-        let actor = match by {
-            Changer::Recipient => Actor::Recipient,
-            Changer::Merchant => Actor::Client,
-            Changer::System => Actor::System,
-        };
-        // A failed shipment goes `to_attempt` (the table decides: attempts must be left).
-        let to_attempt = Move { reason: Some("rescheduled".into()), ..Move::to(Status::ToAttempt, actor) };
-        if status == Status::Failed {
-            if let Err(r) = shipments::plan_moves(&f.leg, std::slice::from_ref(&to_attempt)) {
-                return Ok(Err(ChangeOutcome::Refused(r)));
-            }
-        }
-        let same = o.at.date.to_string() == f.slot.date && o.at.slot == f.slot.slot_code;
-        if !same {
-            let Some(o) = take(c, f.mode, std::slice::from_ref(o), attempts::want(SlotKind::DropOff, f.parcels))?
-            else {
+    let plan = match f.plan_change(change, by) {
+        Ok(plan) => plan,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    if let Some(slot) = &plan.slot {
+        if let Some(o) = slot.take {
+            let Some(o) = take(c, f.mode, std::slice::from_ref(o), f.delivery_load())? else {
                 return Ok(Err(ChangeOutcome::Full));
             };
-            if attempts::frees_current(status) {
+            if slot.frees {
                 free_delivery(c, &f)?;
             }
             set_delivery(c, &f, o)?;
         }
-        if status == Status::Failed {
-            moved(c, sink, &f.leg, &[to_attempt], now)?
+        if let Some(m) = &slot.to_attempt {
+            moved(c, sink, &f.leg, std::slice::from_ref(m), now)?
                 .map_err(|r| StoreError::Corrupt(format!("reschedule refused: {r}")))?;
         }
-        if !same {
-            let change =
-                Rescheduled { from: f.slot.clone(), to: SlotRef::of(o), by, ret: false, reason: None, at: now };
-            rescheduled(c, sink, &f, &change)?;
+        if let Some(o) = slot.take {
+            rescheduled(c, sink, &f, &Rescheduled::delivery(&f, o, by, now))?;
         }
     }
-    if let Some(text) = &change.instruction {
-        let text = Some(text.as_str()).filter(|t| !t.is_empty());
-        c.prepare_cached("UPDATE drop_off_shipments SET instruction = ?2 WHERE id = ?1")
+    if let Some(text) = plan.instruction {
+        c.prepare_cached("UPDATE drop_off_shipments SET instruction = NULLIF(?2, '') WHERE id = ?1")
             .and_then(|mut s| s.execute(params![f.leg.drop_off.id, text]))
             .map_err(map_err)?;
     }
@@ -576,13 +461,15 @@ fn return_to_sender(
     let Some(f) = facts_of(c, target)? else { return Ok(Err(ChangeOutcome::NotFound)) };
     let status = f.leg.drop_off.status;
     if !attempts::returnable(status) {
-        return Ok(Err(ChangeOutcome::Refused(refusal(&f, Status::ReturnScheduled))));
+        return Ok(Err(ChangeOutcome::Refused(f.refusal(Status::ReturnScheduled))));
     }
-    let offers = sink.outbox.attempts().map(|rules| return_offers(rules, &f, now)).unwrap_or_default();
-    if !book_return_into(c, sink, &f, &offers, Actor::Client, now)? {
+    let offers = sink.outbox.attempts().map(|rules| f.return_offers(rules, now)).unwrap_or_default();
+    let offers = offers.as_slice();
+    // The delivery slot's place is given back only once the return is booked: the job
+    // commits whatever it answers, and a return with no room must write nothing.
+    if !book_return_into(c, sink, &f, offers, Actor::Client, now)? {
         return Ok(Err(ChangeOutcome::NoRoom));
     }
-    // The re-attempt's slot was not used: its place goes back.
     if attempts::frees_current(status) {
         free_delivery(c, &f)?;
     }
@@ -597,14 +484,13 @@ fn cancel(
 ) -> Result<Result<i64, ChangeOutcome>, StoreError> {
     let Some(f) = facts_of(c, target)? else { return Ok(Err(ChangeOutcome::NotFound)) };
     if !attempts::cancellable(f.leg.drop_off.status) {
-        return Ok(Err(ChangeOutcome::Refused(refusal(&f, Status::Cancelled))));
+        return Ok(Err(ChangeOutcome::Refused(f.refusal(Status::Cancelled))));
     }
     free_return(c, &f)?;
     if f.ret.is_some() {
         set_return(c, &f, None, f.return_attempts)?;
     }
-    let m = Move { reason: Some("cancelled by the merchant".into()), ..Move::to(Status::Cancelled, Actor::Client) };
-    match moved(c, sink, &f.leg, &[m], now)? {
+    match moved(c, sink, &f.leg, &[merchant_cancel()], now)? {
         Ok(_) => Ok(Ok(f.leg.drop_off.id)),
         Err(r) => Ok(Err(ChangeOutcome::Refused(r))),
     }

@@ -18,7 +18,8 @@
 //! next batch), so every webhook body and notification shows the shipment as its own move
 //! left it. Moves of drop-offs sharing a pick-up leg are planned one after the other on that
 //! leg's state. A failed batch is rolled back and each of its moves made alone, which gives
-//! each its own answer.
+//! each its own answer. A move to `failed` never joins a batch: it is made alone by
+//! [`ops_move`], whose transaction also decides and writes what follows (CONTRACT §15).
 
 use crate::outbox::postgres::Sink;
 use crate::postgres::sql::Sql;
@@ -64,6 +65,9 @@ impl LifecycleStore for PgStore {
         m: dropslot_core::shipments::Move,
         now: Timestamp,
     ) -> StoreResult<MoveOutcome<Box<StoredShipment>>> {
+        if m.to == Status::Failed {
+            return self.failure(unique_id, &m, now).await;
+        }
         let movers = self.moves.get_or_init(|| Movers::start(&self.pool, &self.outbox, self.order_writers))?;
         movers.make(unique_id, m, now).await
     }
@@ -89,6 +93,29 @@ impl LifecycleStore for PgStore {
         self.notify(sink.queued);
         self.notified(sink.notified);
         Ok(outcome)
+    }
+}
+
+impl PgStore {
+    /// An ops move to `failed`, outside the batches: what follows a failure (CONTRACT §15:
+    /// a re-attempt, a return, a return booked again or cancelled) is decided and written in
+    /// its transaction, by the single [`ops_move`]. Failures are a few percent of moves. The
+    /// shipment is read back after the commit, as ops sees it (gone meanwhile: not found).
+    async fn failure(&self, unique_id: &str, m: &Move, now: Timestamp) -> StoreResult<Moved> {
+        let mut sink = Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
+        let outcome = in_tx!(self, |tx| ops_move(tx, &mut sink, unique_id, m, now).await?);
+        self.notify(sink.queued);
+        self.notified(sink.notified);
+        Ok(match outcome {
+            MoveOutcome::NotFound => MoveOutcome::NotFound,
+            MoveOutcome::Refused(r) => MoveOutcome::Refused(r),
+            MoveOutcome::Moved(code) => {
+                match crate::shipments::postgres::shipment(&self.conn().await?, Visibility::Ops, &code).await? {
+                    None => MoveOutcome::NotFound,
+                    Some(s) => MoveOutcome::Moved(Box::new(s)),
+                }
+            }
+        })
     }
 }
 
@@ -457,7 +484,9 @@ async fn load_many(c: &impl Sql, scope: Scope, ids: &[i64]) -> Result<HashMap<i6
 }
 
 /// An ops move of a live drop-off shipment, by tracking code; its pick-up leg and then the
-/// shipment are locked before the move is planned.
+/// shipment are locked before the move is planned. A failure's follow-up (CONTRACT §15) is
+/// made in the same transaction: a failed return stop is booked again or cancelled, a failed
+/// delivery re-attempted, returned or held by the client's policy.
 pub(crate) async fn ops_move(
     c: &impl Sql,
     sink: &mut Sink<'_>,
@@ -469,9 +498,15 @@ pub(crate) async fn ops_move(
     let Some(s) = load(c, Visibility::Ops, None, Some(unique_id)).await? else {
         return Ok(MoveOutcome::NotFound);
     };
+    if s.leg.drop_off.status == Status::ReturnScheduled && m.to == Status::Failed {
+        return crate::attempts::postgres::return_failed(c, sink, s.leg.drop_off.id, m, now).await;
+    }
     match shipments::plan_moves(&s.leg, std::slice::from_ref(m)) {
         Err(refusal) => Ok(MoveOutcome::Refused(refusal)),
-        Ok(events) => {
+        Ok(mut events) => {
+            if m.to == Status::Failed {
+                crate::attempts::postgres::follow_failure(c, sink, &mut events, now).await?;
+            }
             apply(c, sink, &events, now).await?;
             Ok(MoveOutcome::Moved(s.unique_id))
         }

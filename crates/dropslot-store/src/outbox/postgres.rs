@@ -250,6 +250,27 @@ pub(crate) async fn subscribers_of(
     Ok(by_tenant)
 }
 
+/// The enabled endpoints of a tenant that take `event`, by id: for an event [`changes`] does
+/// not render (`same.shipment.rescheduled`), queued with [`enqueue`].
+pub(crate) async fn tenant_subscribers(c: &impl Sql, scope: crate::Scope, event: &str) -> Result<Vec<i64>, StoreError> {
+    let rows = c
+        .query_typed(
+            "SELECT e.id, e.events_json, e.client_id, e.mode FROM webhook_endpoints e
+             WHERE e.client_id = $1 AND e.mode = $2 AND e.enabled AND e.deleted_at IS NULL ORDER BY e.id",
+            &[(&scope.client.0, Type::INT8), (&scope.mode.as_str(), Type::TEXT)],
+        )
+        .await
+        .map_err(map_err)?;
+    let mut ids = Vec::new();
+    for r in &rows {
+        let s = subscriber(r, 0)?;
+        if s.wants(event) {
+            ids.push(s.id);
+        }
+    }
+    Ok(ids)
+}
+
 /// The enabled endpoints of each drop-off shipment's client in its mode, by shipment, each
 /// shipment's in id order. The shipments are found by id, then each one's endpoints by tenant
 /// (`OFFSET 0` keeps the planner from joining the other way round: on a table not yet

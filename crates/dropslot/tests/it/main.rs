@@ -5,6 +5,7 @@
 
 mod async_orders;
 mod attempts;
+mod attempts_store;
 mod backup;
 mod browser;
 mod capacity;
