@@ -633,3 +633,46 @@ pub struct StoredPlan {
     pub plan: Plan,
     pub version: i64,
 }
+
+/// The outcome of an ops move or a pick-up scan: by default with the moved drop-off
+/// shipment's tracking code (to read it back); an ops move returns the shipment itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MoveOutcome<T = String> {
+    NotFound,
+    Refused(dropslot_core::shipments::Refusal),
+    Moved(T),
+}
+
+/// A date and slot, old or new, as the `same.shipment.rescheduled` event shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotRef {
+    pub date: String,
+    pub slot_code: String,
+    pub slot_name: String,
+    pub start_at: String,
+    pub end_at: String,
+}
+
+impl SlotRef {
+    pub fn of(o: &dropslot_core::attempts::Offer) -> SlotRef {
+        SlotRef {
+            date: o.at.date.to_string(),
+            slot_code: o.at.slot.clone(),
+            slot_name: o.name.clone(),
+            start_at: dropslot_core::time::iso(&o.start),
+            end_at: dropslot_core::time::iso(&o.end),
+        }
+    }
+}
+
+/// A change of date and slot (CONTRACT §15: `same.shipment.rescheduled`): a delivery's, or a
+/// return's (`ret`), by whom, and why when the service made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rescheduled {
+    pub from: SlotRef,
+    pub to: SlotRef,
+    pub by: dropslot_core::attempts::Changer,
+    pub ret: bool,
+    pub reason: Option<String>,
+    pub at: Timestamp,
+}

@@ -2,6 +2,7 @@
 //! environment variables and flags; validated once at start into `Settings`.
 
 mod area;
+mod attempts;
 mod notify;
 mod routing;
 #[cfg(feature = "openapi")]
@@ -14,6 +15,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 pub use area::{City, Depot, Region, ServiceArea, Slot, SlotCapacity, Weekdays, Zone};
+pub use attempts::{AfterFailure, MAX_ATTEMPTS_RANGE, Policy};
 pub use notify::{Credentials, NotificationConfig, SmsSettings, SmtpSecurity, SmtpSettings};
 pub use routing::{OsrmSettings, RoadModel, RoutingSettings};
 
@@ -32,7 +34,7 @@ struct RawConfig {
     #[serde(default)]
     notifications: notify::RawNotifications,
     #[serde(default)]
-    attempts: crate::attempts::Policy,
+    attempts: Policy,
     postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
@@ -384,7 +386,7 @@ pub struct Settings {
     pub routing: RoutingSettings,
     pub notifications: NotificationConfig,
     /// The default attempts policy (`[attempts]`, CONTRACT §15): clients set their own.
-    pub attempts: crate::attempts::Policy,
+    pub attempts: Policy,
 }
 
 impl std::fmt::Debug for Settings {

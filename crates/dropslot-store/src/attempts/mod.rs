@@ -3,7 +3,7 @@
 //! lifecycle's moves), and the changes the merchant and the recipient make. The rules are the
 //! core's (`dropslot_core::attempts`); the backends load, take a place in a slot (§10), persist.
 
-use crate::{Mode, Scope, StoreError, StoreResult, StoredShipment};
+use crate::{Mode, Rescheduled, Scope, SlotRef, StoreError, StoreResult, StoredShipment};
 use async_trait::async_trait;
 use dropslot_core::attempts::{self, AfterFailure, Changer, Offer, Policy};
 use dropslot_core::quote::capacity::{Load, Override, SlotKind};
@@ -42,40 +42,6 @@ pub enum ChangeOutcome {
     /// Changed meanwhile by someone else: it is now in this (date, slot code).
     Stale(String, String),
     Changed(Box<StoredShipment>),
-}
-
-/// A date and slot, old or new, as the `same.shipment.rescheduled` event shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SlotRef {
-    pub date: String,
-    pub slot_code: String,
-    pub slot_name: String,
-    pub start_at: String,
-    pub end_at: String,
-}
-
-impl SlotRef {
-    pub fn of(o: &Offer) -> SlotRef {
-        SlotRef {
-            date: o.at.date.to_string(),
-            slot_code: o.at.slot.clone(),
-            slot_name: o.name.clone(),
-            start_at: dropslot_core::time::iso(&o.start),
-            end_at: dropslot_core::time::iso(&o.end),
-        }
-    }
-}
-
-/// A change of date and slot (CONTRACT §15: `same.shipment.rescheduled`): a delivery's, or a
-/// return's (`ret`), by whom, and why when the service made it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rescheduled {
-    pub from: SlotRef,
-    pub to: SlotRef,
-    pub by: Changer,
-    pub ret: bool,
-    pub reason: Option<String>,
-    pub at: Timestamp,
 }
 
 /// One line of the board's failures (CONTRACT §15): a drop-off shipment, its status now, the

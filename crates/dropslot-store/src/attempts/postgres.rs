@@ -11,14 +11,14 @@
 //! tenant's endpoints that take it, in the shipment's stream after its status events.
 
 use crate::attempts::{
-    ChangeOutcome, ChangeTarget, DeliveryChange, Facts, FailureLine, Failures, Rescheduled, SlotRef, fits,
-    merchant_cancel, reason_missing, return_cancelled, return_move,
+    ChangeOutcome, ChangeTarget, DeliveryChange, Facts, FailureLine, Failures, fits, merchant_cancel, reason_missing,
+    return_cancelled, return_move,
 };
 use crate::capacity::counter_key;
 use crate::outbox::postgres::Sink;
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, column, in_tx, map_err, narrow, status_column};
-use crate::{AttemptStore, Mode, MoveOutcome, Scope, StoreError, StoreResult};
+use crate::{AttemptStore, Mode, MoveOutcome, Rescheduled, Scope, SlotRef, StoreError, StoreResult};
 use async_trait::async_trait;
 use dropslot_core::attempts::{self, Changer, Offer, Policy};
 use dropslot_core::quote::capacity::{Load, SlotKind};
@@ -448,7 +448,7 @@ async fn moved(
     match shipments::plan_moves(leg, std::slice::from_ref(m)) {
         Err(r) => Ok(Err(r)),
         Ok(events) => {
-            crate::lifecycle::postgres::apply(c, sink, &events, now).await?;
+            crate::outbox::postgres::apply(c, sink, &events, now).await?;
             Ok(Ok(()))
         }
     }

@@ -6,13 +6,13 @@
 //! slot, cannot overlap.
 
 use crate::attempts::{
-    ChangeOutcome, ChangeTarget, DeliveryChange, Facts, FailureLine, Failures, Rescheduled, SlotRef, fits,
-    merchant_cancel, reason_missing, return_cancelled, return_move,
+    ChangeOutcome, ChangeTarget, DeliveryChange, Facts, FailureLine, Failures, fits, merchant_cancel, reason_missing,
+    return_cancelled, return_move,
 };
 use crate::capacity::counter_key;
 use crate::outbox::sqlite::Sink;
 use crate::sqlite::{SqliteStore, map_err, status_column};
-use crate::{AttemptStore, Mode, MoveOutcome, Scope, StoreError, StoreResult};
+use crate::{AttemptStore, Mode, MoveOutcome, Rescheduled, Scope, SlotRef, StoreError, StoreResult};
 use async_trait::async_trait;
 use dropslot_core::attempts::{self, Changer, Offer, Policy};
 use dropslot_core::quote::capacity::{Load, SlotKind};
@@ -313,7 +313,7 @@ fn moved(
     match shipments::plan_moves(leg, moves) {
         Err(r) => Ok(Err(r)),
         Ok(events) => {
-            crate::lifecycle::sqlite::apply(c, sink, &events, now)?;
+            crate::outbox::sqlite::apply(c, sink, &events, now)?;
             let mut after = *leg;
             for e in &events {
                 let cur = match e.kind {

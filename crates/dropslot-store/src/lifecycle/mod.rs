@@ -1,9 +1,9 @@
 //! lifecycle
 
-use crate::{Scope, StoreResult, StoredShipment};
+use crate::{MoveOutcome, Scope, StoreResult, StoredShipment};
 use async_trait::async_trait;
 use dropslot_core::ids::DropOffShipmentId;
-use dropslot_core::shipments::{Refusal, Status};
+use dropslot_core::shipments::Status;
 use jiff::Timestamp;
 use jiff::civil::Date;
 
@@ -20,15 +20,6 @@ pub struct Selection {
 pub enum ScenarioResult {
     Affected { id: DropOffShipmentId, unique_id: String, from: Status, to: Status },
     Skipped { id: DropOffShipmentId, unique_id: String, status: Status, reason: String },
-}
-
-/// The outcome of an ops move or a pick-up scan: by default with the moved drop-off
-/// shipment's tracking code (to read it back); an ops move returns the shipment itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MoveOutcome<T = String> {
-    NotFound,
-    Refused(Refusal),
-    Moved(T),
 }
 
 /// A driver action's idempotency record: whose, which key, and what request it answered.

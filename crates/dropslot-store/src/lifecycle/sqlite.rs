@@ -2,16 +2,16 @@
 //! attempts and the numbered event, in the changing transaction), after the domain planned it
 //! from a snapshot loaded in that same transaction. Writes run on the writer thread.
 
-use crate::outbox::sqlite::Sink;
+use crate::outbox::sqlite::{Sink, apply};
 use crate::sqlite::{SqliteStore, map_err, status_column};
 use crate::{
-    LifecycleStore, Mode, MoveOutcome, ScenarioResult, Scope, Selection, StoreError, StoreResult, StoredEvent,
-    StoredShipment, Visibility,
+    LifecycleStore, Mode, MoveOutcome, ScenarioResult, Scope, Selection, StoreError, StoreResult, StoredShipment,
+    Visibility,
 };
 use async_trait::async_trait;
 use dropslot_core::ids::DropOffShipmentId;
 use dropslot_core::shipments;
-use dropslot_core::shipments::{Actor, Current, Leg, Move, NewEvent, Scenario, ShipmentKind, Status};
+use dropslot_core::shipments::{Actor, Current, Leg, Move, Scenario, ShipmentKind, Status};
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -69,98 +69,6 @@ impl LifecycleStore for SqliteStore {
         let code = pick_up_code.to_string();
         self.write_events(move |c, sink| pick_up_scan(c, sink, &code, now)).await
     }
-}
-
-/// Records a status change with the shipment's next sequence number; runs in the transaction
-/// that makes the change (the writer serialises writers, so `max + 1` cannot race). A
-/// shipment's first event (`from` is none: its creation) is number 1 without a lookup.
-/// Returns the event as stored (its id and number), for the outbox.
-pub(crate) fn record_event(
-    c: &Connection,
-    e: &NewEvent,
-    at: Timestamp,
-    at_text: &str,
-) -> Result<StoredEvent, StoreError> {
-    let proof = if e.proof.is_empty() { None } else { Some(crate::sqlite::to_json(&e.proof).map_err(map_err)?) };
-    let sql = if e.from.is_none() {
-        "INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, previous_status, at, actor, reason,
-            attempt, proof_json)
-         VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id, seq"
-    } else {
-        "INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, previous_status, at, actor, reason,
-            attempt, proof_json)
-         VALUES (?1, ?2,
-            (SELECT coalesce(max(seq), 0) + 1 FROM shipment_events WHERE shipment_kind = ?1 AND shipment_id = ?2),
-            ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id, seq"
-    };
-    let (id, seq) = c
-        .prepare_cached(sql)
-        .and_then(|mut s| {
-            s.query_row(
-                params![
-                    e.kind.as_str(),
-                    e.shipment,
-                    e.to.as_str(),
-                    e.from.map(Status::as_str),
-                    at_text,
-                    e.actor.as_str(),
-                    e.reason,
-                    e.attempt,
-                    proof
-                ],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-        })
-        .map_err(map_err)?;
-    Ok(StoredEvent {
-        id,
-        seq,
-        from: e.from,
-        to: e.to,
-        at,
-        actor: e.actor,
-        reason: e.reason.clone(),
-        attempt: e.attempt,
-        proof: e.proof.clone(),
-    })
-}
-
-/// Persists planned changes in order: each shipment's status (and a drop-off's attempts)
-/// and its event, then queues the drop-off events' webhooks. The one place a status column
-/// is written after creation.
-pub(crate) fn apply(
-    c: &Connection,
-    sink: &mut Sink<'_>,
-    events: &[NewEvent],
-    now: Timestamp,
-) -> Result<(), StoreError> {
-    let at = now.to_string();
-    let mut recorded = Vec::new();
-    for e in events {
-        let sql = match e.kind {
-            ShipmentKind::PickUp => "UPDATE pick_up_shipments SET status = ?2 WHERE id = ?1",
-            ShipmentKind::DropOff => "UPDATE drop_off_shipments SET status = ?2, attempts = ?3 WHERE id = ?1",
-        };
-        let changed = c
-            .prepare_cached(sql)
-            .and_then(|mut s| match e.kind {
-                ShipmentKind::PickUp => s.execute(params![e.shipment, e.to.as_str()]),
-                ShipmentKind::DropOff => s.execute(params![e.shipment, e.to.as_str(), e.attempts]),
-            })
-            .map_err(map_err)?;
-        if changed != 1 {
-            return Err(StoreError::Corrupt(format!(
-                "{} shipment {} vanished mid-change",
-                e.kind.as_str(),
-                e.shipment
-            )));
-        }
-        let stored = record_event(c, e, now, &at)?;
-        if e.kind == ShipmentKind::DropOff {
-            recorded.push((e.shipment, stored));
-        }
-    }
-    crate::outbox::sqlite::changes(c, sink, &recorded, now)
 }
 
 /// A drop-off shipment and its pick-up leg as the domain needs them, with its tracking code

@@ -20,8 +20,8 @@
 //! queue), finished (completed by the order's own transaction, or failed) with their
 //! `same.request.completed` webhook in the same transaction.
 
-use crate::lifecycle::postgres::apply;
 use crate::outbox::postgres::Sink;
+use crate::outbox::postgres::apply;
 use crate::outbox::{created_events, plan_deliveries};
 use crate::postgres::sql::Sql;
 use crate::postgres::{

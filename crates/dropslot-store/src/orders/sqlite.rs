@@ -4,8 +4,8 @@
 //! under a lease, finished (completed by the order's own insert, or failed) with their
 //! `same.request.completed` webhook in the same transaction.
 
-use crate::lifecycle::sqlite::{apply, record_event};
 use crate::outbox::sqlite::Sink;
+use crate::outbox::sqlite::{apply, record_event};
 use crate::sqlite::{SqliteStore, map_err, status_column};
 use crate::{
     COMPLETED_EVENT, ClaimedRequest, CreateOrderError, CreatedOrder, DeleteOutcome, IdempotencyClaim, Mode, NewOrder,

@@ -5,9 +5,10 @@
 
 use crate::outbox::{Queued, Subscriber, plan_deliveries};
 use crate::postgres::sql::Sql;
-use crate::postgres::{column, map_err};
+use crate::postgres::{column, map_err, narrow};
 use crate::shipments::postgres::{events_of, shipments_without_events};
 use crate::{Outbox, StoreError, StoredEvent, StoredShipment};
+use dropslot_core::shipments::{NewEvent, ShipmentKind, Status};
 use dropslot_core::webhooks::DeliveryState;
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
@@ -403,4 +404,195 @@ pub(crate) async fn changes(
             Ok(s)
         })
         .collect()
+}
+
+// Status changes: the one place a status column is written after creation, with its events,
+// which every writing domain (the lifecycle, deletions, failed deliveries) persists through.
+
+/// Records status changes in one statement, each with its shipment's next sequence number;
+/// runs in the transaction that makes them. `max + 1` cannot race: the caller holds the row
+/// lock of every shipment in `events` (a shipment created in this transaction is seen by no
+/// one else). Returns the events as stored (id, number, and the instant as the column keeps
+/// it, to the microsecond), in the order given, for the outbox.
+pub(crate) async fn record_events(
+    c: &impl Sql,
+    events: &[NewEvent],
+    at: Timestamp,
+) -> Result<Vec<StoredEvent>, StoreError> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut kinds = Vec::with_capacity(events.len());
+    let mut shipments = Vec::with_capacity(events.len());
+    let mut statuses = Vec::with_capacity(events.len());
+    let mut previous = Vec::with_capacity(events.len());
+    let mut actors = Vec::with_capacity(events.len());
+    let mut reasons = Vec::with_capacity(events.len());
+    let mut attempts = Vec::with_capacity(events.len());
+    let mut proofs = Vec::with_capacity(events.len());
+    for e in events {
+        kinds.push(e.kind.as_str());
+        shipments.push(e.shipment);
+        statuses.push(e.to.as_str());
+        previous.push(e.from.map(Status::as_str));
+        actors.push(e.actor.as_str());
+        reasons.push(e.reason.as_deref());
+        attempts.push(e.attempt.map(i64::from));
+        proofs.push(if e.proof.is_empty() { None } else { Some(crate::postgres::to_json(&e.proof)?) });
+    }
+    // Numbered after the shipment's last stored event, then in the order given; the rows come
+    // back joined on (shipment, number), as RETURNING promises no order.
+    let rows = c
+        .query_typed(
+            "WITH new AS (
+                SELECT n.ord, n.kind, n.shipment, n.status, n.previous, n.actor, n.reason, n.attempt, n.proof,
+                    (SELECT coalesce(max(e.seq), 0) FROM shipment_events e
+                     WHERE e.shipment_kind = n.kind AND e.shipment_id = n.shipment)
+                    + row_number() OVER (PARTITION BY n.kind, n.shipment ORDER BY n.ord) AS seq
+                FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
+                        $8::text[])
+                    WITH ORDINALITY AS n (kind, shipment, status, previous, actor, reason, attempt, proof, ord)
+            ),
+            stored AS (
+                INSERT INTO shipment_events (shipment_kind, shipment_id, seq, status, previous_status, at, actor, reason,
+                    attempt, proof_json)
+                SELECT kind, shipment, seq, status, previous, $9, actor, reason, attempt, proof FROM new ORDER BY ord
+                RETURNING id, shipment_kind, shipment_id, seq, at
+            )
+            SELECT s.id, s.seq, s.at FROM stored s
+            JOIN new n ON n.kind = s.shipment_kind AND n.shipment = s.shipment_id AND n.seq = s.seq
+            ORDER BY n.ord",
+            &[
+                (&kinds, Type::TEXT_ARRAY),
+                (&shipments, Type::INT8_ARRAY),
+                (&statuses, Type::TEXT_ARRAY),
+                (&previous, Type::TEXT_ARRAY),
+                (&actors, Type::TEXT_ARRAY),
+                (&reasons, Type::TEXT_ARRAY),
+                (&attempts, Type::INT8_ARRAY),
+                (&proofs, Type::TEXT_ARRAY),
+                (&at, Type::TIMESTAMPTZ),
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+    if rows.len() != events.len() {
+        return Err(StoreError::Corrupt(format!("{} events recorded of {}", rows.len(), events.len())));
+    }
+    events
+        .iter()
+        .zip(&rows)
+        .map(|(e, r)| {
+            Ok(StoredEvent {
+                id: column(r, 0)?,
+                seq: narrow(column(r, 1)?, "event number")?,
+                from: e.from,
+                to: e.to,
+                at: column(r, 2)?,
+                actor: e.actor,
+                reason: e.reason.clone(),
+                attempt: e.attempt,
+                proof: e.proof.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Persists planned changes: each shipment's status (and a drop-off's attempts) as its last
+/// change leaves it, then every event in order, then queues the drop-off events' webhooks.
+/// The one place a status column is written after creation. The caller has loaded the
+/// shipments with their rows locked (the plan is only valid while they are).
+pub(crate) async fn apply(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    events: &[NewEvent],
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    apply_and_read(c, sink, events, now, &[]).await.map(drop)
+}
+
+/// [`apply_and_read`]'s status update. On every change's path (ops moves in batches above
+/// all), so its text is kept as measured (docs/performance.md, "Why PostgreSQL moves are
+/// batched"), the kinds built once from the core's names rather than bound.
+static APPLY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH n AS (
+                SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS n (kind, id, status, attempts)
+            ),
+            p AS (
+                UPDATE pick_up_shipments s SET status = n.status FROM n
+                WHERE n.kind = '{pick_up}' AND s.id = n.id RETURNING s.id
+            ),
+            d AS (
+                UPDATE drop_off_shipments s SET status = n.status, attempts = n.attempts FROM n
+                WHERE n.kind = '{drop_off}' AND s.id = n.id RETURNING s.id
+            )
+            SELECT '{pick_up}'::text, id FROM p UNION ALL SELECT '{drop_off}'::text, id FROM d",
+        pick_up = ShipmentKind::PickUp.as_str(),
+        drop_off = ShipmentKind::DropOff.as_str(),
+    )
+});
+
+/// [`apply`], then the drop-off shipments `answer` names as the change left them, with their
+/// events, in that order: read in the outbox's round trip (`crate::outbox::postgres::changes`).
+pub(crate) async fn apply_and_read(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    events: &[NewEvent],
+    now: Timestamp,
+    answer: &[i64],
+) -> Result<Vec<crate::StoredShipment>, StoreError> {
+    if events.is_empty() {
+        return if answer.is_empty() {
+            Ok(Vec::new())
+        } else {
+            crate::shipments::postgres::shipments_with_events(c, answer).await
+        };
+    }
+    // Within the transaction only the end state of each shipment is ever seen: one row each.
+    let mut last: Vec<&NewEvent> = Vec::new();
+    let mut at: HashMap<(&str, i64), usize> = HashMap::new();
+    for e in events {
+        if let Some(l) = at.get(&(e.kind.as_str(), e.shipment)).and_then(|&i| last.get_mut(i)) {
+            *l = e;
+        } else {
+            at.insert((e.kind.as_str(), e.shipment), last.len());
+            last.push(e);
+        }
+    }
+    let kinds: Vec<&str> = last.iter().map(|e| e.kind.as_str()).collect();
+    let ids: Vec<i64> = last.iter().map(|e| e.shipment).collect();
+    let statuses: Vec<&str> = last.iter().map(|e| e.to.as_str()).collect();
+    let attempts: Vec<i64> = last.iter().map(|e| i64::from(e.attempts)).collect();
+    // The status update and the events' insert touch different tables: sent together, one
+    // round trip (a shipment that vanished fails the change, which is rolled back).
+    let (changed, stored) = tokio::try_join!(
+        async {
+            c.query_typed(
+                &APPLY,
+                &[
+                    (&kinds, Type::TEXT_ARRAY),
+                    (&ids, Type::INT8_ARRAY),
+                    (&statuses, Type::TEXT_ARRAY),
+                    (&attempts, Type::INT8_ARRAY),
+                ],
+            )
+            .await
+            .map_err(map_err)?
+            .iter()
+            .map(|r| Ok((column(r, 0)?, column(r, 1)?)))
+            .collect::<Result<Vec<(String, i64)>, StoreError>>()
+        },
+        record_events(c, events, now),
+    )?;
+    if let Some(e) = last.iter().find(|e| !changed.iter().any(|(k, id)| k == e.kind.as_str() && *id == e.shipment)) {
+        return Err(StoreError::Corrupt(format!("{} shipment {} vanished mid-change", e.kind.as_str(), e.shipment)));
+    }
+    let recorded: Vec<(i64, StoredEvent)> = events
+        .iter()
+        .zip(stored)
+        .filter(|(e, _)| e.kind == ShipmentKind::DropOff)
+        .map(|(e, s)| (e.shipment, s))
+        .collect();
+    crate::outbox::postgres::changes(c, sink, &recorded, now, answer).await
 }
