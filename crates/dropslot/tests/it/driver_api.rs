@@ -217,8 +217,10 @@ async fn a_driver_records_a_delivery_once_per_key_and_only_on_its_own_route() {
     assert_eq!(events(&mine[0]), 1);
 
     // A failed stop, a refused move, a missing key, another driver's shipment.
+    // The default policy books the re-attempt in the failure's own transaction (CONTRACT §15).
     let r = send(&mine[1], Some("stop-2"), &failed).await;
-    assert_eq!((r.status.as_u16(), r.body["object"]["status"].as_str()), (200, Some("failed")), "{}", r.body);
+    assert_eq!((r.status.as_u16(), r.body["object"]["status"].as_str()), (200, Some("to_attempt")), "{}", r.body);
+    assert!(r.body["object"]["events"].as_array().unwrap().iter().any(|e| e["status"] == "failed"), "{}", r.body);
     assert_envelope(&send(&mine[1], Some("stop-2b"), &delivered).await, 409);
     let r = send(&mine[1], None, &delivered).await;
     assert_envelope(&r, 422);

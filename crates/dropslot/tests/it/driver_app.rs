@@ -288,7 +288,8 @@ async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
     all_sent(&b, 3).await;
     let (second, _) = &d.ana_stops[1];
     let shipment = read(&d, second).await;
-    assert_eq!(shipment["status"], "failed", "{shipment}");
+    // Failed, and a re-attempt booked in the same transaction (the default policy, CONTRACT §15).
+    assert_eq!(shipment["status"], "to_attempt", "{shipment}");
     let failed = shipment["events"].as_array().unwrap().iter().find(|e| e["status"] == "failed");
     assert_eq!(failed.unwrap()["reason"], "Nobody at the address");
 
