@@ -42,13 +42,18 @@ impl Fleet {
     /// A live order for Monday's 14:00–18:00 slot at point `i`, two parcels; its tracking code
     /// and its parcels' pick-up codes.
     async fn order(&self, i: usize) -> (String, Vec<String>) {
+        self.order_on(DATE, i).await
+    }
+
+    /// As [`Fleet::order`], for `date`.
+    async fn order_on(&self, date: &str, i: usize) -> (String, Vec<String>) {
         let body = json!({
             "pick_up_address": {"text": PICK_UP},
             "drop_offs": [{
                 "address": {"text": format!("{} Front St W, Toronto, ON M5V 2T6", 100 + i),
                             "lat": 43.640 + 0.003 * i as f64, "lng": -79.39,
                             "person_name": format!("Receiver {i}"), "person_phone": "+1 416 555 0100"},
-                "scheduled_date": DATE, "time_slot_code": "TOR-DT-PM",
+                "scheduled_date": date, "time_slot_code": "TOR-DT-PM",
                 "parcels": [{"unit": "g", "values": 1000}, {"unit": "g", "values": 900}]
             }]
         });
@@ -395,4 +400,50 @@ async fn the_recipients_instruction_reaches_the_driver_at_its_next_read_and_the_
     let (_, sheet) = crate::plans::scan_pdf(&pdf);
     assert!(sheet.contains(&format!("Instruction: {text}")), "{sheet}");
     assert_eq!(sheet.matches("Instruction:").count(), 1, "{sheet}");
+}
+
+/// The app on a phone: Tuesday's two routes of Ana, a pick-up route with a return stop beside
+/// a pick-up at the same merchant, and a delivery whose recipient left an instruction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_a_return_is_handed_back_with_a_name_and_an_instruction_is_shown() {
+    let f = fleet(RETURN_POLICY).await;
+    let (returning, _, _) = failed_on_monday(&f).await;
+    f.at(TUESDAY_MORNING);
+    let (told, _) = f.order_on(TUESDAY, 1).await;
+    let text = "Ring twice, the bell is broken";
+    let change = dropslot_store::DeliveryChange { instruction: Some(text.into()), ..Default::default() };
+    let target = dropslot_store::ChangeTarget::Code(told.clone());
+    let now = f.s.app.clock.now();
+    let outcome = f.s.app.store.change_delivery(target, change, dropslot_core::attempts::Changer::Recipient, now).await;
+    assert!(matches!(outcome, Ok(dropslot_store::ChangeOutcome::Changed(_))), "{outcome:?}");
+    let pick_ups = f.publish("pick_up", TUESDAY).await;
+    let kinds: Vec<String> = stops(&pick_ups).iter().map(|s| s["kind"].as_str().unwrap().to_string()).collect();
+    assert_eq!(kinds.len(), 2, "a pick-up and a return at one merchant are two stops: {pick_ups}");
+    f.publish("delivery", TUESDAY).await;
+
+    let b = crate::driver_app::phone(None).await;
+    b.goto(&format!("{}/driver#token={}", f.s.base, f.ana)).await;
+    b.wait_until("document.querySelectorAll('li.stop').length === 3").await;
+    // The instruction stands out on its stop; the return stop offers its two actions.
+    let shown = b.text(&format!("[data-shipment='{told}'] .instruction")).await;
+    assert_eq!(shown, format!("Instruction: {text}"));
+    let at = format!("[data-shipment='{returning}']");
+    assert_eq!(b.count(&format!("{at} button.handback")).await, 1);
+    assert_eq!(b.text(&format!("{at} button.fail")).await, "Could not hand back");
+    crate::driver_app::check(&b, "driver-return").await;
+    // Handed back: the name of who took the parcels is asked for, then sent.
+    b.tap(&format!("{at} button.handback")).await;
+    b.wait_until("document.getElementById('taker') !== null").await;
+    b.tap("#confirm").await;
+    b.wait_until("document.querySelector('.sheet .alert') !== null").await;
+    assert!(b.text(".sheet .alert").await.contains("who took the parcels"));
+    b.fill("#taker", "Sam at the front desk").await;
+    crate::driver_app::check(&b, "driver-hand-back").await;
+    b.tap("#confirm").await;
+    crate::driver_app::all_sent(&b, 1).await;
+    let r = f.s.get(&format!("/shipments/{returning}"), &f.live).await;
+    assert_eq!(r.body["object"]["status"], "returned", "{}", r.body);
+    let last = r.body["object"]["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["proof_of_delivery"], json!([{"type": "receiver_name", "value": "Sam at the front desk"}]));
+    b.wait_until(&format!("document.querySelector(\"{at} .status\").textContent === 'returned'")).await;
 }
