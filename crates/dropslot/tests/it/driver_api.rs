@@ -43,15 +43,18 @@ pub(crate) async fn order(s: &TestServer, live: &str, i: usize) -> (String, Vec<
     (sh["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string(), codes.collect())
 }
 
-pub(crate) fn shipments_of(day: &Value) -> Vec<String> {
+/// Every shipment of a driver's day (`GET /driver/route`'s object), stop by stop.
+pub(crate) fn day_shipments(day: &Value) -> impl Iterator<Item = &Value> {
     day["routes"]
         .as_array()
         .unwrap()
         .iter()
         .flat_map(|r| r["stops"].as_array().unwrap())
         .flat_map(|s| s["shipments"].as_array().unwrap())
-        .map(|sh| sh["unique_id"].as_str().unwrap().to_string())
-        .collect()
+}
+
+pub(crate) fn shipments_of(day: &Value) -> Vec<String> {
+    day_shipments(day).map(|sh| sh["unique_id"].as_str().unwrap().to_string()).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

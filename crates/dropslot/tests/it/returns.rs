@@ -99,6 +99,24 @@ impl Fleet {
         self.s.send(req.header("Idempotency-Key", key).json(body)).await
     }
 
+    /// The recipient leaves `text` as the delivery instruction of `tracking` (the change page's
+    /// store call; the page itself is built elsewhere).
+    async fn instruct(&self, tracking: &str, text: &str) {
+        let change = dropslot_store::DeliveryChange { instruction: Some(text.into()), ..Default::default() };
+        let target = dropslot_store::ChangeTarget::Code(tracking.to_string());
+        let (now, by) = (self.s.app.clock.now(), dropslot_core::attempts::Changer::Recipient);
+        let outcome = self.s.app.store.change_delivery(target, change, by, now).await;
+        assert!(matches!(outcome, Ok(dropslot_store::ChangeOutcome::Changed(_))), "{outcome:?}");
+    }
+
+    /// The run sheet of `route` (a plan's route as answered): its barcodes and its text.
+    async fn sheet(&self, route: &Value) -> (Vec<(String, String)>, String) {
+        let path = format!("/ops/routes/{}/sheet.pdf", route["id"].as_str().unwrap());
+        let res = self.s.http.get(self.s.url(&path)).bearer_auth(&self.op).send().await.unwrap();
+        assert_eq!(res.status(), 200);
+        crate::plans::scan_pdf(&res.bytes().await.unwrap())
+    }
+
     fn at(&self, t: &str) {
         self.s.app.clock.set(t.parse().unwrap());
     }
@@ -117,12 +135,7 @@ fn stops(routes: &Value) -> Vec<Value> {
 
 /// The driver's view of shipment `tracking` on the day's stops.
 fn shipment<'a>(day: &'a Value, tracking: &str) -> &'a Value {
-    day["routes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r["stops"].as_array().unwrap())
-        .flat_map(|s| s["shipments"].as_array().unwrap())
+    crate::driver_api::day_shipments(day)
         .find(|sh| sh["unique_id"] == tracking)
         .unwrap_or_else(|| panic!("{tracking} is not on {day}"))
 }
@@ -289,9 +302,7 @@ async fn a_return_is_a_stop_of_the_pick_up_plan_handed_back_with_who_took_it() {
 
     // The run sheet prints the return stop with the parcels to hand back as barcodes.
     let route = plan["routes"].as_array().unwrap().iter().find(|r| r["driver_id"] == f.ana_id.as_str()).unwrap();
-    let path = format!("/ops/routes/{}/sheet.pdf", route["id"].as_str().unwrap());
-    let pdf = f.s.http.get(f.s.url(&path)).bearer_auth(&f.op).send().await.unwrap().bytes().await.unwrap();
-    let (scanned, text) = crate::plans::scan_pdf(&pdf);
+    let (scanned, text) = f.sheet(route).await;
     let mut found: Vec<String> = scanned.into_iter().map(|(_, code)| code).collect();
     found.sort();
     let mut expected = codes.clone();
@@ -385,19 +396,12 @@ async fn the_recipients_instruction_reaches_the_driver_at_its_next_read_and_the_
     assert_eq!(shipment(&f.day().await, &told)["instruction"], Value::Null);
     // The recipient leaves an instruction on the change page (its store call).
     let text = "Leave it at the back door, code 4412";
-    let change = dropslot_store::DeliveryChange { instruction: Some(text.into()), ..Default::default() };
-    let target = dropslot_store::ChangeTarget::Code(told.clone());
-    let now = f.s.app.clock.now();
-    let outcome = f.s.app.store.change_delivery(target, change, dropslot_core::attempts::Changer::Recipient, now).await;
-    assert!(matches!(outcome, Ok(dropslot_store::ChangeOutcome::Changed(_))), "{outcome:?}");
+    f.instruct(&told, text).await;
     let day = f.day().await;
     assert_eq!(shipment(&day, &told)["instruction"], text);
     assert_eq!(shipment(&day, &silent)["instruction"], Value::Null);
     // The route's run sheet prints it.
-    let route = &plan["routes"][0];
-    let path = format!("/ops/routes/{}/sheet.pdf", route["id"].as_str().unwrap());
-    let pdf = f.s.http.get(f.s.url(&path)).bearer_auth(&f.op).send().await.unwrap().bytes().await.unwrap();
-    let (_, sheet) = crate::plans::scan_pdf(&pdf);
+    let (_, sheet) = f.sheet(&plan["routes"][0]).await;
     assert!(sheet.contains(&format!("Instruction: {text}")), "{sheet}");
     assert_eq!(sheet.matches("Instruction:").count(), 1, "{sheet}");
 }
@@ -411,11 +415,7 @@ async fn browser_a_return_is_handed_back_with_a_name_and_an_instruction_is_shown
     f.at(TUESDAY_MORNING);
     let (told, _) = f.order_on(TUESDAY, 1).await;
     let text = "Ring twice, the bell is broken";
-    let change = dropslot_store::DeliveryChange { instruction: Some(text.into()), ..Default::default() };
-    let target = dropslot_store::ChangeTarget::Code(told.clone());
-    let now = f.s.app.clock.now();
-    let outcome = f.s.app.store.change_delivery(target, change, dropslot_core::attempts::Changer::Recipient, now).await;
-    assert!(matches!(outcome, Ok(dropslot_store::ChangeOutcome::Changed(_))), "{outcome:?}");
+    f.instruct(&told, text).await;
     let pick_ups = f.publish("pick_up", TUESDAY).await;
     let kinds: Vec<String> = stops(&pick_ups).iter().map(|s| s["kind"].as_str().unwrap().to_string()).collect();
     assert_eq!(kinds.len(), 2, "a pick-up and a return at one merchant are two stops: {pick_ups}");
