@@ -222,8 +222,7 @@ async fn transition(
         // On a stop of this driver's routes; a hand-back only at a return stop (CONTRACT §15).
         let (_, _, planned) = planned_today(&app, &caller.driver_id).await?;
         let on_route = planned.iter().flat_map(|(_, r)| r.visits()).any(|s| {
-            s.shipment_unique_ids.contains(&unique_id)
-                && (m.to != Status::Returned || s.kind == StopKind::Return)
+            s.shipment_unique_ids.contains(&unique_id) && (m.to != Status::Returned || s.kind == StopKind::Return)
         });
         if !on_route {
             return Err(Error::NotFound);
