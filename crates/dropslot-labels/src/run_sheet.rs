@@ -30,7 +30,7 @@ pub struct RunSheet {
 pub struct RunSheetStop {
     /// Position in the route, printed large.
     pub seq: u32,
-    /// `Drop-off`, `Pick-up` or `Depot`.
+    /// `Drop-off`, `Pick-up`, `Return` or `Depot`.
     pub kind: String,
     /// Time window, e.g. `14:00–18:00`.
     pub window: String,
@@ -42,6 +42,9 @@ pub struct RunSheetStop {
     pub receiver: String,
     pub phone: String,
     pub note: String,
+    /// The recipient's delivery instruction (safe place, door code), printed in bold under
+    /// the receiver; nothing when empty.
+    pub instruction: String,
     pub parcels: Vec<RunSheetParcel>,
 }
 
@@ -81,6 +84,7 @@ mod tests {
             receiver: "Jane Doe".into(),
             phone: "+1 416 555 0142".into(),
             note: "Leave with the concierge.".into(),
+            instruction: "Door code 4412".into(),
             parcels: (0..parcels)
                 .map(|i| RunSheetParcel {
                     code: format!("PK7M2Q9XR{i:03}"),
@@ -243,6 +247,7 @@ mod tests {
                 receiver: s.clone(),
                 phone: s.clone(),
                 note: s.clone(),
+                instruction: s.clone(),
                 parcels: vec![
                     RunSheetParcel { code: s.clone(), label: s.clone() },
                     RunSheetParcel { code: "PK7M2Q9XR4TB".into(), label: s.clone() },
@@ -278,6 +283,7 @@ mod tests {
                 eta: note.clone(),
                 receiver: address.clone(),
                 phone: kind.clone(),
+                instruction: note.clone(),
                 kind,
                 address,
                 note,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::geo::distance::LatLng;
 use crate::routing::roads::{Leg, Matrix};
 use crate::routing::{Fixed, Instance, Node, Reason, Solution, Vehicle};
+use crate::shipments::Status;
 
 /// What a plan covers: pick-ups at merchants, or deliveries to receivers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,12 +29,6 @@ impl PlanKind {
     }
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-    fn stop_kind(self) -> StopKind {
-        match self {
-            Self::PickUp => StopKind::PickUp,
-            Self::Delivery => StopKind::DropOff,
-        }
     }
 }
 
@@ -76,18 +71,62 @@ impl PlanPhase {
     }
 }
 
+/// What happens at a stop. A pick-up plan visits merchants to collect (`PickUp`) and to hand
+/// back the parcels of a return (`Return`, CONTRACT §15); a delivery plan visits receivers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopKind {
     PickUp,
     DropOff,
+    Return,
     Depot,
+}
+
+impl StopKind {
+    pub const ALL: [StopKind; 4] = [Self::PickUp, Self::DropOff, Self::Return, Self::Depot];
+
+    /// The wire value (the plan JSON's and the driver API's `kind`, and the stored plan's).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PickUp => "pick_up",
+            Self::DropOff => "drop_off",
+            Self::Return => "return",
+            Self::Depot => "depot",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// Whether a delivery plan leaves out a drop-off shipment of its date that is `status` (its
+/// other rule: not in another published route). Final ones are done; a `failed` one awaits
+/// its follow-up (a re-attempt booked moves it `to_attempt`, which a plan of the new date
+/// takes like any other); a `return_scheduled` one goes back to its merchant on a pick-up
+/// route, as a return stop (CONTRACT §15).
+pub fn left_out_of_deliveries(status: Status) -> bool {
+    status.is_final() || matches!(status, Status::Failed | Status::ReturnScheduled)
+}
+
+/// The drop-off status whose shipments a pick-up plan visits as return stops, on their return
+/// slot's date, at their order's pick-up address (CONTRACT §15).
+pub const RETURNING: Status = Status::ReturnScheduled;
+
+/// Whether a shipment of a published stop has left it since: the slot it is booked into now
+/// (`window`, Unix seconds: its delivery slot at a drop-off, its return slot at a return stop)
+/// is no longer the stop's. A change of slot takes a shipment off its published route (the
+/// stores drop its published stop): the route's start must not carry it, and its driver is
+/// shown where it went.
+pub fn moved_off(stop: &Stop, window: (i64, i64)) -> bool {
+    (stop.from, stop.to) != window
 }
 
 /// One shipment to place, as the store gives it. Times are Unix seconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
     pub unique_id: String,
+    /// What its stop is: a drop-off, a pick-up, or a return to its merchant.
+    pub kind: StopKind,
     pub at: LatLng,
     pub from: i64,
     pub to: i64,
@@ -269,8 +308,13 @@ impl Group {
 }
 
 impl Problem {
-    /// Groups `candidates` into stops (same coordinates, same window, within the largest
-    /// vehicle's capacities), in a stable order.
+    /// Groups `candidates` into stops (same kind, same coordinates, same window, within the
+    /// largest vehicle's capacities), in a stable order.
+    ///
+    /// Every stop's parcels count as load, a return's too: a van leaves the depot with the
+    /// returns it hands back and comes back with what it collected, so its true peak load is
+    /// at most that sum (docs/architecture.md, "Return stops"). Conservative, and exact for a
+    /// route of pick-ups only.
     pub fn new(
         kind: PlanKind,
         depot: Depot,
@@ -279,8 +323,8 @@ impl Problem {
         mut candidates: Vec<Candidate>,
     ) -> Self {
         candidates.sort_by(|a, b| {
-            (a.at.lat(), a.at.lng(), a.from, a.to, &a.unique_id)
-                .partial_cmp(&(b.at.lat(), b.at.lng(), b.from, b.to, &b.unique_id))
+            (a.at.lat(), a.at.lng(), a.from, a.to, a.kind.as_str(), &a.unique_id)
+                .partial_cmp(&(b.at.lat(), b.at.lng(), b.from, b.to, b.kind.as_str(), &b.unique_id))
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
         // A stop never holds more than the largest vehicle carries: a merchant's forty parcels
@@ -293,7 +337,8 @@ impl Problem {
         for c in candidates {
             match stops.last_mut() {
                 Some(g)
-                    if g.first().at == c.at
+                    if g.first().kind == c.kind
+                        && g.first().at == c.at
                         && (g.first().from, g.first().to) == (c.from, c.to)
                         && i64::from(g.parcels() + c.parcels) <= most.0
                         && g.grams() + c.grams <= most.1 =>
@@ -419,7 +464,7 @@ impl Problem {
         let c = g.first();
         Stop {
             seq: 0,
-            kind: self.kind.stop_kind(),
+            kind: c.kind,
             shipment_unique_ids: g.shipments.iter().map(|c| c.unique_id.clone()).collect(),
             address: c.address.clone(),
             receiver: c.receiver.clone(),

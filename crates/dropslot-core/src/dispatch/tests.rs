@@ -28,6 +28,7 @@ fn driver(id: &str, parcels: i64) -> Driver {
 fn candidate(id: &str, lat: f64, lng: f64, from_h: i64, to_h: i64, parcels: u32) -> Candidate {
     Candidate {
         unique_id: id.into(),
+        kind: StopKind::DropOff,
         at: at(lat, lng),
         from: EIGHT + from_h * HOUR,
         to: EIGHT + to_h * HOUR,
@@ -227,4 +228,60 @@ fn a_stored_plan_reads_back_and_unknown_keys_are_refused() {
     assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), plan);
     let extra = json.replacen("{\"id\"", "{\"surprise\":1,\"id\"", 1);
     assert!(serde_json::from_str::<Plan>(&extra).is_err());
+}
+
+#[test]
+fn a_return_at_a_merchant_is_a_stop_of_its_own_and_counts_as_load() {
+    // A pick-up and a return at one merchant in one window: two stops, each of its kind.
+    let mut pick_up = candidate("P", 43.66, -79.39, 1, 4, 2);
+    pick_up.kind = StopKind::PickUp;
+    let mut ret = candidate("R", 43.66, -79.39, 1, 4, 3);
+    ret.kind = StopKind::Return;
+    let mut later = candidate("Q", 43.66, -79.39, 1, 4, 1);
+    later.kind = StopKind::PickUp;
+    let service = ServiceTime { stop_seconds: 180, parcel_seconds: 30 };
+    let p = Problem::new(PlanKind::PickUp, depot(), vec![driver("drv_1", 6)], service, vec![ret, pick_up, later]);
+    let kinds: Vec<(StopKind, Vec<&str>)> = p
+        .stops
+        .iter()
+        .map(|g| (g.shipments[0].kind, g.shipments.iter().map(|c| c.unique_id.as_str()).collect()))
+        .collect();
+    assert_eq!(kinds, [(StopKind::PickUp, vec!["P", "Q"]), (StopKind::Return, vec!["R"])]);
+    let matrix = MODEL.matrix(&p.points());
+    let solution = solve(&p.instance(&matrix, &[]).unwrap(), 1, &mut Iterations(200));
+    let (routes, unassigned) = p.routes("pln_R", &matrix, &solution);
+    // 3 parcels picked up and 3 handed back fill a van of 6; a return's parcels are load.
+    assert!(unassigned.is_empty(), "{unassigned:?}");
+    let kinds: Vec<StopKind> = routes[0].visits().iter().map(|s| s.kind).collect();
+    assert!(kinds.contains(&StopKind::Return) && kinds.contains(&StopKind::PickUp), "{kinds:?}");
+    let mut big = candidate("R2", 43.67, -79.38, 1, 4, 1);
+    big.kind = StopKind::Return;
+    let p = Problem::new(
+        PlanKind::PickUp,
+        depot(),
+        vec![driver("drv_1", 6)],
+        service,
+        vec![candidate("P", 43.66, -79.39, 1, 4, 6), big],
+    );
+    let matrix = MODEL.matrix(&p.points());
+    let solution = solve(&p.instance(&matrix, &[]).unwrap(), 1, &mut Iterations(200));
+    assert_eq!(p.routes("pln_R", &matrix, &solution).1.len(), 1, "7 parcels do not fit a van of 6");
+}
+
+#[test]
+fn stop_kinds_round_trip_and_deliveries_leave_out_failures_and_returns() {
+    for k in StopKind::ALL {
+        assert_eq!(StopKind::parse(k.as_str()), Some(k));
+        assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+    }
+    for status in Status::ALL {
+        let out = left_out_of_deliveries(status);
+        assert_eq!(out, status.is_final() || status == Status::Failed || status == RETURNING, "{status}");
+    }
+    assert!(!left_out_of_deliveries(Status::ToAttempt));
+    let (plan, _, _) = plan(&problem(vec![driver("drv_1", 20)]));
+    let stop = &plan.routes[0].visits()[0];
+    assert!(!moved_off(stop, (stop.from, stop.to)));
+    assert!(moved_off(stop, (stop.from + 86_400, stop.to + 86_400)), "another day");
+    assert!(moved_off(stop, (stop.from, stop.to + 3_600)), "another slot");
 }

@@ -62,6 +62,18 @@ pub enum ProofKind {
     Photo,
 }
 
+/// Whether a move to `to` may carry proofs: a delivery (who received it, a signature, a photo)
+/// and a return handed back to its merchant (who took the parcels, CONTRACT §15).
+pub fn carries_proof(to: Status) -> bool {
+    matches!(to, Status::Delivered | Status::Returned)
+}
+
+/// Whether `proof` names the person who took the parcels (a non-blank `receiver_name`): what a
+/// driver's hand-back of a return must carry (CONTRACT §15).
+pub fn names_receiver(proof: &[Proof]) -> bool {
+    proof.iter().any(|p| p.kind == ProofKind::ReceiverName && !p.value.trim().is_empty())
+}
+
 /// A requested change and what it carries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Move {

@@ -173,7 +173,7 @@ fn running_header(c: &mut Canvas, sheet: &RunSheet, n: usize, count: usize) {
 }
 
 /// Sequence number large on the left; kind, window and ETA; address;
-/// receiver and phone; note.
+/// receiver and phone; the recipient's instruction, in bold; note.
 fn stop_head(stop: &RunSheetStop) -> Block {
     Block::draw(|c| {
         let seq = c.text(MARGIN, 0.0, SEQ_W - 6.0, Style::new(Bold, 22.0, 9.0, 1), &stop.seq.to_string());
@@ -189,6 +189,8 @@ fn stop_head(stop: &RunSheetStop) -> Block {
         let style = Style::new(Regular, 10.0, 7.0, 1).align(Align::Right);
         let phone = c.text(DETAIL_X + name_w, y, DETAIL_W - name_w, style, &stop.phone);
         y = gap(name.max(phone), y, 3.0);
+        let instruction = labelled("Instruction:", &stop.instruction);
+        y = gap(c.text(DETAIL_X, y, DETAIL_W, Style::new(Bold, 10.0, 7.0, 4), &instruction), y, 3.0);
         let note = labelled("Note:", &stop.note);
         y = gap(c.text(DETAIL_X, y, DETAIL_W, Style::new(Regular, 9.0, 7.0, 3), &note), y, 3.0);
         y.max(seq) + 4.0
@@ -285,6 +287,7 @@ mod tests {
             receiver: long.clone(),
             phone: long.clone(),
             note: long.clone(),
+            instruction: long.clone(),
             parcels: vec![],
         };
         let sheet = RunSheet {

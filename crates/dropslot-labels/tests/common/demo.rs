@@ -180,6 +180,7 @@ pub fn run_sheet() -> RunSheet {
                 receiver: NAMES[i].into(),
                 phone: format!("+1 416 555 01{i:02}"),
                 note: if i % 4 == 2 { "Buzz 1402; leave with the concierge if out.".into() } else { String::new() },
+                instruction: String::new(),
                 parcels,
             }
         })

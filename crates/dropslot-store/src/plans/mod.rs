@@ -5,7 +5,9 @@
 use crate::cache::PlanCache;
 use crate::{Mode, StoreError, StoreResult, StoredDropOffAddress, StoredEta, StoredPickUpAddress, StoredPlan};
 use async_trait::async_trait;
-use dropslot_core::dispatch::{Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanPhase, PlanStatus};
+use dropslot_core::dispatch::{
+    self, Candidate, Candidate as PlanCandidate, Plan, PlanKind, PlanPhase, PlanStatus, StopKind,
+};
 use dropslot_core::geo::distance::LatLng;
 use dropslot_core::shipments::Status;
 use jiff::civil::Date;
@@ -121,49 +123,101 @@ fn final_statuses() -> Vec<&'static str> {
     Status::ALL.into_iter().filter(|s| s.is_final()).map(Status::as_str).collect()
 }
 
-/// `{param}first, …`: a placeholder for each final status, numbered from `first`.
+/// `{param}first, …`: `count` numbered placeholders from `first`.
+fn placeholders(param: char, first: usize, count: usize) -> String {
+    (first..).take(count).map(|n| format!("{param}{n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// A placeholder for each final status, numbered from `first`.
 fn final_placeholders(param: char, first: usize) -> String {
-    (first..).take(final_statuses().len()).map(|n| format!("{param}{n}")).collect::<Vec<_>>().join(", ")
+    placeholders(param, first, final_statuses().len())
+}
+
+/// The statuses a plan of `kind` leaves out of its drop-off or pick-up shipments (the core's
+/// rules), bound for `NOT IN`. Return stops are chosen by their one status instead.
+fn skipped_statuses(kind: PlanKind) -> Vec<&'static str> {
+    match kind {
+        PlanKind::Delivery => {
+            Status::ALL.into_iter().filter(|s| dispatch::left_out_of_deliveries(*s)).map(Status::as_str).collect()
+        }
+        PlanKind::PickUp => final_statuses(),
+    }
+}
+
+/// A drop-off shipment's parcel columns (live parcels, their weight in milligrams), of the
+/// shipment aliased `alias`.
+fn drop_off_parcels(alias: &str) -> String {
+    format!(
+        "(SELECT count(*) FROM parcels p WHERE p.drop_off_shipment_id = {alias}.id AND p.deleted_at IS NULL),
+         (SELECT CAST(coalesce(sum(p.weight_mg), 0) AS BIGINT) FROM parcels p
+           WHERE p.drop_off_shipment_id = {alias}.id AND p.deleted_at IS NULL)"
+    )
 }
 
 /// The candidates of a plan of `kind`; its parameters are [`candidate_params`].
 /// `PostgreSQL`'s placeholders; `SQLite` reads them as `?1`… ([`sqlite_placeholders`]).
+/// A row's last column is its stop's kind (bound: the core's names).
 pub(crate) fn plan_candidates_sql(kind: PlanKind) -> String {
-    let finals = final_placeholders('$', 5);
+    // Not in a route of another published plan.
+    let unpublished = |alias: &str| {
+        format!(
+            "NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = {alias}.unique_id AND s.plan_id <> $3)"
+        )
+    };
     match kind {
         PlanKind::Delivery => format!(
-            "SELECT d.unique_id, d.start_at, d.end_at, d.address_json,
-                (SELECT count(*) FROM parcels p WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL),
-                (SELECT CAST(coalesce(sum(p.weight_mg), 0) AS BIGINT) FROM parcels p
-                  WHERE p.drop_off_shipment_id = d.id AND p.deleted_at IS NULL)
-             FROM drop_off_shipments d
-             WHERE d.scheduled_date = $2 AND d.warehouse = $1 AND d.mode = $4 AND d.status NOT IN ({finals})
-               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = d.unique_id AND s.plan_id <> $3)
-             ORDER BY d.id"
+            "SELECT x.unique_id, x.start_at, x.end_at, x.address_json, {parcels}, $5
+             FROM drop_off_shipments x
+             WHERE x.scheduled_date = $2 AND x.warehouse = $1 AND x.mode = $4 AND x.status NOT IN ({skipped})
+               AND {free}
+             ORDER BY x.id",
+            parcels = drop_off_parcels("x"),
+            skipped = placeholders('$', 6, skipped_statuses(kind).len()),
+            free = unpublished("x"),
         ),
-        // A pick-up belongs to the depot of its first drop-off's zone.
+        // A pick-up belongs to the depot of its first drop-off's zone. A return stop is a
+        // drop-off shipment of the depot going back to its merchant on its return slot's date,
+        // at its order's pick-up address.
         PlanKind::PickUp => format!(
             "SELECT u.unique_id, u.start_at, u.end_at, u.address_json,
                 (SELECT count(*) FROM parcels p JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
                   WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL),
                 (SELECT CAST(coalesce(sum(p.weight_mg), 0) AS BIGINT) FROM parcels p
                   JOIN drop_off_shipments d ON d.id = p.drop_off_shipment_id
-                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL)
+                  WHERE d.pick_up_shipment_id = u.id AND p.deleted_at IS NULL),
+                $5
              FROM pick_up_shipments u
-             WHERE u.scheduled_date = $2 AND u.mode = $4 AND u.status NOT IN ({finals})
+             WHERE u.scheduled_date = $2 AND u.mode = $4 AND u.status NOT IN ({skipped})
                AND (SELECT d.warehouse FROM drop_off_shipments d WHERE d.pick_up_shipment_id = u.id ORDER BY d.id LIMIT 1) = $1
-               AND NOT EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = u.unique_id AND s.plan_id <> $3)
-             ORDER BY u.id"
+               AND {pick_up_free}
+             UNION ALL
+             SELECT x.unique_id, x.return_start_at, x.return_end_at, r.address_json, {return_parcels}, $6
+             FROM drop_off_shipments x JOIN pick_up_shipments r ON r.id = x.pick_up_shipment_id
+             WHERE x.return_date = $2 AND x.warehouse = $1 AND x.mode = $4 AND x.status = $7
+               AND {return_free}
+             ORDER BY 7, 1",
+            return_parcels = drop_off_parcels("x"),
+            skipped = placeholders('$', 8, skipped_statuses(kind).len()),
+            pick_up_free = unpublished("u"),
+            return_free = unpublished("x"),
         ),
     }
 }
 
 /// [`plan_candidates_sql`]'s parameters in order, all text: the depot, the date, the plan whose
-/// own published stops are still its candidates (`''` for a new plan), the live mode, then the
-/// final statuses.
-pub(crate) fn candidate_params<'a>(depot: &'a str, date: &'a str, plan: &'a str) -> Vec<&'a str> {
-    let finals: Vec<&'a str> = final_statuses();
-    [depot, date, plan, Mode::Live.as_str()].into_iter().chain(finals).collect()
+/// own published stops are still its candidates (`''` for a new plan), the live mode, the stop
+/// kind of its rows (of a pick-up plan: then the return stops' kind and status), then the
+/// statuses it leaves out.
+pub(crate) fn candidate_params<'a>(kind: PlanKind, depot: &'a str, date: &'a str, plan: &'a str) -> Vec<&'a str> {
+    let kinds: &[&'static str] = match kind {
+        PlanKind::Delivery => &[StopKind::DropOff.as_str()],
+        PlanKind::PickUp => &[StopKind::PickUp.as_str(), StopKind::Return.as_str(), dispatch::RETURNING.as_str()],
+    };
+    [depot, date, plan, Mode::Live.as_str()]
+        .into_iter()
+        .chain(kinds.iter().copied())
+        .chain(skipped_statuses(kind))
+        .collect()
 }
 
 /// `$1` → `?1`: the same numbered parameters in `SQLite`'s spelling (the SQL has no other `$`).
@@ -171,35 +225,39 @@ pub(crate) fn sqlite_placeholders(sql: &str) -> String {
     sql.replace('$', "?")
 }
 
-/// One candidate row: unique id, window start and end (ISO 8601), the address JSON, live
-/// parcels and their weight in milligrams.
-pub(crate) type CandidateColumns = (String, String, String, String, i64, i64);
+/// One candidate row: unique id, window start and end (ISO 8601), the address JSON (a
+/// drop-off's, or a pick-up's for a pick-up or a return), live parcels, their weight in
+/// milligrams, and the stop's kind.
+pub(crate) type CandidateColumns = (String, String, String, String, i64, i64, String);
 
 /// A candidate row read into the core's terms. A row that does not parse is an error.
-pub(crate) fn candidate(kind: PlanKind, row: CandidateColumns) -> Result<Candidate, StoreError> {
-    let (unique_id, start_at, end_at, address_json, parcels, weight_mg) = row;
+pub(crate) fn candidate(row: CandidateColumns) -> Result<Candidate, StoreError> {
+    let (unique_id, start_at, end_at, address_json, parcels, weight_mg, kind) = row;
     let corrupt = |what: &str| StoreError::Corrupt(format!("shipment {unique_id}: {what}"));
     let time = |t: &str| {
         t.parse::<jiff::Timestamp>().map(jiff::Timestamp::as_second).map_err(|e| corrupt(&format!("window {t:?}: {e}")))
     };
     let (from, to) = (time(&start_at)?, time(&end_at)?);
+    let kind = StopKind::parse(&kind).ok_or_else(|| corrupt(&format!("stop kind {kind:?}")))?;
     let (text, at, receiver, phone) = match kind {
-        PlanKind::Delivery => {
+        StopKind::DropOff => {
             let a: StoredDropOffAddress =
                 serde_json::from_str(&address_json).map_err(|e| corrupt(&format!("address: {e}")))?;
             let at = LatLng::new(a.lat, a.lng).map_err(|_| corrupt("coordinates out of range"))?;
             (a.text, at, a.person_name.unwrap_or_default(), a.person_phone.unwrap_or_default())
         }
-        PlanKind::PickUp => {
+        StopKind::PickUp | StopKind::Return => {
             let a: StoredPickUpAddress =
                 serde_json::from_str(&address_json).map_err(|e| corrupt(&format!("address: {e}")))?;
             let at = LatLng::parse(&a.lat, &a.lng).ok_or_else(|| corrupt("coordinates"))?;
             (a.text, at, a.person_name.unwrap_or_default(), a.person_phone.unwrap_or_default())
         }
+        StopKind::Depot => return Err(corrupt("a depot is no shipment's stop")),
     };
     let parcels = u32::try_from(parcels).map_err(|_| corrupt("parcel count"))?;
     Ok(Candidate {
         unique_id,
+        kind,
         at,
         from,
         to,

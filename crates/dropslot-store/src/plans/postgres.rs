@@ -103,7 +103,7 @@ pub(crate) async fn candidates(
     plan: &str,
 ) -> StoreResult<Vec<Candidate>> {
     let date = date.to_string();
-    let params = candidate_params(depot, &date, plan);
+    let params = candidate_params(kind, depot, &date, plan);
     let rows = c.query_typed(&plan_candidates_sql(kind), &texts(&params)).await.map_err(map_err)?;
     rows.iter()
         .map(|r| {
@@ -114,8 +114,9 @@ pub(crate) async fn candidates(
                 get(r, 3, "shipment")?,
                 get(r, 4, "shipment")?,
                 get(r, 5, "shipment")?,
+                get(r, 6, "shipment")?,
             );
-            candidate(kind, columns)
+            candidate(columns)
         })
         .collect()
 }

@@ -25,7 +25,7 @@ impl PlanStore for SqliteStore {
         plan: Option<&str>,
     ) -> StoreResult<Vec<PlanCandidate>> {
         let (depot, plan) = (depot.to_string(), plan.unwrap_or("").to_string());
-        candidates(kind, self.read_blocking(move |c| candidate_rows(c, kind, &depot, date, &plan)).await?)
+        candidates(self.read_blocking(move |c| candidate_rows(c, kind, &depot, date, &plan)).await?)
     }
 
     async fn begin_plan(
@@ -99,8 +99,8 @@ pub(crate) fn candidate_rows(
 ) -> rusqlite::Result<Vec<CandidateColumns>> {
     let date = date.to_string();
     c.prepare_cached(&sqlite_placeholders(&plan_candidates_sql(kind)))?
-        .query_map(params_from_iter(candidate_params(depot, &date, plan)), |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+        .query_map(params_from_iter(candidate_params(kind, depot, &date, plan)), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
         })?
         .collect()
 }
@@ -117,8 +117,8 @@ pub(crate) fn board_rows(c: &Connection, depot: &str, date: Date) -> rusqlite::R
         .collect()
 }
 
-pub(crate) fn candidates(kind: PlanKind, rows: Vec<CandidateColumns>) -> Result<Vec<Candidate>, StoreError> {
-    rows.into_iter().map(|r| candidate(kind, r)).collect()
+pub(crate) fn candidates(rows: Vec<CandidateColumns>) -> Result<Vec<Candidate>, StoreError> {
+    rows.into_iter().map(candidate).collect()
 }
 
 pub(crate) fn begin(

@@ -27,7 +27,12 @@ pub struct MapStop {
     pub y: String,
     /// The route's letter and the stop's number (`A3`), the same as in the tables.
     pub label: String,
+    /// A return stop (parcels handed back to a merchant): drawn as a square, not a disc.
+    pub ret: bool,
 }
+
+/// A stop to draw: where it is (lat, lng) and whether it is a return stop.
+pub type Spot = ((f64, f64), bool);
 
 /// Where a route's driver last was (the phone's reported position).
 pub struct MapPosition {
@@ -64,12 +69,11 @@ fn text(v: f64) -> String {
     format!("{v:.1}")
 }
 
-/// Draws `routes` (each: its index among the plan's routes and its stops' (lat, lng) in
-/// order) around the depot at `depot`, with the drivers' last positions (route index, (lat,
-/// lng)).
-pub fn draw(depot: (f64, f64), routes: &[(usize, Vec<(f64, f64)>)], positions: &[(usize, (f64, f64))]) -> Map {
+/// Draws `routes` (each: its index among the plan's routes and its stops in order) around the
+/// depot at `depot`, with the drivers' last positions (route index, (lat, lng)).
+pub fn draw(depot: (f64, f64), routes: &[(usize, Vec<Spot>)], positions: &[(usize, (f64, f64))]) -> Map {
     let all: Vec<(f64, f64)> = std::iter::once(depot)
-        .chain(routes.iter().flat_map(|(_, s)| s.iter().copied()))
+        .chain(routes.iter().flat_map(|(_, s)| s.iter().map(|(at, _)| *at)))
         .chain(positions.iter().map(|(_, p)| *p))
         .collect();
     let mean_lat = all.iter().map(|p| p.0).sum::<f64>() / all.len() as f64;
@@ -88,7 +92,7 @@ pub fn draw(depot: (f64, f64), routes: &[(usize, Vec<(f64, f64)>)], positions: &
     let drawn = routes
         .iter()
         .map(|(i, stops)| {
-            let placed: Vec<(f64, f64)> = stops.iter().map(|p| at(*p)).collect();
+            let placed: Vec<(f64, f64)> = stops.iter().map(|(p, _)| at(*p)).collect();
             let line: Vec<String> = std::iter::once(home)
                 .chain(placed.iter().copied())
                 .chain(std::iter::once(home))
@@ -102,8 +106,14 @@ pub fn draw(depot: (f64, f64), routes: &[(usize, Vec<(f64, f64)>)], positions: &
                 points: line.join(" "),
                 stops: placed
                     .iter()
+                    .zip(stops)
                     .enumerate()
-                    .map(|(n, (x, y))| MapStop { x: text(*x), y: text(*y), label: format!("{letter}{}", n + 1) })
+                    .map(|(n, ((x, y), (_, ret)))| MapStop {
+                        x: text(*x),
+                        y: text(*y),
+                        label: format!("{letter}{}", n + 1),
+                        ret: *ret,
+                    })
                     .collect(),
             }
         })
@@ -129,7 +139,11 @@ mod tests {
     #[test]
     fn stops_land_inside_the_box_north_up_and_east_right() {
         let depot = (43.6387, -79.4210);
-        let map = draw(depot, &[(0, vec![(43.65, -79.38), (43.64, -79.39)]), (2, vec![(43.66, -79.40)])], &[]);
+        let map = draw(
+            depot,
+            &[(0, vec![((43.65, -79.38), false), ((43.64, -79.39), true)]), (2, vec![((43.66, -79.40), false)])],
+            &[],
+        );
         assert_eq!(map.routes.len(), 2);
         assert_eq!((map.routes[0].letter, map.routes[1].letter), ('A', 'C'));
         assert_eq!(map.routes[0].points.split(' ').count(), 4, "depot, two stops, depot");
@@ -142,6 +156,7 @@ mod tests {
         let depot_x: f64 = map.depot.0.parse().unwrap();
         assert!(depot_x < a1.0, "the depot, further west, is left");
         assert_eq!(map.routes[1].stops[0].label, "C1");
+        assert!(map.routes[0].stops[1].ret && !map.routes[0].stops[0].ret, "a return stop is marked");
     }
 
     #[test]
@@ -153,7 +168,7 @@ mod tests {
     #[test]
     fn a_driver_beyond_the_stops_widens_the_map() {
         let far = (43.70, -79.30);
-        let map = draw((43.6387, -79.4210), &[(1, vec![(43.65, -79.38)])], &[(1, far)]);
+        let map = draw((43.6387, -79.4210), &[(1, vec![((43.65, -79.38), false)])], &[(1, far)]);
         let p = &map.positions[0];
         let (x, y): (f64, f64) = (p.x.parse().unwrap(), p.y.parse().unwrap());
         assert!((0.0..=WIDTH).contains(&x) && (0.0..=HEIGHT).contains(&y), "{x},{y}");

@@ -13,6 +13,7 @@ use crate::app::App;
 use crate::dashboard::{field_list, page, see_other};
 use crate::error::Error;
 use crate::plans::wire::{MoveRequest, PlanView, StopView};
+use dropslot_core::dispatch::StopKind;
 use dropslot_store::StoredPlan;
 
 #[derive(Template)]
@@ -27,6 +28,8 @@ struct PlanPage {
     duration: String,
     routes: Vec<RouteBlock>,
     map: Option<Map>,
+    /// Whether a route holds a return stop (the map's legend says how it is drawn).
+    returns: bool,
     /// Every shipment of the plan, for the move form.
     shipments: Vec<String>,
     /// (route id, its letter and driver) for the move form.
@@ -60,6 +63,8 @@ struct RouteBlock {
 struct StopRow {
     label: String,
     depot: bool,
+    /// A return stop: the parcels of failed deliveries handed back to their merchant.
+    ret: bool,
     window: String,
     eta: String,
     address: String,
@@ -80,6 +85,7 @@ fn stop_row(letter: char, s: &StopView) -> StopRow {
     StopRow {
         label: if depot { "Depot".into() } else { format!("{letter}{}", s.seq) },
         depot,
+        ret: s.kind == StopKind::Return.as_str(),
         window: if depot { String::new() } else { format!("{}–{}", clock(&s.window.from), clock(&s.window.to)) },
         eta: clock(&s.eta),
         address: s.address.clone(),
@@ -141,12 +147,12 @@ async fn render(
             }
         })
         .collect();
-    let drawn: Vec<(usize, Vec<(f64, f64)>)> = plan
+    let drawn: Vec<(usize, Vec<map::Spot>)> = plan
         .routes
         .iter()
         .enumerate()
         .filter(|(_, r)| !r.visits().is_empty())
-        .map(|(i, r)| (i, r.visits().iter().map(|s| (s.lat, s.lng)).collect()))
+        .map(|(i, r)| (i, r.visits().iter().map(|s| ((s.lat, s.lng), s.kind == StopKind::Return)).collect()))
         .collect();
     let depot = plan.routes.first().and_then(|r| r.stops.first()).map(|s| (s.lat, s.lng));
     let positions: Vec<(usize, (f64, f64))> = plan
@@ -156,6 +162,7 @@ async fn render(
         .filter_map(|(i, r)| seen.get(&r.driver_id).map(|p| (i, (p.lat, p.lng))))
         .collect();
     let map = depot.map(|d| map::draw(d, &drawn, &positions));
+    let returns = drawn.iter().any(|(_, stops)| stops.iter().any(|(_, ret)| *ret));
     let mut shipments: Vec<String> = plan.routes.iter().flat_map(|r| r.shipments().map(String::from)).collect();
     shipments.extend(plan.unassigned.iter().map(|u| u.shipment_unique_id.clone()));
     let targets = plan
@@ -173,6 +180,7 @@ async fn render(
         plan: view,
         routes,
         map,
+        returns,
         shipments,
         targets,
         sent,

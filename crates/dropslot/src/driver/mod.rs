@@ -7,10 +7,10 @@
 
 pub mod app;
 pub(crate) mod proofs;
+pub mod route;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
 use crate::app::App;
@@ -18,9 +18,10 @@ use crate::auth::staff::DriverCaller;
 use crate::error::{Envelope, Error, ErrorEnvelope, Result, envelope};
 use crate::http::{JsonBody, PathParam};
 use crate::ops::TransitionRequest;
-use dropslot_core::dispatch::{Route, StopKind};
-use dropslot_core::shipments::{Actor, Move, Status};
-use dropslot_store::{DriverKey, DriverMove, MoveOutcome, Visibility};
+use dropslot_core::dispatch::StopKind;
+use dropslot_core::shipments::{self, Actor, Move, Status};
+use dropslot_store::{DriverKey, DriverMove, MoveOutcome};
+use route::{DriverDay, DriverParcel, DriverShipment, planned_today, today};
 
 pub fn routes() -> axum::Router<App> {
     use axum::routing::{get, post};
@@ -35,75 +36,6 @@ pub fn routes() -> axum::Router<App> {
             // This route's own body limit: the image, not the service's 1 MiB for JSON.
             post(proofs::upload).layer(axum::extract::DefaultBodyLimit::max(crate::proofs::MAX_BYTES)),
         )
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct DriverParcel {
-    pub pick_up_code: String,
-    pub custom_code: Option<String>,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct DriverShipment {
-    pub unique_id: String,
-    /// Its state now (CONTRACT §4).
-    pub status: String,
-    /// The merchant's delivery note for the driver (the drop-off address's `description`).
-    pub note: Option<String>,
-    /// Its live parcels.
-    pub parcels: Vec<DriverParcel>,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct DriverWindow {
-    pub from: String,
-    pub to: String,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Navigation {
-    /// `geo:` URI for the phone's maps app.
-    pub geo: String,
-    /// Directions on OpenStreetMap.
-    pub maps: String,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct DriverStop {
-    pub seq: u32,
-    /// `pick_up` or `drop_off`.
-    pub kind: &'static str,
-    pub window: DriverWindow,
-    pub eta: String,
-    pub address: String,
-    pub receiver: String,
-    /// `tel:` link text: the receiver's phone as given.
-    pub phone: String,
-    pub lat: f64,
-    pub lng: f64,
-    pub navigation: Navigation,
-    pub parcels: u32,
-    /// At a drop-off, its shipments; at a pick-up, the drop-off shipments collected there
-    /// (each parcel to scan as picked up).
-    pub shipments: Vec<DriverShipment>,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct DriverRoute {
-    pub id: String,
-    pub plan_id: String,
-    pub start: String,
-    pub end: String,
-    pub distance_m: i64,
-    /// The stops in order, the depot left out.
-    pub stops: Vec<DriverStop>,
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct DriverDay {
-    /// Today in the driver's depot's city.
-    pub date: String,
-    pub routes: Vec<DriverRoute>,
 }
 
 /// The `Idempotency-Key` every driver action carries (CONTRACT §13): required.
@@ -126,111 +58,10 @@ pub(crate) fn replayed(mut res: Response) -> Response {
     res
 }
 
-fn at(seconds: i64, tz: &TimeZone) -> String {
-    jiff::Timestamp::from_second(seconds).map_or_else(|_| String::new(), |t| dropslot_core::time::local(t, tz))
-}
-
-/// The driver's depot's time zone (UTC if the depot left the area file).
-async fn zone_of(app: &App, driver_id: &str) -> Result<TimeZone> {
-    let driver = app.store.driver(driver_id).await?.ok_or(Error::Unauthorized)?;
-    let area = &app.settings.area;
-    Ok(area
-        .depot_zones(&driver.driver.depot)
-        .next()
-        .and_then(|z| area.cities().get(z.city))
-        .map_or(TimeZone::UTC, |c| c.tz.clone()))
-}
-
-/// Today's published routes of this driver, each stop with its shipments as they are now.
-async fn today(app: &App, driver_id: &str) -> Result<DriverDay> {
-    let (date, tz, planned) = planned_today(app, driver_id).await?;
-    let mut routes = Vec::with_capacity(planned.len());
-    for (plan_id, r) in &planned {
-        routes.push(route_view(app, plan_id, r, &tz).await?);
-    }
-    Ok(DriverDay { date: date.to_string(), routes })
-}
-
-/// Today's published routes of this driver as their plans hold them (plan id, route), with
-/// the date and its zone: what a membership check needs, without reading each shipment.
-async fn planned_today(app: &App, driver_id: &str) -> Result<(jiff::civil::Date, TimeZone, Vec<(String, Route)>)> {
-    let tz = zone_of(app, driver_id).await?;
-    let date = app.clock.now().to_zoned(tz.clone()).date();
-    let mut routes = Vec::new();
-    for stored in app.store.driver_plans(driver_id, date).await? {
-        let plan_id = &stored.plan.id;
-        routes.extend(
-            stored.plan.routes.iter().filter(|r| r.driver_id == driver_id).map(|r| (plan_id.clone(), r.clone())),
-        );
-    }
-    Ok((date, tz, routes))
-}
-
-async fn route_view(app: &App, plan_id: &str, r: &Route, tz: &TimeZone) -> Result<DriverRoute> {
-    let mut stops = Vec::with_capacity(r.visits().len());
-    for s in r.visits() {
-        // A drop-off stop lists its shipments; a pick-up stop the drop-offs its pick-ups collect
-        // (what the driver scans at the merchant).
-        let mut members = Vec::with_capacity(s.shipment_unique_ids.len());
-        for unique_id in &s.shipment_unique_ids {
-            match s.kind {
-                StopKind::DropOff => members.push(unique_id.clone()),
-                StopKind::PickUp => members.extend(app.store.pick_up_members(unique_id).await?),
-                StopKind::Depot => {}
-            }
-        }
-        let mut shipments = Vec::with_capacity(members.len());
-        for unique_id in members {
-            shipments.push(match app.store.shipment(Visibility::Ops, &unique_id).await? {
-                Some(sh) => DriverShipment {
-                    unique_id,
-                    status: sh.drop_off.status.as_str().into(),
-                    note: sh.drop_off.address.description.clone().filter(|n| !n.trim().is_empty()),
-                    parcels: sh
-                        .parcels
-                        .iter()
-                        .map(|p| DriverParcel {
-                            pick_up_code: p.pick_up_code.clone(),
-                            custom_code: p.custom_code.clone(),
-                        })
-                        .collect(),
-                },
-                None => DriverShipment { unique_id, status: String::new(), note: None, parcels: Vec::new() },
-            });
-        }
-        let (lat, lng) = (s.lat, s.lng);
-        stops.push(DriverStop {
-            seq: s.seq,
-            kind: if s.kind == StopKind::PickUp { "pick_up" } else { "drop_off" },
-            window: DriverWindow { from: at(s.from, tz), to: at(s.to, tz) },
-            eta: at(s.eta, tz),
-            address: s.address.clone(),
-            receiver: s.receiver.clone(),
-            phone: s.phone.clone(),
-            lat,
-            lng,
-            navigation: Navigation {
-                geo: format!("geo:{lat},{lng}?q={lat},{lng}"),
-                maps: format!("https://www.openstreetmap.org/directions?to={lat}%2C{lng}"),
-            },
-            parcels: s.parcels,
-            shipments,
-        });
-    }
-    Ok(DriverRoute {
-        id: r.id.clone(),
-        plan_id: plan_id.to_string(),
-        start: at(r.start, tz),
-        end: at(r.end, tz),
-        distance_m: r.distance_m,
-        stops,
-    })
-}
-
 /// `GET /driver/route`.
 #[utoipa::path(get, path = "/driver/route", tag = "Driver", operation_id = "driver_route",
     summary = "Today's routes of this driver",
-    description = "The driver's published routes of today (in the depot's city), stops in order with their window, ETA, address, receiver, navigation links and each shipment's parcels.",
+    description = "The driver's published routes of today (in the depot's city), stops in order with their kind (`pick_up`, `drop_off`, `return`), window, ETA, address, receiver, navigation links and each shipment's parcels; at a drop-off each shipment's delivery instruction from its recipient (read anew at each call), and for a shipment moved to another day or slot since the route was published, where it went (`moved_to`).",
     security(("driver_token" = [])),
     responses(
         (status = 200, description = "Today's routes (none when no plan is published for this driver).", body = Envelope<DriverDay>),
@@ -329,7 +160,7 @@ async fn scan(
 /// `POST /driver/shipments/{unique_id}/transitions`.
 #[utoipa::path(post, path = "/driver/shipments/{unique_id}/transitions", tag = "Driver", operation_id = "driver_move",
     summary = "Record a stop's outcome",
-    description = "The ops API's move (`to`, `reason`, `proof_of_delivery`) of a drop-off shipment on this driver's published route of today, through the same state machine (webhooks and tracking follow). A delivery's `signature` and `photo` values are URLs that `POST /driver/proofs` answered this driver (at most one signature and three photos, 10 MB together; `receiver_name` is free text): the move attaches them to the shipment, and its merchant reads them. `to: picked_up` is the pick-up scan at a merchant: a drop-off collected at a pick-up stop of the driver's route goes `picked_up` (through `to_pick_up` when it was still `scheduled`). Taken once per `Idempotency-Key` (required): a repeat with the same key and body answers the same status with the shipment as it is, and `Idempotent-Replayed: true`.",
+    description = "The ops API's move (`to`, `reason`, `proof_of_delivery`) of a drop-off shipment on this driver's published route of today, through the same state machine (webhooks and tracking follow). At a return stop the driver hands the parcels back to the merchant: `to: returned` with a `receiver_name` proof naming who took them (required; 422 at `proof_of_delivery` without it), or `to: failed` with a reason, which books the return into the next pick-up slot with room or, after the last return attempt, cancels it. A delivery's `signature` and `photo` values are URLs that `POST /driver/proofs` answered this driver (at most one signature and three photos, 10 MB together; `receiver_name` is free text): the move attaches them to the shipment, and its merchant reads them. `to: picked_up` is the pick-up scan at a merchant: a drop-off collected at a pick-up stop of the driver's route goes `picked_up` (through `to_pick_up` when it was still `scheduled`). Taken once per `Idempotency-Key` (required): a repeat with the same key and body answers the same status with the shipment as it is, and `Idempotent-Replayed: true`.",
     security(("driver_token" = [])), request_body = TransitionRequest,
     params(
         ("unique_id" = String, Path, description = "The drop-off shipment's `unique_id` (tracking code)."),
@@ -338,9 +169,9 @@ async fn scan(
     responses(
         (status = 200, description = "Moved (or replayed): the shipment as a client reads it.", body = Envelope<crate::orders::view::ShipmentView>,
             headers(("Idempotent-Replayed" = String, description = "`true` when this answers an earlier request with the same key."))),
-        (status = 404, description = "Not a shipment of this driver's route today.", body = ErrorEnvelope),
+        (status = 404, description = "Not a shipment of this driver's route today (`returned`: not at a return stop of it).", body = ErrorEnvelope),
         (status = 409, description = "The state machine refuses this move, or the key was used for another request.", body = ErrorEnvelope),
-        (status = 422, description = "A missing or malformed `Idempotency-Key`, an unknown status, a reason or proof rule broken (a proof URL that is not one of this driver's uploads, or is another shipment's, at `proof_of_delivery.<i>.value`).", body = ErrorEnvelope),
+        (status = 422, description = "A missing or malformed `Idempotency-Key`, an unknown status, a reason or proof rule broken (`returned` without a `receiver_name`) (a proof URL that is not one of this driver's uploads, or is another shipment's, at `proof_of_delivery.<i>.value`).", body = ErrorEnvelope),
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn transition(
@@ -352,6 +183,12 @@ async fn transition(
 ) -> Result<Response> {
     let key = required_key(&headers)?;
     let m = request.into_move()?;
+    if m.to == Status::Returned && !shipments::names_receiver(&m.proof) {
+        return Err(Error::invalid(
+            "proof_of_delivery",
+            "Handing the parcels back needs the name of who took them: a proof {\"type\": \"receiver_name\", \"value\": …}.",
+        ));
+    }
     let request_hash = crate::orders::create::fingerprint(&serde_json::json!({"shipment": unique_id, "body": body}));
     if m.to == Status::PickedUp {
         // A pick-up scan at the merchant: a drop-off collected at a pick-up stop of this
@@ -382,8 +219,11 @@ async fn transition(
             }
         }
     } else {
+        // On a stop of this driver's routes; a hand-back only at a return stop (CONTRACT §15).
         let (_, _, planned) = planned_today(&app, &caller.driver_id).await?;
-        let on_route = planned.iter().any(|(_, r)| r.shipments().any(|u| u == unique_id));
+        let on_route = planned.iter().flat_map(|(_, r)| r.visits()).any(|s| {
+            s.shipment_unique_ids.contains(&unique_id) && (m.to != Status::Returned || s.kind == StopKind::Return)
+        });
         if !on_route {
             return Err(Error::NotFound);
         }
@@ -392,7 +232,7 @@ async fn transition(
     let driver_id = caller.driver_id.clone();
     let key = DriverKey { driver_id: caller.driver_id, key, request_hash };
     let proofs = m.proof.clone();
-    let served = matches!(m.to, Status::Delivered | Status::Failed);
+    let served = matches!(m.to, Status::Delivered | Status::Failed | Status::Returned);
     match app.store.driver_move(key, &unique_id, m, attach, app.clock.now()).await? {
         DriverMove::Done(MoveOutcome::Moved(moved)) => {
             if served {
@@ -432,7 +272,7 @@ async fn progress(app: &App, driver_id: &str, shipment: Option<&str>) {
 #[schema(example = json!({"scanned": ["PK7M2Q9XR4TB", "PK3W8N5D2KQM"]}))]
 pub struct StartRequest {
     /// Every parcel's code scanned as loaded (pick-up or custom code): the route starts only
-    /// when each parcel of its drop-offs is among them.
+    /// when each parcel of its drop-offs and of the returns it hands back is among them.
     #[schema(max_items = 5000)]
     pub scanned: Vec<String>,
 }
@@ -442,7 +282,7 @@ const LOADED: [&str; 2] = ["processing", "to_attempt"];
 
 #[utoipa::path(post, path = "/driver/route/start", tag = "Driver", operation_id = "driver_start",
     summary = "Start today's route",
-    description = "Once every parcel of the route's drop-offs is scanned as loaded, each drop-off at the depot (`processing`, or `to_attempt` after a failed attempt) goes `in_transit`, through the state machine (webhooks and tracking follow). `Idempotency-Key` is required; each shipment's move is recorded under it, so a retry after a lost answer or a failure half-way completes the start without moving anything twice.",
+    description = "Once every parcel of the route's drop-offs and of its returns still to hand back (`return_scheduled`) is scanned as loaded, each drop-off at the depot (`processing`, or `to_attempt` after a failed attempt) goes `in_transit`, through the state machine (webhooks and tracking follow); a return stays `return_scheduled` until it is handed back. A shipment moved to another day or slot since the route was published (`moved_to` in `GET /driver/route`) is neither required nor moved: it stays for the plan of its new date. `Idempotency-Key` is required; each shipment's move is recorded under it, so a retry after a lost answer or a failure half-way completes the start without moving anything twice.",
     security(("driver_token" = [])), request_body = StartRequest,
     params(("Idempotency-Key" = String, Header, pattern = "^[ -~]{1,255}$", description = "1–255 printable ASCII characters (required).")),
     responses(
@@ -466,13 +306,21 @@ async fn start(
     if day.routes.is_empty() {
         return Err(Error::NotFound);
     }
-    let drop_offs: Vec<&DriverShipment> =
-        day.routes.iter().flat_map(|r| &r.stops).filter(|s| s.kind == "drop_off").flat_map(|s| &s.shipments).collect();
+    // What the van carries out: the drop-offs still on their stops (one moved to another day or
+    // slot since the route was published stays at the depot) and the returns to hand back.
+    let drop_offs: Vec<&DriverShipment> = day.on_stops(StopKind::DropOff).collect();
+    let returns = day.on_stops(StopKind::Return).filter(|sh| sh.status == Status::ReturnScheduled.as_str());
     let scanned = |p: &DriverParcel| {
         request.scanned.iter().any(|c| c.trim() == p.pick_up_code || p.custom_code.as_deref() == Some(c.trim()))
     };
-    let missing: Vec<&str> =
-        drop_offs.iter().flat_map(|sh| &sh.parcels).filter(|p| !scanned(p)).map(|p| p.pick_up_code.as_str()).collect();
+    let missing: Vec<&str> = drop_offs
+        .iter()
+        .copied()
+        .chain(returns)
+        .flat_map(|sh| &sh.parcels)
+        .filter(|p| !scanned(p))
+        .map(|p| p.pick_up_code.as_str())
+        .collect();
     if !missing.is_empty() {
         return Err(Error::invalid(
             "scanned",

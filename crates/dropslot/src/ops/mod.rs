@@ -11,7 +11,7 @@ use crate::auth::{bearer, hash};
 use crate::error::{Envelope, Error, ErrorEnvelope, FieldErrors, Result, envelope};
 use crate::http::{JsonBody, PathParam};
 use crate::orders::view::ShipmentView;
-use dropslot_core::shipments::{Actor, Move, Proof, Refusal, Status};
+use dropslot_core::shipments::{self, Actor, Move, Proof, Refusal, Status};
 use dropslot_store::{MoveOutcome, StoredShipment, TokenKind, Visibility};
 
 /// Longest reason or proof value, in characters.
@@ -58,7 +58,8 @@ pub struct TransitionRequest {
     /// Free text, at most 500 characters; required for `failed`.
     #[serde(default)]
     reason: Option<String>,
-    /// Required for `delivered` and allowed only there; at most 10.
+    /// Required for `delivered`; allowed there and on `returned` (who took the parcels back,
+    /// which the driver API requires); at most 10.
     #[serde(default)]
     #[schema(max_items = 10)]
     proof_of_delivery: Option<Vec<Proof>>,
@@ -97,8 +98,11 @@ impl TransitionRequest {
         if to == Some(Status::Failed) && reason.is_none() {
             errors.add("reason", "A failed delivery needs a reason.");
         }
-        if to != Some(Status::Delivered) && !proof.is_empty() {
-            errors.add("proof_of_delivery", "Only a delivery carries a proof of delivery.");
+        if !to.is_some_and(shipments::carries_proof) && !proof.is_empty() {
+            errors.add(
+                "proof_of_delivery",
+                "Only a delivery (or a return handed back, `returned`) carries a proof of delivery.",
+            );
         }
         errors.into_result()?;
         Ok(Move { to: to.unwrap_or(Status::Scheduled), actor: Actor::Ops, reason, proof })

@@ -225,7 +225,7 @@ fn seed(plan_id: &str) -> u64 {
 /// `POST /ops/plans`: solves a new draft.
 #[utoipa::path(post, path = "/ops/plans", tag = "Dispatch", operation_id = "create_plan",
     summary = "Plan a depot's day",
-    description = "Solves the depot's live shipments of the date (drop-offs for `delivery`, pick-ups for `pick_up`) that are not final and not in a published route, over the drivers named or every driver of the depot working that weekday. Every stop is served inside its window, no vehicle is loaded beyond its capacities, and every route starts and ends at the depot within its driver's shift; a shipment that fits nowhere is in `unassigned` with its reason. One plan per depot, date and kind is open at a time (being solved, or a draft): another is a 409.",
+    description = "Solves the depot's live shipments of the date that are not in a published route: for `delivery`, its drop-offs not final, `failed` (awaiting their follow-up) or `return_scheduled` (a re-attempt, `to_attempt`, comes on its new date); for `pick_up`, its pick-ups not final and its returns due (`return_scheduled` drop-offs whose return slot is on the date: stops of kind `return` at the order's pick-up address, in the return slot, their parcels counted as load), over the drivers named or every driver of the depot working that weekday. Every stop is served inside its window, no vehicle is loaded beyond its capacities, and every route starts and ends at the depot within its driver's shift; a shipment that fits nowhere is in `unassigned` with its reason. One plan per depot, date and kind is open at a time (being solved, or a draft): another is a 409.",
     security(("operator_token" = [])), request_body = PlanRequest,
     responses(
         (status = 201, description = "The draft plan.", body = Envelope<PlanView>),
@@ -605,7 +605,7 @@ fn clock(seconds: i64, tz: &TimeZone) -> String {
 /// `GET /ops/routes/{id}/sheet.pdf`: the route's run sheet.
 #[utoipa::path(get, path = "/ops/routes/{id}/sheet.pdf", tag = "Dispatch", operation_id = "route_sheet",
     summary = "A route's run sheet (PDF)",
-    description = "Printable, US Letter: the route's stops in order with their windows, ETAs, addresses and receivers, and each parcel's pick-up code as a Code 128 barcode (with its custom code, if any, beside it). Drafts print too.",
+    description = "Printable, US Letter: the route's stops in order with their kinds (drop-off, pick-up, return), windows, ETAs, addresses and receivers, each drop-off's delivery instruction from its recipient, and the parcels carried (a drop-off's, a return's) each with its pick-up code as a Code 128 barcode (with its custom code, if any, beside it). Drafts print too.",
     security(("operator_token" = [])),
     params(("id" = String, Path, description = "The route's id (from its plan).")),
     responses(
@@ -636,7 +636,9 @@ async fn sheet(State(app): State<App>, _: OperatorCaller, PathParam(id): PathPar
     let mut stops = Vec::with_capacity(route.stops.len());
     for stop in route.visits() {
         let mut parcels = Vec::new();
-        if stop.kind == dispatch::StopKind::DropOff {
+        let mut instructions = Vec::new();
+        // A drop-off's and a return's parcels travel on the van: each is listed to scan.
+        if matches!(stop.kind, dispatch::StopKind::DropOff | dispatch::StopKind::Return) {
             for unique_id in &stop.shipment_unique_ids {
                 let Some(shipment) = app.store.shipment(dropslot_store::Visibility::Ops, unique_id).await? else {
                     continue;
@@ -648,13 +650,24 @@ async fn sheet(State(app): State<App>, _: OperatorCaller, PathParam(id): PathPar
                     };
                     parcels.push(RunSheetParcel { code: p.pick_up_code.clone(), label });
                 }
+                if stop.kind == dispatch::StopKind::DropOff
+                    && let Some(text) = shipment.drop_off.instruction.as_deref().filter(|t| !t.trim().is_empty())
+                {
+                    instructions.push((unique_id.as_str(), text.to_string()));
+                }
             }
         }
+        // One shipment's instruction as it is; several name their shipment.
+        let instruction = match instructions.as_slice() {
+            [(_, text)] => text.clone(),
+            many => many.iter().map(|(u, t)| format!("{u}: {t}")).collect::<Vec<_>>().join(" · "),
+        };
         stops.push(RunSheetStop {
             seq: stop.seq,
             kind: match stop.kind {
                 dispatch::StopKind::PickUp => "Pick-up",
                 dispatch::StopKind::DropOff => "Drop-off",
+                dispatch::StopKind::Return => "Return",
                 dispatch::StopKind::Depot => "Depot",
             }
             .into(),
@@ -664,6 +677,7 @@ async fn sheet(State(app): State<App>, _: OperatorCaller, PathParam(id): PathPar
             receiver: stop.receiver.clone(),
             phone: stop.phone.clone(),
             note: stop.shipment_unique_ids.join(", "),
+            instruction,
             parcels,
         });
     }

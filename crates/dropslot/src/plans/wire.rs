@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
-use dropslot_core::dispatch::{Plan, PlanStatus, Route, Stop, StopKind};
+use dropslot_core::dispatch::{Plan, PlanStatus, Route, Stop};
 
 /// `POST /ops/plans`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -17,7 +17,8 @@ pub struct PlanRequest {
     pub date: String,
     /// A depot's (warehouse's) code from the area file; it must have coordinates.
     pub depot: String,
-    /// `delivery` (depot → drop-offs → depot) or `pick_up` (depot → merchants → depot).
+    /// `delivery` (depot → drop-offs → depot) or `pick_up` (depot → merchants → depot: their
+    /// pick-ups, and the returns due to them that day).
     #[schema(pattern = "^(pick_up|delivery)$")]
     pub kind: String,
     /// The drivers to plan for, each of this depot; default: every driver of the depot who
@@ -62,7 +63,10 @@ pub struct WindowView {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct StopView {
     pub seq: u32,
-    /// `pick_up`, `drop_off`, or `depot` (the first and the last stop).
+    /// `pick_up` (collect at a merchant), `drop_off` (deliver), `return` (hand a failed
+    /// delivery's parcels back to its merchant, at the order's pick-up address, in a pick-up
+    /// plan), or `depot` (the first and the last stop).
+    #[schema(pattern = "^(pick_up|drop_off|return|depot)$")]
     pub kind: &'static str,
     pub shipment_unique_ids: Vec<String>,
     pub address: String,
@@ -135,11 +139,7 @@ fn at(seconds: i64, tz: &TimeZone) -> String {
 fn stop_view(s: &Stop, tz: &TimeZone) -> StopView {
     StopView {
         seq: s.seq,
-        kind: match s.kind {
-            StopKind::PickUp => "pick_up",
-            StopKind::DropOff => "drop_off",
-            StopKind::Depot => "depot",
-        },
+        kind: s.kind.as_str(),
         shipment_unique_ids: s.shipment_unique_ids.clone(),
         address: s.address.clone(),
         lat: s.lat,

@@ -1,4 +1,5 @@
-// dropslot driver app (CONTRACT §13): today's route, scans, proof of delivery, offline.
+// dropslot driver app (CONTRACT §13): today's route, scans, proof of delivery, returns
+// handed back to their merchants (§15), offline.
 //
 // - The sign-in link carries the driver token in the URL fragment; it is kept in this
 //   phone's localStorage and removed from the address bar at once. Signing out forgets it
@@ -9,6 +10,8 @@
 //   survives a reload or a closed app.
 // - An action the server refuses after the fact (the merchant deleted the parcel meanwhile)
 //   is never retried over the change: it leaves the queue and is shown to the driver.
+// - The route is read again every minute while the app is open (and after every action), so
+//   a recipient's new instruction or a shipment moved to another day shows without a reload.
 'use strict';
 
 const API = '/scheduled-service/api/v1';
@@ -22,6 +25,16 @@ const REASONS = [
   'Parcel damaged',
   'Out of time today',
 ];
+// Why a return could not be handed back to its merchant.
+const RETURN_REASONS = [
+  'Merchant closed',
+  'Nobody to take the parcels',
+  'Refused by the merchant',
+  'Address not found',
+  'Out of time today',
+];
+// How often the route is read again while the app is open (ms).
+const READ_EVERY = 60000;
 const FINAL = ['delivered', 'returned', 'cancelled', 'deleted'];
 
 let token = null;
@@ -36,6 +49,7 @@ let camera = null;
 let taps = 0;
 let watchId = null;
 let lastPosition = 0;
+let lastRead = 0;
 // Actions the server has taken since the page loaded (`data-sent` on the body).
 let sent = 0;
 // What the page shows now, as a key: a render that would draw the same leaves it alone.
@@ -176,26 +190,31 @@ function locate(code) {
 function statusOf(sh) {
   const mine = pending.filter((a) => a.kind === 'move' && a.shipment === sh.unique_id);
   if (mine.length) return mine[mine.length - 1].to;
-  if (pending.some((a) => a.kind === 'start') && ['processing', 'to_attempt'].includes(sh.status)) return 'in_transit';
+  if (pending.some((a) => a.kind === 'start') && !sh.moved_to && ['processing', 'to_attempt'].includes(sh.status)) return 'in_transit';
   return sh.status;
 }
 
-function dropOffs() {
-  return stops().filter(({stop}) => stop.kind === 'drop_off').flatMap(({stop}) => stop.shipments);
+/** Whether a shipment's parcels go on the van at the depot: a drop-off waiting there, or a
+ * return still to hand back. */
+function loadable(stop, sh) {
+  if (sh.moved_to) return false;
+  const status = statusOf(sh);
+  return stop.kind === 'return' ? status === 'return_scheduled' : stop.kind === 'drop_off' && ['processing', 'to_attempt'].includes(status);
 }
 
-/** Parcels still to load: the drop-offs waiting at the depot. */
+/** Parcels still to load: the drop-offs waiting at the depot and the returns to hand back. */
 function toLoad() {
-  return dropOffs().filter((sh) => ['processing', 'to_attempt'].includes(statusOf(sh))).flatMap((sh) => sh.parcels);
+  return stops().flatMap(({stop}) => stop.shipments.filter((sh) => loadable(stop, sh))).flatMap((sh) => sh.parcels);
 }
 
 /** A route of today with something left to do: positions are reported while it runs. */
 function routeRunning() {
-  return stops().some(({stop}) => stop.shipments.some((sh) => !FINAL.includes(statusOf(sh)) && statusOf(sh) !== 'failed'));
+  return stops().some(({stop}) => stop.shipments.some((sh) => !sh.moved_to && !FINAL.includes(statusOf(sh)) && statusOf(sh) !== 'failed'));
 }
 
 async function refresh() {
   try {
+    lastRead = Date.now();
     const r = await call('GET', '/driver/route');
     online = true;
     if (r.status === 200 && r.json && r.json.object) {
@@ -269,6 +288,7 @@ async function deliver(a) {
       body.proof_of_delivery = [{type: 'receiver_name', value: a.receiver}]
         .concat((a.files || []).map((f) => ({type: f.type, value: f.url})));
     }
+    if (a.to === 'returned') body.proof_of_delivery = [{type: 'receiver_name', value: a.receiver}];
     return call('POST', `/driver/shipments/${encodeURIComponent(a.shipment)}/transitions`, body, a.key);
   }
   if (a.kind === 'start') return call('POST', '/driver/route/start', {scanned: a.scanned}, a.key);
@@ -277,7 +297,7 @@ async function deliver(a) {
 
 async function refused(a, message) {
   const what = a.kind === 'start' ? 'Starting the route' : a.to === 'delivered' ? 'The delivery'
-    : a.to === 'failed' ? 'The failed attempt' : 'The pick-up';
+    : a.to === 'returned' ? 'The hand-back' : a.to === 'failed' ? 'The failed attempt' : 'The pick-up';
   conflicts.push({
     at: new Date().toISOString(),
     stop: a.stop || null,
@@ -345,13 +365,18 @@ async function scanned(raw) {
     notice = {bad: false, text: `${parcel.pick_up_code} is ${status.replace(/_/g, ' ')} already.`};
     return render();
   }
-  if (!['processing', 'to_attempt'].includes(statusOf(sh))) {
+  if (sh.moved_to) {
+    notice = {bad: true, text: `${parcel.pick_up_code} was moved to ${movedText(sh.moved_to)}: leave it at the depot.`};
+    return render();
+  }
+  if (!loadable(stop, sh)) {
     notice = {bad: false, text: `${parcel.pick_up_code} is for stop ${stop.seq} (${statusOf(sh).replace(/_/g, ' ')}).`};
     return render();
   }
   loaded.add(parcel.pick_up_code);
   await kvSet('loaded:' + day.date, [...loaded]);
-  notice = {bad: false, text: `Loaded ${parcel.pick_up_code} for stop ${stop.seq}.`};
+  const verb = stop.kind === 'return' ? 'to hand back at' : 'for';
+  notice = {bad: false, text: `Loaded ${parcel.pick_up_code} ${verb} stop ${stop.seq}.`};
   return render();
 }
 
@@ -365,8 +390,8 @@ async function start() {
 function openSheet(kind, stop, sh) {
   closeCamera();
   // The tap that opened the sheet counts as the stop's first.
-  sheet = {kind, stop: stop.seq, shipment: sh.unique_id, receiver: stop.receiver, tapsAt: taps - 1,
-    reason: null, signed: false, photo: null, photoUrl: null};
+  sheet = {kind, stop: stop.seq, shipment: sh.unique_id, receiver: kind === 'handback' ? '' : stop.receiver,
+    tapsAt: taps - 1, ret: stop.kind === 'return', reason: null, signed: false, photo: null, photoUrl: null};
   notice = null;
   render();
 }
@@ -390,8 +415,21 @@ async function confirmSheet() {
     closeSheet();
     if (stop) stop.dataset.taps = String(used);
     lastTaps[s.stop] = used;
-    notice = {bad: false, text: `Stop ${s.stop}: failed attempt recorded (${s.reason}).`};
+    const what = s.ret ? 'could not hand back' : 'failed attempt recorded';
+    notice = {bad: false, text: `Stop ${s.stop}: ${what} (${s.reason}).`};
     return act({kind: 'move', to: 'failed', reason: s.reason, shipment: s.shipment, stop: s.stop});
+  }
+  if (s.kind === 'handback') {
+    s.receiver = ((document.getElementById('taker') || {}).value || '').trim();
+    if (!s.receiver) {
+      s.error = 'Type the name of who took the parcels.';
+      return render();
+    }
+    const used = taps - s.tapsAt;
+    closeSheet();
+    lastTaps[s.stop] = used;
+    notice = {bad: false, text: `Stop ${s.stop}: handed back to ${s.receiver}.`};
+    return act({kind: 'move', to: 'returned', receiver: s.receiver, shipment: s.shipment, stop: s.stop});
   }
   const name = (document.getElementById('receiver') || {}).value || '';
   s.receiver = name.trim();
@@ -556,13 +594,23 @@ function viewfinder() {
 function sheetView(stop) {
   const s = sheet;
   if (s.kind === 'fail') {
-    return h('div', {class: 'sheet', role: 'group', 'aria-label': `Failed attempt at stop ${stop.seq}`},
+    const label = s.ret ? `Return not handed back at stop ${stop.seq}` : `Failed attempt at stop ${stop.seq}`;
+    return h('div', {class: 'sheet', role: 'group', 'aria-label': label},
       h('h3', {}, 'What happened?'),
-      h('div', {class: 'reasons'}, REASONS.map((r) => h('button', {type: 'button', 'aria-pressed': s.reason === r ? 'true' : 'false',
+      h('div', {class: 'reasons'}, (s.ret ? RETURN_REASONS : REASONS).map((r) => h('button', {type: 'button', 'aria-pressed': s.reason === r ? 'true' : 'false',
         onclick: () => { s.reason = r; s.error = null; render(); }}, r))),
       s.error ? h('p', {class: 'alert', role: 'alert'}, s.error) : null,
       h('div', {class: 'buttons'},
-        h('button', {type: 'button', class: 'danger', id: 'confirm', onclick: confirmSheet}, 'Confirm failed attempt'),
+        h('button', {type: 'button', class: 'danger', id: 'confirm', onclick: confirmSheet}, s.ret ? 'Confirm: not handed back' : 'Confirm failed attempt'),
+        h('button', {type: 'button', class: 'link', onclick: () => { closeSheet(); render(); }}, 'Cancel')));
+  }
+  if (s.kind === 'handback') {
+    return h('div', {class: 'sheet', role: 'group', 'aria-label': `Hand-back at stop ${stop.seq}`},
+      h('label', {for: 'taker'}, 'Who took the parcels'),
+      h('input', {type: 'text', id: 'taker', value: s.receiver, autocomplete: 'off', maxlength: '200'}),
+      s.error ? h('p', {class: 'alert', role: 'alert'}, s.error) : null,
+      h('div', {class: 'buttons'},
+        h('button', {type: 'button', id: 'confirm', onclick: confirmSheet}, 'Confirm hand-back'),
         h('button', {type: 'button', class: 'link', onclick: () => { closeSheet(); render(); }}, 'Cancel')));
   }
   const canPhoto = !!(navigator.mediaDevices && navigator.mediaDevices.getUserMedia);
@@ -584,32 +632,53 @@ function sheetView(stop) {
       h('button', {type: 'button', class: 'link', onclick: () => { closeSheet(); render(); }}, 'Cancel')));
 }
 
+/** "Tue 24 Nov, 14:00 - 18:00" (another day) or "14:00 - 18:00 today". */
+function movedText(m) {
+  if (day && m.date === day.date) return `${m.slot} today`;
+  const d = new Date(`${m.date}T12:00:00Z`);
+  const named = isNaN(d) ? m.date : d.toLocaleDateString('en-CA', {weekday: 'short', day: 'numeric', month: 'short', timeZone: 'UTC'});
+  return `${named}, ${m.slot}`;
+}
+
+function actions(stop, sh) {
+  if (stop.kind === 'return') {
+    return h('div', {class: 'buttons'},
+      h('button', {type: 'button', class: 'deliver handback', onclick: () => openSheet('handback', stop, sh)}, 'Handed back'),
+      h('button', {type: 'button', class: 'danger fail', onclick: () => openSheet('fail', stop, sh)}, 'Could not hand back'));
+  }
+  return h('div', {class: 'buttons'},
+    h('button', {type: 'button', class: 'deliver', onclick: () => openSheet('deliver', stop, sh)}, 'Delivered'),
+    h('button', {type: 'button', class: 'danger fail', onclick: () => openSheet('fail', stop, sh)}, 'Failed'));
+}
+
 function shipmentView(stop, sh) {
   const status = statusOf(sh);
   const waiting = pending.some((a) => a.kind === 'move' && a.shipment === sh.unique_id);
-  const canAct = stop.kind === 'drop_off' && status === 'in_transit' && !waiting;
+  const ready = stop.kind === 'return' ? status === 'return_scheduled' : stop.kind === 'drop_off' && status === 'in_transit';
+  const canAct = ready && !sh.moved_to && !waiting;
   const open = sheet && sheet.shipment === sh.unique_id;
   return h('div', {class: 'shipment', 'data-shipment': sh.unique_id},
+    sh.instruction ? h('p', {class: 'instruction'}, h('strong', {}, 'Instruction: '), sh.instruction) : null,
     h('p', {}, h('span', {class: 'mono'}, sh.unique_id), ' · ',
       h('span', {class: `status ${status}`}, status ? status.replace(/_/g, ' ') : 'withdrawn by the merchant'),
       waiting ? h('span', {class: 'pending'}, ' (waiting to send)') : null),
+    sh.moved_to ? h('p', {class: 'moved'}, `Moved to ${movedText(sh.moved_to)}: no longer on this route. Leave it at the depot.`) : null,
     sh.note ? h('p', {}, h('strong', {}, 'Note: '), sh.note) : null,
     h('ul', {class: 'codes', 'aria-label': 'Parcels'}, sh.parcels.map((p) => h('li', {
-      class: stop.kind === 'drop_off' && loaded.has(p.pick_up_code) && ['processing', 'to_attempt'].includes(status) ? 'loaded mono' : 'mono',
+      class: loaded.has(p.pick_up_code) && loadable(stop, sh) ? 'loaded mono' : 'mono',
     }, p.custom_code ? `${p.pick_up_code} · ${p.custom_code}` : p.pick_up_code))),
-    open ? sheetView(stop) : canAct && !sheet ? h('div', {class: 'buttons'},
-      h('button', {type: 'button', class: 'deliver', onclick: () => openSheet('deliver', stop, sh)}, 'Delivered'),
-      h('button', {type: 'button', class: 'danger fail', onclick: () => openSheet('fail', stop, sh)}, 'Failed')) : null);
+    open ? sheetView(stop) : canAct && !sheet ? actions(stop, sh) : null);
 }
 
 function stopView(stop) {
-  const statuses = stop.shipments.map(statusOf);
-  const finished = stop.kind === 'pick_up' ? ['picked_up', 'processing', 'in_transit', 'delivered'] : ['delivered'];
+  const statuses = stop.shipments.filter((sh) => !sh.moved_to).map(statusOf);
+  const finished = stop.kind === 'pick_up' ? ['picked_up', 'processing', 'in_transit', 'delivered']
+    : stop.kind === 'return' ? ['returned', 'cancelled'] : ['delivered'];
   const done = statuses.length > 0 && statuses.every((s) => finished.includes(s));
   const failed = statuses.some((s) => s === 'failed');
-  const changed = conflicts.some((c) => c.stop === stop.seq);
+  const changed = conflicts.some((c) => c.stop === stop.seq) || stop.shipments.some((sh) => sh.moved_to);
   const classes = ['card', 'stop', done ? 'done' : '', failed ? 'failed' : '', changed ? 'changed' : ''].join(' ').trim();
-  const kind = stop.kind === 'pick_up' ? 'Pick-up' : 'Drop-off';
+  const kind = stop.kind === 'pick_up' ? 'Pick-up' : stop.kind === 'return' ? 'Return' : 'Drop-off';
   return h('li', {class: classes, 'data-seq': stop.seq, 'data-taps': lastTaps[stop.seq] === undefined ? null : lastTaps[stop.seq]},
     h('h2', {}, `${stop.seq}. ${kind} · ${time(stop.window.from)}–${time(stop.window.to)}`),
     h('p', {}, 'ETA ', h('strong', {}, time(stop.eta)), ` · ${stop.parcels} parcel${stop.parcels === 1 ? '' : 's'}`),
@@ -620,7 +689,9 @@ function stopView(stop) {
       h('a', {href: stop.navigation.geo}, 'Open in maps app')),
     stop.shipments.map((sh) => shipmentView(stop, sh)),
     stop.kind === 'pick_up' && statuses.some((s) => s === 'scheduled' || s === 'to_pick_up')
-      ? h('p', {class: 'muted'}, 'Scan each parcel here to pick it up.') : null);
+      ? h('p', {class: 'muted'}, 'Scan each parcel here to pick it up.') : null,
+    stop.kind === 'return' && statuses.some((s) => s === 'return_scheduled')
+      ? h('p', {class: 'muted'}, 'Hand these parcels back to the merchant and note who took them.') : null);
 }
 
 /** The scan field: one element for the page's life, so typing is never redrawn under the
@@ -674,7 +745,7 @@ async function render() {
   drawn = state;
   // Typing in progress survives a re-render.
   const focused = document.activeElement && document.activeElement.id;
-  const typed = {receiver: (document.getElementById('receiver') || {}).value};
+  const typed = {receiver: (document.getElementById('receiver') || document.getElementById('taker') || {}).value};
   if (sheet && typed.receiver !== undefined) sheet.receiver = typed.receiver;
   const out = [];
   if (conflicts.length) {
@@ -794,7 +865,12 @@ async function boot() {
   syncPositions();
   flush();
   window.addEventListener('online', () => flush());
-  setInterval(() => { flush(); syncPositions(); }, 10000);
+  setInterval(() => {
+    // A new instruction or a moved stop shows at the next read: one a minute while open.
+    if (!sheet && !flushing && Date.now() - lastRead >= READ_EVERY) refresh();
+    flush();
+    syncPositions();
+  }, 10000);
 }
 
 boot();

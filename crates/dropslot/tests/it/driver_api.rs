@@ -43,15 +43,18 @@ pub(crate) async fn order(s: &TestServer, live: &str, i: usize) -> (String, Vec<
     (sh["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string(), codes.collect())
 }
 
-pub(crate) fn shipments_of(day: &Value) -> Vec<String> {
+/// Every shipment of a driver's day (`GET /driver/route`'s object), stop by stop.
+pub(crate) fn day_shipments(day: &Value) -> impl Iterator<Item = &Value> {
     day["routes"]
         .as_array()
         .unwrap()
         .iter()
         .flat_map(|r| r["stops"].as_array().unwrap())
         .flat_map(|s| s["shipments"].as_array().unwrap())
-        .map(|sh| sh["unique_id"].as_str().unwrap().to_string())
-        .collect()
+}
+
+pub(crate) fn shipments_of(day: &Value) -> Vec<String> {
+    day_shipments(day).map(|sh| sh["unique_id"].as_str().unwrap().to_string()).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,9 +220,10 @@ async fn a_driver_records_a_delivery_once_per_key_and_only_on_its_own_route() {
     assert_eq!(events(&mine[0]), 1);
 
     // A failed stop, a refused move, a missing key, another driver's shipment.
+    // The default policy books the re-attempt in the failure's own transaction (CONTRACT §15).
     let r = send(&mine[1], Some("stop-2"), &failed).await;
-    // Failed, and (the default policy, CONTRACT §15) booked for another attempt in the same move.
     assert_eq!((r.status.as_u16(), r.body["object"]["status"].as_str()), (200, Some("to_attempt")), "{}", r.body);
+    assert!(r.body["object"]["events"].as_array().unwrap().iter().any(|e| e["status"] == "failed"), "{}", r.body);
     assert_envelope(&send(&mine[1], Some("stop-2b"), &delivered).await, 409);
     let r = send(&mine[1], None, &delivered).await;
     assert_envelope(&r, 422);

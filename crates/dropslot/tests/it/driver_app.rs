@@ -17,7 +17,7 @@ use crate::driver_api::{DATE, driver, operator, order};
 use crate::receiver::Receiver;
 
 /// A small Android phone's CSS pixels.
-const PHONE_360: (u32, u32) = (360, 740);
+pub(crate) const PHONE_360: (u32, u32) = (360, 740);
 const HOOKS: &str = "[webhooks]\nallow_private = true\nretry_schedule = \"100ms,100ms,100ms,100ms,100ms\"\n";
 
 /// A published day: Ana's and Ben's routes of two stops each, every shipment at the depot.
@@ -76,7 +76,7 @@ async fn day() -> Day {
 }
 
 /// A phone whose camera films `video` (a Y4M file) or Chromium's test pattern.
-async fn phone(video: Option<&Path>) -> Browser {
+pub(crate) async fn phone(video: Option<&Path>) -> Browser {
     let mut args = vec!["--use-fake-ui-for-media-stream".to_string(), "--use-fake-device-for-media-stream".into()];
     if let Some(v) = video {
         args.push(format!("--use-file-for-fake-video-capture={}", v.display()));
@@ -110,7 +110,7 @@ async fn sign_in(b: &Browser, d: &Day) {
     b.wait_until("document.querySelectorAll('li.stop').length === 2").await;
 }
 
-async fn check(b: &Browser, name: &str) {
+pub(crate) async fn check(b: &Browser, name: &str) {
     b.screenshot(name).await;
     b.assert_accessible(name).await;
     // A mobile viewport widens to its content: at 360 px nothing may be wider.
@@ -167,7 +167,7 @@ async fn taps(b: &Browser, seq: usize) -> u64 {
 
 /// Waits until the server has taken `n` actions from this page (since it loaded) and nothing
 /// waits.
-async fn all_sent(b: &Browser, n: usize) {
+pub(crate) async fn all_sent(b: &Browser, n: usize) {
     b.wait_until(&format!(
         "document.body.dataset.sent === '{n}' && document.getElementById('sync').textContent === 'All sent'"
     ))
@@ -288,7 +288,8 @@ async fn browser_driver_signs_in_loads_the_van_delivers_and_fails_a_stop() {
     all_sent(&b, 3).await;
     let (second, _) = &d.ana_stops[1];
     let shipment = read(&d, second).await;
-    assert_eq!(shipment["status"], "failed", "{shipment}");
+    // Failed, and a re-attempt booked in the same transaction (the default policy, CONTRACT §15).
+    assert_eq!(shipment["status"], "to_attempt", "{shipment}");
     let failed = shipment["events"].as_array().unwrap().iter().find(|e| e["status"] == "failed");
     assert_eq!(failed.unwrap()["reason"], "Nobody at the address");
 

@@ -35,6 +35,7 @@ mod preview;
 mod ratelimit;
 mod reads;
 mod receiver;
+mod returns;
 mod roads;
 mod sandbox;
 mod scaleout;

@@ -265,6 +265,11 @@ async fn each_trigger_sends_one_email_and_one_sms() {
         let masked = n["recipient"].as_str().unwrap();
         assert!(masked == "j•••@example.com" || masked == "+1 •••• 0100", "{masked}");
     }
+    // The counter moves when the sender records an outcome, after the message left: wait for
+    // the last one's record (the failure's e-mail) before reading it.
+    for trigger in ["scheduled", "out_for_delivery", "failed"] {
+        wait_listed(&s, &live, &failed, (trigger, "email"), |n| n["state"] == "sent").await;
+    }
     let metrics = s.http.get(format!("{}/metrics", s.base)).send().await.unwrap().text().await.unwrap();
     let sent = metrics
         .lines()

@@ -419,7 +419,7 @@ async fn only_operator_tokens_reach_the_plans() {
 
 /// Every barcode (format, text) on every page of a PDF, rasterised by poppler and read by
 /// zxing-cpp (nothing of ours), and the PDF's text.
-fn scan_pdf(pdf: &[u8]) -> (Vec<(String, String)>, String) {
+pub(crate) fn scan_pdf(pdf: &[u8]) -> (Vec<(String, String)>, String) {
     use std::process::Command;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("sheet.pdf");
