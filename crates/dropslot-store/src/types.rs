@@ -676,3 +676,27 @@ pub struct Rescheduled {
     pub reason: Option<String>,
     pub at: Timestamp,
 }
+
+/// A drop-off's progress as a route's re-timing reads it (`ShipmentStore::progress_of`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredProgress {
+    pub unique_id: String,
+    pub status: Status,
+    /// Its newest event.
+    pub at: Timestamp,
+    /// The delivery slot it is booked into now, Unix seconds (from, to).
+    pub window: (i64, i64),
+}
+
+impl StoredProgress {
+    /// From its columns; a slot time that does not parse is corrupt.
+    pub(crate) fn of(unique_id: String, status: Status, at: Timestamp, start: &str, end: &str) -> Result<Self, String> {
+        let t = |v: &str| {
+            v.parse::<Timestamp>()
+                .map(Timestamp::as_second)
+                .map_err(|e| format!("shipment {unique_id}: slot time {v:?}: {e}"))
+        };
+        let window = (t(start)?, t(end)?);
+        Ok(StoredProgress { unique_id, status, at, window })
+    }
+}

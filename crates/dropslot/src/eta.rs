@@ -81,8 +81,8 @@ pub async fn refresh(app: &App, depot: &str, route: &Route) -> Result<()> {
     }
     let now = app.clock.now();
     let ids: Vec<String> = route.visits().iter().flat_map(|s| s.shipment_unique_ids.iter().cloned()).collect();
-    let progress: std::collections::HashMap<String, (Status, i64)> =
-        app.store.progress_of(ids).await?.into_iter().map(|(u, status, at)| (u, (status, at.as_second()))).collect();
+    let progress: std::collections::HashMap<String, dropslot_store::StoredProgress> =
+        app.store.progress_of(ids).await?.into_iter().map(|p| (p.unique_id.clone(), p)).collect();
     let mut served_stops = Vec::with_capacity(route.visits().len());
     let mut origin: Option<Origin> = None;
     for s in route.visits() {
@@ -90,9 +90,11 @@ pub async fn refresh(app: &App, depot: &str, route: &Route) -> Result<()> {
         let mut last = None;
         for u in &s.shipment_unique_ids {
             // A shipment gone from the live ones (it cannot be, once published) holds nothing.
-            let Some((status, at)) = progress.get(u) else { continue };
-            done &= served(*status);
-            last = last.max(Some(*at));
+            let Some(p) = progress.get(u) else { continue };
+            // Served, or gone from this stop since the route was published (CONTRACT §15: a
+            // re-attempt or a reschedule books it into another slot): done for this route.
+            done &= served(p.status) || dropslot_core::dispatch::moved_off(s, p.window);
+            last = last.max(Some(p.at.as_second()));
         }
         if done
             && let (Some(time), Ok(at)) = (last, LatLng::new(s.lat, s.lng))

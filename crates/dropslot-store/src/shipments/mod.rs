@@ -41,12 +41,10 @@ pub struct Tracking {
 #[async_trait]
 pub trait ShipmentStore: Send + Sync + 'static {
     async fn shipment(&self, visible: Visibility, unique_id: &str) -> StoreResult<Option<StoredShipment>>;
-    /// Each live drop-off of `unique_ids` (tracking codes) that exists: its status and when it
-    /// last changed (its newest event). What re-timing a route needs, in one read.
-    async fn progress_of(
-        &self,
-        unique_ids: Vec<String>,
-    ) -> StoreResult<Vec<(String, dropslot_core::shipments::Status, Timestamp)>>;
+    /// Each live drop-off of `unique_ids` (tracking codes) that exists: its status, when it
+    /// last changed (its newest event) and the delivery slot it is booked into now. What
+    /// re-timing a route needs, in one read.
+    async fn progress_of(&self, unique_ids: Vec<String>) -> StoreResult<Vec<crate::StoredProgress>>;
     /// The live drop-off shipments a pick-up shipment collects, by tracking code, oldest
     /// first (deleted ones too: a driver sees that a merchant withdrew one).
     async fn pick_up_members(&self, pick_up_unique_id: &str) -> StoreResult<Vec<String>>;
@@ -80,10 +78,7 @@ impl<S: ShipmentStore> ShipmentStore for crate::trace::Traced<S> {
         self.inner.shipment(visible, unique_id).await
     }
 
-    async fn progress_of(
-        &self,
-        unique_ids: Vec<String>,
-    ) -> StoreResult<Vec<(String, dropslot_core::shipments::Status, Timestamp)>> {
+    async fn progress_of(&self, unique_ids: Vec<String>) -> StoreResult<Vec<crate::StoredProgress>> {
         self.trace.hit("ShipmentStore::progress_of");
         self.inner.progress_of(unique_ids).await
     }

@@ -24,10 +24,7 @@ impl ShipmentStore for PgStore {
         shipment(&self.conn().await?, visible, unique_id).await
     }
 
-    async fn progress_of(
-        &self,
-        unique_ids: Vec<String>,
-    ) -> StoreResult<Vec<(String, dropslot_core::shipments::Status, Timestamp)>> {
+    async fn progress_of(&self, unique_ids: Vec<String>) -> StoreResult<Vec<crate::StoredProgress>> {
         progress_of(&self.conn().await?, &unique_ids).await
     }
 
@@ -307,13 +304,10 @@ fn event_row_at(r: &Row, at: usize) -> Result<StoredEvent, StoreError> {
 
 /// A drop-off shipment by tracking code, where visible.
 /// Each live drop-off's status and the time of its newest event, in one statement.
-pub(crate) async fn progress_of(
-    c: &impl Sql,
-    unique_ids: &[String],
-) -> Result<Vec<(String, Status, Timestamp)>, StoreError> {
+pub(crate) async fn progress_of(c: &impl Sql, unique_ids: &[String]) -> Result<Vec<crate::StoredProgress>, StoreError> {
     let rows = c
         .query(
-            "SELECT d.unique_id, d.status, e.at FROM drop_off_shipments d
+            "SELECT d.unique_id, d.status, e.at, d.start_at, d.end_at FROM drop_off_shipments d
              CROSS JOIN LATERAL (SELECT at FROM shipment_events
                 WHERE shipment_kind = $2 AND shipment_id = d.id ORDER BY id DESC LIMIT 1) e
              WHERE d.unique_id = ANY($1) AND d.mode = $3",
@@ -321,7 +315,13 @@ pub(crate) async fn progress_of(
         )
         .await
         .map_err(map_err)?;
-    rows.iter().map(|r| Ok((col(r, 0)?, status_column(r, 1)?, col::<Timestamp>(r, 2)?))).collect()
+    rows.iter()
+        .map(|r| {
+            let (start, end): (String, String) = (col(r, 3)?, col(r, 4)?);
+            crate::StoredProgress::of(col(r, 0)?, status_column(r, 1)?, col::<Timestamp>(r, 2)?, &start, &end)
+                .map_err(StoreError::Corrupt)
+        })
+        .collect()
 }
 
 /// The live drop-off shipments of a pick-up shipment, oldest first.

@@ -23,10 +23,7 @@ impl ShipmentStore for SqliteStore {
         self.read(|c| shipment(c, visible, unique_id))
     }
 
-    async fn progress_of(
-        &self,
-        unique_ids: Vec<String>,
-    ) -> StoreResult<Vec<(String, dropslot_core::shipments::Status, Timestamp)>> {
+    async fn progress_of(&self, unique_ids: Vec<String>) -> StoreResult<Vec<crate::StoredProgress>> {
         self.read(|c| progress_of(c, &unique_ids))
     }
 
@@ -263,9 +260,9 @@ pub(crate) fn shipment(
 }
 
 /// Each live drop-off's status and the time of its newest event.
-pub(crate) fn progress_of(c: &Connection, unique_ids: &[String]) -> rusqlite::Result<Vec<(String, Status, Timestamp)>> {
+pub(crate) fn progress_of(c: &Connection, unique_ids: &[String]) -> rusqlite::Result<Vec<crate::StoredProgress>> {
     let mut q = c.prepare_cached(
-        "SELECT d.unique_id, d.status, e.at FROM drop_off_shipments d
+        "SELECT d.unique_id, d.status, e.at, d.start_at, d.end_at FROM drop_off_shipments d
          JOIN shipment_events e ON e.id = (SELECT max(id) FROM shipment_events
             WHERE shipment_kind = ?2 AND shipment_id = d.id)
          WHERE d.unique_id = ?1 AND d.mode = ?3",
@@ -275,7 +272,9 @@ pub(crate) fn progress_of(c: &Connection, unique_ids: &[String]) -> rusqlite::Re
     for u in unique_ids {
         if let Some(row) = q
             .query_row(params![u, drop_off, live], |r| {
-                Ok((r.get::<_, String>(0)?, status_column(r, 1)?, timestamp(r, 2)?))
+                let (start, end): (String, String) = (r.get(3)?, r.get(4)?);
+                crate::StoredProgress::of(r.get(0)?, status_column(r, 1)?, timestamp(r, 2)?, &start, &end)
+                    .map_err(|e| conversion(3, e))
             })
             .optional()?
         {

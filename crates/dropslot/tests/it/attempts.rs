@@ -398,6 +398,7 @@ async fn a_kill_9_between_failures_and_their_answers_books_each_once() {
         assert_eq!(r.status(), 200, "{code}");
         let body: Value = r.json().await.unwrap();
         assert_eq!(body["object"]["status"], "to_attempt", "{code}: {body}");
+        assert!(body["object"].get("eta").is_none(), "no ETA of the route it left: {body}");
     }
     second.kill().unwrap();
     second.wait().unwrap();
