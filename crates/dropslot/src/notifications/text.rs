@@ -27,6 +27,7 @@ struct EmailText<'a> {
     line: &'a str,
     sender: &'a str,
     tracking_url: &'a str,
+    change_url: Option<&'a str>,
     opt_out_url: &'a str,
 }
 
@@ -38,19 +39,23 @@ struct EmailHtml<'a> {
     line: &'a str,
     sender: &'a str,
     tracking_url: &'a str,
+    change_url: Option<&'a str>,
     opt_out_url: &'a str,
+}
+
+/// A message's links: the tracking page, the change page (CONTRACT §15; shown only while
+/// [`Facts::links_change`] holds for the trigger) and the opt-out page.
+pub struct Links<'a> {
+    pub tracking: &'a str,
+    pub change: &'a str,
+    pub opt_out: &'a str,
 }
 
 /// The texts of one message. `sender` is the client's sender name, `eta` the live window
 /// (out for delivery only; the slot is said instead when there is none).
-pub fn render(
-    trigger: Trigger,
-    facts: &Facts,
-    sender: &str,
-    eta: Option<&EtaWindow>,
-    tracking_url: &str,
-    opt_out_url: &str,
-) -> Texts {
+pub fn render(trigger: Trigger, facts: &Facts, sender: &str, eta: Option<&EtaWindow>, links: &Links<'_>) -> Texts {
+    let Links { tracking: tracking_url, opt_out: opt_out_url, .. } = *links;
+    let change_url = facts.links_change(trigger).then_some(links.change);
     let slot = format!("{} between {} and {}", facts.date, clock(&facts.start_at), clock(&facts.end_at));
     let (subject, line) = match trigger {
         Trigger::Scheduled => (
@@ -92,12 +97,14 @@ pub fn render(
             )
         }
     };
-    let text = EmailText { line: &line, sender, tracking_url, opt_out_url }.render().unwrap_or_else(|_| {
+    let text = EmailText { line: &line, sender, tracking_url, change_url, opt_out_url }.render().unwrap_or_else(|_| {
         format!("{line}\n\nTrack your parcel: {tracking_url}\nTo stop these messages: {opt_out_url}\n")
     });
-    let html =
-        EmailHtml { subject: &subject, line: &line, sender, tracking_url, opt_out_url }.render().unwrap_or_default();
-    let sms = format!("{line} Track: {tracking_url} Stop: {opt_out_url}");
+    let html = EmailHtml { subject: &subject, line: &line, sender, tracking_url, change_url, opt_out_url }
+        .render()
+        .unwrap_or_default();
+    let change = change_url.map_or_else(String::new, |u| format!(" Change: {u}"));
+    let sms = format!("{line} Track: {tracking_url}{change} Stop: {opt_out_url}");
     Texts { subject, text, html, sms }
 }
 
@@ -125,6 +132,8 @@ pub fn mask(channel: Channel, recipient: &str) -> String {
 mod tests {
     use super::*;
 
+    const LINKS: Links<'static> = Links { tracking: "http://t", change: "http://c", opt_out: "http://o" };
+
     #[test]
     fn masks() {
         assert_eq!(mask(Channel::Email, "jane@example.com"), "j•••@example.com");
@@ -133,7 +142,7 @@ mod tests {
 
     #[test]
     fn the_html_part_is_escaped() {
-        let t = render(Trigger::Delivered, &Facts::default(), "<b>Shop</b>", None, "http://t", "http://o");
+        let t = render(Trigger::Delivered, &Facts::default(), "<b>Shop</b>", None, &LINKS);
         assert!(t.html.contains("&#60;b&#62;Shop") && !t.html.contains("<b>Shop"), "{}", t.html);
         assert!(t.text.contains("Sent for <b>Shop</b>") && t.text.contains("http://o"), "{}", t.text);
     }
@@ -141,9 +150,29 @@ mod tests {
     #[test]
     fn failed_says_what_next() {
         let f = Facts { another_attempt: Some(false), reason: Some("not at home".into()), ..Facts::default() };
-        let t = render(Trigger::Failed, &f, "Shop", None, "http://t", "http://o");
+        let t = render(Trigger::Failed, &f, "Shop", None, &LINKS);
         assert!(t.text.contains("goes back to the sender") && t.text.contains("not at home"));
-        let t = render(Trigger::OutForDelivery, &Facts::default(), "Shop", None, "http://t", "http://o");
+        assert!(!t.text.contains("http://c") && !t.sms.contains("http://c"), "nothing left to change");
+        let t = render(Trigger::OutForDelivery, &Facts::default(), "Shop", None, &LINKS);
         assert!(t.text.contains("within your slot"));
+        assert!(t.text.contains("http://c") && t.html.contains("http://c") && t.sms.contains("Change: http://c"));
+    }
+
+    /// The failed message names the next attempt's date and slot, and links the change page.
+    #[test]
+    fn failed_with_another_attempt_links_the_change_page() {
+        let f = Facts {
+            date: "2026-11-24".into(),
+            slot: "Afternoon".into(),
+            another_attempt: Some(true),
+            ..Facts::default()
+        };
+        let t = render(Trigger::Failed, &f, "Shop", None, &LINKS);
+        assert!(t.text.contains("We will try again on 2026-11-24 (Afternoon)"), "{}", t.text);
+        for part in [&t.text, &t.html, &t.sms] {
+            assert!(part.contains("http://c"), "{part}");
+        }
+        let t = render(Trigger::Delivered, &f, "Shop", None, &LINKS);
+        assert!(!t.text.contains("http://c") && !t.html.contains("http://c"), "delivered: nothing to change");
     }
 }
