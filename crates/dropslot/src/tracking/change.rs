@@ -228,6 +228,7 @@ struct Day {
 struct Choice {
     value: String,
     time: String,
+    /// The slot's name, where it says more than the times.
     name: String,
     /// What remains ("3 places left"), empty when unlimited.
     left: String,
@@ -260,10 +261,11 @@ fn days(offered: Vec<Offered>, chosen: Option<&str>) -> Vec<Day> {
             Some((None, Some(p))) => format!("room for {p} parcels"),
             _ => String::new(),
         };
+        let start = o.offer.start.strftime("%H:%M").to_string();
         let choice = Choice {
             checked: chosen.map_or(o.current, |c| c == value),
-            time: format!("{}–{}", o.offer.start.strftime("%H:%M"), o.offer.end.strftime("%H:%M")),
-            name: o.offer.name,
+            time: format!("{start}–{}", o.offer.end.strftime("%H:%M")),
+            name: named(o.offer.name, &start),
             current: o.current,
             left,
             value,
@@ -275,6 +277,11 @@ fn days(offered: Vec<Offered>, chosen: Option<&str>) -> Vec<Day> {
         }
     }
     out
+}
+
+/// A slot's name where it says more than its times ("Evening"), else nothing.
+fn named(name: String, start: &str) -> String {
+    if name.contains(start) { String::new() } else { name }
 }
 
 async fn render(app: &App, mode: Mode, s: &StoredShipment, said: Said) -> Result<Response> {
@@ -292,7 +299,11 @@ async fn render(app: &App, mode: Mode, s: &StoredShipment, said: Said) -> Result
         .scheduled_date
         .parse::<Date>()
         .map_or_else(|_| d.scheduled_date.clone(), |date| date.strftime("%A %B %-d, %Y").to_string());
-    let current_time = format!("{}–{} ({})", clock(&d.start_at), clock(&d.end_at), d.slot_name);
+    let start = clock(&d.start_at);
+    let current_time = match named(d.slot_name.clone(), start) {
+        name if name.is_empty() => format!("{start}–{}", clock(&d.end_at)),
+        name => format!("{start}–{} ({name})", clock(&d.end_at)),
+    };
     let note = said.note.map(|n| match n {
         Note::Saved => ("done", format!("Saved. Your delivery is on {current_day}, {current_time}.")),
         Note::Refused(why) => ("error", why),
