@@ -7,6 +7,7 @@ mod async_orders;
 mod backup;
 mod browser;
 mod capacity;
+mod change_page;
 mod cli;
 mod common;
 mod copy;

@@ -21,8 +21,8 @@ const SMS_PASSWORD: &str = "sms-secret";
 /// How long any wait for the sender lasts before the test fails.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// The real SMTP server, stopped when dropped.
-struct Smtp {
+/// The real SMTP server, stopped when dropped (the change page's tests read its messages too).
+pub(crate) struct Smtp {
     child: Option<Child>,
     port: u16,
     log: std::path::PathBuf,
@@ -54,7 +54,7 @@ impl Smtp {
         }
     }
 
-    fn start() -> Smtp {
+    pub(crate) fn start() -> Smtp {
         let mut s = Smtp::planned();
         s.listen(&[]);
         s
@@ -99,7 +99,7 @@ impl Smtp {
     }
 
     /// Waits until the server has logged `n` messages; all it logged.
-    async fn wait_for(&self, n: usize, what: &str) -> Vec<Value> {
+    pub(crate) async fn wait_for(&self, n: usize, what: &str) -> Vec<Value> {
         let mut accepted = self.accepted.subscribe();
         let arrived = matches!(tokio::time::timeout(WAIT, accepted.wait_for(|got| *got >= n)).await, Ok(Ok(_)));
         let got = self.messages();
@@ -128,7 +128,7 @@ impl Drop for Smtp {
 }
 
 /// The service with both channels configured (SMS credentials as the environment gives them).
-async fn start(smtp: &Smtp, sms: &Receiver) -> TestServer {
+pub(crate) async fn start(smtp: &Smtp, sms: &Receiver) -> TestServer {
     TestServer::start_edited(&smtp.fragment(&sms.url), |s| {
         if let Some(sms) = s.notifications.sms.as_mut() {
             sms.user = Some(SMS_USER.into());
