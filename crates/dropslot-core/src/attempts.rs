@@ -94,9 +94,8 @@ pub enum FollowUp {
 pub fn after_failure(policy: &Policy, attempts: u32) -> FollowUp {
     match policy.after_failure {
         AfterFailure::Hold => FollowUp::Hold,
-        AfterFailure::Return => FollowUp::Return,
         AfterFailure::Reattempt if attempts < policy.max_attempts => FollowUp::Reattempt,
-        AfterFailure::Reattempt => FollowUp::Return,
+        AfterFailure::Return | AfterFailure::Reattempt => FollowUp::Return,
     }
 }
 
