@@ -76,7 +76,7 @@ async fn show(
 ) -> Result<Response> {
     let Some((mode, s)) = shipment(&app, &code, &given).await? else { return Ok(missing()) };
     let note = (query.as_deref() == Some("saved")).then_some(Note::Saved);
-    render(&app, mode, &s, Said { note, ..Said::default() }).await
+    render(&app, mode, &s, Said { note, ..Said::default() }, &ChangeForm::default()).await
 }
 
 #[utoipa::path(post, path = "/track/{tracking_code}/change/{token}", tag = "Tracking", operation_id = "change_delivery",
@@ -108,7 +108,7 @@ async fn apply(
     };
     let change = match asked(&app, &s, &sent) {
         Ok(change) => change,
-        Err(said) => return render(&app, mode, &s, said.with(sent)).await,
+        Err(said) => return render(&app, mode, &s, said, &sent).await,
     };
     let target = ChangeTarget::Code(code.clone());
     let said = match app.store.change_delivery(target, change, Changer::Recipient, app.clock.now()).await? {
@@ -126,7 +126,7 @@ async fn apply(
     };
     // The page as the shipment stands now, with the instruction as typed.
     let Some((mode, s)) = app.store.shipment_by_code(&code).await? else { return Ok(missing()) };
-    render(&app, mode, &s, said.with(ChangeForm { slot: None, ..sent })).await
+    render(&app, mode, &s, said, &ChangeForm { slot: None, ..sent }).await
 }
 
 const STALE: &str = "Your delivery was changed meanwhile, in another window or by the sender: here it is as it stands now. Check it and choose again.";
@@ -159,15 +159,14 @@ fn asked(app: &App, s: &StoredShipment, sent: &ChangeForm) -> Result<DeliveryCha
     Ok(DeliveryChange { slot, instruction, expect: expect.map(|(d, s)| (d.to_string(), s.to_string())) })
 }
 
-/// What the page tells besides the shipment: a confirmation or a refusal (and at which field),
-/// with its status and what was sent.
+/// What the page tells besides the shipment: a confirmation or a refusal (and at which
+/// field), with its status.
 #[derive(Default)]
 struct Said {
     status: Option<StatusCode>,
     note: Option<Note>,
     slot_error: Option<String>,
     instruction_error: Option<String>,
-    sent: ChangeForm,
 }
 
 enum Note {
@@ -187,10 +186,6 @@ impl Said {
     fn on_instruction(why: String) -> Said {
         let whole = format!("Delivery instruction: {why}");
         Said { instruction_error: Some(why), ..Said::refused(StatusCode::UNPROCESSABLE_ENTITY, whole) }
-    }
-
-    fn with(self, sent: ChangeForm) -> Said {
-        Said { sent, ..self }
     }
 }
 
@@ -284,10 +279,12 @@ fn named(name: String, start: &str) -> String {
     if name.contains(start) { String::new() } else { name }
 }
 
-async fn render(app: &App, mode: Mode, s: &StoredShipment, said: Said) -> Result<Response> {
+/// The page for the shipment as it stands, with what was sent (a refused form's instruction
+/// and slot are shown again).
+async fn render(app: &App, mode: Mode, s: &StoredShipment, said: Said, sent: &ChangeForm) -> Result<Response> {
     let d = &s.drop_off;
     let slots_open = attempts::slot_change_open(d.status);
-    let days = if slots_open { days(offered(app, mode, s).await?, said.sent.slot.as_deref()) } else { Vec::new() };
+    let days = if slots_open { days(offered(app, mode, s).await?, sent.slot.as_deref()) } else { Vec::new() };
     let slots_closed = if !slots_open {
         Some(attempts::closed_because(d.status))
     } else if days.is_empty() {
@@ -322,7 +319,7 @@ async fn render(app: &App, mode: Mode, s: &StoredShipment, said: Said) -> Result
         slots_closed,
         slot_error: said.slot_error,
         form: attempts::instruction_open(d.status),
-        instruction: said.sent.instruction.as_deref().or(d.instruction.as_deref()).unwrap_or_default(),
+        instruction: sent.instruction.as_deref().or(d.instruction.as_deref()).unwrap_or_default(),
         instruction_error: said.instruction_error,
         max: attempts::INSTRUCTION_MAX_CHARS,
         expect: slot_value(&d.scheduled_date, &d.slot_code),

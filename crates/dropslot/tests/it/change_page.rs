@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::browser::{Browser, PHONE};
 use crate::common::{ADMIN_TOKEN, TestServer, request};
-use crate::receiver::Receiver;
+use crate::receiver::{Received, Receiver};
 
 const HOOKS: &str = "[webhooks]\nallow_private = true\nretry_schedule = \"100ms,100ms,100ms,100ms,100ms\"\n";
 
@@ -181,7 +181,7 @@ async fn a_new_slot_moves_the_shipment_gives_the_old_place_back_and_tells_the_we
     assert!(confirmed.html.contains("Saved.") && confirmed.html.contains("Leave it at the back door"));
     assert_eq!(expect_of(&confirmed.html), to);
     // The webhook: previous and new, changed by the recipient.
-    let got = rx.wait_until("the rescheduled event", |g| g.iter().any(|r| r.ok())).await;
+    let got = rx.wait_until("the rescheduled event", |g| g.iter().any(Received::ok)).await;
     let d = &got[0].json()["data"];
     assert_eq!(got[0].event(), "same.shipment.rescheduled");
     assert_eq!((d["changed_by"].as_str(), d["leg"].as_str()), (Some("recipient"), Some("delivery")), "{d}");
