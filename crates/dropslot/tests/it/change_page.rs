@@ -91,13 +91,6 @@ async fn fill(s: &TestServer, slot: &str) -> u64 {
     one["fill"]["stops"].as_u64().unwrap()
 }
 
-async fn moves(s: &TestServer, ops: &str, code: &str, to: &[&str]) {
-    for to in to {
-        let r = s.ops_move(ops, code, &json!({"to": to})).await;
-        assert_eq!(r.status, 200, "{to}: {}", r.body);
-    }
-}
-
 #[tokio::test]
 async fn a_wrong_token_is_the_unknown_codes_404_and_the_page_shows_nothing_personal() {
     let s = TestServer::start().await;
@@ -252,7 +245,7 @@ async fn instructions_are_checked_and_out_for_delivery_closes_the_slot_but_not_t
     let (_, _, live, ops) = s.new_client("Corner Shop").await;
     let code = order(&s, &live, &request(&[500.0])).await;
     let link = change_link(&s, &code).await;
-    moves(&s, &ops, &code, &["to_pick_up", "picked_up", "processing"]).await;
+    s.ops_moves(&ops, &code, &["to_pick_up", "picked_up", "processing"]).await;
     let page = get(&link).await;
     let held = expect_of(&page.html);
     let other = choices(&page.html).into_iter().find(|(_, c)| !c).unwrap().0;
@@ -266,7 +259,7 @@ async fn instructions_are_checked_and_out_for_delivery_closes_the_slot_but_not_t
     let longest = "é".repeat(500);
     assert_eq!(post(&link, &[("slot", &held), ("instruction", &longest), ("expect", &held)]).await.status, 303);
     // Out for delivery: no new slot, said in words; the instruction still works.
-    moves(&s, &ops, &code, &["in_transit"]).await;
+    s.ops_moves(&ops, &code, &["in_transit"]).await;
     let page = get(&link).await;
     assert_eq!(page.status, 200);
     assert!(page.html.contains("already out for delivery"), "{}", page.html);
@@ -308,7 +301,7 @@ async fn every_message_links_the_change_page_and_the_failed_one_names_the_next_a
     let code = order(&s, &live, &body).await;
     let link = change_link(&s, &code).await;
     let token = link.rsplit('/').next().unwrap().to_string();
-    moves(&s, &ops, &code, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &code, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     let r = s.ops_move(&ops, &code, &json!({"to": "failed", "reason": "Nobody at home"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let mails = smtp.wait_for(3, "scheduled, out for delivery and failed").await;

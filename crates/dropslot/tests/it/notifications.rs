@@ -151,13 +151,6 @@ async fn order(s: &TestServer, live: &str, email: &str) -> String {
     r.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string()
 }
 
-async fn moves(s: &TestServer, ops: &str, tracking: &str, to: &[&str]) {
-    for to in to {
-        let r = s.ops_move(ops, tracking, &json!({"to": to})).await;
-        assert_eq!(r.status, 200, "{to}: {}", r.body);
-    }
-}
-
 async fn listed(s: &TestServer, token: &str, tracking: &str) -> Vec<Value> {
     let r = s.get(&format!("/shipments/{tracking}/notifications"), token).await;
     assert_eq!(r.status, 200, "{}", r.body);
@@ -214,7 +207,7 @@ async fn each_trigger_sends_one_email_and_one_sms() {
         assert!(m["list_unsubscribe"].as_str().unwrap().contains("/notifications/opt-out/"), "{m}");
         assert!(m["text"].as_str().unwrap().contains(" between "), "the date and slot: {m}");
     }
-    moves(&s, &ops, &delivered, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &delivered, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     let r = s
         .ops_move(
             &ops,
@@ -223,7 +216,7 @@ async fn each_trigger_sends_one_email_and_one_sms() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    moves(&s, &ops, &failed, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &failed, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     let r = s.ops_move(&ops, &failed, &json!({"to": "failed", "reason": "Nobody at home"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let got = smtp.wait_for(6, "every trigger's e-mail").await;
@@ -295,7 +288,7 @@ async fn opting_out_from_the_mail_link_stops_the_next_message() {
     let page = s.http.get(&link).send().await.unwrap();
     assert_eq!(page.status(), 200);
     assert!(page.text().await.unwrap().contains("<form method=\"post\""), "a confirm form");
-    moves(&s, &ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     smtp.wait_for(2, "following the link opted nobody out").await;
     let done = s.http.post(&link).send().await.unwrap();
     assert_eq!(done.status(), 200);
@@ -422,7 +415,7 @@ async fn settings_switch_a_trigger_off_and_name_the_sender() {
     let tracking = order(&s, &live, EMAIL).await;
     let all = listed(&s, &live, &tracking).await;
     assert!(all.iter().all(|n| n["state"] == "disabled"), "{all:?}");
-    moves(&s, &ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     let got = smtp.wait_for(1, "the out-for-delivery message").await;
     wait_listed(&s, &live, &tracking, ("out_for_delivery", "email"), |n| n["state"] == "sent").await;
     assert_eq!(got.len(), 1, "the scheduled one was off");
@@ -607,7 +600,7 @@ async fn out_for_delivery_carries_the_live_eta_window() {
     let window = s.get(&format!("/shipments/{tracking}"), &live).await.body["object"]["eta"].clone();
     let clock = |v: &Value| v.as_str().unwrap()[11..16].to_string();
     let (from, to) = (clock(&window["from"]), clock(&window["to"]));
-    moves(&s, &ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     let got = smtp.wait_for(2, "scheduled, then out for delivery").await;
     let out = of(&got, EMAIL, "out for delivery");
     assert_eq!(out.len(), 1, "{got:?}");
