@@ -47,6 +47,11 @@ fn parse_slot(value: &str) -> Option<(Date, &str)> {
     Some((date.parse().ok().filter(|_| date.len() == 10)?, code))
 }
 
+/// The earliest date a new slot may be on (the core's rule, from the pick-up's stored date).
+fn not_before(s: &StoredShipment) -> Date {
+    attempts::not_before(s.drop_off.status, s.pick_up.scheduled_date.parse().unwrap_or(Date::MIN))
+}
+
 /// The shipment whose page this is, when the token is its own.
 async fn shipment(app: &App, code: &str, given: &str) -> Result<Option<(Mode, StoredShipment)>> {
     if !plausible(code) {
@@ -150,8 +155,7 @@ fn asked(app: &App, s: &StoredShipment, sent: &ChangeForm) -> Result<DeliveryCha
         Some(v) => {
             let (date, code) = parse_slot(v).ok_or_else(|| Said::on_slot(NOT_OFFERED.into()))?;
             let area = &app.settings.area;
-            let not_before = attempts::not_before(d.status, s.pick_up.scheduled_date.parse().unwrap_or(Date::MIN));
-            let offer = attempts::asked_offer(area, &d.zone_code, date, code, not_before, app.clock.now());
+            let offer = attempts::asked_offer(area, &d.zone_code, date, code, not_before(s), app.clock.now());
             Some(offer.map_err(|_| Said::on_slot(NOT_OFFERED.into()))?)
         }
     };
@@ -235,8 +239,7 @@ struct Choice {
 /// shipment's mode), not before the pick-up while the parcel waits for it.
 async fn offered(app: &App, mode: Mode, s: &StoredShipment) -> Result<Vec<Offered>> {
     let (d, now) = (&s.drop_off, app.clock.now());
-    let not_before = attempts::not_before(d.status, s.pick_up.scheduled_date.parse().unwrap_or(Date::MIN));
-    let offers = attempts::change_offers(&app.settings.area, &d.zone_code, not_before, now);
+    let offers = attempts::change_offers(&app.settings.area, &d.zone_code, not_before(s), now);
     let capacity = crate::capacity::snapshot(app, mode, now).await?;
     let held = (d.scheduled_date.parse().unwrap_or(Date::MIN), d.slot_code.as_str());
     let want = attempts::want(SlotKind::DropOff, u32::try_from(s.parcels.len()).unwrap_or(u32::MAX));
