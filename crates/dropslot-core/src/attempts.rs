@@ -8,7 +8,7 @@ use jiff::civil::Date;
 use serde::Serialize;
 
 use crate::config::{City, ServiceArea, Slot};
-use crate::quote::capacity::{Limit, Load, SlotDate, SlotKind};
+use crate::quote::capacity::{Capacity, Limit, Load, SlotDate, SlotKind};
 use crate::quote::schedule::{AskedProblem, open};
 use crate::shipments::Status;
 
@@ -214,6 +214,40 @@ pub fn change_offers(area: &ServiceArea, zone: &str, not_before: Date, now: Time
         .collect()
 }
 
+/// The earliest date a new delivery slot may be on: the pick-up's date while the parcel is not
+/// picked up yet (it cannot be delivered before it is collected), else any date (the offers
+/// themselves start today).
+pub fn not_before(status: Status, pick_up_date: Date) -> Date {
+    if matches!(status, Status::Scheduled | Status::ToPickUp) { pick_up_date } else { Date::MIN }
+}
+
+/// A slot a change page offers: the slot, whether the shipment holds it now, and what remains
+/// in it beside what it holds (`None` when unlimited).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offered {
+    pub offer: Offer,
+    pub current: bool,
+    pub remaining: Option<(Option<u32>, Option<u32>)>,
+}
+
+/// The offers with room for `want` by the fill and overrides of `capacity` (§10): a full slot
+/// is left out, except the one the shipment holds (`current`: date and slot code), whose place
+/// is its own.
+pub fn with_room(offers: Vec<Offer>, capacity: &Capacity, want: Load, current: (Date, &str)) -> Vec<Offered> {
+    offers
+        .into_iter()
+        .filter_map(|offer| {
+            let held = offer.at.date == current.0 && offer.at.slot == current.1;
+            if !held && !capacity.fits(offer.configured, &offer.at, Load::default(), want) {
+                return None;
+            }
+            let limit = capacity.limit(offer.configured, &offer.at);
+            let remaining = (!limit.is_unlimited()).then(|| limit.remaining(capacity.used(&offer.at)));
+            Some(Offered { offer, current: held, remaining })
+        })
+        .collect()
+}
+
 /// What a drop-off shipment takes in a slot; a return takes one pick-up stop.
 pub fn want(kind: SlotKind, parcels: u32) -> Load {
     match kind {
@@ -296,6 +330,32 @@ mod tests {
             Err(AskedProblem::Closed),
             "not before the pick-up"
         );
+    }
+
+    #[test]
+    fn a_change_page_offers_slots_with_room_and_keeps_the_one_held() {
+        let area = area();
+        let zone = &area.zones()[0];
+        let now: Timestamp = "2026-11-23T13:00:00Z".parse().unwrap();
+        let today = now.to_zoned(area.city(zone.city).tz.clone()).date();
+        let offers = change_offers(&area, &zone.code, today, now);
+        let (first, second) = (offers[0].clone(), offers[1].clone());
+        let full = crate::quote::capacity::Override { stops: Some(Some(1)), parcels: None };
+        let used = Load { stops: 1, parcels: 2 };
+        let capacity = Capacity::new(
+            [(first.at.clone(), full), (second.at.clone(), full)].into(),
+            [(first.at.clone(), used), (second.at.clone(), used)].into(),
+        );
+        let want = want(SlotKind::DropOff, 1);
+        let shown = with_room(offers.clone(), &capacity, want, (second.at.date, &second.at.slot));
+        assert!(shown.iter().all(|o| o.offer != first), "a full slot is not offered");
+        let held = shown.iter().find(|o| o.offer == second).expect("the slot held stays, full or not");
+        assert!(held.current && held.remaining == Some((Some(0), None)));
+        assert!(shown.iter().filter(|o| o.offer != second).all(|o| !o.current && o.remaining.is_none()));
+        assert_eq!(shown.len(), offers.len() - 1);
+        let pick_up = today.tomorrow().unwrap();
+        assert_eq!(not_before(Status::ToPickUp, pick_up), pick_up, "not before the pick-up");
+        assert_eq!(not_before(Status::Processing, pick_up), Date::MIN, "picked up: any date from today");
     }
 
     #[test]

@@ -202,6 +202,20 @@ pub struct Facts {
     pub reason: Option<String>,
 }
 
+impl Facts {
+    /// Whether a message of `trigger` links to the recipient's change page (CONTRACT §15):
+    /// while something is left to change when it is sent — the slot or an instruction before
+    /// the delivery, a new slot after a failure that another attempt or the merchant's decision
+    /// follows; not once delivered, nor when the parcel goes back to the sender.
+    pub fn links_change(&self, trigger: Trigger) -> bool {
+        match trigger {
+            Trigger::Scheduled | Trigger::OutForDelivery => true,
+            Trigger::Delivered => false,
+            Trigger::Failed => self.another_attempt != Some(false),
+        }
+    }
+}
+
 /// One recorded move of the shipment, as far as a message reads it.
 #[derive(Debug, Clone, Copy)]
 pub struct Moved<'a> {
@@ -321,6 +335,16 @@ mod tests {
             settings,
             channels: BOTH,
         }
+    }
+
+    #[test]
+    fn messages_link_the_change_page_while_something_is_left_to_change() {
+        let f = Facts::default();
+        assert!(f.links_change(Trigger::Scheduled) && f.links_change(Trigger::OutForDelivery));
+        assert!(!f.links_change(Trigger::Delivered));
+        assert!(Facts { another_attempt: Some(true), ..Facts::default() }.links_change(Trigger::Failed));
+        assert!(f.links_change(Trigger::Failed), "held for the merchant: a new slot may still be chosen");
+        assert!(!Facts { another_attempt: Some(false), ..Facts::default() }.links_change(Trigger::Failed));
     }
 
     fn to(status: Status) -> Moved<'static> {

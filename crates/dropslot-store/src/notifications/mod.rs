@@ -148,6 +148,9 @@ pub struct ClaimedNotification {
     pub opt_out_token: String,
     pub opted_out: bool,
     pub settings: NotificationSettings,
+    /// The drop-off's secret label token, from which the link to its change page is derived
+    /// (never shown itself).
+    pub label_token: String,
 }
 
 /// What one claim took: the messages to send, and how many left `sending` by a process that

@@ -255,7 +255,8 @@ static CLAIM: LazyLock<String> = LazyLock::new(|| {
          )
          UPDATE notifications n SET lease_until_ms = $2 FROM due WHERE n.id = due.id
          RETURNING n.id, n.client_id, n.shipment_unique_id, n.trigger_kind, n.channel, n.recipient,
-            n.facts_json, n.message_id, n.attempts, n.recipient_hash, n.mode",
+            n.facts_json, n.message_id, n.attempts, n.recipient_hash, n.mode,
+            (SELECT d.label_token FROM drop_off_shipments d WHERE d.id = n.drop_off_id)",
         *QUEUED_STATES
     )
 });
@@ -325,6 +326,7 @@ pub(crate) async fn claim(
             opt_out_token: column(&recipient, 0)?,
             opted_out: opted_out.is_some(),
             settings,
+            label_token: column(r, 11)?,
         });
     }
     Ok(NotificationClaim { messages: claimed, uncertain })

@@ -256,7 +256,8 @@ pub(crate) fn claim(
         let row = c
             .prepare_cached(
                 "SELECT n.id, n.client_id, n.shipment_unique_id, n.trigger_kind, n.channel, n.recipient, n.facts_json,
-                        n.message_id, n.attempts, n.recipient_hash, s.settings_json
+                        n.message_id, n.attempts, n.recipient_hash, s.settings_json,
+                        (SELECT d.label_token FROM drop_off_shipments d WHERE d.id = n.drop_off_id)
                  FROM notifications n
                  LEFT JOIN notification_settings s ON s.client_id = n.client_id AND s.mode = n.mode
                  WHERE n.id = ?1",
@@ -267,13 +268,17 @@ pub(crate) fn claim(
                         (r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?),
                         (r.get::<_, String>(3)?, r.get::<_, String>(4)?, r.get::<_, String>(5)?),
                         (r.get::<_, String>(6)?, r.get::<_, String>(7)?, r.get::<_, i64>(8)?),
-                        (r.get::<_, String>(9)?, r.get::<_, Option<String>>(10)?),
+                        (r.get::<_, String>(9)?, r.get::<_, Option<String>>(10)?, r.get::<_, String>(11)?),
                     ))
                 })
             })
             .map_err(map_err)?;
-        let ((id, client, shipment), (trigger, channel, recipient), (facts_json, message_id, attempts), (hash, json)) =
-            row;
+        let (
+            (id, client, shipment),
+            (trigger, channel, recipient),
+            (facts_json, message_id, attempts),
+            (hash, json, label_token),
+        ) = row;
         c.prepare_cached(
             "INSERT INTO notification_recipients (recipient_hash, opt_out_token) VALUES (?1, ?2)
              ON CONFLICT (recipient_hash) DO NOTHING",
@@ -298,6 +303,7 @@ pub(crate) fn claim(
             opt_out_token,
             opted_out: opted_out.is_some(),
             settings: stored_settings(json.as_deref())?,
+            label_token,
         });
     }
     Ok(NotificationClaim { messages: claimed, uncertain: uncertain as u64 })

@@ -2,7 +2,7 @@
 //! ops move reports, and the orders, shipments and events read back for the client API and
 //! the tracking page. Plain data.
 
-use crate::{LabelKind, LabelSource, OrderFilter, Scope, StoreResult, StoredEta, StoredShipment};
+use crate::{LabelKind, LabelSource, Mode, OrderFilter, Scope, StoreResult, StoredEta, StoredShipment};
 use async_trait::async_trait;
 use dropslot_core::ids::{CustomCode, OrderId};
 use dropslot_core::shipments::Status;
@@ -36,6 +36,9 @@ pub struct Tracking {
     /// (status, when), oldest first.
     pub events: Vec<(Status, Timestamp)>,
     pub eta: Option<StoredEta>,
+    /// The drop-off's secret label token: never shown, only the change page's token is derived
+    /// from it (the page links to the change page while changes are open).
+    pub label_token: String,
 }
 
 #[async_trait]
@@ -67,6 +70,10 @@ pub trait ShipmentStore: Send + Sync + 'static {
     ) -> StoreResult<Option<(String, StoredShipment)>>;
     /// The public tracking page's facts, by tracking code; no scope (the code is public).
     async fn tracking(&self, code: &str) -> StoreResult<Option<Tracking>>;
+    /// A drop-off shipment by tracking code in either mode and of any client, with its mode
+    /// (whose slots its place is counted in): the recipient's change page, which checks the
+    /// change token derived from its label token before it shows or changes anything.
+    async fn shipment_by_code(&self, code: &str) -> StoreResult<Option<(Mode, StoredShipment)>>;
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>>;
 }
 
@@ -121,6 +128,11 @@ impl<S: ShipmentStore> ShipmentStore for crate::trace::Traced<S> {
     async fn tracking(&self, code: &str) -> StoreResult<Option<Tracking>> {
         self.trace.hit("ShipmentStore::tracking");
         self.inner.tracking(code).await
+    }
+
+    async fn shipment_by_code(&self, code: &str) -> StoreResult<Option<(Mode, StoredShipment)>> {
+        self.trace.hit("ShipmentStore::shipment_by_code");
+        self.inner.shipment_by_code(code).await
     }
 
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {

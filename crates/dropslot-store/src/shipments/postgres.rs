@@ -62,6 +62,10 @@ impl ShipmentStore for PgStore {
         tracking(&self.conn().await?, code).await
     }
 
+    async fn shipment_by_code(&self, code: &str) -> StoreResult<Option<(Mode, StoredShipment)>> {
+        shipment_by_code(&self.conn().await?, code).await
+    }
+
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
         label_rows(&self.conn().await?, kind, token).await?.map(crate::labels::assemble).transpose()
     }
@@ -509,7 +513,7 @@ pub(crate) async fn tracking(c: &impl Sql, code: &str) -> Result<Option<Tracking
     let row = c
         .query_opt(
             "SELECT d.id, d.unique_id, d.status, d.scheduled_date, d.slot_name, d.city,
-                e.arrival_ms, e.from_ms, e.to_ms, e.late, e.stops_before
+                e.arrival_ms, e.from_ms, e.to_ms, e.late, e.stops_before, d.label_token
              FROM drop_off_shipments d LEFT JOIN stop_etas e ON e.shipment_unique_id = d.unique_id
              WHERE d.unique_id = $1",
             &[&code],
@@ -535,9 +539,20 @@ pub(crate) async fn tracking(c: &impl Sql, code: &str) -> Result<Option<Tracking
                 stops_before: narrow(col::<i32>(&r, 10)?.into(), "stops_before")?,
             }),
         },
+        label_token: col(&r, 11)?,
     };
     t.events = events(c, id).await?.into_iter().map(|e| (e.to, e.at)).collect();
     Ok(Some(t))
+}
+
+/// A drop-off shipment by tracking code, in either mode, with its mode.
+pub(crate) async fn shipment_by_code(c: &impl Sql, code: &str) -> Result<Option<(Mode, StoredShipment)>, StoreError> {
+    let row =
+        c.query_opt("SELECT id, mode FROM drop_off_shipments WHERE unique_id = $1", &[&code]).await.map_err(map_err)?;
+    let Some(r) = row else { return Ok(None) };
+    let mode: String = col(&r, 1)?;
+    let mode = Mode::parse(&mode).ok_or_else(|| StoreError::Corrupt(format!("mode {mode:?}")))?;
+    Ok(Some((mode, shipment_by_id(c, col(&r, 0)?).await?)))
 }
 
 /// A label's rows (`labels::assemble` makes the source from them).

@@ -63,6 +63,10 @@ impl ShipmentStore for SqliteStore {
         self.read(|c| tracking(c, code))
     }
 
+    async fn shipment_by_code(&self, code: &str) -> StoreResult<Option<(Mode, StoredShipment)>> {
+        self.read(|c| shipment_by_code(c, code))
+    }
+
     async fn label_source(&self, kind: LabelKind, token: &str) -> StoreResult<Option<LabelSource>> {
         let token = token.to_string();
         self.read_blocking(move |c| label_rows(c, kind, &token)).await?.map(crate::labels::assemble).transpose()
@@ -404,7 +408,8 @@ pub(crate) fn parcel_by_custom_code(
 pub(crate) fn tracking(c: &Connection, code: &str) -> rusqlite::Result<Option<Tracking>> {
     let found = c
         .prepare_cached(
-            "SELECT id, unique_id, status, scheduled_date, slot_name, city FROM drop_off_shipments WHERE unique_id = ?1",
+            "SELECT id, unique_id, status, scheduled_date, slot_name, city, label_token FROM drop_off_shipments
+             WHERE unique_id = ?1",
         )?
         .query_row([code], |r| {
             Ok((
@@ -417,6 +422,7 @@ pub(crate) fn tracking(c: &Connection, code: &str) -> rusqlite::Result<Option<Tr
                     city: r.get(5)?,
                     events: Vec::new(),
                     eta: None,
+                    label_token: r.get(6)?,
                 },
             ))
         })
@@ -425,6 +431,17 @@ pub(crate) fn tracking(c: &Connection, code: &str) -> rusqlite::Result<Option<Tr
     t.events = events(c, id)?.into_iter().map(|e| (e.to, e.at)).collect();
     t.eta = eta_of(c, &t.tracking_code)?;
     Ok(Some(t))
+}
+
+/// A drop-off shipment by tracking code, in either mode, with its mode.
+pub(crate) fn shipment_by_code(c: &Connection, code: &str) -> rusqlite::Result<Option<(Mode, StoredShipment)>> {
+    let found: Option<(i64, String)> = c
+        .prepare_cached("SELECT id, mode FROM drop_off_shipments WHERE unique_id = ?1")?
+        .query_row([code], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let Some((id, mode)) = found else { return Ok(None) };
+    let mode = Mode::parse(&mode).ok_or_else(|| conversion(1, format!("mode {mode:?}")))?;
+    Ok(Some((mode, shipment_by_id(c, id)?)))
 }
 
 /// A label's rows (`labels::assemble` makes the source from them).

@@ -1,7 +1,7 @@
 //! `JsonBody<T>`: the one way a request body enters the service. Non-JSON or compressed →
 //! 415, over the limit → 413, stalled → 408, malformed → 400, a wrong type → 400 naming the
-//! dotted field path (see `json.rs`). Also `PathParam` and `query_params`, the other two
-//! ways input enters.
+//! dotted field path (see `json.rs`). `FormBody`, the same for a public page's plain HTML
+//! form. Also `PathParam` and `query_params`, the other two ways input enters.
 
 use std::collections::HashMap;
 
@@ -113,6 +113,38 @@ where
         let value = super::json::parse_value(&bytes)?;
         let typed = super::json::from_value(&value)?;
         Ok(JsonBody(typed, value))
+    }
+}
+
+/// A submitted HTML form (`application/x-www-form-urlencoded`): its fields in order, read
+/// within the same limits as a JSON body. Anything else is a 415.
+pub struct FormBody(pub Vec<(String, String)>);
+
+impl FormBody {
+    /// The first value of `name`, as sent.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+impl<S> FromRequest<S> for FormBody
+where
+    S: Send + Sync,
+    BodyLimits: FromRef<S>,
+{
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        let limits = BodyLimits::from_ref(state);
+        let content_type = super::single(req.headers(), &CONTENT_TYPE, "Content-Type")?;
+        let form = content_type.and_then(|v| v.to_str().ok()).is_some_and(|v| {
+            v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"))
+        });
+        if !form {
+            return Err(Error::UnsupportedMediaType);
+        }
+        let bytes = read_body(req, state, limits).await?;
+        Ok(FormBody(url::form_urlencoded::parse(&bytes).into_owned().collect()))
     }
 }
 

@@ -12,7 +12,7 @@ use axum::extract::FromRef;
 use axum::http::HeaderName;
 use axum::response::{IntoResponse, Response};
 
-pub use extract::{BodyLimits, JsonBody, PathParam, query_params, read_body};
+pub use extract::{BodyLimits, FormBody, JsonBody, PathParam, query_params, read_body};
 
 use crate::error::Error;
 use crate::metrics::HttpMetrics;

@@ -15,7 +15,7 @@ use lettre::message::{Mailbox, MultiPart};
 use tokio::sync::Notify;
 
 use super::smtp::{Smtp, SmtpError};
-use super::text::{Texts, render};
+use super::text::{Links, Texts, render};
 use crate::app::App;
 use crate::webhooks::{retry, target};
 use dropslot_core::config::{SmsSettings, SmtpSettings};
@@ -220,7 +220,9 @@ impl Sender {
         let tracking = crate::labels::tracking_url(base, &c.shipment_unique_id);
         let opt_out = format!("{base}/notifications/opt-out/{}", c.opt_out_token);
         let sender = self.sender_name(c);
-        let texts = render(c.trigger, &facts, &sender, eta.as_ref(), &tracking, &opt_out);
+        let change = crate::tracking::token::change_url(base, &c.shipment_unique_id, &c.label_token);
+        let links = Links { tracking: &tracking, change: &change, opt_out: &opt_out };
+        let texts = render(c.trigger, &facts, &sender, eta.as_ref(), &links);
         match c.channel {
             Channel::Email => {
                 let Some((_, s)) = &self.mailer else {

@@ -27,6 +27,8 @@ struct EmailText<'a> {
     line: &'a str,
     sender: &'a str,
     tracking_url: &'a str,
+    change_url: &'a str,
+    change_label: &'a str,
     opt_out_url: &'a str,
 }
 
@@ -38,19 +40,30 @@ struct EmailHtml<'a> {
     line: &'a str,
     sender: &'a str,
     tracking_url: &'a str,
+    change_url: &'a str,
+    change_label: &'a str,
     opt_out_url: &'a str,
+}
+
+/// A message's links: the tracking page, the change page (CONTRACT §15: in every message;
+/// offered as a change while [`Facts::links_change`] holds for the trigger, else as the
+/// delivery's page, which says why nothing can change) and the opt-out page.
+pub struct Links<'a> {
+    pub tracking: &'a str,
+    pub change: &'a str,
+    pub opt_out: &'a str,
 }
 
 /// The texts of one message. `sender` is the client's sender name, `eta` the live window
 /// (out for delivery only; the slot is said instead when there is none).
-pub fn render(
-    trigger: Trigger,
-    facts: &Facts,
-    sender: &str,
-    eta: Option<&EtaWindow>,
-    tracking_url: &str,
-    opt_out_url: &str,
-) -> Texts {
+pub fn render(trigger: Trigger, facts: &Facts, sender: &str, eta: Option<&EtaWindow>, links: &Links<'_>) -> Texts {
+    let Links { tracking: tracking_url, opt_out: opt_out_url, .. } = *links;
+    let change_url = links.change;
+    let change_label = if facts.links_change(trigger) {
+        "Change the delivery time or leave an instruction"
+    } else {
+        "Your delivery's options"
+    };
     let slot = format!("{} between {} and {}", facts.date, clock(&facts.start_at), clock(&facts.end_at));
     let (subject, line) = match trigger {
         Trigger::Scheduled => (
@@ -92,12 +105,15 @@ pub fn render(
             )
         }
     };
-    let text = EmailText { line: &line, sender, tracking_url, opt_out_url }.render().unwrap_or_else(|_| {
-        format!("{line}\n\nTrack your parcel: {tracking_url}\nTo stop these messages: {opt_out_url}\n")
-    });
+    let text =
+        EmailText { line: &line, sender, tracking_url, change_url, change_label, opt_out_url }.render().unwrap_or_else(
+            |_| format!("{line}\n\nTrack your parcel: {tracking_url}\nTo stop these messages: {opt_out_url}\n"),
+        );
     let html =
-        EmailHtml { subject: &subject, line: &line, sender, tracking_url, opt_out_url }.render().unwrap_or_default();
-    let sms = format!("{line} Track: {tracking_url} Stop: {opt_out_url}");
+        EmailHtml { subject: &subject, line: &line, sender, tracking_url, change_url, change_label, opt_out_url }
+            .render()
+            .unwrap_or_default();
+    let sms = format!("{line} Track: {tracking_url} Change: {change_url} Stop: {opt_out_url}");
     Texts { subject, text, html, sms }
 }
 
@@ -125,6 +141,8 @@ pub fn mask(channel: Channel, recipient: &str) -> String {
 mod tests {
     use super::*;
 
+    const LINKS: Links<'static> = Links { tracking: "http://t", change: "http://c", opt_out: "http://o" };
+
     #[test]
     fn masks() {
         assert_eq!(mask(Channel::Email, "jane@example.com"), "j•••@example.com");
@@ -133,7 +151,7 @@ mod tests {
 
     #[test]
     fn the_html_part_is_escaped() {
-        let t = render(Trigger::Delivered, &Facts::default(), "<b>Shop</b>", None, "http://t", "http://o");
+        let t = render(Trigger::Delivered, &Facts::default(), "<b>Shop</b>", None, &LINKS);
         assert!(t.html.contains("&#60;b&#62;Shop") && !t.html.contains("<b>Shop"), "{}", t.html);
         assert!(t.text.contains("Sent for <b>Shop</b>") && t.text.contains("http://o"), "{}", t.text);
     }
@@ -141,9 +159,33 @@ mod tests {
     #[test]
     fn failed_says_what_next() {
         let f = Facts { another_attempt: Some(false), reason: Some("not at home".into()), ..Facts::default() };
-        let t = render(Trigger::Failed, &f, "Shop", None, "http://t", "http://o");
+        let t = render(Trigger::Failed, &f, "Shop", None, &LINKS);
         assert!(t.text.contains("goes back to the sender") && t.text.contains("not at home"));
-        let t = render(Trigger::OutForDelivery, &Facts::default(), "Shop", None, "http://t", "http://o");
+        // Every message links the change page (CONTRACT §15); with nothing left to change it is
+        // offered as the delivery's page, which says why.
+        assert!(t.text.contains("Your delivery's options: http://c") && t.sms.contains("Change: http://c"));
+        assert!(!t.text.contains("Change the delivery time"), "nothing left to change: {}", t.text);
+        let t = render(Trigger::OutForDelivery, &Facts::default(), "Shop", None, &LINKS);
         assert!(t.text.contains("within your slot"));
+        assert!(t.text.contains("http://c") && t.html.contains("http://c") && t.sms.contains("Change: http://c"));
+    }
+
+    /// The failed message names the next attempt's date and slot, and links the change page.
+    #[test]
+    fn failed_with_another_attempt_links_the_change_page() {
+        let f = Facts {
+            date: "2026-11-24".into(),
+            slot: "Afternoon".into(),
+            another_attempt: Some(true),
+            ..Facts::default()
+        };
+        let t = render(Trigger::Failed, &f, "Shop", None, &LINKS);
+        assert!(t.text.contains("We will try again on 2026-11-24 (Afternoon)"), "{}", t.text);
+        for part in [&t.text, &t.html, &t.sms] {
+            assert!(part.contains("http://c"), "{part}");
+        }
+        let t = render(Trigger::Delivered, &f, "Shop", None, &LINKS);
+        assert!(t.text.contains("Your delivery's options: http://c") && t.html.contains("http://c"), "{}", t.text);
+        assert!(!t.text.contains("Change the delivery time"), "delivered: nothing to change");
     }
 }

@@ -101,7 +101,9 @@ struct Api;
 #[openapi(paths(
     crate::labels::serve,
     crate::labels::icon,
-    crate::tracking::page,
+    crate::tracking::page::page,
+    crate::tracking::change::show,
+    crate::tracking::change::apply,
     crate::notifications::opt_out_form,
     crate::notifications::opt_out,
     crate::health::healthz,

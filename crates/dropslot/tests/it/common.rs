@@ -283,6 +283,14 @@ impl TestServer {
         self.post(&format!("/ops/shipments/{tracking}/transitions"), ops, body).await
     }
 
+    /// Ops moves of a live shipment in order, each of them a 200.
+    pub async fn ops_moves(&self, ops: &str, tracking: &str, to: &[&str]) {
+        for to in to {
+            let r = self.ops_move(ops, tracking, &json!({"to": to})).await;
+            assert_eq!(r.status, 200, "{to}: {}", r.body);
+        }
+    }
+
     /// A sandbox scenario with the demo test token.
     pub async fn scenario(&self, name: &str, body: &Value) -> Reply {
         self.post(&format!("/sandbox/scenarios/{name}"), &self.token, body).await

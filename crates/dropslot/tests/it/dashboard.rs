@@ -27,7 +27,7 @@ async fn check_page(b: &Browser, name: &str) {
 }
 
 /// No horizontal scrolling of the page itself on a phone (tables scroll in their region).
-async fn assert_fits(b: &Browser, name: &str) {
+pub(crate) async fn assert_fits(b: &Browser, name: &str) {
     let wide = b
         .eval(
             "return [...document.querySelectorAll('body *')]

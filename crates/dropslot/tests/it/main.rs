@@ -9,6 +9,7 @@ mod attempts_store;
 mod backup;
 mod browser;
 mod capacity;
+mod change_page;
 mod cli;
 mod common;
 mod copy;

@@ -21,8 +21,8 @@ const SMS_PASSWORD: &str = "sms-secret";
 /// How long any wait for the sender lasts before the test fails.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// The real SMTP server, stopped when dropped.
-struct Smtp {
+/// The real SMTP server, stopped when dropped (the change page's tests read its messages too).
+pub(crate) struct Smtp {
     child: Option<Child>,
     port: u16,
     log: std::path::PathBuf,
@@ -54,7 +54,7 @@ impl Smtp {
         }
     }
 
-    fn start() -> Smtp {
+    pub(crate) fn start() -> Smtp {
         let mut s = Smtp::planned();
         s.listen(&[]);
         s
@@ -99,7 +99,7 @@ impl Smtp {
     }
 
     /// Waits until the server has logged `n` messages; all it logged.
-    async fn wait_for(&self, n: usize, what: &str) -> Vec<Value> {
+    pub(crate) async fn wait_for(&self, n: usize, what: &str) -> Vec<Value> {
         let mut accepted = self.accepted.subscribe();
         let arrived = matches!(tokio::time::timeout(WAIT, accepted.wait_for(|got| *got >= n)).await, Ok(Ok(_)));
         let got = self.messages();
@@ -128,7 +128,7 @@ impl Drop for Smtp {
 }
 
 /// The service with both channels configured (SMS credentials as the environment gives them).
-async fn start(smtp: &Smtp, sms: &Receiver) -> TestServer {
+pub(crate) async fn start(smtp: &Smtp, sms: &Receiver) -> TestServer {
     TestServer::start_edited(&smtp.fragment(&sms.url), |s| {
         if let Some(sms) = s.notifications.sms.as_mut() {
             sms.user = Some(SMS_USER.into());
@@ -149,13 +149,6 @@ async fn order(s: &TestServer, live: &str, email: &str) -> String {
     let r = s.post("/requests/sync", live, &order_body(email)).await;
     assert_eq!(r.status, 201, "{}", r.body);
     r.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string()
-}
-
-async fn moves(s: &TestServer, ops: &str, tracking: &str, to: &[&str]) {
-    for to in to {
-        let r = s.ops_move(ops, tracking, &json!({"to": to})).await;
-        assert_eq!(r.status, 200, "{to}: {}", r.body);
-    }
 }
 
 async fn listed(s: &TestServer, token: &str, tracking: &str) -> Vec<Value> {
@@ -214,7 +207,7 @@ async fn each_trigger_sends_one_email_and_one_sms() {
         assert!(m["list_unsubscribe"].as_str().unwrap().contains("/notifications/opt-out/"), "{m}");
         assert!(m["text"].as_str().unwrap().contains(" between "), "the date and slot: {m}");
     }
-    moves(&s, &ops, &delivered, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &delivered, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     let r = s
         .ops_move(
             &ops,
@@ -223,7 +216,7 @@ async fn each_trigger_sends_one_email_and_one_sms() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    moves(&s, &ops, &failed, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &failed, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     let r = s.ops_move(&ops, &failed, &json!({"to": "failed", "reason": "Nobody at home"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let got = smtp.wait_for(6, "every trigger's e-mail").await;
@@ -300,7 +293,7 @@ async fn opting_out_from_the_mail_link_stops_the_next_message() {
     let page = s.http.get(&link).send().await.unwrap();
     assert_eq!(page.status(), 200);
     assert!(page.text().await.unwrap().contains("<form method=\"post\""), "a confirm form");
-    moves(&s, &ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     smtp.wait_for(2, "following the link opted nobody out").await;
     let done = s.http.post(&link).send().await.unwrap();
     assert_eq!(done.status(), 200);
@@ -427,7 +420,7 @@ async fn settings_switch_a_trigger_off_and_name_the_sender() {
     let tracking = order(&s, &live, EMAIL).await;
     let all = listed(&s, &live, &tracking).await;
     assert!(all.iter().all(|n| n["state"] == "disabled"), "{all:?}");
-    moves(&s, &ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     let got = smtp.wait_for(1, "the out-for-delivery message").await;
     wait_listed(&s, &live, &tracking, ("out_for_delivery", "email"), |n| n["state"] == "sent").await;
     assert_eq!(got.len(), 1, "the scheduled one was off");
@@ -612,7 +605,7 @@ async fn out_for_delivery_carries_the_live_eta_window() {
     let window = s.get(&format!("/shipments/{tracking}"), &live).await.body["object"]["eta"].clone();
     let clock = |v: &Value| v.as_str().unwrap()[11..16].to_string();
     let (from, to) = (clock(&window["from"]), clock(&window["to"]));
-    moves(&s, &ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
+    s.ops_moves(&ops, &tracking, &["to_pick_up", "picked_up", "processing", "in_transit"]).await;
     let got = smtp.wait_for(2, "scheduled, then out for delivery").await;
     let out = of(&got, EMAIL, "out for delivery");
     assert_eq!(out.len(), 1, "{got:?}");
