@@ -42,6 +42,17 @@ pub struct Leg {
     pub pick_up: Current,
 }
 
+impl Leg {
+    /// From a drop-off shipment's (id, status, attempts made, most allowed) and its pick-up
+    /// leg's (id, status), as the stores load them.
+    pub fn of((id, status, attempts, max_attempts): (i64, Status, u32, u32), pick_up: (i64, Status)) -> Leg {
+        Leg {
+            drop_off: Current { kind: ShipmentKind::DropOff, id, status, attempts, max_attempts },
+            pick_up: Current::new(ShipmentKind::PickUp, pick_up.0, pick_up.1),
+        }
+    }
+}
+
 /// One proof of delivery: who received it, a signature or a photo, by reference.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

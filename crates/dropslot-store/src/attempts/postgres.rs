@@ -22,7 +22,7 @@ use crate::{AttemptStore, Mode, MoveOutcome, Rescheduled, Scope, SlotRef, StoreE
 use async_trait::async_trait;
 use dropslot_core::attempts::{self, Changer, Offer, Policy};
 use dropslot_core::quote::capacity::{Load, SlotKind};
-use dropslot_core::shipments::{self, Actor, Current, Leg, Move, NewEvent, ShipmentKind, Status};
+use dropslot_core::shipments::{self, Actor, Leg, Move, NewEvent, ShipmentKind, Status};
 use jiff::Timestamp;
 use std::sync::LazyLock;
 use tokio_postgres::Row;
@@ -131,22 +131,15 @@ fn facts_row(r: &Row) -> Result<Facts, StoreError> {
     let ret = crate::StoredReturn::of([column(r, 18)?, column(r, 19)?, column(r, 20)?, column(r, 21)?, column(r, 22)?])
         .map_err(StoreError::Corrupt)?;
     Ok(Facts {
-        leg: Leg {
-            drop_off: Current {
-                kind: ShipmentKind::DropOff,
-                id: column(r, 0)?,
-                status: status_column(r, 4)?,
-                attempts: narrow(column(r, 5)?, "attempts")?,
-                max_attempts: narrow(column(r, 6)?, "max_attempts")?,
-            },
-            pick_up: Current {
-                kind: ShipmentKind::PickUp,
-                id: column(r, 13)?,
-                status: status_column(r, 14)?,
-                attempts: 0,
-                max_attempts: 0,
-            },
-        },
+        leg: Leg::of(
+            (
+                column(r, 0)?,
+                status_column(r, 4)?,
+                narrow(column(r, 5)?, "attempts")?,
+                narrow(column(r, 6)?, "max_attempts")?,
+            ),
+            (column(r, 13)?, status_column(r, 14)?),
+        ),
         unique_id: column(r, 1)?,
         client: column(r, 2)?,
         mode,

@@ -16,7 +16,7 @@ use crate::{AttemptStore, Mode, MoveOutcome, Rescheduled, Scope, SlotRef, StoreE
 use async_trait::async_trait;
 use dropslot_core::attempts::{self, Changer, Offer, Policy};
 use dropslot_core::quote::capacity::{Load, SlotKind};
-use dropslot_core::shipments::{self, Actor, Current, Leg, Move, NewEvent, ShipmentKind, Status};
+use dropslot_core::shipments::{self, Actor, Leg, Move, NewEvent, ShipmentKind, Status};
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -115,22 +115,7 @@ fn facts_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Facts> {
     let ret = crate::StoredReturn::of(ret)
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(18, rusqlite::types::Type::Text, e.into()))?;
     Ok(Facts {
-        leg: Leg {
-            drop_off: Current {
-                kind: ShipmentKind::DropOff,
-                id: r.get(0)?,
-                status: status_column(r, 4)?,
-                attempts: r.get(5)?,
-                max_attempts: r.get(6)?,
-            },
-            pick_up: Current {
-                kind: ShipmentKind::PickUp,
-                id: r.get(13)?,
-                status: status_column(r, 14)?,
-                attempts: 0,
-                max_attempts: 0,
-            },
-        },
+        leg: Leg::of((r.get(0)?, status_column(r, 4)?, r.get(5)?, r.get(6)?), (r.get(13)?, status_column(r, 14)?)),
         unique_id: r.get(1)?,
         client: r.get(2)?,
         mode,

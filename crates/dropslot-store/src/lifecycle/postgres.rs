@@ -31,7 +31,7 @@ use crate::{
 use async_trait::async_trait;
 use dropslot_core::ids::DropOffShipmentId;
 use dropslot_core::shipments;
-use dropslot_core::shipments::{Actor, Current, Leg, Move, Scenario, ShipmentKind, Status};
+use dropslot_core::shipments::{Actor, Leg, Move, Scenario, ShipmentKind, Status};
 use jiff::Timestamp;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, LazyLock};
@@ -182,22 +182,15 @@ async fn load(
 /// A row of [`load`]'s columns.
 pub(crate) fn loaded_row(r: &Row) -> Result<Loaded, StoreError> {
     Ok(Loaded {
-        leg: Leg {
-            drop_off: Current {
-                kind: ShipmentKind::DropOff,
-                id: column(r, 0)?,
-                status: status_column(r, 2)?,
-                attempts: narrow(column(r, 3)?, "attempts")?,
-                max_attempts: narrow(column(r, 4)?, "max_attempts")?,
-            },
-            pick_up: Current {
-                kind: ShipmentKind::PickUp,
-                id: column(r, 6)?,
-                status: status_column(r, 7)?,
-                attempts: 0,
-                max_attempts: 0,
-            },
-        },
+        leg: Leg::of(
+            (
+                column(r, 0)?,
+                status_column(r, 2)?,
+                narrow(column(r, 3)?, "attempts")?,
+                narrow(column(r, 4)?, "max_attempts")?,
+            ),
+            (column(r, 6)?, status_column(r, 7)?),
+        ),
         unique_id: column(r, 1)?,
         sandbox_moved: column(r, 5)?,
     })

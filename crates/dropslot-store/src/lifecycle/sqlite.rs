@@ -11,7 +11,7 @@ use crate::{
 use async_trait::async_trait;
 use dropslot_core::ids::DropOffShipmentId;
 use dropslot_core::shipments;
-use dropslot_core::shipments::{Actor, Current, Leg, Move, Scenario, ShipmentKind, Status};
+use dropslot_core::shipments::{Actor, Leg, Move, Scenario, ShipmentKind, Status};
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -97,22 +97,7 @@ fn load(
     )?
     .query_row(params![id, unique_id, mode, client], |r| {
         Ok(Loaded {
-            leg: Leg {
-                drop_off: Current {
-                    kind: ShipmentKind::DropOff,
-                    id: r.get(0)?,
-                    status: status_column(r, 2)?,
-                    attempts: r.get(3)?,
-                    max_attempts: r.get(4)?,
-                },
-                pick_up: Current {
-                    kind: ShipmentKind::PickUp,
-                    id: r.get(6)?,
-                    status: status_column(r, 7)?,
-                    attempts: 0,
-                    max_attempts: 0,
-                },
-            },
+            leg: Leg::of((r.get(0)?, status_column(r, 2)?, r.get(3)?, r.get(4)?), (r.get(6)?, status_column(r, 7)?)),
             unique_id: r.get(1)?,
             sandbox_moved: r.get(5)?,
         })
