@@ -375,7 +375,19 @@ mod tests {
     use rusqlite::StatementStatus;
 
     fn queue(c: &Connection, n: i64) {
+        // Bare drop-off shipments, without their orders: what a claim reads of them is the label
+        // token the change link is made of.
+        c.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
         for id in 1..=n {
+            c.execute(
+                "INSERT INTO drop_off_shipments (id, unique_id, shipment_order_id, pick_up_shipment_id, client_id, mode,
+                    status, scheduled_date, slot_code, slot_name, start_at, end_at, zone_code, warehouse, city,
+                    address_json, label_token)
+                 VALUES (?1, 'DROP' || ?1, 1, 1, 1, 'live', 'scheduled', '2026-11-23', 'PM', 'PM', 's', 'e', 'Z', 'W',
+                    'C', '{}', 'label' || ?1)",
+                [id],
+            )
+            .unwrap();
             c.execute(
                 "INSERT INTO notifications (id, client_id, mode, drop_off_id, shipment_unique_id, trigger_kind, channel,
                     recipient, recipient_hash, state, facts_json, message_id, next_attempt_ms, created_at)

@@ -247,14 +247,15 @@ async fn simultaneous_changes_never_overfill_a_slot() {
         held += n;
     }
     assert_eq!(held, 1);
+    // A slot none of the above went to, with one place left.
     let one =
-        json!({"zone": "TOR-DT", "time_slot_code": "TOR-DT-PM", "date": "2026-11-27", "stops": 1, "parcels": null});
+        json!({"zone": "TOR-DT", "time_slot_code": "TOR-DT-PM", "date": "2026-12-04", "stops": 1, "parcels": null});
     assert_eq!(s.send(s.http.put(s.url("/admin/capacity")).bearer_auth(ADMIN_TOKEN).json(&one)).await.status, 200);
-    let (x, y) = tokio::join!(to(&codes[1], "2026-11-27"), to(&codes[2], "2026-11-27"));
+    let (x, y) = tokio::join!(to(&codes[1], "2026-12-04"), to(&codes[2], "2026-12-04"));
     let mut got = [x.status, y.status];
     got.sort_unstable();
     assert_eq!(got, [200, 422], "{} / {}", x.body, y.body);
-    assert_eq!(stops_in(&s, "2026-11-27", "TOR-DT-PM").await, 1, "never more than the limit");
+    assert_eq!(stops_in(&s, "2026-12-04", "TOR-DT-PM").await, 1, "never more than the limit");
 }
 
 /// The dispatcher's board lists the day's failures with their reasons, the re-attempts by date
