@@ -48,6 +48,7 @@ const TABLES: &[&str] = &[
     "notifications",
     "notification_recipients",
     "notification_settings",
+    "attempt_policies",
     "stop_etas",
 ];
 
@@ -352,6 +353,11 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
         let put = c.http.put(format!("{}{API}/notifications/settings", c.base)).bearer_auth(&live);
         let (status, _, r) = c.call(put.json(&settings)).await;
         assert_eq!(status, 200, "{r}");
+        // An attempts policy of its own (CONTRACT §15).
+        let policy = json!({"max_attempts": 2, "after_failure": "hold", "max_return_attempts": 1});
+        let put = c.http.put(format!("{}{API}/attempts/settings", c.base)).bearer_auth(&live);
+        let (status, _, r) = c.call(put.json(&policy)).await;
+        assert_eq!(status, 200, "{r}");
         let live_tracking = tracking(&o["object"]);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -413,6 +419,7 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
             "proofs",
             "notification_recipients",
             "notification_settings",
+            "attempt_policies",
             "stop_etas",
         ];
         if !no_ids.contains(&table.as_str()) {
