@@ -354,3 +354,59 @@ async fn browser_the_change_page_on_a_phone() {
     let (date, slot) = chosen.split_once('/').unwrap();
     assert_eq!(booked(&s, &s.token, &code).await, (date.to_string(), slot.to_string()));
 }
+
+/// The recipient (on one process) and the merchant (on another) change the same shipment at
+/// the same moment, on PostgreSQL: one wins, the other is told it changed meanwhile; then two
+/// shipments into a slot with one place left, one through each process: one gets it. Skipped on
+/// SQLite, whose deployment is one process per file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn recipient_and_merchant_at_once_across_two_processes() {
+    let s = TestServer::start().await;
+    if s.sqlite_file().is_some() {
+        eprintln!("skipped: two processes need DROPSLOT_TEST_DATABASE_URL=postgres://…");
+        return;
+    }
+    let (_, _, live, _) = s.new_client("Corner Shop").await;
+    let (mut other, base_b, _) = crate::cli::spawn_serve_with(&s.db.url(), &[]);
+    for round in 0..4 {
+        let code = order(&s, &live, &request(&[500.0])).await;
+        let link = change_link(&s, &code).await.replacen(&s.base, &base_b, 1);
+        let page = get(&link).await;
+        let expect = expect_of(&page.html);
+        let to = json!({"scheduled_date": "2026-11-25", "time_slot_code": "TOR-DT-PM"});
+        let path = format!("/shipments/{code}/reschedule");
+        let merchant = s.post(&path, &live, &to);
+        let fields = [("slot", "2026-11-26/TOR-DT-PM"), ("expect", expect.as_str())];
+        let recipient = post(&link, &fields);
+        let (m, r) = tokio::join!(merchant, recipient);
+        let won = [m.status.as_u16() == 200, r.status == 303];
+        assert_eq!(won.iter().filter(|w| **w).count(), 1, "round {round}: {} / {} {}", m.body, r.status, r.html);
+        if won[0] {
+            assert_eq!(r.status, 409, "the recipient is told: {}", r.html);
+            assert!(r.html.contains("changed meanwhile") || r.html.contains("changed"), "{}", r.html);
+            assert_eq!(booked(&s, &live, &code).await, ("2026-11-25".into(), "TOR-DT-PM".into()));
+        } else {
+            assert_eq!(m.status.as_u16(), 409, "the merchant is told: {}", m.body);
+            assert_eq!(booked(&s, &live, &code).await, ("2026-11-26".into(), "TOR-DT-PM".into()));
+        }
+    }
+    // One place left in a slot: one shipment through each process.
+    let one =
+        json!({"zone": "TOR-DT", "time_slot_code": "TOR-DT-EV", "date": "2026-11-27", "stops": 1, "parcels": null});
+    assert_eq!(s.send(s.http.put(s.url("/admin/capacity")).bearer_auth(ADMIN_TOKEN).json(&one)).await.status, 200);
+    let (x, y) = (order(&s, &live, &request(&[500.0])).await, order(&s, &live, &request(&[500.0])).await);
+    let link = change_link(&s, &y).await.replacen(&s.base, &base_b, 1);
+    let expect = expect_of(&get(&link).await.html);
+    let to = json!({"scheduled_date": "2026-11-27", "time_slot_code": "TOR-DT-EV"});
+    let path = format!("/shipments/{x}/reschedule");
+    let merchant = s.post(&path, &live, &to);
+    let fields = [("slot", "2026-11-27/TOR-DT-EV"), ("expect", expect.as_str())];
+    let recipient = post(&link, &fields);
+    let (m, r) = tokio::join!(merchant, recipient);
+    let won = [m.status.as_u16() == 200, r.status == 303];
+    assert_eq!(won.iter().filter(|w| **w).count(), 1, "{} / {} {}", m.body, r.status, r.html);
+    assert!(m.status.as_u16() == 422 || r.status == 422, "the other finds it full");
+    assert_eq!(fill(&s, "2026-11-27/TOR-DT-EV").await, 1, "never more than the limit");
+    other.kill().unwrap();
+    other.wait().unwrap();
+}
