@@ -18,8 +18,9 @@
 //! next batch), so every webhook body and notification shows the shipment as its own move
 //! left it. Moves of drop-offs sharing a pick-up leg are planned one after the other on that
 //! leg's state. A failed batch is rolled back and each of its moves made alone, which gives
-//! each its own answer. A move to `failed` never joins a batch: it is made alone by
-//! [`ops_move`], whose transaction also decides and writes what follows (CONTRACT §15).
+//! each its own answer. What follows a failure (CONTRACT §15: a re-attempt, a return, a
+//! return booked again or cancelled) is planned in the batch with the failure, on its locked
+//! rows; the slot counters it raises are taken in time order, as every failure takes them.
 
 use crate::outbox::postgres::{Sink, apply, apply_and_read};
 use crate::postgres::sql::Sql;
@@ -65,9 +66,6 @@ impl LifecycleStore for PgStore {
         m: dropslot_core::shipments::Move,
         now: Timestamp,
     ) -> StoreResult<MoveOutcome<Box<StoredShipment>>> {
-        if m.to == Status::Failed {
-            return self.failure(unique_id, &m, now).await;
-        }
         let movers = self.moves.get_or_init(|| Movers::start(&self.pool, &self.outbox, self.order_writers))?;
         movers.make(unique_id, m, now).await
     }
@@ -93,29 +91,6 @@ impl LifecycleStore for PgStore {
         self.notify(sink.queued);
         self.notified(sink.notified);
         Ok(outcome)
-    }
-}
-
-impl PgStore {
-    /// An ops move to `failed`, outside the batches: what follows a failure (CONTRACT §15:
-    /// a re-attempt, a return, a return booked again or cancelled) is decided and written in
-    /// its transaction, by the single [`ops_move`]. Failures are a few percent of moves. The
-    /// shipment is read back after the commit, as ops sees it (gone meanwhile: not found).
-    async fn failure(&self, unique_id: &str, m: &Move, now: Timestamp) -> StoreResult<Moved> {
-        let mut sink = Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
-        let outcome = in_tx!(self, |tx| ops_move(tx, &mut sink, unique_id, m, now).await?);
-        self.notify(sink.queued);
-        self.notified(sink.notified);
-        Ok(match outcome {
-            MoveOutcome::NotFound => MoveOutcome::NotFound,
-            MoveOutcome::Refused(r) => MoveOutcome::Refused(r),
-            MoveOutcome::Moved(code) => {
-                match crate::shipments::postgres::shipment(&self.conn().await?, Visibility::Ops, &code).await? {
-                    None => MoveOutcome::NotFound,
-                    Some(s) => MoveOutcome::Moved(Box::new(s)),
-                }
-            }
-        })
     }
 }
 
@@ -569,9 +544,23 @@ pub(crate) async fn ops_moves(
         if let Some(&p) = pick_ups.get(&leg.pick_up.id) {
             leg.pick_up = p;
         }
+        // A return stop that fails is booked again or cancelled (CONTRACT §15), in the batch's
+        // transaction; its shipment is read back with the others.
+        if leg.drop_off.status == Status::ReturnScheduled && m.to == Status::Failed {
+            planned.push(match crate::attempts::postgres::return_failed(c, sink, leg.drop_off.id, m, now).await? {
+                MoveOutcome::Moved(_) => MoveOutcome::Moved(leg.drop_off.id),
+                MoveOutcome::Refused(r) => MoveOutcome::Refused(r),
+                MoveOutcome::NotFound => MoveOutcome::NotFound,
+            });
+            continue;
+        }
         match shipments::plan_moves(&leg, std::slice::from_ref(*m)) {
             Err(refusal) => planned.push(MoveOutcome::Refused(refusal)),
-            Ok(mine) => {
+            Ok(mut mine) => {
+                // What follows a failure is planned with it (its rows are locked above).
+                if m.to == Status::Failed {
+                    crate::attempts::postgres::follow_failure(c, sink, &mut mine, now).await?;
+                }
                 if let Some(last) = mine.iter().rev().find(|e| e.kind == ShipmentKind::PickUp) {
                     pick_ups.insert(leg.pick_up.id, shipments::Current { status: last.to, ..leg.pick_up });
                 }
