@@ -297,7 +297,9 @@ pub(crate) async fn plans_of_driver(
     Ok(out)
 }
 
-/// Replaces a route's live ETAs, in the caller's transaction: one statement for the rows.
+/// Replaces a route's live ETAs, in the caller's transaction: one statement for the rows. A
+/// shipment no longer on a published stop of the route (rebooked after its re-timing was
+/// computed: a re-attempt, a reschedule) gets none.
 pub(crate) async fn save_etas(
     c: &impl Sql,
     route_id: &str,
@@ -315,6 +317,7 @@ pub(crate) async fn save_etas(
         "INSERT INTO stop_etas (shipment_unique_id, route_id, arrival_ms, from_ms, to_ms, late, stops_before, updated_ms)
          SELECT u, $2, a, f, t, l, b, $8
          FROM unnest($1::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::int[], $7::int[]) AS x (u, a, f, t, l, b)
+         WHERE EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = x.u AND s.route_id = $2)
          ON CONFLICT (shipment_unique_id) DO UPDATE SET route_id = excluded.route_id, arrival_ms = excluded.arrival_ms,
             from_ms = excluded.from_ms, to_ms = excluded.to_ms, late = excluded.late,
             stops_before = excluded.stops_before, updated_ms = excluded.updated_ms",

@@ -281,7 +281,9 @@ pub(crate) fn plans_of_driver(
     Ok(Ok(out))
 }
 
-/// Replaces a route's live ETAs (the writer's transaction holds them together).
+/// Replaces a route's live ETAs (the writer's transaction holds them together). A shipment no
+/// longer on a published stop of the route (rebooked after its re-timing was computed: a
+/// re-attempt, a reschedule) gets none.
 pub(crate) fn save_etas(
     c: &Connection,
     route_id: &str,
@@ -294,7 +296,8 @@ pub(crate) fn save_etas(
     let mut insert = c
         .prepare_cached(
             "INSERT INTO stop_etas (shipment_unique_id, route_id, arrival_ms, from_ms, to_ms, late, stops_before, updated_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+             WHERE EXISTS (SELECT 1 FROM published_stops WHERE shipment_unique_id = ?1 AND route_id = ?2)
              ON CONFLICT (shipment_unique_id) DO UPDATE SET route_id = excluded.route_id, arrival_ms = excluded.arrival_ms,
                 from_ms = excluded.from_ms, to_ms = excluded.to_ms, late = excluded.late,
                 stops_before = excluded.stops_before, updated_ms = excluded.updated_ms",
