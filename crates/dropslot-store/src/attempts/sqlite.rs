@@ -495,7 +495,14 @@ fn failures(
             unique_id: r.get(0)?,
             status: status_column(r, 1)?,
             reason: r.get(2)?,
-            failed_at: at.and_then(|t| t.parse().ok()),
+            // A stored instant that does not parse is corrupt, never "no failure".
+            failed_at: at
+                .map(|t| {
+                    t.parse::<Timestamp>().map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, e.to_string().into())
+                    })
+                })
+                .transpose()?,
             next_date: r.get(4)?,
             next_slot: r.get(5)?,
         })
