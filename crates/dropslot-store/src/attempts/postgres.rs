@@ -252,11 +252,80 @@ impl<'a> Counter<'a> {
     }
 }
 
+/// Which of `offers` have room for `want` as committed now, read without a lock in one
+/// statement: the slots [`take`] need not lock. (A slot whose counter it raised stays locked
+/// until the commit, in the offers' time order, while an order batch locks counters in key
+/// order: raising only the slots that seem to have room keeps the two from crossing, except
+/// when a place goes between this read and the raise.)
+async fn with_room(c: &impl Sql, mode: Mode, offers: &[Offer], want: Load) -> Result<Vec<bool>, StoreError> {
+    let counters: Vec<Counter<'_>> = offers.iter().map(|o| Counter::of(mode, &o.at, want)).collect();
+    let kinds: Vec<&str> = counters.iter().map(|k| k.kind).collect();
+    let places: Vec<&str> = counters.iter().map(|k| k.place).collect();
+    let codes: Vec<&str> = counters.iter().map(|k| k.code).collect();
+    let dates: Vec<&str> = counters.iter().map(|k| k.date.as_str()).collect();
+    let named: Vec<&str> = offers.iter().map(|o| o.at.place.as_str()).collect();
+    let rows = c
+        .query_typed(
+            "SELECT u.ord, coalesce(f.stops, 0), coalesce(f.parcels, 0), o.stops_set, o.stops, o.parcels_set, o.parcels
+             FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+                WITH ORDINALITY AS u (kind, place, slot_code, date, named, ord)
+             LEFT JOIN slot_fill f ON f.mode = $1 AND f.kind = u.kind AND f.place = u.place
+                AND f.slot_code = u.slot_code AND f.date = u.date
+             LEFT JOIN capacity_overrides o
+                ON o.kind = u.kind AND o.place = u.named AND o.slot_code = u.slot_code AND o.date = u.date
+             ORDER BY u.ord",
+            &[
+                (&mode.as_str(), Type::TEXT),
+                (&kinds, Type::TEXT_ARRAY),
+                (&places, Type::TEXT_ARRAY),
+                (&codes, Type::TEXT_ARRAY),
+                (&dates, Type::TEXT_ARRAY),
+                (&named, Type::TEXT_ARRAY),
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+    if rows.len() != offers.len() {
+        return Err(StoreError::Corrupt(format!("{} of {} slots read", rows.len(), offers.len())));
+    }
+    offers
+        .iter()
+        .zip(&rows)
+        .map(|(o, r)| {
+            let held: (i64, i64) = (column(r, 1)?, column(r, 2)?);
+            let over = override_at(o, r, 3)?;
+            fits(o, (held.0 + i64::from(want.stops), held.1 + i64::from(want.parcels)), over, want)
+        })
+        .collect()
+}
+
+/// The date's override of `o`'s slot from four columns from `first` on (none: no row).
+fn override_at(
+    o: &Offer,
+    r: &Row,
+    first: usize,
+) -> Result<Option<dropslot_core::quote::capacity::Override>, StoreError> {
+    let Some(stops_set) = column::<Option<bool>>(r, first)? else { return Ok(None) };
+    let columns = (
+        o.at.kind.as_str().to_string(),
+        o.at.place.clone(),
+        o.at.slot.clone(),
+        o.at.date.to_string(),
+        stops_set,
+        column(r, first + 1)?,
+        column(r, first + 2)?,
+        column(r, first + 3)?,
+    );
+    Ok(Some(crate::capacity::override_row(columns)?.1))
+}
+
 /// Takes a place in the first of `offers` with room for `want`, in `mode`: its counter raised
 /// (and its row locked until the commit) and read with the date's override, then checked by
-/// the core's rule, and lowered again when it does not fit.
+/// the core's rule, and lowered again when it does not fit. Slots full as committed are
+/// passed by without a lock ([`with_room`]).
 async fn take<'a>(c: &impl Sql, mode: Mode, offers: &'a [Offer], want: Load) -> Result<Option<&'a Offer>, StoreError> {
-    for o in offers {
+    let room = with_room(c, mode, offers, want).await?;
+    for (o, _) in offers.iter().zip(room).filter(|(_, room)| *room) {
         let counter = Counter::of(mode, &o.at, want);
         // The override names the slot's city or zone (`o.at.place`, `$8`), the counter a
         // pick-up slot by its code alone.
@@ -280,22 +349,7 @@ async fn take<'a>(c: &impl Sql, mode: Mode, offers: &'a [Offer], want: Load) -> 
             .await
             .map_err(map_err)?
             .ok_or_else(|| StoreError::Corrupt(format!("slot counter {} {} not raised", o.at.slot, o.at.date)))?;
-        let over = match column::<Option<bool>>(&row, 2)? {
-            None => None,
-            Some(stops_set) => {
-                let columns = (
-                    counter.kind.to_string(),
-                    o.at.place.clone(),
-                    o.at.slot.clone(),
-                    counter.date.clone(),
-                    stops_set,
-                    column(&row, 3)?,
-                    column(&row, 4)?,
-                    column(&row, 5)?,
-                );
-                Some(crate::capacity::override_row(columns)?.1)
-            }
-        };
+        let over = override_at(o, &row, 2)?;
         if fits(o, (column(&row, 0)?, column(&row, 1)?), over, want)? {
             return Ok(Some(o));
         }
