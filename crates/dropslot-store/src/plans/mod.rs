@@ -59,7 +59,9 @@ impl SaveError {
 }
 
 /// A depot's day on the dispatcher's board: the live shipments of one kind, zone and slot
-/// that are not final, and how many of them are in a route of a published plan.
+/// that a plan of that kind would take (not final; for deliveries, not `failed` nor being
+/// returned: the board lists those apart), and how many of them are in a route of a published
+/// plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoardCount {
     pub kind: PlanKind,
@@ -72,7 +74,9 @@ pub struct BoardCount {
 
 /// The board's counts, written for `param`; its parameters are [`board_params`].
 pub(crate) fn board_sql(param: char) -> String {
-    let finals = final_placeholders(param, 6);
+    let skipped = skipped_statuses(PlanKind::Delivery).len();
+    let left_out = placeholders(param, 6, skipped);
+    let finals = final_placeholders(param, 6 + skipped);
     let published = |alias: &str| {
         format!(
             "sum(CASE WHEN EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = {alias}.unique_id) THEN 1 ELSE 0 END)"
@@ -81,7 +85,7 @@ pub(crate) fn board_sql(param: char) -> String {
     format!(
         "SELECT {p}4, d.zone_code, d.slot_code, count(*), {pd}
          FROM drop_off_shipments d
-         WHERE d.scheduled_date = {p}2 AND d.warehouse = {p}1 AND d.mode = {p}3 AND d.status NOT IN ({finals})
+         WHERE d.scheduled_date = {p}2 AND d.warehouse = {p}1 AND d.mode = {p}3 AND d.status NOT IN ({left_out})
          GROUP BY d.zone_code, d.slot_code
          UNION ALL
          SELECT {p}5, '', u.slot_code, count(*), {pu}
@@ -97,12 +101,12 @@ pub(crate) fn board_sql(param: char) -> String {
 }
 
 /// [`board_sql`]'s parameters in order, all text: the depot, the date, the live mode, the plan
-/// kinds that tag its rows, then the final statuses.
+/// kinds that tag its rows, the statuses a delivery plan leaves out, then the final statuses.
 pub(crate) fn board_params<'a>(depot: &'a str, date: &'a str) -> Vec<&'a str> {
-    let finals: Vec<&'a str> = final_statuses();
     [depot, date, Mode::Live.as_str(), PlanKind::Delivery.as_str(), PlanKind::PickUp.as_str()]
         .into_iter()
-        .chain(finals)
+        .chain(skipped_statuses(PlanKind::Delivery))
+        .chain(final_statuses())
         .collect()
 }
 

@@ -296,6 +296,9 @@ async fn the_board_shows_the_days_failures_reattempts_and_returns() {
     assert!(!reattempts.contains(&clients[1]) && !reattempts.contains(&clients[2]));
     let returns = section("returns");
     assert!(returns.contains(&clients[2]) && !returns.contains(&clients[0]), "{returns}");
+    // The counts of shipments to plan leave them out: a delivery plan would not take them.
+    let counts = section("counts");
+    assert!(!counts.contains("<td>Delivery</td>"), "failed and returning drop-offs are not to plan: {counts}");
     // Another day's board has no failure of that day.
     let other = v.get("/ops/board?depot=YYZ1&date=2026-11-25").await;
     assert!(other.body.contains("id=\"failed-none\""), "{}", other.body);
