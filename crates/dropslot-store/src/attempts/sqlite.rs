@@ -173,24 +173,12 @@ fn stored_policy(c: &Connection, client: i64, mode: Mode) -> Result<Option<Polic
 /// again when it does not fit.
 fn take<'a>(c: &Connection, mode: Mode, offers: &'a [Offer], want: Load) -> Result<Option<&'a Offer>, StoreError> {
     for o in offers {
-        let (kind, place, code, date) = counter_key(&o.at);
-        let (stops, parcels): (i64, i64) = c
-            .prepare_cached(
-                "INSERT INTO slot_fill (mode, kind, place, slot_code, date, stops, parcels) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT (mode, kind, place, slot_code, date)
-                 DO UPDATE SET stops = stops + excluded.stops, parcels = parcels + excluded.parcels
-                 RETURNING stops, parcels",
-            )
-            .and_then(|mut s| {
-                s.query_row(params![mode.as_str(), kind, place, code, date, want.stops, want.parcels], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })
-            })
-            .map_err(map_err)?;
+        let (stops, parcels) = crate::capacity::sqlite::raise(c, mode, &o.at, want)?;
         let overrides = crate::capacity::sqlite::overrides_of(c, &[&o.at])?;
         if fits(o, (stops, parcels), overrides.get(&o.at).copied(), want)? {
             return Ok(Some(o));
         }
+        let (kind, place, code, date) = counter_key(&o.at);
         lower(c, mode, kind, place, code, &date, want)?;
     }
     Ok(None)

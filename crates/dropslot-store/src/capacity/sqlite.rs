@@ -122,23 +122,9 @@ pub(crate) fn reserve(c: &Connection, mode: Mode, reservations: &[Reservation]) 
         return Ok(());
     }
     let mine = loads(reservations);
-    let mut up = c
-        .prepare_cached(
-            "INSERT INTO slot_fill (mode, kind, place, slot_code, date, stops, parcels) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-             ON CONFLICT (mode, kind, place, slot_code, date)
-             DO UPDATE SET stops = stops + excluded.stops, parcels = parcels + excluded.parcels
-             RETURNING stops, parcels",
-        )
-        .map_err(map_err)?;
     let mut now = Vec::with_capacity(mine.len());
     for (at, load) in &mine {
-        let (kind, place, code, date) = counter_key(at);
-        let held: (i64, i64) = up
-            .query_row(params![mode.as_str(), kind, place, code, date, load.stops, load.parcels], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .map_err(map_err)?;
-        now.push(((*at).clone(), held));
+        now.push(((*at).clone(), raise(c, mode, at, *load)?));
     }
     let slots: Vec<&SlotDate> = mine.iter().map(|(at, _)| *at).collect();
     let overrides = overrides_of(c, &slots)?;
@@ -147,6 +133,25 @@ pub(crate) fn reserve(c: &Connection, mode: Mode, reservations: &[Reservation]) 
         Some((_, r)) => Err(full(r)),
         None => Ok(()),
     }
+}
+
+/// Raises `at`'s counter in `mode` by `load` (a row made for a slot that held nothing): what it
+/// holds now, (stops, parcels). An order's reservation and a failure's follow-up take their
+/// places this way.
+pub(crate) fn raise(c: &Connection, mode: Mode, at: &SlotDate, load: Load) -> Result<(i64, i64), StoreError> {
+    let (kind, place, code, date) = counter_key(at);
+    c.prepare_cached(
+        "INSERT INTO slot_fill (mode, kind, place, slot_code, date, stops, parcels) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (mode, kind, place, slot_code, date)
+         DO UPDATE SET stops = stops + excluded.stops, parcels = parcels + excluded.parcels
+         RETURNING stops, parcels",
+    )
+    .and_then(|mut s| {
+        s.query_row(params![mode.as_str(), kind, place, code, date, load.stops, load.parcels], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+    })
+    .map_err(map_err)
 }
 
 /// A deletion's release: the deleted parcel's place, and its drop-off's stop and the

@@ -14,7 +14,6 @@ use crate::http::{JsonBody, PathParam};
 use crate::orders::view::ShipmentView;
 use dropslot_core::attempts::{self, Changer, Policy};
 use dropslot_core::quote::schedule::AskedProblem;
-use dropslot_core::shipments::Status;
 use dropslot_store::{ChangeOutcome, ChangeTarget, DeliveryChange, StoredShipment, Visibility};
 
 pub fn routes() -> axum::Router<App> {
@@ -108,7 +107,7 @@ pub(crate) async fn reschedule(
     if !attempts::slot_change_open(s.drop_off.status) {
         return Err(Error::Conflict(attempts::closed_because(s.drop_off.status)));
     }
-    let offer = offer_for(&app, &s, date, body.time_slot_code.trim())
+    let offer = offer_for(&app, &s, date, body.time_slot_code.trim())?
         .map_err(|why| Error::invalid("time_slot_code", crate::orders::asked_problem(why)))?;
     let change = DeliveryChange {
         slot: Some(offer),
@@ -122,20 +121,39 @@ pub(crate) async fn reschedule(
 
 /// The slot a change asks for, if it can be booked at all (room is the store's to decide): a
 /// slot of the shipment's zone, open now, not before the pick-up while the parcel is not
-/// picked up.
+/// picked up (the core's rules, `attempts::asked_offer`).
 pub fn offer_for(
     app: &App,
     s: &StoredShipment,
     date: jiff::civil::Date,
     slot: &str,
-) -> std::result::Result<attempts::Offer, AskedProblem> {
-    attempts::asked_offer(&app.settings.area, &s.drop_off.zone_code, date, slot, not_before(s), app.clock.now())
+) -> Result<std::result::Result<attempts::Offer, AskedProblem>> {
+    let area = &app.settings.area;
+    Ok(attempts::asked_offer(area, &s.drop_off.zone_code, date, slot, not_before(s)?, app.clock.now()))
 }
 
-/// The earliest date a delivery can move to: the pick-up's while the parcel is not picked up.
-pub fn not_before(s: &StoredShipment) -> jiff::civil::Date {
-    let waiting = matches!(s.drop_off.status, Status::Scheduled | Status::ToPickUp);
-    waiting.then(|| s.pick_up.scheduled_date.parse().ok()).flatten().unwrap_or(jiff::civil::Date::MIN)
+/// The earliest date a delivery can move to (the core's rule: the pick-up's while the parcel is
+/// not picked up).
+pub fn not_before(s: &StoredShipment) -> Result<jiff::civil::Date> {
+    Ok(attempts::not_before(s.drop_off.status, stored_date(&s.pick_up.scheduled_date)?))
+}
+
+/// A date as a shipment stores it; one that does not parse is corrupt, never a default.
+pub fn stored_date(text: &str) -> Result<jiff::civil::Date> {
+    text.parse().map_err(|e| Error::Internal(format!("a stored date {text:?}: {e}")))
+}
+
+/// The slots a change may take now (the change page's and the dashboard's choices): the
+/// zone's, with room by the §10 fill and overrides of the shipment's mode (the slot it holds
+/// kept), not before the pick-up while the parcel waits for it.
+pub async fn offered(app: &App, mode: dropslot_store::Mode, s: &StoredShipment) -> Result<Vec<attempts::Offered>> {
+    let (d, now) = (&s.drop_off, app.clock.now());
+    let offers = attempts::change_offers(&app.settings.area, &d.zone_code, not_before(s)?, now);
+    let capacity = crate::capacity::snapshot(app, mode, now).await?;
+    let held = (stored_date(&d.scheduled_date)?, d.slot_code.as_str());
+    let parcels = u32::try_from(s.parcels.len()).unwrap_or(u32::MAX);
+    let want = attempts::want(dropslot_core::quote::capacity::SlotKind::DropOff, parcels);
+    Ok(attempts::with_room(offers, &capacity, want, held))
 }
 
 #[utoipa::path(post, path = "/shipments/{unique_id}/return", tag = "Failed deliveries", operation_id = "return_shipment",
@@ -200,6 +218,8 @@ fn answer(app: &App, outcome: ChangeOutcome, message: &str) -> Result<Response> 
         return Err(e);
     }
     let ChangeOutcome::Changed(stored) = outcome else { return Err(Error::NotFound) };
+    // The fill moved: the next quote reads it anew.
+    crate::capacity::forget(app);
     let view = ShipmentView::new(&app.settings.base_url, &app.settings.area, *stored);
     Ok(envelope(200, message, &view).into_response())
 }

@@ -93,6 +93,7 @@ pub(super) async fn reschedule(
     let (date, slot) = chosen.split_once(' ').unwrap_or((chosen, ""));
     let date = date.parse().map_err(|_| fail(&session)(Error::invalid("slot", "Choose a date and slot.")))?;
     let offer = crate::attempts::offer_for(&app, &s, date, slot)
+        .map_err(fail(&session))?
         .map_err(|why| fail(&session)(Error::invalid("slot", crate::orders::asked_problem(why))))?;
     let change = DeliveryChange {
         slot: Some(offer),

@@ -200,21 +200,25 @@ struct Decisions {
 }
 
 impl Decisions {
-    fn of(app: &App, s: &StoredShipment) -> Decisions {
+    /// The slots offered are the change page's: open, with room, not the one held.
+    async fn of(app: &App, mode: dropslot_store::Mode, s: &StoredShipment) -> crate::error::Result<Decisions> {
         use dropslot_core::attempts;
         let d = &s.drop_off;
         let offers = if attempts::slot_change_open(d.status) {
-            let not_before = crate::attempts::not_before(s);
-            attempts::change_offers(&app.settings.area, &d.zone_code, not_before, app.clock.now())
+            crate::attempts::offered(app, mode, s)
+                .await?
                 .into_iter()
-                .filter(|o| !(o.at.date.to_string() == d.scheduled_date && o.at.slot == d.slot_code))
-                .map(|o| (format!("{} {}", o.at.date, o.at.slot), format!("{} · {}", o.at.date, o.name)))
+                .filter(|o| !o.current)
+                .map(|o| {
+                    let o = o.offer;
+                    (format!("{} {}", o.at.date, o.at.slot), format!("{} · {}", o.at.date, o.name))
+                })
                 .collect()
         } else {
             Vec::new()
         };
         let failed = dropslot_core::shipments::Status::Failed;
-        Decisions {
+        Ok(Decisions {
             awaiting: d.status == failed,
             last_failure: s
                 .events
@@ -232,7 +236,7 @@ impl Decisions {
             offers,
             can_return: attempts::returnable(d.status),
             can_cancel: attempts::cancellable(d.status),
-        }
+        })
     }
 
     fn any(&self) -> bool {
@@ -414,7 +418,7 @@ pub(super) async fn shipment(
             sent_at: m.sent_at.unwrap_or_default(),
         })
         .collect();
-    let decisions = Decisions::of(&app, &s);
+    let decisions = Decisions::of(&app, session.scope.mode, &s).await.map_err(fail(&session))?;
     let body = ShipmentPage {
         decisions,
         messages,

@@ -16,7 +16,6 @@ use crate::error::{ErrorEnvelope, Result};
 use crate::http::{FormBody, PathParam};
 use crate::ratelimit::PublicLimit;
 use dropslot_core::attempts::{self, Changer, Offered};
-use dropslot_core::quote::capacity::SlotKind;
 use dropslot_store::{ChangeOutcome, ChangeTarget, DeliveryChange, Mode, StoredShipment};
 
 pub fn routes() -> axum::Router<App> {
@@ -45,11 +44,6 @@ fn slot_value(date: &str, code: &str) -> String {
 fn parse_slot(value: &str) -> Option<(Date, &str)> {
     let (date, code) = value.split_once('/')?;
     Some((date.parse().ok().filter(|_| date.len() == 10)?, code))
-}
-
-/// The earliest date a new slot may be on (the core's rule, from the pick-up's stored date).
-fn not_before(s: &StoredShipment) -> Date {
-    attempts::not_before(s.drop_off.status, s.pick_up.scheduled_date.parse().unwrap_or(Date::MIN))
 }
 
 /// The shipment whose page this is, when the token is its own.
@@ -111,7 +105,8 @@ async fn apply(
         instruction: form.get("instruction").map(str::to_string),
         expect: form.get("expect").map(str::to_string),
     };
-    let change = match asked(&app, &s, &sent) {
+    let not_before = crate::attempts::not_before(&s)?;
+    let change = match asked(&app, &s, &sent, not_before) {
         Ok(change) => change,
         Err(said) => return render(&app, mode, &s, said, &sent).await,
     };
@@ -140,7 +135,7 @@ const FULL: &str = "This time slot has just filled up. Choose another one.";
 const NOT_OFFERED: &str = "This time slot cannot be chosen: it has closed, or it is not one of the times offered. Choose one of the times listed.";
 
 /// The change the form asks for, checked by the core's rules; or the page saying what is wrong.
-fn asked(app: &App, s: &StoredShipment, sent: &ChangeForm) -> Result<DeliveryChange, Said> {
+fn asked(app: &App, s: &StoredShipment, sent: &ChangeForm, not_before: Date) -> Result<DeliveryChange, Said> {
     let d = &s.drop_off;
     let instruction =
         sent.instruction.as_deref().map(attempts::instruction).transpose().map_err(Said::on_instruction)?;
@@ -155,7 +150,7 @@ fn asked(app: &App, s: &StoredShipment, sent: &ChangeForm) -> Result<DeliveryCha
         Some(v) => {
             let (date, code) = parse_slot(v).ok_or_else(|| Said::on_slot(NOT_OFFERED.into()))?;
             let area = &app.settings.area;
-            let offer = attempts::asked_offer(area, &d.zone_code, date, code, not_before(s), app.clock.now());
+            let offer = attempts::asked_offer(area, &d.zone_code, date, code, not_before, app.clock.now());
             Some(offer.map_err(|_| Said::on_slot(NOT_OFFERED.into()))?)
         }
     };
@@ -235,17 +230,6 @@ struct Choice {
     checked: bool,
 }
 
-/// The slots a change may take now: the zone's, with room (the §10 fill and overrides of the
-/// shipment's mode), not before the pick-up while the parcel waits for it.
-async fn offered(app: &App, mode: Mode, s: &StoredShipment) -> Result<Vec<Offered>> {
-    let (d, now) = (&s.drop_off, app.clock.now());
-    let offers = attempts::change_offers(&app.settings.area, &d.zone_code, not_before(s), now);
-    let capacity = crate::capacity::snapshot(app, mode, now).await?;
-    let held = (d.scheduled_date.parse().unwrap_or(Date::MIN), d.slot_code.as_str());
-    let want = attempts::want(SlotKind::DropOff, u32::try_from(s.parcels.len()).unwrap_or(u32::MAX));
-    Ok(attempts::with_room(offers, &capacity, want, held))
-}
-
 /// The offers by day; `chosen` is checked, else the slot held.
 fn days(offered: Vec<Offered>, chosen: Option<&str>) -> Vec<Day> {
     let chosen =
@@ -287,7 +271,8 @@ fn named(name: String, start: &str) -> String {
 async fn render(app: &App, mode: Mode, s: &StoredShipment, said: Said, sent: &ChangeForm) -> Result<Response> {
     let d = &s.drop_off;
     let slots_open = attempts::slot_change_open(d.status);
-    let days = if slots_open { days(offered(app, mode, s).await?, sent.slot.as_deref()) } else { Vec::new() };
+    let days =
+        if slots_open { days(crate::attempts::offered(app, mode, s).await?, sent.slot.as_deref()) } else { Vec::new() };
     let slots_closed = if !slots_open {
         Some(attempts::closed_because(d.status))
     } else if days.is_empty() {
