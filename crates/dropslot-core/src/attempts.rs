@@ -80,6 +80,12 @@ pub fn instruction_open(status: Status) -> bool {
     !status.is_final() && status != Status::ReturnScheduled
 }
 
+/// Whether a move to `to` of a shipment that is `from` is a failed return stop (booked again
+/// or cancelled, CONTRACT §15) rather than a move of the table.
+pub fn failed_return(from: Status, to: Status) -> bool {
+    from == Status::ReturnScheduled && to == Status::Failed
+}
+
 /// `POST /shipments/{id}/return` is allowed from these.
 pub fn returnable(status: Status) -> bool {
     matches!(status, Status::Failed | Status::ToAttempt)
@@ -366,5 +372,10 @@ mod tests {
         assert!(!frees_current(Status::Failed) && frees_current(Status::ToAttempt));
         assert!(returnable(Status::ToAttempt) && !returnable(Status::InTransit));
         assert!(cancellable(Status::ReturnScheduled) && !cancellable(Status::ToAttempt));
+        assert!(failed_return(Status::ReturnScheduled, Status::Failed));
+        assert!(
+            !failed_return(Status::InTransit, Status::Failed)
+                && !failed_return(Status::ReturnScheduled, Status::Returned)
+        );
     }
 }

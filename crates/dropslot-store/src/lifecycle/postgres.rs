@@ -278,7 +278,7 @@ pub(crate) async fn ops_move(
     let Some(s) = load(c, Visibility::Ops, None, Some(unique_id)).await? else {
         return Ok(MoveOutcome::NotFound);
     };
-    if s.leg.drop_off.status == Status::ReturnScheduled && m.to == Status::Failed {
+    if dropslot_core::attempts::failed_return(s.leg.drop_off.status, m.to) {
         return crate::attempts::postgres::return_failed(c, sink, s.leg.drop_off.id, m, now).await;
     }
     match shipments::plan_moves(&s.leg, std::slice::from_ref(m)) {
@@ -546,7 +546,7 @@ pub(crate) async fn ops_moves(
         }
         // A return stop that fails is booked again or cancelled (CONTRACT §15), in the batch's
         // transaction; its shipment is read back with the others.
-        if leg.drop_off.status == Status::ReturnScheduled && m.to == Status::Failed {
+        if dropslot_core::attempts::failed_return(leg.drop_off.status, m.to) {
             planned.push(match crate::attempts::postgres::return_failed(c, sink, leg.drop_off.id, m, now).await? {
                 MoveOutcome::Moved(_) => MoveOutcome::Moved(leg.drop_off.id),
                 MoveOutcome::Refused(r) => MoveOutcome::Refused(r),

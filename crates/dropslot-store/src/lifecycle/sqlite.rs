@@ -168,7 +168,7 @@ pub(crate) fn ops_move(
         return Ok(MoveOutcome::NotFound);
     };
     // A return stop that fails is booked again or cancelled (CONTRACT §15).
-    if s.leg.drop_off.status == Status::ReturnScheduled && m.to == Status::Failed {
+    if dropslot_core::attempts::failed_return(s.leg.drop_off.status, m.to) {
         return crate::attempts::sqlite::return_failed(c, sink, s.leg.drop_off.id, m, now);
     }
     match shipments::plan_moves(&s.leg, std::slice::from_ref(m)) {
