@@ -694,5 +694,6 @@ pub fn place(
 }
 
 pub mod eta;
+pub mod tentative;
 #[cfg(test)]
 mod tests;

@@ -72,6 +72,11 @@ pub struct Instance {
     fleet: Option<Vec<Vehicle>>,
     /// Routes given in advance.
     pub fixed: Vec<Fixed>,
+    /// Routes to start the search from (a tentative plan's, issue 45): not pinned, but the
+    /// search begins with them where they keep every rule, so its answer never leaves out a
+    /// customer they placed (the best answer is only ever replaced by one leaving out fewer,
+    /// or as many and cheaper).
+    pub start: Vec<Fixed>,
 }
 
 impl Instance {
@@ -98,6 +103,7 @@ impl Instance {
             weights: Vec::new(),
             fleet: None,
             fixed: Vec::new(),
+            start: Vec::new(),
         }
     }
 
@@ -133,6 +139,7 @@ impl Instance {
             weights,
             fleet: Some(fleet),
             fixed: Vec::new(),
+            start: Vec::new(),
         })
     }
 

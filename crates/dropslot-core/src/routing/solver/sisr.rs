@@ -106,6 +106,30 @@ impl<'a> Search<'a> {
         }
     }
 
+    /// The instance's start routes, each where it keeps every rule on a vehicle not taken
+    /// yet and holds only customers still to place (a route that does not is left to the
+    /// construction, customer by customer).
+    fn seed(&mut self, current: &mut State) {
+        let mut used: Vec<bool> = self.taken.clone();
+        for r in &current.routes {
+            used[r.vehicle] = true;
+        }
+        for start in self.instance.start.iter().filter(|s| !s.visits.is_empty()) {
+            if used.get(start.vehicle).is_none_or(|u| *u)
+                || !start.visits.iter().all(|c| current.unassigned.contains(c))
+            {
+                continue;
+            }
+            let route = Route::with(self.instance, start.vehicle, start.visits.clone());
+            if route.feasible {
+                used[start.vehicle] = true;
+                current.unassigned.retain(|c| !start.visits.contains(c));
+                current.cost += route.cost;
+                current.routes.push(route);
+            }
+        }
+    }
+
     pub fn run(mut self, budget: &mut dyn Budget) -> Solution {
         let mut current = State { routes: Vec::new(), unassigned: self.possible.clone(), cost: 0 };
         for fixed in self.instance.fixed.iter().filter(|f| !f.visits.is_empty()) {
@@ -118,6 +142,7 @@ impl<'a> Search<'a> {
                 self.frozen.push(route);
             }
         }
+        self.seed(&mut current);
         self.recreate(&mut current, true);
         let mut best = current.clone();
         let edges = (self.possible.len() + current.routes.len()).max(1) as f64;

@@ -242,3 +242,39 @@ fn it_returns_within_its_deadline_under_load() {
     assert!(solution.iterations > 0);
     judged(&instance, &solution);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// A search started from routes (a tentative plan's) never leaves out a customer they
+    /// placed, even with no time to search: its answer is at least as complete as the start.
+    #[test]
+    fn a_search_started_from_routes_places_at_least_what_they_placed(
+        seed in any::<u64>(),
+        n in 5_usize..40,
+        fleet in 1_usize..5,
+    ) {
+        let mut instance = random_road_instance(seed, n, fleet);
+        // Routes found by another seed, with a search long enough to do better than a start.
+        let first = solve(&instance, seed ^ 0x5eed, &mut Iterations(200));
+        instance.start = first
+            .routes
+            .iter()
+            .zip(&first.vehicles)
+            .map(|(visits, &vehicle)| crate::routing::Fixed { vehicle, visits: visits.clone() })
+            .collect();
+        for budget in [0, 50] {
+            let again = solve(&instance, seed, &mut Iterations(budget));
+            judged_fleet(&instance, &again);
+            prop_assert!(again.unassigned.len() <= first.unassigned.len());
+            if budget == 0 {
+                // Nothing searched: the start is the answer, with what it left out put in where it fits.
+                for visits in &first.routes {
+                    for c in visits {
+                        prop_assert!(again.routes.iter().any(|r| r.contains(c)));
+                    }
+                }
+            }
+        }
+    }
+}

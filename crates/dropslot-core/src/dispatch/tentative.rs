@@ -1,0 +1,543 @@
+//! The tentative plan of one depot and date (issue 45): every drop-off booked for that date on
+//! the routes of the drivers working it, kept by insertion as orders come, so that a slot is
+//! sold only while the fleet can still fit the stop in (`[capacity] mode = "fleet"`).
+//!
+//! It holds the same hard rules as a day plan (CONTRACT §12, [`super::timed`]): each stop
+//! served inside its window (waiting allowed), each van within its parcels and grams, each route
+//! leaving the depot no earlier than its driver's shift starts and back before it ends, the
+//! service time of every stop, travel on the embedded road model. A booked set of shipments is
+//! accepted only with a plan that routes it, so the plan is the proof that the booked set fits;
+//! a day plan starts from it ([`Tentative::routes`]), and never places fewer.
+//!
+//! Pure: the store loads the rows and persists each change ([`Change`]); the quote asks
+//! [`Tentative::fits`]. Each route caches its schedule both ways (earliest service start and
+//! latest service start of every stop), so whether a stop fits between two others is O(1), and
+//! only the positions whose times can meet the stop's window are tried.
+
+use crate::geo::distance::LatLng;
+use crate::routing::roads::{Leg, RoadModel};
+
+use super::ServiceTime;
+
+/// A van of the date: its driver, capacities and shift (Unix seconds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Van {
+    pub driver: String,
+    pub parcels: i64,
+    pub grams: i64,
+    pub start: i64,
+    pub end: i64,
+}
+
+/// One booked drop-off (or one asked about): where, its window (Unix seconds), its load. `id`
+/// is the drop-off shipment's row id (0 for a stop only asked about).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Visit {
+    pub id: i64,
+    pub at: LatLng,
+    pub from: i64,
+    pub to: i64,
+    pub parcels: u32,
+    pub grams: i64,
+}
+
+/// Where a visit was put: route `lane` (index into the vans), at `position` among its visits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub lane: usize,
+    pub position: usize,
+    /// What it adds: seconds of travel × 2^24 + metres (the day plan's objective).
+    pub cost: i64,
+}
+
+/// A stored visit's new route and order key, to persist.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub id: i64,
+    pub driver: String,
+    pub seq: f64,
+}
+
+/// What keeps a visit out: the rule that bound in the van that came closest, checked in
+/// this order (no van at all, then the load, then the shift, then the window).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Binding {
+    /// No driver works from the depot that day.
+    NoVan,
+    /// Every van is full: parcels.
+    Parcels,
+    /// Every van is full: kilograms.
+    Kilograms,
+    /// The vans have room, but none can be back at the depot before its driver's shift ends.
+    Shift,
+    /// The vans have room, but none can reach the stop inside its window among its other stops.
+    Window,
+}
+
+impl Binding {
+    /// The wire name (`GET /admin/capacity`'s `binds`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoVan => "no_van",
+            Self::Parcels => "vans_parcels",
+            Self::Kilograms => "vans_kg",
+            Self::Shift => "shift_hours",
+            Self::Window => "window",
+        }
+    }
+
+    /// In a dispatcher's words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::NoVan => "no driver works from this depot on this date",
+            Self::Parcels => "every van is full (parcels)",
+            Self::Kilograms => "every van is full (kilograms)",
+            Self::Shift => "no driver could be back at the depot before the end of the shift",
+            Self::Window => "no van can reach it inside its window among its other stops",
+        }
+    }
+}
+
+/// The gap between two order keys of a route made from scratch.
+const SEQ_STEP: f64 = 1024.0;
+
+/// One van's route: its visits in order with their schedule cached.
+#[derive(Debug, Clone, Default)]
+struct Lane {
+    visits: Vec<Visit>,
+    /// Order keys, increasing (persisted: a visit's place without rewriting its neighbours').
+    seq: Vec<f64>,
+    /// Earliest service start at each visit.
+    start: Vec<i64>,
+    /// Latest service start at each visit that keeps every later window and the shift's end.
+    latest: Vec<i64>,
+    parcels: i64,
+    grams: i64,
+    /// Seconds × 2^24 + metres over the route's legs.
+    cost: i64,
+    metres: i64,
+}
+
+/// The tentative plan of one depot and date.
+#[derive(Debug, Clone)]
+pub struct Tentative {
+    depot: LatLng,
+    model: RoadModel,
+    service: ServiceTime,
+    vans: Vec<Van>,
+    lanes: Vec<Lane>,
+}
+
+/// A tentative plan assembled from stored rows, and what did not fit it.
+#[derive(Debug)]
+pub struct Assembled {
+    pub plan: Tentative,
+    /// Visits whose stored place changed (or that had none): persist them.
+    pub changes: Vec<Change>,
+    /// Visits that fit nowhere any more (a van removed or made smaller, a shift shortened),
+    /// with what bound: they leave the plan (the caller rebooks or holds them).
+    pub unplaced: Vec<(Visit, Binding)>,
+}
+
+fn weigh(leg: Leg) -> i64 {
+    leg.seconds * crate::routing::instance::TIME_OVER_DISTANCE + leg.metres
+}
+
+impl Tentative {
+    /// An empty plan over `vans` (the drivers working the date), from `depot`.
+    pub fn new(depot: LatLng, model: RoadModel, service: ServiceTime, vans: Vec<Van>) -> Tentative {
+        let lanes = vec![Lane::default(); vans.len()];
+        Tentative { depot, model, service, vans, lanes }
+    }
+
+    /// Builds the plan from stored rows: each visit with the driver and order key it had, or
+    /// none. Visits keep their routes and order where the route still keeps every rule; the
+    /// rest (their van gone, a route now breaking a rule from its last visit back, new ones)
+    /// are put in by cheapest insertion, in their given order; what fits nowhere is unplaced.
+    pub fn assemble(
+        depot: LatLng,
+        model: RoadModel,
+        service: ServiceTime,
+        vans: Vec<Van>,
+        rows: Vec<(Visit, Option<(String, f64)>)>,
+    ) -> Assembled {
+        let mut plan = Tentative::new(depot, model, service, vans);
+        let mut placed: Vec<Vec<(f64, Visit)>> = vec![Vec::new(); plan.vans.len()];
+        let mut loose = Vec::new();
+        for (visit, at) in rows {
+            match at.and_then(|(driver, seq)| plan.vans.iter().position(|v| v.driver == driver).map(|l| (l, seq))) {
+                Some((lane, seq)) if seq.is_finite() => placed[lane].push((seq, visit)),
+                _ => loose.push(visit),
+            }
+        }
+        for (lane, mut visits) in placed.into_iter().enumerate() {
+            visits.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.id.cmp(&b.1.id)));
+            // Keys must increase strictly: two equal keys (a corrupt or concurrent write) are
+            // renumbered below by re-inserting the later one.
+            let mut kept: Vec<(f64, Visit)> = Vec::with_capacity(visits.len());
+            for (seq, v) in visits {
+                if kept.last().is_some_and(|(s, _)| *s >= seq) {
+                    loose.push(v);
+                } else {
+                    kept.push((seq, v));
+                }
+            }
+            // A route that breaks a rule as stored loses its last visits until it keeps them all.
+            while !kept.is_empty() {
+                let l = plan.lane_of(lane, &kept);
+                if plan.keeps(lane, &l) {
+                    plan.lanes[lane] = l;
+                    break;
+                }
+                if let Some((_, v)) = kept.pop() {
+                    loose.insert(0, v);
+                }
+            }
+        }
+        let mut changes = Vec::new();
+        let mut unplaced = Vec::new();
+        for v in loose {
+            match plan.insert(v) {
+                Ok((_, mut c)) => changes.append(&mut c),
+                Err(b) => unplaced.push((v, b)),
+            }
+        }
+        Assembled { plan, changes, unplaced }
+    }
+
+    pub fn vans(&self) -> &[Van] {
+        &self.vans
+    }
+
+    /// Every van's visits in order, as (driver, drop-off ids): where a day plan starts.
+    pub fn routes(&self) -> Vec<(String, Vec<i64>)> {
+        self.vans.iter().zip(&self.lanes).map(|(v, l)| (v.driver.clone(), l.visits.iter().map(|x| x.id).collect())).collect()
+    }
+
+    /// How many visits the plan holds.
+    pub fn len(&self) -> usize {
+        self.lanes.iter().map(|l| l.visits.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the plan holds drop-off `id`.
+    pub fn holds(&self, id: i64) -> bool {
+        self.lanes.iter().any(|l| l.visits.iter().any(|v| v.id == id))
+    }
+
+    /// Service time at `v`.
+    pub fn service_of(&self, v: &Visit) -> i64 {
+        self.service.stop_seconds + self.service.parcel_seconds * i64::from(v.parcels)
+    }
+
+    fn leg(&self, a: LatLng, b: LatLng) -> Leg {
+        if a == b { Leg::default() } else { self.model.leg(a, b) }
+    }
+
+    /// A lane made of `visits` in order for van `lane`, its schedule computed.
+    fn lane_of(&self, lane: usize, visits: &[(f64, Visit)]) -> Lane {
+        let mut l = Lane {
+            visits: visits.iter().map(|(_, v)| *v).collect(),
+            seq: visits.iter().map(|(s, _)| *s).collect(),
+            ..Lane::default()
+        };
+        self.refresh(lane, &mut l);
+        l
+    }
+
+    /// Recomputes a lane's schedule, load and cost from its visits.
+    fn refresh(&self, lane: usize, l: &mut Lane) {
+        let van = &self.vans[lane];
+        let n = l.visits.len();
+        l.start.resize(n, 0);
+        l.latest.resize(n, 0);
+        let (mut time, mut prev, mut cost, mut parcels, mut grams) = (van.start, self.depot, 0, 0, 0);
+        let mut metres = 0;
+        for (i, v) in l.visits.iter().enumerate() {
+            let leg = self.leg(prev, v.at);
+            cost += weigh(leg);
+            metres += leg.metres;
+            time = (time + leg.seconds).max(v.from);
+            l.start[i] = time;
+            time += self.service_of(v);
+            parcels += i64::from(v.parcels);
+            grams += v.grams;
+            prev = v.at;
+        }
+        let home = self.leg(prev, self.depot);
+        cost += weigh(home);
+        metres += home.metres;
+        let (mut deadline, mut next) = (van.end, self.depot);
+        for i in (0..n).rev() {
+            let v = &l.visits[i];
+            deadline = v.to.min(deadline - self.leg(v.at, next).seconds - self.service_of(v));
+            l.latest[i] = deadline;
+            next = v.at;
+        }
+        l.parcels = parcels;
+        l.grams = grams;
+        l.cost = cost;
+        l.metres = metres;
+    }
+
+    /// Whether a lane keeps every rule for van `lane`.
+    fn keeps(&self, lane: usize, l: &Lane) -> bool {
+        let van = &self.vans[lane];
+        l.parcels <= van.parcels && l.grams <= van.grams && l.start.iter().zip(&l.latest).all(|(s, t)| s <= t)
+    }
+
+    /// Where `v` goes in van `lane` at the least cost (or, with `first`, the first place found),
+    /// or what bars it from that van.
+    fn best_in(&self, lane: usize, v: &Visit, first: bool) -> Result<(usize, i64), Binding> {
+        let van = &self.vans[lane];
+        let l = &self.lanes[lane];
+        if l.parcels + i64::from(v.parcels) > van.parcels {
+            return Err(Binding::Parcels);
+        }
+        if l.grams + v.grams > van.grams {
+            return Err(Binding::Kilograms);
+        }
+        let service = self.service_of(v);
+        let n = l.visits.len();
+        // Alone from the depot: if even that misses the window or the shift, no position will.
+        let out = self.leg(self.depot, v.at);
+        let earliest = (van.start + out.seconds).max(v.from);
+        if earliest > v.to {
+            return Err(Binding::Window);
+        }
+        if earliest + service + self.leg(v.at, self.depot).seconds > van.end {
+            return Err(Binding::Shift);
+        }
+        // A position before the first visit whose latest start leaves room for this one's
+        // service cannot work (latest starts only grow along a route).
+        let from = l.latest.partition_point(|&t| t < v.from + service);
+        let mut best: Option<(usize, i64)> = None;
+        let mut shift_bound = false;
+        for p in from..=n {
+            let (prev, depart) =
+                if p == 0 { (self.depot, van.start) } else { (l.visits[p - 1].at, l.start[p - 1] + self.service_of(&l.visits[p - 1])) };
+            let to_u = self.leg(prev, v.at);
+            let arrive = depart + to_u.seconds;
+            if arrive > v.to {
+                break; // later positions only depart later
+            }
+            let begin = arrive.max(v.from);
+            let (next, latest) = if p == n { (self.depot, van.end) } else { (l.visits[p].at, l.latest[p]) };
+            let from_u = self.leg(v.at, next);
+            if begin + service + from_u.seconds > latest {
+                if p == n {
+                    shift_bound = true;
+                }
+                continue;
+            }
+            let delta = weigh(to_u) + weigh(from_u) - weigh(self.leg(prev, next));
+            if best.is_none_or(|(_, d)| delta < d) {
+                best = Some((p, delta));
+                if first {
+                    break;
+                }
+            }
+        }
+        best.ok_or(if shift_bound { Binding::Shift } else { Binding::Window })
+    }
+
+    /// Where `v` would go: the cheapest place over every van, or (with `first`) the first
+    /// found; else what bound in the van that came closest.
+    pub fn place(&self, v: &Visit, first: bool) -> Result<Place, Binding> {
+        let mut best: Option<Place> = None;
+        let mut why = Binding::NoVan;
+        for lane in 0..self.vans.len() {
+            match self.best_in(lane, v, first) {
+                Ok((position, cost)) => {
+                    if best.is_none_or(|b| cost < b.cost) {
+                        best = Some(Place { lane, position, cost });
+                        if first {
+                            break;
+                        }
+                    }
+                }
+                Err(b) => why = why.max(b),
+            }
+        }
+        best.ok_or(why)
+    }
+
+    /// Whether `v` fits beside what the plan holds (the first place found).
+    pub fn fits(&self, v: &Visit) -> bool {
+        self.place(v, true).is_ok()
+    }
+
+    /// Whether every one of `vs` fits, together, in order.
+    pub fn fits_all(&self, vs: &[Visit]) -> bool {
+        match vs {
+            [] => true,
+            [one] => self.fits(one),
+            _ => {
+                let mut plan = self.clone();
+                vs.iter().all(|v| plan.insert(*v).is_ok())
+            }
+        }
+    }
+
+    /// Puts `v` at its cheapest place; returns it with the order keys to persist.
+    ///
+    /// # Errors
+    /// What bound, when it fits nowhere (the plan is unchanged).
+    pub fn insert(&mut self, v: Visit) -> Result<(Place, Vec<Change>), Binding> {
+        let place = self.place(&v, false)?;
+        Ok((place, self.insert_at(place, v)))
+    }
+
+    /// Puts `v` at `place` (found by [`Tentative::place`] on this plan); the order keys to
+    /// persist: its own, or the whole route's when the keys around it had no room left.
+    pub fn insert_at(&mut self, place: Place, v: Visit) -> Vec<Change> {
+        let Place { lane, position, .. } = place;
+        let mut l = std::mem::take(&mut self.lanes[lane]);
+        let below = if position == 0 { 0.0 } else { l.seq[position - 1] };
+        let above = l.seq.get(position).copied().unwrap_or(below + 2.0 * SEQ_STEP);
+        let mid = below + (above - below) / 2.0;
+        l.visits.insert(position, v);
+        let driver = &self.vans[lane].driver;
+        let changes = if mid > below && mid < above {
+            l.seq.insert(position, mid);
+            vec![Change { id: v.id, driver: driver.clone(), seq: mid }]
+        } else {
+            l.seq = (1..=l.visits.len()).map(|i| i as f64 * SEQ_STEP).collect();
+            l.visits.iter().zip(&l.seq).map(|(x, s)| Change { id: x.id, driver: driver.clone(), seq: *s }).collect()
+        };
+        self.refresh(lane, &mut l);
+        self.lanes[lane] = l;
+        changes
+    }
+
+    /// Takes drop-off `id` out (deleted, or no longer of this date); true if it was in.
+    /// Removing a stop never breaks a rule: the road model keeps the triangle inequality.
+    pub fn remove(&mut self, id: i64) -> bool {
+        for lane in 0..self.lanes.len() {
+            if let Some(i) = self.lanes[lane].visits.iter().position(|v| v.id == id) {
+                let mut l = std::mem::take(&mut self.lanes[lane]);
+                l.visits.remove(i);
+                l.seq.remove(i);
+                self.refresh(lane, &mut l);
+                self.lanes[lane] = l;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether every route keeps every rule (the plan is the proof: tests assert it).
+    pub fn valid(&self) -> bool {
+        (0..self.lanes.len()).all(|i| self.keeps(i, &self.lanes[i]))
+    }
+
+    /// Total cost (seconds × 2^24 + metres) and distance in metres of the routes.
+    pub fn totals(&self) -> (i64, i64) {
+        self.lanes.iter().fold((0, 0), |(c, m), l| (c + l.cost, m + l.metres))
+    }
+
+    /// Each van's use: (driver, stops, parcels, grams, first service start, back at the depot).
+    pub fn uses(&self) -> Vec<VanUse> {
+        self.vans
+            .iter()
+            .zip(&self.lanes)
+            .map(|(van, l)| {
+                let back = match (l.visits.last(), l.start.last()) {
+                    (Some(v), Some(s)) => s + self.service_of(v) + self.leg(v.at, self.depot).seconds,
+                    _ => van.start,
+                };
+                VanUse {
+                    driver: van.driver.clone(),
+                    stops: l.visits.len(),
+                    parcels: l.parcels,
+                    grams: l.grams,
+                    capacity_parcels: van.parcels,
+                    capacity_grams: van.grams,
+                    shift_start: van.start,
+                    shift_end: van.end,
+                    back,
+                }
+            })
+            .collect()
+    }
+
+    /// About how many more stops like `probe` (its load and place) the window `from..to` can
+    /// take, and what binds. An estimate for the people who watch the day (whether a stop fits
+    /// depends on where it is, which only [`Tentative::fits`] answers): for each van, the stops
+    /// its remaining parcels and kilograms allow, and those its free time inside the window and
+    /// the shift allows (the window's span less the service and an average leg of each stop it
+    /// serves there, at the probe's service and an average leg each); the smaller of the two,
+    /// summed over the vans.
+    pub fn room(&self, from: i64, to: i64, probe: &Visit) -> Room {
+        if self.vans.is_empty() {
+            return Room { stops: 0, binds: Some(Binding::NoVan) };
+        }
+        let service = self.service_of(probe);
+        let (seconds, legs) = self.lanes.iter().fold((0, 0), |(s, n), l| {
+            let legs = if l.visits.is_empty() { 0 } else { l.visits.len() as i64 + 1 };
+            (s + (l.cost >> 24), n + legs)
+        });
+        // With no stop yet, the leg out from the depot stands for an average one.
+        let leg = if legs > 0 { seconds / legs } else { self.leg(self.depot, probe.at).seconds };
+        let per_stop = (service + leg).max(1);
+        let (mut total, mut load_bound, mut time_left, mut shift_open) = (0_i64, None, false, false);
+        for (van, l) in self.vans.iter().zip(&self.lanes) {
+            let by_parcels =
+                if probe.parcels == 0 { i64::MAX } else { (van.parcels - l.parcels).max(0) / i64::from(probe.parcels) };
+            let by_grams = if probe.grams <= 0 { i64::MAX } else { (van.grams - l.grams).max(0) / probe.grams };
+            let open_from = from.max(van.start + self.leg(self.depot, probe.at).seconds);
+            let open_to = to.min(van.end - self.leg(probe.at, self.depot).seconds - service);
+            shift_open |= open_to >= open_from || to < van.start;
+            let mut free = open_to - open_from;
+            for (i, v) in l.visits.iter().enumerate() {
+                if (open_from..=open_to).contains(&l.start[i]) {
+                    free -= self.service_of(v) + leg;
+                }
+            }
+            let by_time = if free >= 0 { free / per_stop + 1 } else { 0 };
+            time_left |= by_time > 0;
+            let load = by_parcels.min(by_grams);
+            if load == 0 && by_time > 0 {
+                load_bound = Some(if by_parcels == 0 { Binding::Parcels } else { Binding::Kilograms });
+            }
+            total = total.saturating_add(load.min(by_time));
+        }
+        let binds = match total {
+            0 if time_left => load_bound.or(Some(Binding::Parcels)),
+            0 if !shift_open => Some(Binding::Shift),
+            0 => Some(Binding::Window),
+            _ => None,
+        };
+        Room { stops: u32::try_from(total).unwrap_or(u32::MAX), binds }
+    }
+}
+
+/// A van's use in a tentative plan (the board's "vans" row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VanUse {
+    pub driver: String,
+    pub stops: usize,
+    pub parcels: i64,
+    pub grams: i64,
+    pub capacity_parcels: i64,
+    pub capacity_grams: i64,
+    pub shift_start: i64,
+    pub shift_end: i64,
+    /// When its route is back at the depot (the shift's start when it has no stop).
+    pub back: i64,
+}
+
+/// What a slot can still take, as the fleet sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Room {
+    /// About how many more stops of an average size.
+    pub stops: u32,
+    /// What binds when it is full (or nearly: no stop more fits the estimate).
+    pub binds: Option<Binding>,
+}
+
+#[cfg(test)]
+mod tests;
