@@ -25,6 +25,7 @@ mod plans;
 mod points;
 mod sessions;
 mod shipments;
+mod tentative;
 mod upkeep;
 mod webhooks;
 
@@ -43,6 +44,7 @@ pub use plans::*;
 pub use points::*;
 pub use sessions::*;
 pub use shipments::*;
+pub use tentative::{Fleet, TentativeStore};
 pub use types::*;
 pub use upkeep::*;
 pub use webhooks::*;
@@ -106,6 +108,7 @@ pub trait Store:
     + PlanStore
     + DriverStore
     + NotificationStore
+    + TentativeStore
 {
 }
 
@@ -123,7 +126,8 @@ impl<
         + CapacityStore
         + PlanStore
         + DriverStore
-        + NotificationStore,
+        + NotificationStore
+        + TentativeStore,
 > Store for T
 {
 }

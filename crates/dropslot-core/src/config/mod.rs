@@ -3,6 +3,7 @@
 
 mod area;
 mod attempts;
+mod capacity;
 mod notify;
 mod routing;
 #[cfg(feature = "openapi")]
@@ -17,6 +18,7 @@ use serde::Deserialize;
 pub use area::{City, Depot, Region, ServiceArea, Slot, SlotCapacity, Weekdays, Zone};
 pub use attempts::{AfterFailure, MAX_ATTEMPTS_RANGE, Policy};
 pub use notify::{Credentials, NotificationConfig, SmsSettings, SmtpSecurity, SmtpSettings};
+pub use capacity::{CapacityMode, CapacitySettings};
 pub use routing::{OsrmSettings, RoadModel, RoutingSettings};
 
 use crate::money::Money;
@@ -35,6 +37,8 @@ struct RawConfig {
     notifications: notify::RawNotifications,
     #[serde(default)]
     attempts: Policy,
+    #[serde(default)]
+    capacity: capacity::RawCapacity,
     postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
@@ -387,6 +391,8 @@ pub struct Settings {
     pub notifications: NotificationConfig,
     /// The default attempts policy (`[attempts]`, CONTRACT §15): clients set their own.
     pub attempts: Policy,
+    /// How each depot counts its slots' room (`[capacity]`, issue 45).
+    pub capacity: CapacitySettings,
 }
 
 impl std::fmt::Debug for Settings {
@@ -543,6 +549,7 @@ impl Settings {
         let area = ServiceArea::build(raw.regions, raw.cities, raw.zones, raw.warehouses, raw.booking.horizon_days)
             .map_err(ConfigError::Invalid)?;
         let routing = routing::build(&raw.routing, &city_roads).map_err(ConfigError::Invalid)?;
+        let capacity = capacity::build(raw.capacity, area.depots()).map_err(ConfigError::Invalid)?;
         let admin_token = o.admin_token.clone().or(raw.server.admin_token).filter(|t| !t.is_empty());
         if let Some(t) = &admin_token {
             if t.len() < 16 {
@@ -566,6 +573,7 @@ impl Settings {
         }
         Ok(Settings {
             attempts: raw.attempts,
+            capacity,
             webhooks,
             async_orders,
             postgres,

@@ -353,6 +353,48 @@ impl Problem {
         Self { kind, depot, drivers, service, stops, origin }
     }
 
+    /// One stop per shipment, in the candidates' order: the problem of a depot that books on
+    /// its fleet, whose tentative plan (one visit per shipment) is where the search starts
+    /// ([`Problem::starts`]); grouping could put the shipments of one stop on two routes.
+    pub fn ungrouped(
+        kind: PlanKind,
+        depot: Depot,
+        drivers: Vec<Driver>,
+        service: ServiceTime,
+        candidates: Vec<Candidate>,
+    ) -> Self {
+        let stops: Vec<Group> = candidates.into_iter().map(|c| Group { shipments: vec![c] }).collect();
+        let origin =
+            drivers.iter().map(|d| d.shift_start).chain(stops.iter().map(|g| g.first().from)).min().unwrap_or(0);
+        Self { kind, depot, drivers, service, stops, origin }
+    }
+
+    /// Routes given by (driver id, shipment ids in order) as the solver's start routes: each
+    /// on its driver's vehicle, its shipments' stops in order (a shipment not in this problem,
+    /// or a driver not planned, is left out).
+    pub fn starts(&self, routes: &[(String, Vec<String>)]) -> Vec<Fixed> {
+        let node: std::collections::HashMap<&str, usize> = self
+            .stops
+            .iter()
+            .enumerate()
+            .flat_map(|(i, g)| g.shipments.iter().map(move |c| (c.unique_id.as_str(), i + 1)))
+            .collect();
+        let mut out = Vec::new();
+        for (driver, shipments) in routes {
+            let Some(vehicle) = self.drivers.iter().position(|d| d.id == *driver) else { continue };
+            let mut visits: Vec<usize> = Vec::new();
+            for s in shipments {
+                if let Some(&n) = node.get(s.as_str())
+                    && !visits.contains(&n)
+                {
+                    visits.push(n);
+                }
+            }
+            out.push(Fixed { vehicle, visits });
+        }
+        out
+    }
+
     /// The depot, then every stop: the points of the road matrix.
     pub fn points(&self) -> Vec<LatLng> {
         std::iter::once(self.depot.at).chain(self.stops.iter().map(|g| g.first().at)).collect()

@@ -14,10 +14,76 @@
 //! latest service start of every stop), so whether a stop fits between two others is O(1), and
 //! only the positions whose times can meet the stop's window are tried.
 
+use std::sync::Arc;
+
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+
+use crate::config::{CapacitySettings, RoutingSettings, ServiceArea};
 use crate::geo::distance::LatLng;
 use crate::routing::roads::{Leg, RoadModel};
 
 use super::ServiceTime;
+
+/// What a store needs to build a depot's tentative plans: the area (depots, zones, cities),
+/// the road and service times, and which depots book on their fleet.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    pub area: Arc<ServiceArea>,
+    pub routing: RoutingSettings,
+    pub capacity: CapacitySettings,
+}
+
+/// One depot as its tentative plans see it.
+#[derive(Debug, Clone)]
+pub struct DepotRules {
+    pub at: LatLng,
+    pub model: RoadModel,
+    pub service: ServiceTime,
+    /// Its city's time zone: a driver's shift is local time there.
+    pub tz: TimeZone,
+}
+
+impl Rules {
+    /// Depot `code` when it books on its fleet (and so has coordinates and a zone).
+    pub fn fleet_depot(&self, code: &str) -> Option<DepotRules> {
+        if !self.capacity.fleet(code) {
+            return None;
+        }
+        let (lat, lng) = self.area.depot(code)?.location?;
+        let city = self.area.depot_zones(code).next().map(|z| self.area.city(z.city))?;
+        Some(DepotRules {
+            at: LatLng::new(lat, lng).ok()?,
+            model: self.routing.roads_of(&city.code),
+            service: ServiceTime {
+                stop_seconds: i64::from(self.routing.stop_seconds),
+                parcel_seconds: i64::from(self.routing.parcel_seconds),
+            },
+            tz: city.tz.clone(),
+        })
+    }
+
+    /// The codes of the depots that book on their fleet.
+    pub fn fleet_depots(&self) -> impl Iterator<Item = &str> {
+        self.area.depots().iter().map(|d| d.code.as_str()).filter(|c| self.capacity.fleet(c))
+    }
+}
+
+/// Driver `id`'s van on `date` when they work that weekday: their shift as Unix seconds in
+/// `tz` (a time a clock change skips moves later, as clocks do).
+pub fn van(id: &str, d: &crate::fleet::Driver, date: Date, tz: &TimeZone) -> Option<Van> {
+    if !d.weekdays.contains(date.weekday()) {
+        return None;
+    }
+    let at = |minutes: u16| crate::quote::schedule::at_minutes(date, minutes, tz).map(|z| z.timestamp().as_second());
+    Some(Van {
+        driver: id.to_string(),
+        parcels: i64::from(d.vehicle.capacity_parcels),
+        grams: i64::from(d.vehicle.capacity_kg) * 1000,
+        start: at(d.shift.start)?,
+        end: at(d.shift.end)?,
+    })
+}
 
 /// A van of the date: its driver, capacities and shift (Unix seconds).
 #[derive(Debug, Clone, PartialEq, Eq)]

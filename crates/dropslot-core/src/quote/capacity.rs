@@ -3,8 +3,11 @@
 //! store decides an order's reservation with the same function inside its transaction.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use jiff::civil::Date;
+
+use crate::dispatch::tentative::{Tentative, Visit};
 
 /// Which side of the trip a slot serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,6 +101,25 @@ impl Override {
 pub struct Capacity {
     overrides: HashMap<SlotDate, Override>,
     used: HashMap<SlotDate, Load>,
+    fleet: Arc<FleetRoom>,
+}
+
+/// The fleet's side of the slots' room (`[capacity] mode = "fleet"`, issue 45): the depot of
+/// each zone that books on its fleet, and the tentative plan of each of their dates in the
+/// horizon. A date whose plan is not here has no room (a check that cannot be made refuses).
+#[derive(Debug, Clone, Default)]
+pub struct FleetRoom {
+    /// Zone code → its depot's code, for the zones whose depot books on its fleet.
+    pub zones: HashMap<String, String>,
+    pub plans: HashMap<(String, Date), Arc<Tentative>>,
+}
+
+/// A drop-off's stop in its depot's tentative plan: what an order books on the fleet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetVisit {
+    pub depot: String,
+    /// Its `id` is 0 until the store has written the shipment.
+    pub visit: Visit,
 }
 
 impl Capacity {
@@ -107,7 +129,28 @@ impl Capacity {
     }
 
     pub fn new(overrides: HashMap<SlotDate, Override>, used: HashMap<SlotDate, Load>) -> Capacity {
-        Capacity { overrides, used }
+        Capacity { overrides, used, fleet: Arc::default() }
+    }
+
+    /// The same, with the fleet's room.
+    pub fn with_fleet(self, fleet: Arc<FleetRoom>) -> Capacity {
+        Capacity { fleet, ..self }
+    }
+
+    /// The fleet's room it books against.
+    pub fn fleet(&self) -> &Arc<FleetRoom> {
+        &self.fleet
+    }
+
+    /// The depot of `zone` when it books on its fleet.
+    pub fn fleet_depot(&self, zone: &str) -> Option<&str> {
+        self.fleet.zones.get(zone).map(String::as_str)
+    }
+
+    /// Whether `visits` (the request's earlier drop-offs there, then this one) all fit the
+    /// tentative plan of `depot` on `date`; no plan known, no room.
+    pub fn fleet_fits(&self, depot: &str, date: Date, visits: &[Visit]) -> bool {
+        self.fleet.plans.get(&(depot.to_string(), date)).is_some_and(|p| p.fits_all(visits))
     }
 
     /// The limit on `at`, given the slot's configured one.
@@ -121,7 +164,7 @@ impl Capacity {
     }
 
     /// Whether any slot has a fill or an override here (an empty capacity books on the
-    /// configured limits of empty slots).
+    /// configured limits of empty slots). The fleet's room is not counted: it is read anew.
     pub fn is_empty(&self) -> bool {
         self.overrides.is_empty() && self.used.is_empty()
     }
@@ -140,7 +183,7 @@ impl Capacity {
 }
 
 /// One slot an order takes room in, as the store checks it in the order's transaction.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Reservation {
     pub at: SlotDate,
     pub want: Load,
@@ -148,6 +191,8 @@ pub struct Reservation {
     pub configured: Limit,
     /// The drop-off (index in the request) it is for; `None` for the pick-up.
     pub drop_off: Option<usize>,
+    /// Its stop on the depot's fleet, when the depot books on it.
+    pub fleet: Option<FleetVisit>,
 }
 
 /// Decides a run of orders' reservations in order against the fill and overrides read in the
@@ -194,7 +239,7 @@ mod tests {
     }
 
     fn res(slot: &str, stops: u32, parcels: u32, limit: Limit) -> Reservation {
-        Reservation { at: at(slot), want: Load { stops, parcels }, configured: limit, drop_off: Some(0) }
+        Reservation { at: at(slot), want: Load { stops, parcels }, configured: limit, drop_off: Some(0), fleet: None }
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub struct DropOffRequest {
     pub sizes: Vec<usize>,
     /// The slot it asks for, if any (CONTRACT §10).
     pub asked: Option<schedule::Asked>,
+    /// Where it is (a tentative plan places it; `None`: no place known, so no fleet room).
+    pub at: Option<crate::geo::distance::LatLng>,
+    /// Its parcels' weight in grams.
+    pub grams: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -76,9 +80,15 @@ impl Quote {
 impl Quote {
     /// The room this quote takes when it becomes an order: one pick-up stop in the pick-up
     /// slot, one stop and its parcels in each drop-off's slot, each with its slot's configured
-    /// limit (the store checks them, with the date's overrides, in the order's transaction).
-    pub fn reservations(&self, req: &QuoteRequest, area: &ServiceArea) -> Vec<capacity::Reservation> {
-        use capacity::{Load, Reservation, SlotDate, SlotKind};
+    /// limit (the store checks them, with the date's overrides, in the order's transaction),
+    /// and each drop-off's stop on its depot's fleet where `fleet` says the depot books on it.
+    pub fn reservations(
+        &self,
+        req: &QuoteRequest,
+        area: &ServiceArea,
+        fleet: &crate::config::CapacitySettings,
+    ) -> Vec<capacity::Reservation> {
+        use capacity::{FleetVisit, Load, Reservation, SlotDate, SlotKind};
         let city = area.city(self.pick_up_city);
         let mut out = Vec::with_capacity(1 + self.drop_offs.len());
         let pick_up = SlotDate {
@@ -88,7 +98,7 @@ impl Quote {
             date: self.pick_up.date,
         };
         let want = Load { stops: 1, parcels: 0 };
-        out.push(Reservation { at: pick_up, want, configured: self.pick_up.slot.limit(), drop_off: None });
+        out.push(Reservation { at: pick_up, want, configured: self.pick_up.slot.limit(), drop_off: None, fleet: None });
         for (i, (d, r)) in self.drop_offs.iter().zip(&req.drop_offs).enumerate() {
             let at = SlotDate {
                 kind: SlotKind::DropOff,
@@ -97,7 +107,12 @@ impl Quote {
                 date: d.booking.date,
             };
             let want = Load { stops: 1, parcels: u32::try_from(r.sizes.len()).unwrap_or(u32::MAX) };
-            out.push(Reservation { at, want, configured: d.booking.slot.limit(), drop_off: Some(i) });
+            let depot = &area.zone(r.zone).warehouse;
+            let fleet = r.at.filter(|_| fleet.fleet(depot)).map(|point| FleetVisit {
+                depot: depot.clone(),
+                visit: schedule::visit(&d.booking, point, want.parcels, r.grams),
+            });
+            out.push(Reservation { at, want, configured: d.booking.slot.limit(), drop_off: Some(i), fleet });
         }
         out
     }
@@ -122,6 +137,8 @@ pub fn quote(
             city: area.city(area.zone(d.zone).city),
             parcels: u32::try_from(d.sizes.len()).unwrap_or(u32::MAX),
             asked: d.asked.as_ref(),
+            at: d.at,
+            grams: d.grams,
         })
         .collect();
     let (pick_up, bookings) =
@@ -184,7 +201,7 @@ mod tests {
             }
             let req = QuoteRequest {
                 pick_up_zone: 0,
-                drop_offs: sizes.iter().enumerate().map(|(i, v)| DropOffRequest { zone: i % s.area.zones().len(), sizes: v.clone(), asked: None }).collect(),
+                drop_offs: sizes.iter().enumerate().map(|(i, v)| DropOffRequest { zone: i % s.area.zones().len(), sizes: v.clone(), asked: None, at: None, grams: 0 }).collect(),
             };
             let q = quote(&req, &s.pricing, &s.area, "2026-11-23T12:00:00Z".parse().unwrap(), &capacity::Capacity::empty()).unwrap();
             let mut sum = Money::ZERO;

@@ -7,6 +7,8 @@ use jiff::{SignedDuration, Timestamp, Zoned};
 use std::collections::HashMap;
 
 use super::capacity::{Capacity, Load, SlotDate, SlotKind};
+use crate::dispatch::tentative::Visit;
+use crate::geo::distance::LatLng;
 use crate::config::{City, Slot, Zone};
 
 /// How far ahead [`pick_up`] looks for an operating day before giving up.
@@ -59,6 +61,42 @@ pub struct Need<'a> {
     /// Its parcels (the room it takes in a slot with a parcel limit).
     pub parcels: u32,
     pub asked: Option<&'a Asked>,
+    /// Where it is, for a depot that books on its fleet (`None` there: no room).
+    pub at: Option<LatLng>,
+    /// Its parcels' weight in grams.
+    pub grams: i64,
+}
+
+/// A drop-off booked into `booking` at `at` as its depot's tentative plan sees it.
+pub fn visit(booking: &Booking, at: LatLng, parcels: u32, grams: i64) -> Visit {
+    Visit {
+        id: 0,
+        at,
+        from: booking.start.timestamp().as_second(),
+        to: booking.end.timestamp().as_second(),
+        parcels,
+        grams,
+    }
+}
+
+/// What a request's earlier drop-offs take: their load in each slot, and their stops in each
+/// fleet depot's date.
+#[derive(Debug, Default)]
+struct Taken {
+    loads: HashMap<SlotDate, Load>,
+    visits: HashMap<(String, Date), Vec<Visit>>,
+}
+
+impl Need<'_> {
+    /// Whether this drop-off's stop in `booking` fits its depot's fleet beside `earlier` (the
+    /// request's stops there already): always where the depot does not book on its fleet.
+    fn fleet_fits(&self, booking: &Booking, capacity: &Capacity, earlier: &[Visit]) -> Option<Vec<Visit>> {
+        let Some(depot) = capacity.fleet_depot(&self.zone.code) else { return Some(Vec::new()) };
+        let at = self.at?;
+        let mut visits = earlier.to_vec();
+        visits.push(visit(booking, at, self.parcels, self.grams));
+        capacity.fleet_fits(depot, booking.date, &visits).then_some(visits)
+    }
 }
 
 /// Why no booking exists within the horizon.
@@ -158,7 +196,7 @@ impl Window<'_> {
             }
             for slot in &pick_up_city.pick_up_slots {
                 let Some(booking) = self.pick_up_slot(pick_up_city, slot, date) else { continue };
-                let mut taken = HashMap::new();
+                let mut taken = Taken::default();
                 let booked: Option<Vec<Booking>> =
                     drop_offs.iter().map(|d| drop_off(d, &booking, self.now, self.capacity, &mut taken)).collect();
                 if let Some(booked) = booked {
@@ -193,6 +231,11 @@ impl Window<'_> {
         if !self.capacity.fits(slot.limit(), &at, Load::default(), Load { stops: 1, parcels: d.parcels }) {
             return AskedProblem::Full;
         }
+        if let Some(booking) = open(asked.date, slot, &d.city.tz, self.now)
+            && d.fleet_fits(&booking, self.capacity, &[]).is_none()
+        {
+            return AskedProblem::Full;
+        }
         AskedProblem::Unreachable
     }
 }
@@ -217,7 +260,7 @@ fn drop_off(
     pick_up: &Booking,
     now: Timestamp,
     capacity: &Capacity,
-    taken: &mut HashMap<SlotDate, Load>,
+    taken: &mut Taken,
 ) -> Option<Booking> {
     let date = pick_up.date;
     let want = Load { stops: 1, parcels: d.parcels };
@@ -229,11 +272,18 @@ fn drop_off(
         }
         let Some(booking) = open(date, slot, &d.city.tz, now) else { continue };
         let at = SlotDate { kind: SlotKind::DropOff, place: d.zone.code.clone(), slot: slot.code.clone(), date };
-        let also = taken.get(&at).copied().unwrap_or_default();
-        if capacity.fits(slot.limit(), &at, also, want) {
-            taken.insert(at, also + want);
-            return Some(booking);
+        let also = taken.loads.get(&at).copied().unwrap_or_default();
+        if !capacity.fits(slot.limit(), &at, also, want) {
+            continue;
         }
+        let key = capacity.fleet_depot(&d.zone.code).map(|depot| (depot.to_string(), date));
+        let earlier = key.as_ref().and_then(|k| taken.visits.get(k)).map_or(&[][..], Vec::as_slice);
+        let Some(visits) = d.fleet_fits(&booking, capacity, earlier) else { continue };
+        if let Some(key) = key {
+            taken.visits.insert(key, visits);
+        }
+        taken.loads.insert(at, also + want);
+        return Some(booking);
     }
     None
 }
@@ -368,12 +418,12 @@ mod tests {
         let city = &s.area.cities()[0];
         let zone = &s.area.zones()[0];
         let am = book("2026-11-23T12:00:00Z");
-        let need = Need { zone, city, parcels: 1, asked: None };
-        let d = drop_off(&need, &am, ts("2026-11-23T12:00:00Z"), &Capacity::empty(), &mut HashMap::new()).unwrap();
+        let need = Need { zone, city, parcels: 1, asked: None, at: None, grams: 0 };
+        let d = drop_off(&need, &am, ts("2026-11-23T12:00:00Z"), &Capacity::empty(), &mut Taken::default()).unwrap();
         assert_eq!((d.slot.code.as_str(), iso(&d.start).as_str()), ("TOR-DT-PM", "2026-11-23T14:00:00-05:00"));
         let pm = book("2026-11-23T14:00:00Z");
         // The PM pick-up ends at 15:00: the 14:00 drop-off slot starts too early, so 18:00.
-        let d = drop_off(&need, &pm, ts("2026-11-23T14:00:00Z"), &Capacity::empty(), &mut HashMap::new()).unwrap();
+        let d = drop_off(&need, &pm, ts("2026-11-23T14:00:00Z"), &Capacity::empty(), &mut Taken::default()).unwrap();
         assert_eq!(d.slot.code, "TOR-DT-EV");
     }
 
@@ -384,7 +434,7 @@ mod tests {
         now: Timestamp,
     ) -> Result<(Booking, Vec<Booking>), Unschedulable> {
         let needs: Vec<Need<'_>> =
-            pairs.iter().map(|(zone, city)| Need { zone, city, parcels: 1, asked: None }).collect();
+            pairs.iter().map(|(zone, city)| Need { zone, city, parcels: 1, asked: None, at: None, grams: 0 }).collect();
         super::book(pick_up_city, &needs, now, 366, &Capacity::empty())
     }
 
@@ -409,7 +459,7 @@ mod tests {
         let city = &s.area.cities()[0];
         let zone = limited(&s.area.zones()[0], 0, 2, None);
         let now = ts("2026-11-23T12:00:00Z");
-        let need = [Need { zone: &zone, city, parcels: 1, asked: None }];
+        let need = [Need { zone: &zone, city, parcels: 1, asked: None, at: None, grams: 0 }];
         let full =
             Capacity::new(HashMap::new(), HashMap::from([(at(&zone, 0, "2026-11-23"), Load { stops: 2, parcels: 0 })]));
         let (_, d) = super::book(city, &need, now, 14, &Capacity::empty()).unwrap();
@@ -426,7 +476,7 @@ mod tests {
         assert_ne!(d[0].slot.code, d[1].slot.code);
         // A parcel limit binds the same way.
         let parcels = limited(&s.area.zones()[0], 0, 100, Some(3));
-        let heavy = [Need { zone: &parcels, city, parcels: 4, asked: None }];
+        let heavy = [Need { zone: &parcels, city, parcels: 4, asked: None, at: None, grams: 0 }];
         assert_ne!(
             super::book(city, &heavy, now, 14, &Capacity::empty()).unwrap().1[0].slot.code,
             parcels.drop_off_slots[0].code
@@ -436,7 +486,7 @@ mod tests {
         for slot in &mut tiny.drop_off_slots {
             slot.capacity = Some(crate::config::SlotCapacity { stops: Some(0), parcels: None });
         }
-        let none = [Need { zone: &tiny, city, parcels: 1, asked: None }];
+        let none = [Need { zone: &tiny, city, parcels: 1, asked: None, at: None, grams: 0 }];
         assert_eq!(super::book(city, &none, now, 14, &Capacity::empty()), Err(Unschedulable::DropOff(0)));
     }
 
@@ -448,7 +498,7 @@ mod tests {
         let now = ts("2026-11-23T12:00:00Z");
         let ask = |date: &str, slot: &str| Asked { date: date.parse().unwrap(), slot: slot.into() };
         let book = |asked: &Asked, capacity: &Capacity| {
-            super::book(city, &[Need { zone: &zone, city, parcels: 1, asked: Some(asked) }], now, 14, capacity)
+            super::book(city, &[Need { zone: &zone, city, parcels: 1, asked: Some(asked), at: None, grams: 0 }], now, 14, capacity)
         };
         let ev = zone.drop_off_slots[1].code.clone();
         let (p, d) = book(&ask("2026-11-25", &ev), &Capacity::empty()).unwrap();
@@ -471,8 +521,8 @@ mod tests {
         // Two drop-offs asking two dates.
         let (a, b) = (ask("2026-11-24", &ev), ask("2026-11-25", &ev));
         let two = [
-            Need { zone: &zone, city, parcels: 1, asked: Some(&a) },
-            Need { zone: &zone, city, parcels: 1, asked: Some(&b) },
+            Need { zone: &zone, city, parcels: 1, asked: Some(&a), at: None, grams: 0 },
+            Need { zone: &zone, city, parcels: 1, asked: Some(&b), at: None, grams: 0 },
         ];
         assert_eq!(super::book(city, &two, now, 14, &Capacity::empty()), Err(Unschedulable::AskedDates(1)));
     }

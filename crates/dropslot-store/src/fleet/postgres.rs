@@ -72,7 +72,7 @@ impl FleetStore for PgStore {
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
 
-fn stored(r: &Row) -> StoreResult<StoredDriver> {
+pub(crate) fn stored(r: &Row) -> StoreResult<StoredDriver> {
     let columns: DriverColumns = (
         r.get(0),
         r.get(1),
@@ -194,6 +194,7 @@ pub(crate) async fn create_driver(
         .await
         .map_err(map_err)?;
     insert_token(tx, StaffKind::Driver, Some(row.get(13)), token, now).await?;
+    crate::tentative::postgres::fleet_changed(tx).await?;
     stored(&row)
 }
 
@@ -263,6 +264,9 @@ pub(crate) async fn update_driver(
         .await
         .map_err(map_err)?;
     if let Some(row) = row {
+        // After the change (a statement of its own): a plan read between the two is read
+        // again at the next check, since the version moves after it.
+        crate::tentative::postgres::fleet_changed(c).await?;
         return Ok(DriverUpdate::Updated(stored(&row)?));
     }
     Ok(if driver(c, id).await?.is_some() { DriverUpdate::Changed } else { DriverUpdate::NotFound })
@@ -290,6 +294,7 @@ pub(crate) async fn delete_driver(tx: &Tx<'_>, id: &str, now: Timestamp) -> Stor
         .await
         .map_err(map_err)?;
     revoke_driver_tokens(tx, row, now).await?;
+    crate::tentative::postgres::fleet_changed(tx).await?;
     Ok(true)
 }
 

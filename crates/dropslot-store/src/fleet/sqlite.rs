@@ -171,6 +171,7 @@ pub(crate) fn create_driver(
     })
     .map_err(map_err)?;
     insert_token(c, StaffKind::Driver, Some(c.last_insert_rowid()), token, now)?;
+    crate::tentative::sqlite::fleet_changed(c)?;
     Ok(StoredDriver { id: id.to_string(), driver: d.clone(), version: 1, created_at: at.clone(), updated_at: at })
 }
 
@@ -226,6 +227,9 @@ pub(crate) fn update_driver(
             ])
         })
         .map_err(map_err)?;
+    if n == 1 {
+        crate::tentative::sqlite::fleet_changed(c)?;
+    }
     Ok(match (n, driver(c, id)?) {
         (1, Some(stored)) => DriverUpdate::Updated(stored),
         (_, None) => DriverUpdate::NotFound,
@@ -252,6 +256,7 @@ pub(crate) fn delete_driver(c: &Connection, id: &str, now: Timestamp) -> StoreRe
     c.execute("UPDATE drivers SET deleted_at = ?2, updated_at = ?2 WHERE id = ?1", params![row, now_text(now)])
         .map_err(map_err)?;
     revoke_driver_tokens(c, row, now)?;
+    crate::tentative::sqlite::fleet_changed(c)?;
     Ok(true)
 }
 

@@ -731,6 +731,9 @@ pub(crate) async fn insert_orders(
     // The slots' counters last: their rows are held from here to the commit only, so batches
     // for one slot (every batch, on a busy day) overlap all their other work.
     crate::capacity::postgres::reserve(c, orders).await?;
+    // The fleet's days after the counters: a day's version row is held from here to the commit.
+    let ids: Vec<Vec<i64>> = all.iter().map(|w| w.ids.shipments.iter().map(|s| s.drop_off.0).collect()).collect();
+    crate::tentative::postgres::reserve(c, sink.outbox.fleet(), orders, &ids).await?;
     Ok(all)
 }
 

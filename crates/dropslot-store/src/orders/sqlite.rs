@@ -294,6 +294,10 @@ pub(crate) fn insert_order(
         first_events.insert(drop_off.0, scheduled.id);
         shipments.push(ShipmentIds { shipment_order, drop_off, parcels });
     }
+    if scope.mode == crate::Mode::Live {
+        let ids: Vec<i64> = shipments.iter().map(|s| s.drop_off.0).collect();
+        crate::tentative::sqlite::reserve(c, sink.outbox.fleet(), &o.reservations, &ids)?;
+    }
     let written = WrittenOrder::new(o, OrderIds { order, pick_up, saved_address, shipments });
     crate::outbox::sqlite::order_created(c, sink, &written, &first_events)?;
     let mut body = None;

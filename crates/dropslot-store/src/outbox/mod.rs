@@ -134,6 +134,11 @@ pub trait Outbox: Send + Sync + 'static {
     fn attempts(&self) -> Option<&dropslot_core::attempts::Rules> {
         None
     }
+    /// The fleet depots' tentative plans and their rules (`[capacity] mode = "fleet"`, issue
+    /// 45); without them no depot books on its fleet.
+    fn fleet(&self) -> Option<&crate::tentative::Fleet> {
+        None
+    }
     /// The body of `same.shipment.rescheduled` for this drop-off shipment as the change left it.
     fn rescheduled(&self, shipment: &StoredShipment, change: &crate::Rescheduled) -> Result<String, String> {
         let _ = (shipment, change);

@@ -128,7 +128,7 @@ fn final_statuses() -> Vec<&'static str> {
 }
 
 /// `{param}first, …`: `count` numbered placeholders from `first`.
-fn placeholders(param: char, first: usize, count: usize) -> String {
+pub(crate) fn placeholders(param: char, first: usize, count: usize) -> String {
     (first..).take(count).map(|n| format!("{param}{n}")).collect::<Vec<_>>().join(", ")
 }
 
@@ -139,6 +139,11 @@ fn final_placeholders(param: char, first: usize) -> String {
 
 /// The statuses a plan of `kind` leaves out of its drop-off or pick-up shipments (the core's
 /// rules), bound for `NOT IN`. Return stops are chosen by their one status instead.
+/// The statuses a delivery plan (and a tentative plan) leaves out, by name.
+pub(crate) fn delivery_skipped() -> Vec<&'static str> {
+    skipped_statuses(PlanKind::Delivery)
+}
+
 fn skipped_statuses(kind: PlanKind) -> Vec<&'static str> {
     match kind {
         PlanKind::Delivery => {
@@ -150,7 +155,7 @@ fn skipped_statuses(kind: PlanKind) -> Vec<&'static str> {
 
 /// A drop-off shipment's parcel columns (live parcels, their weight in milligrams), of the
 /// shipment aliased `alias`.
-fn drop_off_parcels(alias: &str) -> String {
+pub(crate) fn drop_off_parcels(alias: &str) -> String {
     format!(
         "(SELECT count(*) FROM parcels p WHERE p.drop_off_shipment_id = {alias}.id AND p.deleted_at IS NULL),
          (SELECT CAST(coalesce(sum(p.weight_mg), 0) AS BIGINT) FROM parcels p

@@ -87,11 +87,11 @@ impl PlanStore for PgStore {
 }
 
 /// Parameters that are all text, typed: a name in a select list has no type to infer.
-fn texts<'a>(values: &'a [&'a str]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+pub(crate) fn texts<'a>(values: &'a [&'a str]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
     values.iter().map(|v| (v as &(dyn ToSql + Sync), Type::TEXT)).collect()
 }
 
-fn get<T: for<'a> tokio_postgres::types::FromSql<'a>>(r: &Row, i: usize, what: &str) -> Result<T, StoreError> {
+pub(crate) fn get<T: for<'a> tokio_postgres::types::FromSql<'a>>(r: &Row, i: usize, what: &str) -> Result<T, StoreError> {
     r.try_get(i).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
 }
 

@@ -43,6 +43,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (18, "notifications", include_str!("../../migrations/postgres/0018_notifications.sql")),
     (19, "stop_etas", include_str!("../../migrations/postgres/0019_stop_etas.sql")),
     (20, "attempts", include_str!("../../migrations/postgres/0020_attempts.sql")),
+    (21, "fleet_capacity", include_str!("../../migrations/postgres/0021_fleet_capacity.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot

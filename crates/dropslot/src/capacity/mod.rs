@@ -18,7 +18,8 @@ use crate::auth::admin::Admin;
 use crate::error::{Envelope, Error, ErrorEnvelope, FieldErrors, Result, envelope};
 use crate::http::JsonBody;
 use dropslot_core::config::{ServiceArea, Slot};
-use dropslot_core::quote::capacity::{Capacity, Limit, Load, Override, Reservation, SlotDate, SlotKind};
+use dropslot_core::geo::distance::LatLng;
+use dropslot_core::quote::capacity::{Capacity, FleetRoom, Limit, Load, Override, Reservation, SlotDate, SlotKind};
 use dropslot_core::quote::schedule::{self, Asked, Need};
 use dropslot_core::time::iso;
 use dropslot_store::Mode;
@@ -58,7 +59,7 @@ pub async fn snapshot(app: &App, mode: Mode, now: Timestamp) -> Result<Arc<Capac
     let area = &app.settings.area;
     let (from, to) = window(area, now);
     if let Some(kept) = app.capacity.get(&(mode, from)) {
-        return Ok(kept);
+        return with_fleet(app, mode, kept, from, to).await;
     }
     let overrides = app.store.capacity_overrides(from, to).await?;
     let limited: Vec<(SlotKind, &str, &Slot)> =
@@ -81,7 +82,36 @@ pub async fn snapshot(app: &App, mode: Mode, now: Timestamp) -> Result<Arc<Capac
     };
     let snapshot = Arc::new(snapshot);
     app.capacity.put((mode, from), snapshot.clone());
-    Ok(snapshot)
+    with_fleet(app, mode, snapshot, from, to).await
+}
+
+/// The kept capacity with the fleet depots' tentative plans of `from..=to` as they are now
+/// (issue 45): read at every quote, from the plans the store keeps (checked against their
+/// stored versions once a second), so a quote sees this process's orders at once. Live orders
+/// only: the sandbox has no fleet, and books on the limits alone.
+async fn with_fleet(app: &App, mode: Mode, kept: Arc<Capacity>, from: Date, to: Date) -> Result<Arc<Capacity>> {
+    let area = &app.settings.area;
+    let depots: Vec<&str> =
+        area.depots().iter().map(|d| d.code.as_str()).filter(|c| app.settings.capacity.fleet(c)).collect();
+    if mode != Mode::Live || depots.is_empty() {
+        return Ok(kept);
+    }
+    let mut room = FleetRoom::default();
+    for z in area.zones() {
+        if depots.contains(&z.warehouse.as_str()) {
+            room.zones.insert(z.code.clone(), z.warehouse.clone());
+        }
+    }
+    for depot in depots {
+        let mut date = from;
+        while date <= to {
+            if let Some(plan) = app.store.tentative_plan(depot, date).await? {
+                room.plans.insert((depot.to_string(), date), plan);
+            }
+            date = date.tomorrow().map_err(|e| Error::Internal(format!("the booking window: {e}")))?;
+        }
+    }
+    Ok(Arc::new((*kept).clone().with_fleet(Arc::new(room))))
 }
 
 /// Drops the kept capacity: the next quote reads it anew (after an override, a deletion, or
@@ -390,7 +420,7 @@ async fn slots(State(app): State<App>, caller: Caller, RawQuery(raw): RawQuery) 
     for _ in 0..days {
         for slot in &zone.drop_off_slots {
             let asked = Asked { date, slot: slot.code.clone() };
-            let need = Need { zone, city, parcels: 1, asked: Some(&asked) };
+            let need = Need { zone, city, parcels: 1, asked: Some(&asked), at: LatLng::parse(&location.lat, &location.lng), grams: 0 };
             let Ok((_, booked)) = schedule::book(city, &[need], now, horizon, &capacity) else { continue };
             let Some(b) = booked.first() else { continue };
             let at = SlotDate { kind: SlotKind::DropOff, place: zone.code.clone(), slot: slot.code.clone(), date };

@@ -337,7 +337,7 @@ fn new_order(
         shipments,
         idempotency: claim,
         completes: None,
-        reservations: p.quote.reservations(&p.request.quote_request(), area),
+        reservations: p.quote.reservations(&p.request.quote_request(), area, &app.settings.capacity),
     };
     Ok(order)
 }

@@ -160,6 +160,9 @@ impl ValidRequest {
                     zone: d.location.zone,
                     sizes: d.parcels.iter().map(|p| p.size).collect(),
                     asked: d.asked.clone(),
+                    at: LatLng::parse(&d.location.lat, &d.location.lng),
+                    // Grams, rounded up as a day plan counts them.
+                    grams: d.parcels.iter().map(|p| i64::try_from(p.weight.0.div_ceil(1000)).unwrap_or(i64::MAX)).sum(),
                 })
                 .collect(),
         }

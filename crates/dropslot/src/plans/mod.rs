@@ -161,6 +161,7 @@ async fn solve(
     model: RoadModel,
     problem: Problem,
     fixed: Vec<(String, Vec<String>)>,
+    start: Vec<(String, Vec<String>)>,
     plan_id: String,
     seconds: f64,
 ) -> Result<(Vec<dispatch::Route>, Vec<dispatch::Unassigned>)> {
@@ -174,7 +175,8 @@ async fn solve(
         .name(SOLVER_THREAD.into())
         .spawn(move || {
             lower_priority();
-            let solved = problem.instance(&matrix, &fixed).map_err(Error::Internal).map(|instance| {
+            let solved = problem.instance(&matrix, &fixed).map_err(Error::Internal).map(|mut instance| {
+                instance.start = problem.starts(&start);
                 // The limit counts from the start, road times included; the solver asks after
                 // each step, and steps aside while the API is busy (`pace.rs`).
                 let mut budget = pace::Pacer::new(began, seconds);
@@ -303,10 +305,18 @@ async fn make(
 ) -> Result<Plan> {
     let candidates = app.store.plan_candidates(kind, &base.depot.code, date, None).await?;
     let service = service_time(&app.settings.routing);
-    let problem = Problem::new(kind, base.depot.clone(), drivers, service, candidates);
+    // A depot that books on its fleet plans its deliveries from the tentative plan that sold
+    // them (issue 45): the search starts from its routes, so it never places fewer.
+    let (problem, start) = if kind == PlanKind::Delivery && app.settings.capacity.fleet(&base.depot.code) {
+        let start = app.store.tentative_routes(&base.depot.code, date).await?;
+        (Problem::ungrouped(kind, base.depot.clone(), drivers, service, candidates), start)
+    } else {
+        (Problem::new(kind, base.depot.clone(), drivers, service, candidates), Vec::new())
+    };
     let roads = Roads::new(&app.settings.routing);
     let (routes, unassigned) =
-        solve(&app.metrics.solver_paused, &roads, base.model, problem, Vec::new(), id.to_string(), seconds).await?;
+        solve(&app.metrics.solver_paused, &roads, base.model, problem, Vec::new(), start, id.to_string(), seconds)
+            .await?;
     let plan = Plan {
         id: id.to_string(),
         status: PlanStatus::Draft,
@@ -536,16 +546,21 @@ pub(crate) async fn optimize_plan(app: &App, id: &str, time_limit_s: Option<i64>
     let plan = stored.plan;
     let date: Date = plan.date.parse().map_err(|_| Error::Internal(format!("plan {id}: its date")))?;
     let drivers: Vec<Driver> = plan.routes.iter().map(dispatch::driver_of).collect();
-    let fixed: Vec<(String, Vec<String>)> = if plan.status == PlanStatus::Published {
-        plan.routes.iter().map(|r| (r.driver_id.clone(), r.shipments().map(String::from).collect())).collect()
-    } else {
-        Vec::new()
-    };
+    let routes: Vec<(String, Vec<String>)> =
+        plan.routes.iter().map(|r| (r.driver_id.clone(), r.shipments().map(String::from).collect())).collect();
+    // A published plan's routes are fixed; a draft's are where the search starts (so that
+    // optimising never places fewer than the draft did).
+    let (fixed, start) = if plan.status == PlanStatus::Published { (routes, Vec::new()) } else { (Vec::new(), routes) };
     let candidates = app.store.plan_candidates(plan.kind, &plan.depot, date, Some(&plan.id)).await?;
-    let problem = Problem::new(plan.kind, base.depot.clone(), drivers, service_time(&app.settings.routing), candidates);
+    let service = service_time(&app.settings.routing);
+    let problem = if plan.kind == PlanKind::Delivery && app.settings.capacity.fleet(&plan.depot) {
+        Problem::ungrouped(plan.kind, base.depot.clone(), drivers, service, candidates)
+    } else {
+        Problem::new(plan.kind, base.depot.clone(), drivers, service, candidates)
+    };
     let roads = Roads::new(&app.settings.routing);
     let (routes, unassigned) =
-        solve(&app.metrics.solver_paused, &roads, base.model, problem, fixed, plan.id.clone(), seconds).await?;
+        solve(&app.metrics.solver_paused, &roads, base.model, problem, fixed, start, plan.id.clone(), seconds).await?;
     let next = Plan { routes, unassigned, roads: roads.source().into(), ..plan };
     saved(app.store.save_plan(&next, stored.version).await?)?;
     Ok((next, base.tz))

@@ -42,6 +42,8 @@ pub struct Renderer {
     channels: dropslot_core::notifications::Channels,
     /// What follows a failed delivery (CONTRACT §15), decided in the failure's transaction.
     attempts: dropslot_core::attempts::Rules,
+    /// The fleet depots' tentative plans (issue 45); `None` while no depot books on its fleet.
+    fleet: Option<dropslot_store::Fleet>,
 }
 
 impl Renderer {
@@ -53,6 +55,13 @@ impl Renderer {
                 area: Arc::new(settings.area.clone()),
                 default: settings.attempts,
             },
+            fleet: settings.area.depots().iter().any(|d| settings.capacity.fleet(&d.code)).then(|| {
+                dropslot_store::Fleet::new(dropslot_core::dispatch::tentative::Rules {
+                    area: Arc::new(settings.area.clone()),
+                    routing: settings.routing.clone(),
+                    capacity: settings.capacity.clone(),
+                })
+            }),
             wake: Arc::new(Notify::new()),
             metrics,
             notify_wake: Arc::new(Notify::new()),
@@ -94,6 +103,10 @@ impl Outbox for Renderer {
 
     fn attempts(&self) -> Option<&dropslot_core::attempts::Rules> {
         Some(&self.attempts)
+    }
+
+    fn fleet(&self) -> Option<&dropslot_store::Fleet> {
+        self.fleet.as_ref()
     }
 
     fn rescheduled(&self, shipment: &StoredShipment, change: &dropslot_store::Rescheduled) -> Result<String, String> {

@@ -1,0 +1,182 @@
+//! Tentative plans on `PostgreSQL` (issue 45): the orders of one depot and date, in any number
+//! of processes, take their places one after another on the day's version row, which an
+//! order's batch raises (an upsert: the row is held to the commit) before it places its stops.
+
+use crate::postgres::sql::Sql;
+use crate::postgres::{PgStore, map_err};
+use crate::tentative::{Fleet, Row, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql};
+use crate::{CreateOrderError, NewOrder, Scope, StoreError, StoreResult, TentativeStore};
+use async_trait::async_trait;
+use dropslot_core::dispatch::tentative::{Change, Tentative};
+use jiff::civil::Date;
+use std::sync::{Arc, LazyLock};
+use tokio_postgres::types::Type;
+
+static ROWS: LazyLock<String> = LazyLock::new(rows_sql);
+
+#[async_trait]
+impl TentativeStore for PgStore {
+    async fn tentative_plan(&self, depot: &str, date: Date) -> StoreResult<Option<Arc<Tentative>>> {
+        let Some(fleet) = self.outbox.fleet() else { return Ok(None) };
+        if fleet.rules.fleet_depot(depot).is_none() {
+            return Ok(None);
+        }
+        let key = (depot.to_string(), date);
+        if let Some(plan) = fleet.fresh(&key) {
+            return Ok(Some(plan));
+        }
+        let c = self.conn().await?;
+        let version = version(&c, depot, date).await?;
+        if let Some(plan) = fleet.at_version(&key, version) {
+            return Ok(Some(plan));
+        }
+        let (drivers, rows) = (drivers(&c, depot).await?, rows(&c, depot, date).await?);
+        let Some(a) = assemble(&fleet.rules, depot, date, drivers, rows, &[])? else { return Ok(None) };
+        let plan = Arc::new(a.plan);
+        fleet.keep(key, version, plan.clone(), false);
+        Ok(Some(plan))
+    }
+
+    async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>> {
+        let Some(fleet) = self.outbox.fleet() else { return Ok(Vec::new()) };
+        let c = self.conn().await?;
+        let (drivers, rows) = (drivers(&c, depot).await?, rows(&c, depot, date).await?);
+        let ids: Vec<(i64, String)> = rows.iter().map(|r| (r.0, r.1.0.clone())).collect();
+        let Some(a) = assemble(&fleet.rules, depot, date, drivers, rows, &[])? else { return Ok(Vec::new()) };
+        Ok(routes_by_unique_id(&a.plan, &ids))
+    }
+}
+
+async fn version(c: &impl Sql, depot: &str, date: Date) -> StoreResult<i64> {
+    let row = c
+        .query_typed_opt(
+            "SELECT version FROM fleet_days WHERE depot = $1 AND date = $2",
+            &[(&depot, Type::TEXT), (&date.to_string(), Type::TEXT)],
+        )
+        .await
+        .map_err(map_err)?;
+    Ok(row.map_or(0, |r| r.get(0)))
+}
+
+async fn drivers(c: &impl Sql, depot: &str) -> StoreResult<Vec<crate::StoredDriver>> {
+    c.query_typed(
+        &format!(
+            "SELECT {}, created_at, updated_at FROM drivers WHERE deleted_at IS NULL AND depot = $1 ORDER BY id",
+            crate::fleet::DRIVER_COLUMNS
+        ),
+        &[(&depot, Type::TEXT)],
+    )
+    .await
+    .map_err(map_err)?
+    .iter()
+    .map(crate::fleet::postgres::stored)
+    .collect()
+}
+
+async fn rows(c: &impl Sql, depot: &str, date: Date) -> StoreResult<Vec<Row>> {
+    let date = date.to_string();
+    let params = rows_params(depot, &date);
+    let rows = c.query_typed(&ROWS, &crate::plans::postgres::texts(&params)).await.map_err(map_err)?;
+    use crate::plans::postgres::get as column;
+    fn get<T: for<'a> tokio_postgres::types::FromSql<'a>>(r: &tokio_postgres::Row, i: usize) -> Result<T, StoreError> {
+        column(r, i, "fleet stop")
+    }
+    rows.iter()
+        .map(|r| {
+            Ok((
+                get(r, 0)?,
+                (get(r, 1)?, get(r, 2)?, get(r, 3)?, get(r, 4)?, get(r, 5)?, get(r, 6)?, get(r, 7)?),
+                get(r, 8)?,
+                get(r, 9)?,
+            ))
+        })
+        .collect()
+}
+
+/// A batch's stops on fleet depots, in its transaction, after its rows are written: day by
+/// day in a fixed order, the day's version raised (its row held to the commit), its plan (kept,
+/// or read anew) takes the stops, their rows are written. A stop that fits nowhere fails the
+/// batch, which is written again order by order (each gets its own answer).
+pub(crate) async fn reserve(
+    c: &impl Sql,
+    fleet: Option<&Fleet>,
+    orders: &[(Scope, &NewOrder)],
+    drop_off_ids: &[Vec<i64>],
+) -> Result<(), CreateOrderError> {
+    let placed = orders.iter().zip(drop_off_ids).enumerate().filter(|(_, ((s, _), _))| s.mode == crate::Mode::Live).flat_map(
+        |(n, ((_, o), ids))| {
+            o.reservations.iter().filter_map(move |r| Some((r, *ids.get(r.drop_off?)?, n)))
+        },
+    );
+    let days = by_day(placed);
+    if days.is_empty() {
+        return Ok(());
+    }
+    let Some(fleet) = fleet else {
+        return Err(StoreError::Corrupt("a fleet reservation without the fleet's rules".into()).into());
+    };
+    for (key, visits) in days {
+        let (depot, date) = (&key.0, key.1);
+        let version = raise(c, depot, date).await?;
+        let mut plan = match fleet.take(&key, version - 1) {
+            Some(kept) => kept,
+            None => {
+                let placing: Vec<i64> = visits.iter().map(|(v, _, _)| v.id).collect();
+                let (drivers, rows) = (drivers(c, depot).await?, rows(c, depot, date).await?);
+                let a = assemble(&fleet.rules, depot, date, drivers, rows, &placing)?
+                    .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
+                write(c, depot, date, &a.changes).await?;
+                a.plan
+            }
+        };
+        let changes = place(&mut plan, &visits).map_err(|(_, e)| e)?;
+        write(c, depot, date, &changes).await?;
+        fleet.keep(key, version, Arc::new(plan), true);
+    }
+    Ok(())
+}
+
+/// Raises a day's version (and holds its row to the commit); what it is now.
+pub(crate) async fn raise(c: &impl Sql, depot: &str, date: Date) -> Result<i64, StoreError> {
+    let row = c
+        .query_typed(
+            "INSERT INTO fleet_days (depot, date, version) VALUES ($1, $2, 1)
+             ON CONFLICT (depot, date) DO UPDATE SET version = fleet_days.version + 1 RETURNING version",
+            &[(&depot, Type::TEXT), (&date.to_string(), Type::TEXT)],
+        )
+        .await
+        .map_err(map_err)?;
+    row.first().map(|r| r.get(0)).ok_or_else(|| StoreError::Corrupt("fleet day: no version returned".into()))
+}
+
+/// Raises the version of every day (a driver was added, changed or removed): every process
+/// reads its plans anew, with the fleet as it is now.
+pub(crate) async fn fleet_changed(c: &impl Sql) -> Result<(), StoreError> {
+    c.execute("UPDATE fleet_days SET version = version + 1", &[]).await.map_err(map_err)?;
+    Ok(())
+}
+
+async fn write(c: &impl Sql, depot: &str, date: Date, changes: &[Change]) -> Result<(), StoreError> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = changes.iter().map(|ch| ch.id).collect();
+    let drivers: Vec<&str> = changes.iter().map(|ch| ch.driver.as_str()).collect();
+    let seqs: Vec<f64> = changes.iter().map(|ch| ch.seq).collect();
+    c.execute_typed(
+        "INSERT INTO fleet_stops (drop_off_shipment_id, depot, date, driver_id, seq)
+         SELECT id, $4, $5, driver_id, seq FROM unnest($1::bigint[], $2::text[], $3::float8[]) AS u (id, driver_id, seq)
+         ON CONFLICT (drop_off_shipment_id) DO UPDATE SET depot = excluded.depot, date = excluded.date,
+            driver_id = excluded.driver_id, seq = excluded.seq",
+        &[
+            (&ids, Type::INT8_ARRAY),
+            (&drivers, Type::TEXT_ARRAY),
+            (&seqs, Type::FLOAT8_ARRAY),
+            (&depot, Type::TEXT),
+            (&date.to_string(), Type::TEXT),
+        ],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}

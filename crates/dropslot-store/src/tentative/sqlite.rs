@@ -1,0 +1,158 @@
+//! Tentative plans on `SQLite` (issue 45): the one writer thread orders every order's
+//! transaction, so the version row needs no lock; it still tells a kept plan from one that a
+//! rolled-back order left ahead of the database.
+
+use crate::plans::sqlite_placeholders;
+use crate::sqlite::{SqliteStore, map_err};
+use crate::tentative::{Fleet, Row, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql};
+use crate::{CreateOrderError, StoreError, StoreResult, TentativeStore};
+use async_trait::async_trait;
+use dropslot_core::dispatch::tentative::{Change, Tentative};
+use dropslot_core::quote::capacity::Reservation;
+use jiff::civil::Date;
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
+use std::sync::{Arc, LazyLock};
+
+static ROWS: LazyLock<String> = LazyLock::new(|| sqlite_placeholders(&rows_sql()));
+
+#[async_trait]
+impl TentativeStore for SqliteStore {
+    async fn tentative_plan(&self, depot: &str, date: Date) -> StoreResult<Option<Arc<Tentative>>> {
+        let Some(fleet) = self.outbox.fleet() else { return Ok(None) };
+        if fleet.rules.fleet_depot(depot).is_none() {
+            return Ok(None);
+        }
+        let key = (depot.to_string(), date);
+        if let Some(plan) = fleet.fresh(&key) {
+            return Ok(Some(plan));
+        }
+        let depot_ = depot.to_string();
+        let version = self.read(|c| version(c, &depot_, date))?;
+        if let Some(plan) = fleet.at_version(&key, version) {
+            return Ok(Some(plan));
+        }
+        let depot_ = depot.to_string();
+        let (drivers, rows) = self.read_blocking(move |c| Ok((drivers(c, &depot_), rows(c, &depot_, date)))).await?;
+        let Some(a) = assemble(&fleet.rules, depot, date, drivers?, rows?, &[])? else { return Ok(None) };
+        let plan = Arc::new(a.plan);
+        fleet.keep(key, version, plan.clone(), false);
+        Ok(Some(plan))
+    }
+
+    async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>> {
+        let Some(fleet) = self.outbox.fleet() else { return Ok(Vec::new()) };
+        let depot_ = depot.to_string();
+        let (drivers, rows) = self.read_blocking(move |c| Ok((drivers(c, &depot_), rows(c, &depot_, date)))).await?;
+        let rows = rows?;
+        let ids: Vec<(i64, String)> = rows.iter().map(|r| (r.0, r.1.0.clone())).collect();
+        let Some(a) = assemble(&fleet.rules, depot, date, drivers?, rows, &[])? else { return Ok(Vec::new()) };
+        Ok(routes_by_unique_id(&a.plan, &ids))
+    }
+}
+
+/// The stored version of a day (0: never written).
+fn version(c: &Connection, depot: &str, date: Date) -> rusqlite::Result<i64> {
+    c.prepare_cached("SELECT version FROM fleet_days WHERE depot = ?1 AND date = ?2")?
+        .query_row(params![depot, date.to_string()], |r| r.get(0))
+        .optional()
+        .map(|v| v.unwrap_or(0))
+}
+
+fn drivers(c: &Connection, depot: &str) -> StoreResult<Vec<crate::StoredDriver>> {
+    crate::fleet::sqlite::drivers_columns(c, Some(depot))
+        .map_err(map_err)?
+        .into_iter()
+        .map(crate::fleet::driver_row)
+        .collect()
+}
+
+fn rows(c: &Connection, depot: &str, date: Date) -> StoreResult<Vec<Row>> {
+    let date = date.to_string();
+    c.prepare_cached(&ROWS)
+        .and_then(|mut s| {
+            s.query_map(params_from_iter(rows_params(depot, &date)), |r| {
+                Ok((
+                    r.get(0)?,
+                    (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?),
+                    r.get(8)?,
+                    r.get(9)?,
+                ))
+            })?
+            .collect()
+        })
+        .map_err(map_err)
+}
+
+/// An order's stops on its fleet depots, in the writer's transaction: each day's version
+/// raised, its plan (kept, or read anew) takes the stops, their rows are written. A stop that
+/// fits nowhere refuses the order (the job's savepoint rolls everything back).
+pub(crate) fn reserve(
+    c: &Connection,
+    fleet: Option<&Fleet>,
+    reservations: &[Reservation],
+    drop_off_ids: &[i64],
+) -> Result<(), CreateOrderError> {
+    let placed = reservations.iter().filter_map(|r| {
+        let id = drop_off_ids.get(r.drop_off?)?;
+        Some((r, *id, 0))
+    });
+    let days = by_day(placed);
+    if days.is_empty() {
+        return Ok(());
+    }
+    let Some(fleet) = fleet else {
+        return Err(StoreError::Corrupt("a fleet reservation without the fleet's rules".into()).into());
+    };
+    for (key, visits) in days {
+        let (depot, date) = (&key.0, key.1);
+        let version = raise(c, depot, date)?;
+        let mut plan = match fleet.take(&key, version - 1) {
+            Some(kept) => kept,
+            None => {
+                let placing: Vec<i64> = visits.iter().map(|(v, _, _)| v.id).collect();
+                let a = assemble(&fleet.rules, depot, date, drivers(c, depot)?, rows(c, depot, date)?, &placing)?
+                    .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
+                write(c, depot, date, &a.changes)?;
+                a.plan
+            }
+        };
+        let changes = place(&mut plan, &visits).map_err(|(_, e)| e)?;
+        write(c, depot, date, &changes)?;
+        fleet.keep(key, version, Arc::new(plan), true);
+    }
+    Ok(())
+}
+
+/// Raises a day's version; what it is now.
+pub(crate) fn raise(c: &Connection, depot: &str, date: Date) -> Result<i64, StoreError> {
+    c.prepare_cached(
+        "INSERT INTO fleet_days (depot, date, version) VALUES (?1, ?2, 1)
+         ON CONFLICT (depot, date) DO UPDATE SET version = version + 1 RETURNING version",
+    )
+    .and_then(|mut s| s.query_row(params![depot, date.to_string()], |r| r.get(0)))
+    .map_err(map_err)
+}
+
+/// Raises the version of every day (a driver was added, changed or removed): every process
+/// reads its plans anew, with the fleet as it is now.
+pub(crate) fn fleet_changed(c: &Connection) -> Result<(), StoreError> {
+    c.prepare_cached("UPDATE fleet_days SET version = version + 1")
+        .and_then(|mut s| s.execute([]))
+        .map_err(map_err)?;
+    Ok(())
+}
+
+fn write(c: &Connection, depot: &str, date: Date, changes: &[Change]) -> Result<(), StoreError> {
+    let mut s = c
+        .prepare_cached(
+            "INSERT INTO fleet_stops (drop_off_shipment_id, depot, date, driver_id, seq) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (drop_off_shipment_id) DO UPDATE SET depot = excluded.depot, date = excluded.date,
+                driver_id = excluded.driver_id, seq = excluded.seq",
+        )
+        .map_err(map_err)?;
+    let date = date.to_string();
+    for ch in changes {
+        s.execute(params![ch.id, depot, date, ch.driver, ch.seq]).map_err(map_err)?;
+    }
+    Ok(())
+}
