@@ -43,7 +43,9 @@ impl FleetStore for PgStore {
         token: NewStaffToken,
         now: Timestamp,
     ) -> StoreResult<StoredDriver> {
-        in_tx!(self, |tx| create_driver(tx, id, &driver, &token, now).await)
+        let made = in_tx!(self, |tx| create_driver(tx, id, &driver, &token, now).await);
+        self.fleet_changed();
+        made
     }
 
     async fn driver(&self, id: &str) -> StoreResult<Option<StoredDriver>> {
@@ -58,11 +60,15 @@ impl FleetStore for PgStore {
 
     async fn update_driver(&self, id: &str, version: i64, driver: Driver, now: Timestamp) -> StoreResult<DriverUpdate> {
         let c = self.conn().await?;
-        update_driver(&c, id, version, &driver, now).await
+        let changed = update_driver(&c, id, version, &driver, now).await;
+        self.fleet_changed();
+        changed
     }
 
     async fn delete_driver(&self, id: &str, now: Timestamp) -> StoreResult<bool> {
-        in_tx!(self, |tx| delete_driver(tx, id, now).await)
+        let deleted = in_tx!(self, |tx| delete_driver(tx, id, now).await);
+        self.fleet_changed();
+        deleted
     }
 
     async fn reissue_driver_token(&self, id: &str, token: NewStaffToken, now: Timestamp) -> StoreResult<bool> {
@@ -71,6 +77,15 @@ impl FleetStore for PgStore {
 }
 
 type Tx<'a> = deadpool_postgres::Transaction<'a>;
+
+impl PgStore {
+    /// This process's kept tentative plans are read anew (the stored generation moved too).
+    fn fleet_changed(&self) {
+        if let Some(f) = self.outbox.fleet() {
+            f.forget();
+        }
+    }
+}
 
 pub(crate) fn stored(r: &Row) -> StoreResult<StoredDriver> {
     let columns: DriverColumns = (

@@ -40,7 +40,9 @@ impl FleetStore for SqliteStore {
         now: Timestamp,
     ) -> StoreResult<StoredDriver> {
         let id = id.to_string();
-        self.writer.write(move |c| create_driver(c, &id, &driver, &token, now)).await
+        let made = self.writer.write(move |c| create_driver(c, &id, &driver, &token, now)).await;
+        self.fleet_changed();
+        made
     }
 
     async fn driver(&self, id: &str) -> StoreResult<Option<StoredDriver>> {
@@ -55,17 +57,30 @@ impl FleetStore for SqliteStore {
 
     async fn update_driver(&self, id: &str, version: i64, driver: Driver, now: Timestamp) -> StoreResult<DriverUpdate> {
         let id = id.to_string();
-        self.writer.write(move |c| update_driver(c, &id, version, &driver, now)).await
+        let changed = self.writer.write(move |c| update_driver(c, &id, version, &driver, now)).await;
+        self.fleet_changed();
+        changed
     }
 
     async fn delete_driver(&self, id: &str, now: Timestamp) -> StoreResult<bool> {
         let id = id.to_string();
-        self.writer.write(move |c| delete_driver(c, &id, now)).await
+        let deleted = self.writer.write(move |c| delete_driver(c, &id, now)).await;
+        self.fleet_changed();
+        deleted
     }
 
     async fn reissue_driver_token(&self, id: &str, token: NewStaffToken, now: Timestamp) -> StoreResult<bool> {
         let id = id.to_string();
         self.writer.write(move |c| reissue(c, &id, &token, now)).await
+    }
+}
+
+impl SqliteStore {
+    /// This process's kept tentative plans are read anew (the stored generation moved too).
+    fn fleet_changed(&self) {
+        if let Some(f) = self.outbox.fleet() {
+            f.forget();
+        }
     }
 }
 

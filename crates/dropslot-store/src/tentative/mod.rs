@@ -31,9 +31,16 @@ use std::time::{Duration, Instant};
 /// How long a quote trusts a kept plan before checking its stored version.
 pub(crate) const TRUSTED: Duration = Duration::from_secs(1);
 
+/// The row of `fleet_days` whose version counts the changes of the fleet itself (a driver
+/// added, changed or removed): every kept plan was read under one.
+pub(crate) const GENERATION: (&str, &str) = ("", "");
+
+/// A plan's versions: its day's, and the fleet's generation it was read under.
+pub(crate) type Versions = (i64, i64);
+
 /// One kept plan.
 struct Kept {
-    version: i64,
+    version: Versions,
     checked: Instant,
     plan: Arc<Tentative>,
 }
@@ -60,7 +67,7 @@ impl Fleet {
     }
 
     /// The kept plan of `key` if it is at `version` (marked checked now).
-    pub(crate) fn at_version(&self, key: &(String, Date), version: i64) -> Option<Arc<Tentative>> {
+    pub(crate) fn at_version(&self, key: &(String, Date), version: Versions) -> Option<Arc<Tentative>> {
         let mut kept = self.kept();
         let k = kept.get_mut(key).filter(|k| k.version == version)?;
         k.checked = Instant::now();
@@ -69,7 +76,7 @@ impl Fleet {
 
     /// Takes `key`'s kept plan out if it is at `version`, to change it (no copy unless a quote
     /// still holds it); the writer keeps it back after.
-    pub(crate) fn take(&self, key: &(String, Date), version: i64) -> Option<Tentative> {
+    pub(crate) fn take(&self, key: &(String, Date), version: Versions) -> Option<Tentative> {
         let mut kept = self.kept();
         if kept.get(key).is_none_or(|k| k.version != version) {
             return None;
@@ -79,12 +86,18 @@ impl Fleet {
 
     /// Keeps `plan` as `key`'s at `version`, unless a later version is kept already (a quote
     /// that read an older one meanwhile must not replace it).
-    pub(crate) fn keep(&self, key: (String, Date), version: i64, plan: Arc<Tentative>, writer: bool) {
+    pub(crate) fn keep(&self, key: (String, Date), version: Versions, plan: Arc<Tentative>, writer: bool) {
         let mut kept = self.kept();
         if !writer && kept.get(&key).is_some_and(|k| k.version > version) {
             return;
         }
         kept.insert(key, Kept { version, checked: Instant::now(), plan });
+    }
+
+    /// Forgets every kept plan: this process changed the fleet (other processes see the
+    /// generation move within a second).
+    pub fn forget(&self) {
+        self.kept().clear();
     }
 
 }

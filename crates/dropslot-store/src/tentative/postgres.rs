@@ -4,7 +4,7 @@
 
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, map_err};
-use crate::tentative::{Fleet, Row, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql};
+use crate::tentative::{Fleet, GENERATION, Row, Versions, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql};
 use crate::{CreateOrderError, NewOrder, Scope, StoreError, StoreResult, TentativeStore};
 use async_trait::async_trait;
 use dropslot_core::dispatch::tentative::{Change, Tentative};
@@ -47,11 +47,29 @@ impl TentativeStore for PgStore {
     }
 }
 
-async fn version(c: &impl Sql, depot: &str, date: Date) -> StoreResult<i64> {
+/// The stored version of a day and the fleet's generation (0: never written).
+async fn version(c: &impl Sql, depot: &str, date: Date) -> StoreResult<Versions> {
+    let row = c
+        .query_typed_opt(
+            "SELECT coalesce((SELECT version FROM fleet_days WHERE depot = $1 AND date = $2), 0),
+                    coalesce((SELECT version FROM fleet_days WHERE depot = $3 AND date = $4), 0)",
+            &[
+                (&depot, Type::TEXT),
+                (&date.to_string(), Type::TEXT),
+                (&GENERATION.0, Type::TEXT),
+                (&GENERATION.1, Type::TEXT),
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+    Ok(row.map_or((0, 0), |r| (r.get(0), r.get(1))))
+}
+
+async fn generation(c: &impl Sql) -> StoreResult<i64> {
     let row = c
         .query_typed_opt(
             "SELECT version FROM fleet_days WHERE depot = $1 AND date = $2",
-            &[(&depot, Type::TEXT), (&date.to_string(), Type::TEXT)],
+            &[(&GENERATION.0, Type::TEXT), (&GENERATION.1, Type::TEXT)],
         )
         .await
         .map_err(map_err)?;
@@ -117,8 +135,9 @@ pub(crate) async fn reserve(
     };
     for (key, visits) in days {
         let (depot, date) = (&key.0, key.1);
-        let version = raise(c, depot, date).await?;
-        let mut plan = match fleet.take(&key, version - 1) {
+        let day = raise(c, depot, date).await?;
+        let version = (day, generation(c).await?);
+        let mut plan = match fleet.take(&key, (day - 1, version.1)) {
             Some(kept) => kept,
             None => {
                 let placing: Vec<i64> = visits.iter().map(|(v, _, _)| v.id).collect();
@@ -149,10 +168,16 @@ pub(crate) async fn raise(c: &impl Sql, depot: &str, date: Date) -> Result<i64, 
     row.first().map(|r| r.get(0)).ok_or_else(|| StoreError::Corrupt("fleet day: no version returned".into()))
 }
 
-/// Raises the version of every day (a driver was added, changed or removed): every process
+/// Raises the fleet's generation (a driver was added, changed or removed): every process
 /// reads its plans anew, with the fleet as it is now.
 pub(crate) async fn fleet_changed(c: &impl Sql) -> Result<(), StoreError> {
-    c.execute("UPDATE fleet_days SET version = version + 1", &[]).await.map_err(map_err)?;
+    c.execute_typed(
+        "INSERT INTO fleet_days (depot, date, version) VALUES ($1, $2, 1)
+         ON CONFLICT (depot, date) DO UPDATE SET version = fleet_days.version + 1",
+        &[(&GENERATION.0, Type::TEXT), (&GENERATION.1, Type::TEXT)],
+    )
+    .await
+    .map_err(map_err)?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 
 use crate::plans::sqlite_placeholders;
 use crate::sqlite::{SqliteStore, map_err};
-use crate::tentative::{Fleet, Row, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql};
+use crate::tentative::{Fleet, GENERATION, Row, Versions, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql};
 use crate::{CreateOrderError, StoreError, StoreResult, TentativeStore};
 use async_trait::async_trait;
 use dropslot_core::dispatch::tentative::{Change, Tentative};
@@ -50,12 +50,20 @@ impl TentativeStore for SqliteStore {
     }
 }
 
-/// The stored version of a day (0: never written).
-fn version(c: &Connection, depot: &str, date: Date) -> rusqlite::Result<i64> {
-    c.prepare_cached("SELECT version FROM fleet_days WHERE depot = ?1 AND date = ?2")?
-        .query_row(params![depot, date.to_string()], |r| r.get(0))
-        .optional()
+/// The stored version of a day and the fleet's generation (0: never written).
+fn version(c: &Connection, depot: &str, date: Date) -> rusqlite::Result<Versions> {
+    c.prepare_cached(
+        "SELECT coalesce((SELECT version FROM fleet_days WHERE depot = ?1 AND date = ?2), 0),
+                coalesce((SELECT version FROM fleet_days WHERE depot = ?3 AND date = ?4), 0)",
+    )?
+    .query_row(params![depot, date.to_string(), GENERATION.0, GENERATION.1], |r| Ok((r.get(0)?, r.get(1)?)))
+}
+
+fn generation(c: &Connection) -> Result<i64, StoreError> {
+    c.prepare_cached("SELECT version FROM fleet_days WHERE depot = ?1 AND date = ?2")
+        .and_then(|mut s| s.query_row(params![GENERATION.0, GENERATION.1], |r| r.get(0)).optional())
         .map(|v| v.unwrap_or(0))
+        .map_err(map_err)
 }
 
 fn drivers(c: &Connection, depot: &str) -> StoreResult<Vec<crate::StoredDriver>> {
@@ -105,8 +113,9 @@ pub(crate) fn reserve(
     };
     for (key, visits) in days {
         let (depot, date) = (&key.0, key.1);
-        let version = raise(c, depot, date)?;
-        let mut plan = match fleet.take(&key, version - 1) {
+        let day = raise(c, depot, date)?;
+        let version = (day, generation(c)?);
+        let mut plan = match fleet.take(&key, (day - 1, version.1)) {
             Some(kept) => kept,
             None => {
                 let placing: Vec<i64> = visits.iter().map(|(v, _, _)| v.id).collect();
@@ -133,12 +142,15 @@ pub(crate) fn raise(c: &Connection, depot: &str, date: Date) -> Result<i64, Stor
     .map_err(map_err)
 }
 
-/// Raises the version of every day (a driver was added, changed or removed): every process
+/// Raises the fleet's generation (a driver was added, changed or removed): every process
 /// reads its plans anew, with the fleet as it is now.
 pub(crate) fn fleet_changed(c: &Connection) -> Result<(), StoreError> {
-    c.prepare_cached("UPDATE fleet_days SET version = version + 1")
-        .and_then(|mut s| s.execute([]))
-        .map_err(map_err)?;
+    c.prepare_cached(
+        "INSERT INTO fleet_days (depot, date, version) VALUES (?1, ?2, 1)
+         ON CONFLICT (depot, date) DO UPDATE SET version = version + 1",
+    )
+    .and_then(|mut s| s.execute(params![GENERATION.0, GENERATION.1]))
+    .map_err(map_err)?;
     Ok(())
 }
 

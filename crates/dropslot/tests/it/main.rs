@@ -21,6 +21,7 @@ mod driver_proofs;
 mod errors;
 mod eta;
 mod fleet;
+mod fleet_capacity;
 mod hardening;
 mod labels;
 mod layout;

@@ -1,0 +1,193 @@
+//! Slots the fleet can deliver (issue 45), from the outside, on both backends: with `[capacity]
+//! mode = "fleet"` a drop-off slot has room while depot YYZ1's tentative plan of the date can
+//! take the stop with the drivers working that day. The clock is pinned to Monday 2026-11-23
+//! 07:00 in Toronto; orders book that day's 14:00–18:00 (`TOR-DT-PM`) or 18:00–21:00
+//! (`TOR-DT-EV`) slots in zone TOR-DT.
+
+use serde_json::{Value, json};
+
+use crate::common::{PICK_UP, TestServer};
+use crate::plans::{DATE, operator};
+
+const FLEET: &str = "[capacity]\nmode = \"fleet\"\n";
+
+/// A driver of YYZ1 working every day with this van and shift; its id.
+async fn driver(s: &TestServer, op: &str, name: &str, parcels: u32, kg: u32, shift: (&str, &str)) -> String {
+    let body = json!({
+        "name": name, "phone": "+1 416 555 0199", "depot": "YYZ1",
+        "vehicle": {"name": "Van", "capacity_parcels": parcels, "capacity_kg": kg},
+        "shift": {"start": shift.0, "end": shift.1},
+        "weekdays": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+    });
+    let r = s.post("/ops/drivers", op, &body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["object"]["id"].as_str().expect("id").to_string()
+}
+
+/// Downtown Toronto points (TOR-DT, M5V), each its own stop.
+fn point(i: usize) -> (f64, f64) {
+    let (row, col) = (i / 5, i % 5);
+    (43.6400 + 0.0030 * row as f64, -79.3990 + 0.0040 * col as f64)
+}
+
+/// An order of one drop-off at point `i` with parcels of `grams` each, in the slot asked (or
+/// the earliest with room).
+fn body(i: usize, grams: &[u32], slot: Option<&str>) -> Value {
+    let (lat, lng) = point(i);
+    let mut drop_off = json!({
+        "address": {"text": format!("{} Front St W, Toronto, ON M5V 2T6", 100 + i), "lat": lat, "lng": lng,
+                    "person_name": format!("Receiver {i}"), "person_phone": "+1 416 555 0100"},
+        "parcels": grams.iter().map(|g| json!({"unit": "g", "values": g})).collect::<Vec<_>>()
+    });
+    if let Some(slot) = slot {
+        drop_off["scheduled_date"] = json!(DATE);
+        drop_off["time_slot_code"] = json!(slot);
+    }
+    json!({"pick_up_address": {"text": PICK_UP}, "drop_offs": [drop_off]})
+}
+
+/// The (date, slot code) an order's drop-off was booked into, and its unique id.
+fn booked(r: &Value) -> (String, String, String) {
+    let d = &r["object"]["shipments"][0]["drop_off_shipment"];
+    let s = |v: &Value| v.as_str().unwrap_or_else(|| panic!("{v} in {d}")).to_string();
+    (s(&d["scheduled_date"]), s(&d["time_slot"]["code"]), s(&d["unique_id"]))
+}
+
+/// A delivery plan of YYZ1 on the date; its answer.
+async fn plan(s: &TestServer, op: &str) -> Value {
+    let r = s.post("/ops/plans", op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["object"].clone()
+}
+
+/// Every shipment of the plan's routes.
+fn routed(plan: &Value) -> Vec<String> {
+    let mut out: Vec<String> = plan["routes"]
+        .as_array()
+        .expect("routes")
+        .iter()
+        .flat_map(|r| r["stops"].as_array().expect("stops").iter())
+        .flat_map(|s| s["shipment_unique_ids"].as_array().expect("ids").iter())
+        .map(|u| u.as_str().unwrap().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+/// A van whose shift ends at 15:00 serves one hour of the afternoon slot; another starting at
+/// 17:30 serves the evening. Orders asking for no slot fill the afternoon until its van has no
+/// time left, then the next goes to the evening; the plan made then routes every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orders_fill_a_slot_to_what_its_van_can_drive_then_move_on_and_the_plan_routes_them_all() {
+    let s = TestServer::start_with(FLEET).await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    // No driver: no room at all, said at the address.
+    let r = s.post("/requests/sync", &live, &body(0, &[1500], None)).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(!r.error_at("drop_offs.0.address.text").is_empty());
+    driver(&s, &op, "Early", 100, 500, ("08:00", "15:00")).await;
+    driver(&s, &op, "Late", 100, 500, ("17:30", "22:00")).await;
+    let mut afternoon = Vec::new();
+    let mut moved = None;
+    for i in 0..40 {
+        let r = s.post("/requests/sync", &live, &body(i, &[1500], None)).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        let (date, slot, id) = booked(&r.body);
+        assert_eq!(date, DATE);
+        if slot == "TOR-DT-PM" {
+            assert!(moved.is_none(), "a full slot stays full for stops like these");
+            afternoon.push(id);
+        } else {
+            assert_eq!(slot, "TOR-DT-EV");
+            moved = Some(id);
+            break;
+        }
+    }
+    let evening = moved.expect("the afternoon filled and an order moved to the evening");
+    // Between 14:00 and 15:00, less the drive back: a handful of stops, not forty.
+    assert!((3..20).contains(&afternoon.len()), "{} in the afternoon", afternoon.len());
+    // Asked for the full afternoon: a 422 at the slot, in words.
+    let r = s.post("/requests/sync", &live, &body(45, &[1500], Some("TOR-DT-PM"))).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(r.error_at("drop_offs.0.time_slot_code"), ["This time slot is full on that date."]);
+    // A preview books as an order would.
+    let r = s.post("/requests/preview", &live, &body(46, &[1500], None)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let plan = plan(&s, &op).await;
+    assert_eq!(plan["unassigned"], json!([]), "{}", plan["unassigned"]);
+    let mut all = afternoon.clone();
+    all.push(evening);
+    all.sort();
+    assert_eq!(routed(&plan), all, "every accepted shipment is on a route");
+}
+
+/// The afternoon's van carries 20 kg, the evening's 500: a 30 kg drop-off asking no slot is
+/// booked into the evening, a light one into the afternoon; asked for the afternoon, the heavy
+/// one is a 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drop_off_too_heavy_for_the_afternoon_van_is_booked_into_the_evening() {
+    let s = TestServer::start_with(FLEET).await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    driver(&s, &op, "Small", 50, 20, ("08:00", "18:30")).await;
+    driver(&s, &op, "Big", 50, 500, ("18:00", "22:00")).await;
+    let r = s.post("/requests/sync", &live, &body(1, &[15_000, 15_000], None)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(booked(&r.body).1, "TOR-DT-EV");
+    let r = s.post("/requests/sync", &live, &body(2, &[2_000], None)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(booked(&r.body).1, "TOR-DT-PM");
+    let r = s.post("/requests/sync", &live, &body(3, &[15_000, 15_000], Some("TOR-DT-PM"))).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(!r.error_at("drop_offs.0.time_slot_code").is_empty());
+    let plan = plan(&s, &op).await;
+    assert_eq!(plan["unassigned"], json!([]), "{}", plan["unassigned"]);
+    assert_eq!(routed(&plan).len(), 2);
+}
+
+/// One van of 10 parcels with 6 booked; 40 orders at once for the last 4 places, through two
+/// server processes on PostgreSQL (one on SQLite, whose deployment is one process per file):
+/// exactly 4 are accepted, the rest told the slot is full, and the plan of the day leaves
+/// nobody out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn forty_orders_at_once_for_the_last_places_never_oversell_the_van() {
+    let s = TestServer::start_with(FLEET).await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    driver(&s, &op, "Only", 10, 500, ("08:00", "22:00")).await;
+    for i in 0..6 {
+        let r = s.post("/requests/sync", &live, &body(i, &[1500], Some("TOR-DT-PM"))).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let config = tempfile::NamedTempFile::new().unwrap();
+    let high = std::fs::read_to_string(crate::common::generous_limits_file()).unwrap();
+    std::fs::write(config.path(), format!("{high}\n{FLEET}")).unwrap();
+    let other = if s.sqlite_file().is_none() {
+        let path = config.path().to_str().unwrap().to_string();
+        Some(crate::cli::spawn_serve_with(&s.db.url(), &[("DROPSLOT_CONFIG", &path)]))
+    } else {
+        None
+    };
+    let bases: Vec<String> =
+        std::iter::once(s.base.clone()).chain(other.as_ref().map(|(_, b, _)| b.clone())).collect();
+    let sends = (0..40).map(|i| {
+        let url = format!("{}{}/requests/sync", bases[i % bases.len()], crate::common::API);
+        let req = s.http.post(url).bearer_auth(&live).json(&body(10 + i, &[1500], Some("TOR-DT-PM")));
+        s.send(req)
+    });
+    let replies = futures_util::future::join_all(sends).await;
+    let accepted = replies.iter().filter(|r| r.status == 201).count();
+    for r in replies.iter().filter(|r| r.status != 201) {
+        assert_eq!(r.status, 422, "{}", r.body);
+        assert_eq!(r.error_at("drop_offs.0.time_slot_code"), ["This time slot is full on that date."]);
+    }
+    assert_eq!(accepted, 4, "the van's last 4 places, no more");
+    let plan = plan(&s, &op).await;
+    assert_eq!(plan["unassigned"], json!([]), "{}", plan["unassigned"]);
+    assert_eq!(routed(&plan).len(), 10);
+    if let Some((mut child, _, _)) = other {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
