@@ -544,6 +544,20 @@ const TABLES: &[Table] = &[
             c("updated_at", TEXT),
         ],
     },
+    // A fleet depot's tentative plans (issue 45): the days' versions and each booked
+    // drop-off's place, so that the moved database sells the same room.
+    Table { name: "fleet_days", identity: false, columns: &[c("depot", TEXT), c("date", TEXT), c("version", INT)] },
+    Table {
+        name: "fleet_stops",
+        identity: false,
+        columns: &[
+            c("drop_off_shipment_id", INT),
+            c("depot", TEXT),
+            c("date", TEXT),
+            c("driver_id", TEXT),
+            c("seq", Conv::Float),
+        ],
+    },
     Table {
         name: "stop_etas",
         identity: false,

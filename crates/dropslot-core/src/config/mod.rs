@@ -17,8 +17,8 @@ use serde::Deserialize;
 
 pub use area::{City, Depot, Region, ServiceArea, Slot, SlotCapacity, Weekdays, Zone};
 pub use attempts::{AfterFailure, MAX_ATTEMPTS_RANGE, Policy};
-pub use notify::{Credentials, NotificationConfig, SmsSettings, SmtpSecurity, SmtpSettings};
 pub use capacity::{CapacityMode, CapacitySettings};
+pub use notify::{Credentials, NotificationConfig, SmsSettings, SmtpSecurity, SmtpSettings};
 pub use routing::{OsrmSettings, RoadModel, RoutingSettings};
 
 use crate::money::Money;

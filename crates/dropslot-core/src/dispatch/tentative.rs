@@ -75,7 +75,11 @@ pub fn van(id: &str, d: &crate::fleet::Driver, date: Date, tz: &TimeZone) -> Opt
     if !d.weekdays.contains(date.weekday()) {
         return None;
     }
-    let at = |minutes: u16| crate::quote::schedule::at_minutes(date, minutes, tz).map(|z| z.timestamp().as_second());
+    let at = |minutes: u16| {
+        let midnight = date.to_datetime(jiff::civil::Time::midnight());
+        let local = midnight.checked_add(jiff::SignedDuration::from_mins(i64::from(minutes))).ok()?;
+        local.to_zoned(tz.clone()).ok().map(|z| z.timestamp().as_second())
+    };
     Some(Van {
         driver: id.to_string(),
         parcels: i64::from(d.vehicle.capacity_parcels),
@@ -95,17 +99,7 @@ pub struct Van {
     pub end: i64,
 }
 
-/// One booked drop-off (or one asked about): where, its window (Unix seconds), its load. `id`
-/// is the drop-off shipment's row id (0 for a stop only asked about).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Visit {
-    pub id: i64,
-    pub at: LatLng,
-    pub from: i64,
-    pub to: i64,
-    pub parcels: u32,
-    pub grams: i64,
-}
+pub use crate::quote::capacity::Visit;
 
 /// Where a visit was put: route `lane` (index into the vans), at `position` among its visits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,7 +271,11 @@ impl Tentative {
 
     /// Every van's visits in order, as (driver, drop-off ids): where a day plan starts.
     pub fn routes(&self) -> Vec<(String, Vec<i64>)> {
-        self.vans.iter().zip(&self.lanes).map(|(v, l)| (v.driver.clone(), l.visits.iter().map(|x| x.id).collect())).collect()
+        self.vans
+            .iter()
+            .zip(&self.lanes)
+            .map(|(v, l)| (v.driver.clone(), l.visits.iter().map(|x| x.id).collect()))
+            .collect()
     }
 
     /// How many visits the plan holds.
@@ -383,8 +381,11 @@ impl Tentative {
         let mut best: Option<(usize, i64)> = None;
         let mut shift_bound = false;
         for p in from..=n {
-            let (prev, depart) =
-                if p == 0 { (self.depot, van.start) } else { (l.visits[p - 1].at, l.start[p - 1] + self.service_of(&l.visits[p - 1])) };
+            let (prev, depart) = if p == 0 {
+                (self.depot, van.start)
+            } else {
+                (l.visits[p - 1].at, l.start[p - 1] + self.service_of(&l.visits[p - 1]))
+            };
             let to_u = self.leg(prev, v.at);
             let arrive = depart + to_u.seconds;
             if arrive > v.to {
@@ -578,6 +579,12 @@ impl Tentative {
             _ => None,
         };
         Room { stops: u32::try_from(total).unwrap_or(u32::MAX), binds }
+    }
+}
+
+impl crate::quote::capacity::FleetPlan for Tentative {
+    fn fits_all(&self, visits: &[Visit]) -> bool {
+        Tentative::fits_all(self, visits)
     }
 }
 

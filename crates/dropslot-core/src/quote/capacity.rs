@@ -7,7 +7,26 @@ use std::sync::Arc;
 
 use jiff::civil::Date;
 
-use crate::dispatch::tentative::{Tentative, Visit};
+use crate::geo::distance::LatLng;
+
+/// One booked drop-off (or one asked about) as a depot's tentative plan sees it: where, its
+/// window (Unix seconds), its load. `id` is the drop-off shipment's row id (0 for a stop only
+/// asked about, or not written yet).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Visit {
+    pub id: i64,
+    pub at: LatLng,
+    pub from: i64,
+    pub to: i64,
+    pub parcels: u32,
+    pub grams: i64,
+}
+
+/// A depot's tentative plan of a date as the quote asks it (`dispatch::tentative::Tentative`).
+pub trait FleetPlan: std::fmt::Debug + Send + Sync {
+    /// Whether every one of `visits` fits, together, in order.
+    fn fits_all(&self, visits: &[Visit]) -> bool;
+}
 
 /// Which side of the trip a slot serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -111,7 +130,7 @@ pub struct Capacity {
 pub struct FleetRoom {
     /// Zone code → its depot's code, for the zones whose depot books on its fleet.
     pub zones: HashMap<String, String>,
-    pub plans: HashMap<(String, Date), Arc<Tentative>>,
+    pub plans: HashMap<(String, Date), Arc<dyn FleetPlan>>,
 }
 
 /// A drop-off's stop in its depot's tentative plan: what an order books on the fleet.
@@ -133,6 +152,7 @@ impl Capacity {
     }
 
     /// The same, with the fleet's room.
+    #[must_use]
     pub fn with_fleet(self, fleet: Arc<FleetRoom>) -> Capacity {
         Capacity { fleet, ..self }
     }

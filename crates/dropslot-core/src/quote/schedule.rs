@@ -6,10 +6,9 @@ use jiff::{SignedDuration, Timestamp, Zoned};
 
 use std::collections::HashMap;
 
-use super::capacity::{Capacity, Load, SlotDate, SlotKind};
-use crate::dispatch::tentative::Visit;
-use crate::geo::distance::LatLng;
+use super::capacity::{Capacity, Load, SlotDate, SlotKind, Visit};
 use crate::config::{City, Slot, Zone};
+use crate::geo::distance::LatLng;
 
 /// How far ahead [`pick_up`] looks for an operating day before giving up.
 const HORIZON_DAYS: i32 = 366;
@@ -498,7 +497,13 @@ mod tests {
         let now = ts("2026-11-23T12:00:00Z");
         let ask = |date: &str, slot: &str| Asked { date: date.parse().unwrap(), slot: slot.into() };
         let book = |asked: &Asked, capacity: &Capacity| {
-            super::book(city, &[Need { zone: &zone, city, parcels: 1, asked: Some(asked), at: None, grams: 0 }], now, 14, capacity)
+            super::book(
+                city,
+                &[Need { zone: &zone, city, parcels: 1, asked: Some(asked), at: None, grams: 0 }],
+                now,
+                14,
+                capacity,
+            )
         };
         let ev = zone.drop_off_slots[1].code.clone();
         let (p, d) = book(&ask("2026-11-25", &ev), &Capacity::empty()).unwrap();

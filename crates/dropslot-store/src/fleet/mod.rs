@@ -212,5 +212,9 @@ impl<S: FleetStore> FleetStore for crate::trace::Traced<S> {
     }
 }
 
+/// The row of `fleet_days` whose version counts the changes of the fleet itself (a driver
+/// added, changed or removed): every kept plan was read under one.
+pub(crate) const GENERATION: (&str, &str) = ("", "");
+
 pub(crate) mod postgres;
 pub(crate) mod sqlite;

@@ -209,7 +209,7 @@ pub(crate) async fn create_driver(
         .await
         .map_err(map_err)?;
     insert_token(tx, StaffKind::Driver, Some(row.get(13)), token, now).await?;
-    crate::tentative::postgres::fleet_changed(tx).await?;
+    fleet_changed(tx).await?;
     stored(&row)
 }
 
@@ -281,7 +281,7 @@ pub(crate) async fn update_driver(
     if let Some(row) = row {
         // After the change (a statement of its own): a plan read between the two is read
         // again at the next check, since the version moves after it.
-        crate::tentative::postgres::fleet_changed(c).await?;
+        fleet_changed(c).await?;
         return Ok(DriverUpdate::Updated(stored(&row)?));
     }
     Ok(if driver(c, id).await?.is_some() { DriverUpdate::Changed } else { DriverUpdate::NotFound })
@@ -309,7 +309,7 @@ pub(crate) async fn delete_driver(tx: &Tx<'_>, id: &str, now: Timestamp) -> Stor
         .await
         .map_err(map_err)?;
     revoke_driver_tokens(tx, row, now).await?;
-    crate::tentative::postgres::fleet_changed(tx).await?;
+    fleet_changed(tx).await?;
     Ok(true)
 }
 
@@ -318,4 +318,20 @@ pub(crate) async fn reissue(tx: &Tx<'_>, id: &str, token: &NewStaffToken, now: T
     revoke_driver_tokens(tx, row, now).await?;
     insert_token(tx, StaffKind::Driver, Some(row), token, now).await?;
     Ok(true)
+}
+
+/// Raises the fleet's generation (a driver was added, changed or removed): every process
+/// reads its plans anew, with the fleet as it is now.
+pub(crate) async fn fleet_changed(c: &impl Sql) -> Result<(), crate::StoreError> {
+    c.execute_typed(
+        "INSERT INTO fleet_days (depot, date, version) VALUES ($1, $2, 1)
+         ON CONFLICT (depot, date) DO UPDATE SET version = fleet_days.version + 1",
+        &[
+            (&crate::fleet::GENERATION.0, tokio_postgres::types::Type::TEXT),
+            (&crate::fleet::GENERATION.1, tokio_postgres::types::Type::TEXT),
+        ],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
 }

@@ -186,7 +186,7 @@ pub(crate) fn create_driver(
     })
     .map_err(map_err)?;
     insert_token(c, StaffKind::Driver, Some(c.last_insert_rowid()), token, now)?;
-    crate::tentative::sqlite::fleet_changed(c)?;
+    fleet_changed(c)?;
     Ok(StoredDriver { id: id.to_string(), driver: d.clone(), version: 1, created_at: at.clone(), updated_at: at })
 }
 
@@ -243,7 +243,7 @@ pub(crate) fn update_driver(
         })
         .map_err(map_err)?;
     if n == 1 {
-        crate::tentative::sqlite::fleet_changed(c)?;
+        fleet_changed(c)?;
     }
     Ok(match (n, driver(c, id)?) {
         (1, Some(stored)) => DriverUpdate::Updated(stored),
@@ -271,7 +271,7 @@ pub(crate) fn delete_driver(c: &Connection, id: &str, now: Timestamp) -> StoreRe
     c.execute("UPDATE drivers SET deleted_at = ?2, updated_at = ?2 WHERE id = ?1", params![row, now_text(now)])
         .map_err(map_err)?;
     revoke_driver_tokens(c, row, now)?;
-    crate::tentative::sqlite::fleet_changed(c)?;
+    fleet_changed(c)?;
     Ok(true)
 }
 
@@ -280,4 +280,16 @@ pub(crate) fn reissue(c: &Connection, id: &str, token: &NewStaffToken, now: Time
     revoke_driver_tokens(c, row, now)?;
     insert_token(c, StaffKind::Driver, Some(row), token, now)?;
     Ok(true)
+}
+
+/// Raises the fleet's generation (a driver was added, changed or removed): every process
+/// reads its plans anew, with the fleet as it is now.
+pub(crate) fn fleet_changed(c: &Connection) -> Result<(), crate::StoreError> {
+    c.prepare_cached(
+        "INSERT INTO fleet_days (depot, date, version) VALUES (?1, ?2, 1)
+         ON CONFLICT (depot, date) DO UPDATE SET version = version + 1",
+    )
+    .and_then(|mut s| s.execute(params![crate::fleet::GENERATION.0, crate::fleet::GENERATION.1]))
+    .map_err(map_err)?;
+    Ok(())
 }

@@ -91,7 +91,11 @@ pub(crate) fn texts<'a>(values: &'a [&'a str]) -> Vec<(&'a (dyn ToSql + Sync), T
     values.iter().map(|v| (v as &(dyn ToSql + Sync), Type::TEXT)).collect()
 }
 
-pub(crate) fn get<T: for<'a> tokio_postgres::types::FromSql<'a>>(r: &Row, i: usize, what: &str) -> Result<T, StoreError> {
+pub(crate) fn get<T: for<'a> tokio_postgres::types::FromSql<'a>>(
+    r: &Row,
+    i: usize,
+    what: &str,
+) -> Result<T, StoreError> {
     r.try_get(i).map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
 }
 

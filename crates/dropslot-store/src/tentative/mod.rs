@@ -31,9 +31,7 @@ use std::time::{Duration, Instant};
 /// How long a quote trusts a kept plan before checking its stored version.
 pub(crate) const TRUSTED: Duration = Duration::from_secs(1);
 
-/// The row of `fleet_days` whose version counts the changes of the fleet itself (a driver
-/// added, changed or removed): every kept plan was read under one.
-pub(crate) const GENERATION: (&str, &str) = ("", "");
+pub(crate) use crate::fleet::GENERATION;
 
 /// A plan's versions: its day's, and the fleet's generation it was read under.
 pub(crate) type Versions = (i64, i64);
@@ -99,15 +97,22 @@ impl Fleet {
     pub fn forget(&self) {
         self.kept().clear();
     }
-
 }
+
+/// One stop an order books: the visit, its drop-off's index in the order, the order's index
+/// in the batch.
+pub(crate) type Booking = (Visit, Option<usize>, usize);
+
+/// A day's stops to place, by (depot, date).
+pub(crate) type Days = BTreeMap<(String, Date), Vec<Booking>>;
+
+/// A row read: the visit, its stored place, its unique id.
+pub(crate) type ReadRow = (Visit, Option<(String, f64)>, String);
 
 /// The visits an order books on fleet depots, by (depot, date) in a fixed order (the order the
 /// days' rows are locked in): each with its drop-off's index in the order and its row id.
-pub(crate) fn by_day<'a>(
-    reservations: impl IntoIterator<Item = (&'a Reservation, i64, usize)>,
-) -> BTreeMap<(String, Date), Vec<(Visit, Option<usize>, usize)>> {
-    let mut days: BTreeMap<(String, Date), Vec<(Visit, Option<usize>, usize)>> = BTreeMap::new();
+pub(crate) fn by_day<'a>(reservations: impl IntoIterator<Item = (&'a Reservation, i64, usize)>) -> Days {
+    let mut days: Days = BTreeMap::new();
     for (r, id, order) in reservations {
         if let Some(f) = &r.fleet {
             let visit = Visit { id, ..f.visit };
@@ -119,10 +124,7 @@ pub(crate) fn by_day<'a>(
 
 /// Places `visits` in `plan` in order; the first that fits nowhere refuses the order it
 /// belongs to (its index among the batch's orders, and the drop-off).
-pub(crate) fn place(
-    plan: &mut Tentative,
-    visits: &[(Visit, Option<usize>, usize)],
-) -> Result<Vec<Change>, (usize, CreateOrderError)> {
+pub(crate) fn place(plan: &mut Tentative, visits: &[Booking]) -> Result<Vec<Change>, (usize, CreateOrderError)> {
     let mut changes = Vec::new();
     for (v, drop_off, order) in visits {
         match plan.insert(*v) {
@@ -162,7 +164,7 @@ pub(crate) fn rows_params<'a>(depot: &'a str, date: &'a str) -> Vec<&'a str> {
 pub(crate) type Row = (i64, crate::plans::CandidateColumns, Option<String>, Option<f64>);
 
 /// A row as a visit and its stored place, and its unique id.
-pub(crate) fn visit_row(row: Row) -> Result<(Visit, Option<(String, f64)>, String), StoreError> {
+pub(crate) fn visit_row(row: Row) -> Result<ReadRow, StoreError> {
     let (id, columns, driver, seq) = row;
     let c: Candidate = crate::plans::candidate(columns)?;
     let visit = Visit { id, at: c.at, from: c.from, to: c.to, parcels: c.parcels, grams: c.grams };
@@ -176,7 +178,7 @@ pub(crate) fn assemble(
     rules: &Rules,
     depot: &str,
     date: Date,
-    drivers: Vec<crate::StoredDriver>,
+    drivers: &[crate::StoredDriver],
     rows: Vec<Row>,
     placing: &[i64],
 ) -> Result<Option<Assembled>, StoreError> {

@@ -4,7 +4,9 @@
 
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, map_err};
-use crate::tentative::{Fleet, GENERATION, Row, Versions, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql};
+use crate::tentative::{
+    Fleet, GENERATION, Row, Versions, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql,
+};
 use crate::{CreateOrderError, NewOrder, Scope, StoreError, StoreResult, TentativeStore};
 use async_trait::async_trait;
 use dropslot_core::dispatch::tentative::{Change, Tentative};
@@ -31,7 +33,7 @@ impl TentativeStore for PgStore {
             return Ok(Some(plan));
         }
         let (drivers, rows) = (drivers(&c, depot).await?, rows(&c, depot, date).await?);
-        let Some(a) = assemble(&fleet.rules, depot, date, drivers, rows, &[])? else { return Ok(None) };
+        let Some(a) = assemble(&fleet.rules, depot, date, &drivers, rows, &[])? else { return Ok(None) };
         let plan = Arc::new(a.plan);
         fleet.keep(key, version, plan.clone(), false);
         Ok(Some(plan))
@@ -42,7 +44,7 @@ impl TentativeStore for PgStore {
         let c = self.conn().await?;
         let (drivers, rows) = (drivers(&c, depot).await?, rows(&c, depot, date).await?);
         let ids: Vec<(i64, String)> = rows.iter().map(|r| (r.0, r.1.0.clone())).collect();
-        let Some(a) = assemble(&fleet.rules, depot, date, drivers, rows, &[])? else { return Ok(Vec::new()) };
+        let Some(a) = assemble(&fleet.rules, depot, date, &drivers, rows, &[])? else { return Ok(Vec::new()) };
         Ok(routes_by_unique_id(&a.plan, &ids))
     }
 }
@@ -95,10 +97,6 @@ async fn rows(c: &impl Sql, depot: &str, date: Date) -> StoreResult<Vec<Row>> {
     let date = date.to_string();
     let params = rows_params(depot, &date);
     let rows = c.query_typed(&ROWS, &crate::plans::postgres::texts(&params)).await.map_err(map_err)?;
-    use crate::plans::postgres::get as column;
-    fn get<T: for<'a> tokio_postgres::types::FromSql<'a>>(r: &tokio_postgres::Row, i: usize) -> Result<T, StoreError> {
-        column(r, i, "fleet stop")
-    }
     rows.iter()
         .map(|r| {
             Ok((
@@ -111,6 +109,10 @@ async fn rows(c: &impl Sql, depot: &str, date: Date) -> StoreResult<Vec<Row>> {
         .collect()
 }
 
+fn get<T: for<'a> tokio_postgres::types::FromSql<'a>>(r: &tokio_postgres::Row, i: usize) -> Result<T, StoreError> {
+    crate::plans::postgres::get(r, i, "fleet stop")
+}
+
 /// A batch's stops on fleet depots, in its transaction, after its rows are written: day by
 /// day in a fixed order, the day's version raised (its row held to the commit), its plan (kept,
 /// or read anew) takes the stops, their rows are written. A stop that fits nowhere fails the
@@ -121,11 +123,10 @@ pub(crate) async fn reserve(
     orders: &[(Scope, &NewOrder)],
     drop_off_ids: &[Vec<i64>],
 ) -> Result<(), CreateOrderError> {
-    let placed = orders.iter().zip(drop_off_ids).enumerate().filter(|(_, ((s, _), _))| s.mode == crate::Mode::Live).flat_map(
-        |(n, ((_, o), ids))| {
-            o.reservations.iter().filter_map(move |r| Some((r, *ids.get(r.drop_off?)?, n)))
-        },
-    );
+    let placed =
+        orders.iter().zip(drop_off_ids).enumerate().filter(|(_, ((s, _), _))| s.mode == crate::Mode::Live).flat_map(
+            |(n, ((_, o), ids))| o.reservations.iter().filter_map(move |r| Some((r, *ids.get(r.drop_off?)?, n))),
+        );
     let days = by_day(placed);
     if days.is_empty() {
         return Ok(());
@@ -137,12 +138,13 @@ pub(crate) async fn reserve(
         let (depot, date) = (&key.0, key.1);
         let day = raise(c, depot, date).await?;
         let version = (day, generation(c).await?);
-        let mut plan = match fleet.take(&key, (day - 1, version.1)) {
-            Some(kept) => kept,
-            None => {
+        let mut plan = if let Some(kept) = fleet.take(&key, (day - 1, version.1)) {
+            kept
+        } else {
+            {
                 let placing: Vec<i64> = visits.iter().map(|(v, _, _)| v.id).collect();
                 let (drivers, rows) = (drivers(c, depot).await?, rows(c, depot, date).await?);
-                let a = assemble(&fleet.rules, depot, date, drivers, rows, &placing)?
+                let a = assemble(&fleet.rules, depot, date, &drivers, rows, &placing)?
                     .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
                 write(c, depot, date, &a.changes).await?;
                 a.plan
@@ -166,19 +168,6 @@ pub(crate) async fn raise(c: &impl Sql, depot: &str, date: Date) -> Result<i64, 
         .await
         .map_err(map_err)?;
     row.first().map(|r| r.get(0)).ok_or_else(|| StoreError::Corrupt("fleet day: no version returned".into()))
-}
-
-/// Raises the fleet's generation (a driver was added, changed or removed): every process
-/// reads its plans anew, with the fleet as it is now.
-pub(crate) async fn fleet_changed(c: &impl Sql) -> Result<(), StoreError> {
-    c.execute_typed(
-        "INSERT INTO fleet_days (depot, date, version) VALUES ($1, $2, 1)
-         ON CONFLICT (depot, date) DO UPDATE SET version = fleet_days.version + 1",
-        &[(&GENERATION.0, Type::TEXT), (&GENERATION.1, Type::TEXT)],
-    )
-    .await
-    .map_err(map_err)?;
-    Ok(())
 }
 
 async fn write(c: &impl Sql, depot: &str, date: Date, changes: &[Change]) -> Result<(), StoreError> {

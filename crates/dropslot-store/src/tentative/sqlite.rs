@@ -4,7 +4,9 @@
 
 use crate::plans::sqlite_placeholders;
 use crate::sqlite::{SqliteStore, map_err};
-use crate::tentative::{Fleet, GENERATION, Row, Versions, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql};
+use crate::tentative::{
+    Fleet, GENERATION, Row, Versions, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql,
+};
 use crate::{CreateOrderError, StoreError, StoreResult, TentativeStore};
 use async_trait::async_trait;
 use dropslot_core::dispatch::tentative::{Change, Tentative};
@@ -33,7 +35,7 @@ impl TentativeStore for SqliteStore {
         }
         let depot_ = depot.to_string();
         let (drivers, rows) = self.read_blocking(move |c| Ok((drivers(c, &depot_), rows(c, &depot_, date)))).await?;
-        let Some(a) = assemble(&fleet.rules, depot, date, drivers?, rows?, &[])? else { return Ok(None) };
+        let Some(a) = assemble(&fleet.rules, depot, date, &drivers?, rows?, &[])? else { return Ok(None) };
         let plan = Arc::new(a.plan);
         fleet.keep(key, version, plan.clone(), false);
         Ok(Some(plan))
@@ -45,7 +47,7 @@ impl TentativeStore for SqliteStore {
         let (drivers, rows) = self.read_blocking(move |c| Ok((drivers(c, &depot_), rows(c, &depot_, date)))).await?;
         let rows = rows?;
         let ids: Vec<(i64, String)> = rows.iter().map(|r| (r.0, r.1.0.clone())).collect();
-        let Some(a) = assemble(&fleet.rules, depot, date, drivers?, rows, &[])? else { return Ok(Vec::new()) };
+        let Some(a) = assemble(&fleet.rules, depot, date, &drivers?, rows, &[])? else { return Ok(Vec::new()) };
         Ok(routes_by_unique_id(&a.plan, &ids))
     }
 }
@@ -115,11 +117,12 @@ pub(crate) fn reserve(
         let (depot, date) = (&key.0, key.1);
         let day = raise(c, depot, date)?;
         let version = (day, generation(c)?);
-        let mut plan = match fleet.take(&key, (day - 1, version.1)) {
-            Some(kept) => kept,
-            None => {
+        let mut plan = if let Some(kept) = fleet.take(&key, (day - 1, version.1)) {
+            kept
+        } else {
+            {
                 let placing: Vec<i64> = visits.iter().map(|(v, _, _)| v.id).collect();
-                let a = assemble(&fleet.rules, depot, date, drivers(c, depot)?, rows(c, depot, date)?, &placing)?
+                let a = assemble(&fleet.rules, depot, date, &drivers(c, depot)?, rows(c, depot, date)?, &placing)?
                     .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
                 write(c, depot, date, &a.changes)?;
                 a.plan
@@ -140,18 +143,6 @@ pub(crate) fn raise(c: &Connection, depot: &str, date: Date) -> Result<i64, Stor
     )
     .and_then(|mut s| s.query_row(params![depot, date.to_string()], |r| r.get(0)))
     .map_err(map_err)
-}
-
-/// Raises the fleet's generation (a driver was added, changed or removed): every process
-/// reads its plans anew, with the fleet as it is now.
-pub(crate) fn fleet_changed(c: &Connection) -> Result<(), StoreError> {
-    c.prepare_cached(
-        "INSERT INTO fleet_days (depot, date, version) VALUES (?1, ?2, 1)
-         ON CONFLICT (depot, date) DO UPDATE SET version = version + 1",
-    )
-    .and_then(|mut s| s.execute(params![GENERATION.0, GENERATION.1]))
-    .map_err(map_err)?;
-    Ok(())
 }
 
 fn write(c: &Connection, depot: &str, date: Date, changes: &[Change]) -> Result<(), StoreError> {

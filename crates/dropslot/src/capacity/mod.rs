@@ -106,7 +106,8 @@ async fn with_fleet(app: &App, mode: Mode, kept: Arc<Capacity>, from: Date, to: 
         let mut date = from;
         while date <= to {
             if let Some(plan) = app.store.tentative_plan(depot, date).await? {
-                room.plans.insert((depot.to_string(), date), plan);
+                room.plans
+                    .insert((depot.to_string(), date), plan as Arc<dyn dropslot_core::quote::capacity::FleetPlan>);
             }
             date = date.tomorrow().map_err(|e| Error::Internal(format!("the booking window: {e}")))?;
         }
@@ -420,7 +421,14 @@ async fn slots(State(app): State<App>, caller: Caller, RawQuery(raw): RawQuery) 
     for _ in 0..days {
         for slot in &zone.drop_off_slots {
             let asked = Asked { date, slot: slot.code.clone() };
-            let need = Need { zone, city, parcels: 1, asked: Some(&asked), at: LatLng::parse(&location.lat, &location.lng), grams: 0 };
+            let need = Need {
+                zone,
+                city,
+                parcels: 1,
+                asked: Some(&asked),
+                at: LatLng::parse(&location.lat, &location.lng),
+                grams: 0,
+            };
             let Ok((_, booked)) = schedule::book(city, &[need], now, horizon, &capacity) else { continue };
             let Some(b) = booked.first() else { continue };
             let at = SlotDate { kind: SlotKind::DropOff, place: zone.code.clone(), slot: slot.code.clone(), date };

@@ -152,6 +152,9 @@ pub const SOLVER_THREAD: &str = "dropslot-solver";
 /// [`lower_priority`]), under which the nice value no longer counts; it stays as the fallback.
 pub const SOLVER_NICE: i32 = 19;
 
+/// Routes by (driver id, shipment unique ids in order).
+type Routes = Vec<(String, Vec<String>)>;
+
 /// Solves `problem` (fixed routes given by driver id) within `seconds`: the road matrix, then
 /// the solver on a thread of its own at the lowest priority, so the API keeps serving ahead of
 /// it. Returns the routes and the shipments left out, for plan `plan_id`.
@@ -160,8 +163,7 @@ async fn solve(
     roads: &Roads,
     model: RoadModel,
     problem: Problem,
-    fixed: Vec<(String, Vec<String>)>,
-    start: Vec<(String, Vec<String>)>,
+    (fixed, start): (Routes, Routes),
     plan_id: String,
     seconds: f64,
 ) -> Result<(Vec<dispatch::Route>, Vec<dispatch::Unassigned>)> {
@@ -315,7 +317,7 @@ async fn make(
     };
     let roads = Roads::new(&app.settings.routing);
     let (routes, unassigned) =
-        solve(&app.metrics.solver_paused, &roads, base.model, problem, Vec::new(), start, id.to_string(), seconds)
+        solve(&app.metrics.solver_paused, &roads, base.model, problem, (Vec::new(), start), id.to_string(), seconds)
             .await?;
     let plan = Plan {
         id: id.to_string(),
@@ -560,7 +562,8 @@ pub(crate) async fn optimize_plan(app: &App, id: &str, time_limit_s: Option<i64>
     };
     let roads = Roads::new(&app.settings.routing);
     let (routes, unassigned) =
-        solve(&app.metrics.solver_paused, &roads, base.model, problem, fixed, start, plan.id.clone(), seconds).await?;
+        solve(&app.metrics.solver_paused, &roads, base.model, problem, (fixed, start), plan.id.clone(), seconds)
+            .await?;
     let next = Plan { routes, unassigned, roads: roads.source().into(), ..plan };
     saved(app.store.save_plan(&next, stored.version).await?)?;
     Ok((next, base.tz))

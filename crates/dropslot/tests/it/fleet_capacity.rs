@@ -55,7 +55,8 @@ fn booked(r: &Value) -> (String, String, String) {
 
 /// A delivery plan of YYZ1 on the date; its answer.
 async fn plan(s: &TestServer, op: &str) -> Value {
-    let r = s.post("/ops/plans", op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
+    let r =
+        s.post("/ops/plans", op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
     assert_eq!(r.status, 201, "{}", r.body);
     r.body["object"].clone()
 }
@@ -169,8 +170,7 @@ async fn forty_orders_at_once_for_the_last_places_never_oversell_the_van() {
     } else {
         None
     };
-    let bases: Vec<String> =
-        std::iter::once(s.base.clone()).chain(other.as_ref().map(|(_, b, _)| b.clone())).collect();
+    let bases: Vec<String> = std::iter::once(s.base.clone()).chain(other.as_ref().map(|(_, b, _)| b.clone())).collect();
     let sends = (0..40).map(|i| {
         let url = format!("{}{}/requests/sync", bases[i % bases.len()], crate::common::API);
         let req = s.http.post(url).bearer_auth(&live).json(&body(10 + i, &[1500], Some("TOR-DT-PM")));

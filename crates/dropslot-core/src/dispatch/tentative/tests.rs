@@ -83,15 +83,12 @@ fn a_slot_fills_and_every_accepted_stop_is_routed() {
     for i in 1..=200 {
         let v = visit(i, 0, 4, 1, 2);
         let fits = plan.fits(&v);
-        match plan.insert(v) {
-            Ok(_) => {
-                assert!(fits, "fits and insert agree");
-                accepted += 1;
-            }
-            Err(_) => {
-                assert!(!fits);
-                refused += 1;
-            }
+        let inserted = plan.insert(v).is_ok();
+        assert_eq!(fits, inserted, "fits and insert agree");
+        if inserted {
+            accepted += 1;
+        } else {
+            refused += 1;
         }
         check(&plan);
     }
@@ -139,11 +136,23 @@ fn assembled_from_rows_keeps_routes_and_reports_what_no_longer_fits() {
         ids.map(|i| (visit(i, 0, 8, 1, 5), keys.get(&i).cloned())).collect()
     };
     // The same rows and fleet: the same routes, nothing to write.
-    let same = Tentative::assemble(depot(), model(), SERVICE, plan.vans().to_vec(), rows(&mut (1..=40).filter(|i| plan.holds(*i))));
+    let same = Tentative::assemble(
+        depot(),
+        model(),
+        SERVICE,
+        plan.vans().to_vec(),
+        rows(&mut (1..=40).filter(|i| plan.holds(*i))),
+    );
     assert_eq!(same.plan.routes(), plan.routes());
     assert!(same.changes.is_empty() && same.unplaced.is_empty());
     // Van B gone: its stops go to A while A has room; the rest are unplaced, with the rule.
-    let smaller = Tentative::assemble(depot(), model(), SERVICE, vec![van("A", 30, 500, 9)], rows(&mut (1..=40).filter(|i| plan.holds(*i))));
+    let smaller = Tentative::assemble(
+        depot(),
+        model(),
+        SERVICE,
+        vec![van("A", 30, 500, 9)],
+        rows(&mut (1..=40).filter(|i| plan.holds(*i))),
+    );
     check(&smaller.plan);
     assert_eq!(smaller.plan.len() + smaller.unplaced.len(), held);
     assert!(!smaller.unplaced.is_empty());
