@@ -220,6 +220,13 @@ pub fn change_offers(area: &ServiceArea, zone: &str, not_before: Date, now: Time
         .collect()
 }
 
+/// Where a drop-off the fleet cannot route in its slot may be booked instead (issue 45,
+/// `[dispatch] unplaced = "rebook"`): the zone's bookable slots that start after the one it
+/// holds (`held`: its start), not before `not_before`, in order.
+pub fn later_offers(area: &ServiceArea, zone: &str, held: Timestamp, not_before: Date, now: Timestamp) -> Vec<Offer> {
+    change_offers(area, zone, not_before, now).into_iter().filter(|o| o.start.timestamp() > held).collect()
+}
+
 /// The earliest date a new delivery slot may be on: the pick-up's date while the parcel is not
 /// picked up yet (it cannot be delivered before it is collected), else any date (the offers
 /// themselves start today).

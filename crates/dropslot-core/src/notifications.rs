@@ -12,10 +12,14 @@ pub enum Trigger {
     OutForDelivery,
     Delivered,
     Failed,
+    /// The service moved the delivery to another slot itself: the fleet could not route it in
+    /// the one booked (issue 45, `[dispatch] unplaced = "rebook"`).
+    Rescheduled,
 }
 
 impl Trigger {
-    pub const ALL: [Trigger; 4] = [Trigger::Scheduled, Trigger::OutForDelivery, Trigger::Delivered, Trigger::Failed];
+    pub const ALL: [Trigger; 5] =
+        [Trigger::Scheduled, Trigger::OutForDelivery, Trigger::Delivered, Trigger::Failed, Trigger::Rescheduled];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -23,6 +27,7 @@ impl Trigger {
             Trigger::OutForDelivery => "out_for_delivery",
             Trigger::Delivered => "delivered",
             Trigger::Failed => "failed",
+            Trigger::Rescheduled => "rescheduled",
         }
     }
 
@@ -130,6 +135,13 @@ pub struct TriggerSwitches {
     pub out_for_delivery: bool,
     pub delivered: bool,
     pub failed: bool,
+    /// Settings stored before this trigger existed read as on.
+    #[serde(default = "on")]
+    pub rescheduled: bool,
+}
+
+fn on() -> bool {
+    true
 }
 
 /// A client's notification settings in one mode (CONTRACT §14): all on by default. Stored as
@@ -151,7 +163,13 @@ impl Default for NotificationSettings {
             sender_name: String::new(),
             email: true,
             sms: true,
-            triggers: TriggerSwitches { scheduled: true, out_for_delivery: true, delivered: true, failed: true },
+            triggers: TriggerSwitches {
+                scheduled: true,
+                out_for_delivery: true,
+                delivered: true,
+                failed: true,
+                rescheduled: true,
+            },
         }
     }
 }
@@ -170,6 +188,7 @@ impl NotificationSettings {
             Trigger::OutForDelivery => t.out_for_delivery,
             Trigger::Delivered => t.delivered,
             Trigger::Failed => t.failed,
+            Trigger::Rescheduled => t.rescheduled,
         };
         on && match channel {
             Channel::Email => self.email,
@@ -209,7 +228,7 @@ impl Facts {
     /// follows; not once delivered, nor when the parcel goes back to the sender.
     pub fn links_change(&self, trigger: Trigger) -> bool {
         match trigger {
-            Trigger::Scheduled | Trigger::OutForDelivery => true,
+            Trigger::Scheduled | Trigger::OutForDelivery | Trigger::Rescheduled => true,
             Trigger::Delivered => false,
             Trigger::Failed => self.another_attempt != Some(false),
         }
@@ -244,6 +263,9 @@ pub struct Change<'a> {
     pub test_mode: bool,
     pub settings: &'a NotificationSettings,
     pub channels: Channels,
+    /// The service moved the delivery to the change's date and slot itself (no move of state):
+    /// a `rescheduled` message.
+    pub rescheduled: bool,
 }
 
 /// A message [`plan`] decided: a backend gives it its ids and writes it.
@@ -274,8 +296,13 @@ fn follows(moves: &[Moved<'_>]) -> Option<bool> {
 /// else `pending`. An opt-out is checked by the sender, when it sends.
 pub fn plan(change: &Change<'_>) -> Vec<PlannedMessage> {
     let mut out = Vec::new();
-    for moved in &change.moves {
-        let Some(trigger) = Trigger::of(moved.to) else { continue };
+    let none = Moved { to: Status::Scheduled, proof: &[], reason: None };
+    let fired = change
+        .moves
+        .iter()
+        .filter_map(|m| Trigger::of(m.to).map(|t| (t, m)))
+        .chain(change.rescheduled.then_some((Trigger::Rescheduled, &none)));
+    for (trigger, moved) in fired {
         let failed = trigger == Trigger::Failed;
         let facts = Facts {
             date: change.date.to_string(),
@@ -334,7 +361,29 @@ mod tests {
             test_mode: false,
             settings,
             channels: BOTH,
+            rescheduled: false,
         }
+    }
+
+    #[test]
+    fn a_rebooking_by_the_service_is_one_rescheduled_message_per_channel_with_the_new_slot() {
+        let all_on = NotificationSettings::default();
+        let planned = plan(&Change { rescheduled: true, ..change(Vec::new(), &all_on) });
+        let got: Vec<(Trigger, Channel)> = planned.iter().map(|m| (m.trigger, m.channel)).collect();
+        assert_eq!(got, [(Trigger::Rescheduled, Channel::Email), (Trigger::Rescheduled, Channel::Sms)]);
+        assert_eq!(planned[0].facts.date, "2026-11-23");
+        assert!(planned[0].facts.links_change(Trigger::Rescheduled));
+        // Switched off by the client: recorded as disabled, never sent.
+        let mut off = NotificationSettings::default();
+        off.triggers.rescheduled = false;
+        let planned = plan(&Change { rescheduled: true, ..change(Vec::new(), &off) });
+        assert!(planned.iter().all(|m| m.state == MessageState::Disabled));
+        // Settings stored before the trigger existed read it as on.
+        let old: NotificationSettings = serde_json::from_str(
+            r#"{"sender_name":"","email":true,"sms":true,"triggers":{"scheduled":true,"out_for_delivery":true,"delivered":true,"failed":false}}"#,
+        )
+        .unwrap();
+        assert!(old.triggers.rescheduled && !old.triggers.failed);
     }
 
     #[test]

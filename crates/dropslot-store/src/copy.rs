@@ -238,6 +238,8 @@ const TABLES: &[Table] = &[
             c("return_start_at", TEXT_OR_NULL),
             c("return_end_at", TEXT_OR_NULL),
             c("instruction", TEXT_OR_NULL),
+            c("unplaced_at", TEXT_OR_NULL),
+            c("unplaced_reason", TEXT_OR_NULL),
         ],
     },
     Table {

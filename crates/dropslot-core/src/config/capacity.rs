@@ -83,3 +83,36 @@ pub(super) fn build(raw: RawCapacity, depots: &[super::Depot]) -> Result<Capacit
     }
     Ok(CapacitySettings { mode: raw.mode, depots: raw.depots })
 }
+
+/// What happens to a booked drop-off the fleet can no longer route (`[dispatch] unplaced`,
+/// issue 45): a driver removed, a van made smaller, a shift cut short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unplaced {
+    /// Booked into the next slot with room; the merchant and the recipient are told.
+    Rebook,
+    /// It waits on the board for the dispatcher.
+    Hold,
+}
+
+impl Unplaced {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Rebook => "rebook",
+            Self::Hold => "hold",
+        }
+    }
+}
+
+/// `[dispatch]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DispatchSettings {
+    pub unplaced: Unplaced,
+}
+
+impl Default for DispatchSettings {
+    fn default() -> Self {
+        DispatchSettings { unplaced: Unplaced::Rebook }
+    }
+}

@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 pub use area::{City, Depot, Region, ServiceArea, Slot, SlotCapacity, Weekdays, Zone};
 pub use attempts::{AfterFailure, MAX_ATTEMPTS_RANGE, Policy};
-pub use capacity::{CapacityMode, CapacitySettings};
+pub use capacity::{CapacityMode, CapacitySettings, DispatchSettings, Unplaced};
 pub use notify::{Credentials, NotificationConfig, SmsSettings, SmtpSecurity, SmtpSettings};
 pub use routing::{OsrmSettings, RoadModel, RoutingSettings};
 
@@ -39,6 +39,8 @@ struct RawConfig {
     attempts: Policy,
     #[serde(default)]
     capacity: capacity::RawCapacity,
+    #[serde(default)]
+    dispatch: DispatchSettings,
     postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
@@ -393,6 +395,8 @@ pub struct Settings {
     pub attempts: Policy,
     /// How each depot counts its slots' room (`[capacity]`, issue 45).
     pub capacity: CapacitySettings,
+    /// What happens to a shipment the fleet cannot route (`[dispatch]`).
+    pub dispatch: DispatchSettings,
 }
 
 impl std::fmt::Debug for Settings {
@@ -574,6 +578,7 @@ impl Settings {
         Ok(Settings {
             attempts: raw.attempts,
             capacity,
+            dispatch: raw.dispatch,
             webhooks,
             async_orders,
             postgres,

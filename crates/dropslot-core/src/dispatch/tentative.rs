@@ -19,7 +19,7 @@ use std::sync::Arc;
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
-use crate::config::{CapacitySettings, RoutingSettings, ServiceArea};
+use crate::config::{CapacitySettings, RoutingSettings, ServiceArea, Unplaced};
 use crate::geo::distance::LatLng;
 use crate::routing::roads::{Leg, RoadModel};
 
@@ -32,6 +32,8 @@ pub struct Rules {
     pub area: Arc<ServiceArea>,
     pub routing: RoutingSettings,
     pub capacity: CapacitySettings,
+    /// What happens to a booked drop-off the fleet can no longer route.
+    pub unplaced: Unplaced,
 }
 
 /// One depot as its tentative plans see it.
@@ -61,6 +63,12 @@ impl Rules {
             },
             tz: city.tz.clone(),
         })
+    }
+
+    /// The depot of zone `zone` when it books on its fleet.
+    pub fn fleet_depot_of_zone(&self, zone: &str) -> Option<&str> {
+        let z = self.area.zone(self.area.zone_by_code(zone)?);
+        self.capacity.fleet(&z.warehouse).then_some(z.warehouse.as_str())
     }
 
     /// The codes of the depots that book on their fleet.
@@ -529,6 +537,22 @@ impl Tentative {
                 }
             })
             .collect()
+    }
+
+    /// [`Tentative::room`] for a stop of the plan's average load at the depot: what a slot's
+    /// window `from..to` can still take as `GET /admin/capacity` and the dashboard show it.
+    pub fn room_in(&self, from: i64, to: i64) -> Room {
+        let n = self.len() as i64;
+        let (parcels, grams) = self.lanes.iter().fold((0_i64, 0_i64), |(p, g), l| (p + l.parcels, g + l.grams));
+        let probe = Visit {
+            id: 0,
+            at: self.depot,
+            from,
+            to,
+            parcels: if n > 0 { u32::try_from((parcels + n - 1) / n).unwrap_or(1).max(1) } else { 1 },
+            grams: if n > 0 { (grams / n).max(1) } else { 1000 },
+        };
+        self.room(from, to, &probe)
     }
 
     /// About how many more stops like `probe` (its load and place) the window `from..to` can

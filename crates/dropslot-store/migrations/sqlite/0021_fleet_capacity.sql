@@ -19,3 +19,8 @@ CREATE TABLE fleet_stops (
     seq                  REAL NOT NULL
 );
 CREATE INDEX fleet_stops_day ON fleet_stops (depot, date);
+
+-- A booked drop-off the fleet can no longer route, held for the dispatcher
+-- ([dispatch] unplaced = "hold", or no later slot with room): since when, and why.
+ALTER TABLE drop_off_shipments ADD COLUMN unplaced_at TEXT;
+ALTER TABLE drop_off_shipments ADD COLUMN unplaced_reason TEXT;

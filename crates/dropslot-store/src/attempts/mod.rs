@@ -10,6 +10,26 @@ use dropslot_core::quote::capacity::{Load, Override, SlotKind};
 use dropslot_core::shipments::{self, Actor, Leg, Move, NewEvent, Refusal, Status};
 use jiff::Timestamp;
 
+/// What a day's re-plan did (issue 45): the drop-offs rebooked, each with its new slot, and
+/// those left waiting for the dispatcher, each with why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replanned {
+    pub rebooked: Vec<(String, SlotRef)>,
+    pub held: Vec<(String, String)>,
+}
+
+/// Why a drop-off a published plan left unassigned is rebooked or held.
+pub(crate) const UNASSIGNED: &str = "no route of the published plan takes it";
+
+/// The slots a drop-off that cannot be routed in its own may move to: its zone's, after it.
+pub(crate) fn later_offers(rules: &attempts::Rules, f: &Facts, now: Timestamp) -> StoreResult<Vec<Offer>> {
+    let held: Timestamp =
+        f.slot.start_at.parse().map_err(|e| {
+            StoreError::Corrupt(format!("shipment {}: slot start {:?}: {e}", f.unique_id, f.slot.start_at))
+        })?;
+    Ok(attempts::later_offers(&rules.area, &f.zone, held, jiff::civil::Date::MIN, now))
+}
+
 /// Whose shipment a change names: a client's (by its `unique_id`, in the token's mode), or the
 /// recipient's (by tracking code, any mode: the service checked the change token).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +90,18 @@ pub struct Failures {
 pub trait AttemptStore: Send + Sync + 'static {
     /// The client's policy in a mode, if it set one (else the `[attempts]` defaults hold).
     async fn attempt_policy(&self, scope: Scope) -> StoreResult<Option<Policy>>;
+    /// Issue 45: re-plans fleet depot `depot`'s tentative plan of `date` with the fleet as it is
+    /// now, and takes `unplace` (live drop-off unique ids a published plan left unassigned) out
+    /// of it. Each drop-off that fits no longer is rebooked into the next slot with room
+    /// (`[dispatch] unplaced = "rebook"`: `same.shipment.rescheduled`, changed by `system`, and a
+    /// `rescheduled` message) or held for the dispatcher; one transaction.
+    async fn replan_day(
+        &self,
+        depot: &str,
+        date: jiff::civil::Date,
+        unplace: Vec<String>,
+        now: Timestamp,
+    ) -> StoreResult<Replanned>;
     /// Sets (replaces) the client's policy in a mode.
     async fn set_attempt_policy(&self, scope: Scope, policy: Policy, now: Timestamp) -> StoreResult<()>;
     /// A new slot and/or instruction, in one transaction: the new slot takes a place (§10; none
@@ -101,6 +133,17 @@ pub trait AttemptStore: Send + Sync + 'static {
 /// Every operation, recorded when the suite asks for it (`crate::trace`).
 #[async_trait]
 impl<S: AttemptStore> AttemptStore for crate::trace::Traced<S> {
+    async fn replan_day(
+        &self,
+        depot: &str,
+        date: jiff::civil::Date,
+        unplace: Vec<String>,
+        now: Timestamp,
+    ) -> StoreResult<Replanned> {
+        self.trace.hit("AttemptStore::replan_day");
+        self.inner.replan_day(depot, date, unplace, now).await
+    }
+
     async fn attempt_policy(&self, scope: Scope) -> StoreResult<Option<Policy>> {
         self.trace.hit("AttemptStore::attempt_policy");
         self.inner.attempt_policy(scope).await
@@ -329,6 +372,18 @@ impl Rescheduled {
     /// A delivery moved from the shipment's slot into `o` by `by`.
     pub(crate) fn delivery(f: &Facts, o: &Offer, by: Changer, at: Timestamp) -> Rescheduled {
         Rescheduled { from: f.slot.clone(), to: SlotRef::of(o), by, ret: false, reason: None, at }
+    }
+
+    /// A delivery the fleet could not route moved into `o` by the service, for `why`.
+    pub(crate) fn unplaced(f: &Facts, o: &Offer, why: &str, at: Timestamp) -> Rescheduled {
+        Rescheduled {
+            from: f.slot.clone(),
+            to: SlotRef::of(o),
+            by: Changer::System,
+            ret: false,
+            reason: Some(why.into()),
+            at,
+        }
     }
 
     /// A failed return booked again into `o` by the service, for `reason` (the failure's).

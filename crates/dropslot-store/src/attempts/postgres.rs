@@ -18,7 +18,7 @@ use crate::capacity::counter_key;
 use crate::outbox::postgres::Sink;
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, column, in_tx, map_err, narrow, status_column};
-use crate::{AttemptStore, Mode, MoveOutcome, Rescheduled, Scope, SlotRef, StoreError, StoreResult};
+use crate::{AttemptStore, Fleet, Mode, MoveOutcome, Replanned, Rescheduled, Scope, SlotRef, StoreError, StoreResult};
 use async_trait::async_trait;
 use dropslot_core::attempts::{self, Changer, Offer, Policy};
 use dropslot_core::quote::capacity::{Load, SlotKind};
@@ -55,6 +55,20 @@ impl AttemptStore for PgStore {
             .await
             .map_err(map_err)?;
         Ok(())
+    }
+
+    async fn replan_day(
+        &self,
+        depot: &str,
+        date: jiff::civil::Date,
+        unplace: Vec<String>,
+        now: Timestamp,
+    ) -> StoreResult<Replanned> {
+        let mut sink = Sink { outbox: &*self.outbox, queued: 0, notified: 0 };
+        let done = in_tx!(self, |tx| replan_day(tx, &mut sink, depot, date, &unplace, now).await?);
+        self.notify(sink.queued);
+        self.notified(sink.notified);
+        Ok(done)
     }
 
     async fn change_delivery(
@@ -323,7 +337,16 @@ fn override_at(
 /// (and its row locked until the commit) and read with the date's override, then checked by
 /// the core's rule, and lowered again when it does not fit. Slots full as committed are
 /// passed by without a lock ([`with_room`]).
-async fn take<'a>(c: &impl Sql, mode: Mode, offers: &'a [Offer], want: Load) -> Result<Option<&'a Offer>, StoreError> {
+///
+/// A live drop-off (`stop`: the fleet, when any depot books on it, and the drop-off's id) whose
+/// zone's depot books on its fleet also needs room in that date's tentative plan (issue 45).
+async fn take<'a>(
+    c: &impl Sql,
+    mode: Mode,
+    offers: &'a [Offer],
+    want: Load,
+    stop: (Option<&Fleet>, i64),
+) -> Result<Option<&'a Offer>, StoreError> {
     let room = with_room(c, mode, offers, want).await?;
     for (o, _) in offers.iter().zip(room).filter(|(_, room)| *room) {
         let counter = Counter::of(mode, &o.at, want);
@@ -350,12 +373,22 @@ async fn take<'a>(c: &impl Sql, mode: Mode, offers: &'a [Offer], want: Load) -> 
             .map_err(map_err)?
             .ok_or_else(|| StoreError::Corrupt(format!("slot counter {} {} not raised", o.at.slot, o.at.date)))?;
         let over = override_at(o, &row, 2)?;
-        if fits(o, (column(&row, 0)?, column(&row, 1)?), over, want)? {
+        if fits(o, (column(&row, 0)?, column(&row, 1)?), over, want)? && on_fleet(c, mode, o, stop).await? {
             return Ok(Some(o));
         }
         lower(c, &counter).await?;
     }
     Ok(None)
+}
+
+/// Whether the drop-off's stop has room on its depot's fleet in `o` (placed there if so):
+/// always where the depot does not book on its fleet, for a pick-up slot, and in the sandbox.
+async fn on_fleet(c: &impl Sql, mode: Mode, o: &Offer, (fleet, id): (Option<&Fleet>, i64)) -> Result<bool, StoreError> {
+    let Some(fleet) = fleet.filter(|_| mode == Mode::Live && o.at.kind == SlotKind::DropOff) else { return Ok(true) };
+    let Some(depot) = fleet.rules.fleet_depot_of_zone(&o.at.place) else { return Ok(true) };
+    let (from, to) = (o.start.timestamp().as_second(), o.end.timestamp().as_second());
+    let visit = crate::tentative::postgres::visit_of(c, id, from, to).await?;
+    crate::tentative::postgres::place_one(c, fleet, depot, o.at.date, visit).await
 }
 
 /// Takes the counter's load off it.
@@ -529,7 +562,8 @@ pub(crate) async fn follow_failure(
         .map_err(map_err)?;
     }
     let Some((offers, kind)) = f.failure_offers(&policy, rules, now)? else { return Ok(()) };
-    let Some(o) = take(c, f.mode, &offers, attempts::want(kind, f.parcels)).await? else { return Ok(()) };
+    let stop = (sink.outbox.fleet(), f.leg.drop_off.id);
+    let Some(o) = take(c, f.mode, &offers, attempts::want(kind, f.parcels), stop).await? else { return Ok(()) };
     match kind {
         SlotKind::DropOff => set_delivery(c, &f, o).await?,
         SlotKind::PickUp => set_return(c, &f, Some(o), 0).await?,
@@ -548,7 +582,8 @@ async fn book_return_into(
     actor: Actor,
     now: Timestamp,
 ) -> Result<bool, StoreError> {
-    let Some(o) = take(c, f.mode, offers, attempts::want(SlotKind::PickUp, 0)).await? else { return Ok(false) };
+    let stop = (None, f.leg.drop_off.id);
+    let Some(o) = take(c, f.mode, offers, attempts::want(SlotKind::PickUp, 0), stop).await? else { return Ok(false) };
     set_return(c, f, Some(o), 0).await?;
     moved(c, sink, &f.leg, &return_move(o, actor), now)
         .await?
@@ -576,7 +611,7 @@ pub(crate) async fn return_failed(
     let policy = stored_policy(c, f.client, f.mode).await?.unwrap_or(rules.default);
     let (made, offers) = f.return_retry(&rules, &policy, now)?;
     free_return(c, &f).await?;
-    if let Some(o) = take(c, f.mode, &offers, attempts::want(SlotKind::PickUp, 0)).await? {
+    if let Some(o) = take(c, f.mode, &offers, attempts::want(SlotKind::PickUp, 0), (None, f.leg.drop_off.id)).await? {
         set_return(c, &f, Some(o), made).await?;
         rescheduled(c, sink, &f, &Rescheduled::return_again(&f, o, m.reason.clone(), now)).await?;
         return Ok(MoveOutcome::Moved(f.unique_id));
@@ -604,7 +639,8 @@ async fn change_delivery(
     };
     if let Some(slot) = &plan.slot {
         if let Some(o) = slot.take {
-            let Some(o) = take(c, f.mode, std::slice::from_ref(o), f.delivery_load()).await? else {
+            let stop = (sink.outbox.fleet(), f.leg.drop_off.id);
+            let Some(o) = take(c, f.mode, std::slice::from_ref(o), f.delivery_load(), stop).await? else {
                 return Ok(Err(ChangeOutcome::Full));
             };
             if slot.frees {
@@ -765,4 +801,91 @@ async fn failures(
     let (failed, reattempts, returns) =
         tokio::try_join!(failed, pending(&REATTEMPTS, Status::ToAttempt), pending(&RETURNS, Status::ReturnScheduled))?;
     Ok(Failures { failed, reattempts, returns })
+}
+
+/// The drop-off row id of `unique_id` (live), locked with its pick-up leg, if any.
+async fn live_id(c: &impl Sql, unique_id: &str) -> Result<Option<i64>, StoreError> {
+    let row = c
+        .query_typed_opt(
+            "SELECT d.id FROM drop_off_shipments d JOIN pick_up_shipments p ON p.id = d.pick_up_shipment_id
+             WHERE d.unique_id = $1 AND d.mode = $2 FOR UPDATE OF p",
+            &[(&unique_id, Type::TEXT), (&Mode::Live.as_str(), Type::TEXT)],
+        )
+        .await
+        .map_err(map_err)?;
+    row.map(|r| column(&r, 0)).transpose()
+}
+
+/// Issue 45's "no sold shipment left behind", in one transaction (as on `SQLite`): the day's
+/// tentative plan read anew with the fleet as it is (the day's row held), and each drop-off
+/// that fits it no longer, or that `unplace` names, rebooked or held by `[dispatch] unplaced`.
+async fn replan_day(
+    c: &impl Sql,
+    sink: &mut Sink<'_>,
+    depot: &str,
+    date: jiff::civil::Date,
+    unplace: &[String],
+    now: Timestamp,
+) -> Result<Replanned, StoreError> {
+    let mut out: Vec<(i64, String)> = Vec::new();
+    for u in unplace {
+        if let Some(id) = live_id(c, u).await? {
+            out.push((id, crate::attempts::UNASSIGNED.into()));
+        }
+    }
+    let fleet = sink.outbox.fleet();
+    if let Some(fleet) = fleet.filter(|f| f.rules.fleet_depot(depot).is_some()) {
+        let exclude: Vec<i64> = out.iter().map(|(id, _)| *id).collect();
+        for (v, bound) in crate::tentative::postgres::replan(c, fleet, depot, date, &exclude).await? {
+            out.push((v.id, bound.describe().into()));
+        }
+    }
+    let Some(rules) = sink.outbox.attempts().cloned() else { return Ok(Replanned::default()) };
+    let policy = fleet.map_or(dropslot_core::config::Unplaced::Rebook, |f| f.rules.unplaced);
+    let mut done = Replanned::default();
+    let mut notify = crate::notifications::postgres::Planned::default();
+    for (id, why) in out {
+        let f = facts_by_id(c, id).await?;
+        if f.slot.date != date.to_string() || dropslot_core::dispatch::left_out_of_deliveries(f.leg.drop_off.status) {
+            continue;
+        }
+        let rebooked = match policy {
+            dropslot_core::config::Unplaced::Rebook => {
+                let offers = crate::attempts::later_offers(&rules, &f, now)?;
+                match take(c, f.mode, &offers, f.delivery_load(), (fleet, id)).await? {
+                    Some(o) => {
+                        free_delivery(c, &f).await?;
+                        set_delivery(c, &f, o).await?;
+                        set_unplaced(c, id, None).await?;
+                        let change = Rescheduled::unplaced(&f, o, &why, now);
+                        rescheduled(c, sink, &f, &change).await?;
+                        notify.add_rescheduled_of(c, sink.outbox.channels(), id).await?;
+                        done.rebooked.push((f.unique_id.clone(), change.to));
+                        true
+                    }
+                    None => false,
+                }
+            }
+            dropslot_core::config::Unplaced::Hold => false,
+        };
+        if !rebooked {
+            set_unplaced(c, id, Some((now, &why))).await?;
+            done.held.push((f.unique_id.clone(), why));
+        }
+    }
+    sink.notified += notify.write(c, now).await?;
+    Ok(done)
+}
+
+/// Marks a drop-off as waiting for the dispatcher (when, and why), or clears it.
+async fn set_unplaced(c: &impl Sql, id: i64, held: Option<(Timestamp, &str)>) -> Result<(), StoreError> {
+    let at = held.map(|(at, _)| at.to_string());
+    let why = held.map(|(_, why)| why.to_string());
+    c.execute_typed(
+        "UPDATE drop_off_shipments SET unplaced_at = $2, unplaced_reason = $3 WHERE id = $1",
+        &[(&id, Type::INT8), (&at, Type::TEXT), (&why, Type::TEXT)],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
 }

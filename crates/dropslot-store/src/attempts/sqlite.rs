@@ -12,7 +12,7 @@ use crate::attempts::{
 use crate::capacity::counter_key;
 use crate::outbox::sqlite::Sink;
 use crate::sqlite::{SqliteStore, map_err, status_column};
-use crate::{AttemptStore, Mode, MoveOutcome, Rescheduled, Scope, SlotRef, StoreError, StoreResult};
+use crate::{AttemptStore, Fleet, Mode, MoveOutcome, Replanned, Rescheduled, Scope, SlotRef, StoreError, StoreResult};
 use async_trait::async_trait;
 use dropslot_core::attempts::{self, Changer, Offer, Policy};
 use dropslot_core::quote::capacity::{Load, SlotKind};
@@ -50,6 +50,17 @@ impl AttemptStore for SqliteStore {
                 Ok::<_, StoreError>(())
             })
             .await
+    }
+
+    async fn replan_day(
+        &self,
+        depot: &str,
+        date: jiff::civil::Date,
+        unplace: Vec<String>,
+        now: Timestamp,
+    ) -> StoreResult<Replanned> {
+        let depot = depot.to_string();
+        self.write_events(move |c, sink| replan_day(c, sink, &depot, date, &unplace, now)).await
     }
 
     async fn change_delivery(
@@ -171,17 +182,37 @@ fn stored_policy(c: &Connection, client: i64, mode: Mode) -> Result<Option<Polic
 /// Takes a place in the first of `offers` with room for `want`, in `mode`: its counter raised,
 /// then checked against the date's limit (the override over the configured one), and lowered
 /// again when it does not fit.
-fn take<'a>(c: &Connection, mode: Mode, offers: &'a [Offer], want: Load) -> Result<Option<&'a Offer>, StoreError> {
+///
+/// A live drop-off (`stop`: the fleet, when any depot books on it, and the drop-off's id) whose
+/// zone's depot books on its fleet also needs room in that date's tentative plan (issue 45):
+/// its stop is placed there, or the slot is passed by like a full one.
+fn take<'a>(
+    c: &Connection,
+    mode: Mode,
+    offers: &'a [Offer],
+    want: Load,
+    stop: (Option<&Fleet>, i64),
+) -> Result<Option<&'a Offer>, StoreError> {
     for o in offers {
         let (stops, parcels) = crate::capacity::sqlite::raise(c, mode, &o.at, want)?;
         let overrides = crate::capacity::sqlite::overrides_of(c, &[&o.at])?;
-        if fits(o, (stops, parcels), overrides.get(&o.at).copied(), want)? {
+        if fits(o, (stops, parcels), overrides.get(&o.at).copied(), want)? && on_fleet(c, mode, o, stop)? {
             return Ok(Some(o));
         }
         let (kind, place, code, date) = counter_key(&o.at);
         lower(c, mode, kind, place, code, &date, want)?;
     }
     Ok(None)
+}
+
+/// Whether the drop-off's stop has room on its depot's fleet in `o` (placed there if so):
+/// always where the depot does not book on its fleet, for a pick-up slot, and in the sandbox.
+fn on_fleet(c: &Connection, mode: Mode, o: &Offer, (fleet, id): (Option<&Fleet>, i64)) -> Result<bool, StoreError> {
+    let Some(fleet) = fleet.filter(|_| mode == Mode::Live && o.at.kind == SlotKind::DropOff) else { return Ok(true) };
+    let Some(depot) = fleet.rules.fleet_depot_of_zone(&o.at.place) else { return Ok(true) };
+    let visit =
+        crate::tentative::sqlite::visit_of(c, id, o.start.timestamp().as_second(), o.end.timestamp().as_second())?;
+    crate::tentative::sqlite::place_one(c, fleet, depot, o.at.date, visit)
 }
 
 fn lower(
@@ -328,7 +359,8 @@ pub(crate) fn follow_failure(
             .map_err(map_err)?;
     }
     let Some((offers, kind)) = f.failure_offers(&policy, rules, now)? else { return Ok(()) };
-    let Some(o) = take(c, f.mode, &offers, attempts::want(kind, f.parcels))? else { return Ok(()) };
+    let stop = (sink.outbox.fleet(), f.leg.drop_off.id);
+    let Some(o) = take(c, f.mode, &offers, attempts::want(kind, f.parcels), stop)? else { return Ok(()) };
     match kind {
         SlotKind::DropOff => set_delivery(c, &f, o)?,
         SlotKind::PickUp => set_return(c, &f, Some(o), 0)?,
@@ -347,7 +379,9 @@ fn book_return_into(
     actor: Actor,
     now: Timestamp,
 ) -> Result<bool, StoreError> {
-    let Some(o) = take(c, f.mode, offers, attempts::want(SlotKind::PickUp, 0))? else { return Ok(false) };
+    let Some(o) = take(c, f.mode, offers, attempts::want(SlotKind::PickUp, 0), (None, f.leg.drop_off.id))? else {
+        return Ok(false);
+    };
     set_return(c, f, Some(o), 0)?;
     moved(c, sink, &f.leg, &[return_move(o, actor)], now)?
         .map_err(|r| StoreError::Corrupt(format!("return refused: {r}")))?;
@@ -373,7 +407,7 @@ pub(crate) fn return_failed(
     let policy = stored_policy(c, f.client, f.mode)?.unwrap_or(rules.default);
     let (made, offers) = f.return_retry(&rules, &policy, now)?;
     free_return(c, &f)?;
-    if let Some(o) = take(c, f.mode, &offers, attempts::want(SlotKind::PickUp, 0))? {
+    if let Some(o) = take(c, f.mode, &offers, attempts::want(SlotKind::PickUp, 0), (None, f.leg.drop_off.id))? {
         set_return(c, &f, Some(o), made)?;
         rescheduled(c, sink, &f, &Rescheduled::return_again(&f, o, m.reason.clone(), now))?;
         return Ok(MoveOutcome::Moved(f.unique_id));
@@ -401,7 +435,8 @@ fn change_delivery(
     };
     if let Some(slot) = &plan.slot {
         if let Some(o) = slot.take {
-            let Some(o) = take(c, f.mode, std::slice::from_ref(o), f.delivery_load())? else {
+            let stop = (sink.outbox.fleet(), f.leg.drop_off.id);
+            let Some(o) = take(c, f.mode, std::slice::from_ref(o), f.delivery_load(), stop)? else {
                 return Ok(Err(ChangeOutcome::Full));
             };
             if slot.frees {
@@ -541,4 +576,82 @@ fn failures(
         reattempts: pending(Status::ToAttempt, "scheduled_date", "slot_name")?,
         returns: pending(Status::ReturnScheduled, "return_date", "return_slot_name")?,
     })
+}
+
+/// The drop-off row id of `unique_id` (live), if any.
+fn live_id(c: &Connection, unique_id: &str) -> Result<Option<i64>, StoreError> {
+    c.prepare_cached("SELECT id FROM drop_off_shipments WHERE unique_id = ?1 AND mode = ?2")
+        .and_then(|mut s| s.query_row(params![unique_id, Mode::Live.as_str()], |r| r.get(0)).optional())
+        .map_err(map_err)
+}
+
+/// Issue 45's "no sold shipment left behind", in one writer job: the day's tentative plan read
+/// anew with the fleet as it is (a fleet depot), and each drop-off that fits it no longer, or
+/// that `unplace` names (a published plan left it unassigned), rebooked or held by
+/// `[dispatch] unplaced`.
+fn replan_day(
+    c: &Connection,
+    sink: &mut Sink<'_>,
+    depot: &str,
+    date: jiff::civil::Date,
+    unplace: &[String],
+    now: Timestamp,
+) -> Result<Replanned, StoreError> {
+    let mut out: Vec<(i64, String)> = Vec::new();
+    for u in unplace {
+        if let Some(id) = live_id(c, u)? {
+            out.push((id, crate::attempts::UNASSIGNED.into()));
+        }
+    }
+    let fleet = sink.outbox.fleet();
+    if let Some(fleet) = fleet.filter(|f| f.rules.fleet_depot(depot).is_some()) {
+        let exclude: Vec<i64> = out.iter().map(|(id, _)| *id).collect();
+        for (v, bound) in crate::tentative::sqlite::replan(c, fleet, depot, date, &exclude)? {
+            out.push((v.id, bound.describe().into()));
+        }
+    }
+    let Some(rules) = sink.outbox.attempts().cloned() else { return Ok(Replanned::default()) };
+    let policy = fleet.map_or(dropslot_core::config::Unplaced::Rebook, |f| f.rules.unplaced);
+    let mut done = Replanned::default();
+    for (id, why) in out {
+        let f = facts_by_id(c, id)?;
+        if f.slot.date != date.to_string() || dropslot_core::dispatch::left_out_of_deliveries(f.leg.drop_off.status) {
+            continue;
+        }
+        let rebooked = match policy {
+            dropslot_core::config::Unplaced::Rebook => {
+                let offers = crate::attempts::later_offers(&rules, &f, now)?;
+                match take(c, f.mode, &offers, f.delivery_load(), (fleet, id))? {
+                    Some(o) => {
+                        free_delivery(c, &f)?;
+                        set_delivery(c, &f, o)?;
+                        set_unplaced(c, id, None)?;
+                        let change = Rescheduled::unplaced(&f, o, &why, now);
+                        rescheduled(c, sink, &f, &change)?;
+                        sink.notified +=
+                            crate::notifications::sqlite::enqueue_rescheduled(c, sink.outbox.channels(), id, now)?;
+                        done.rebooked.push((f.unique_id.clone(), change.to));
+                        true
+                    }
+                    None => false,
+                }
+            }
+            dropslot_core::config::Unplaced::Hold => false,
+        };
+        if !rebooked {
+            set_unplaced(c, id, Some((now, &why)))?;
+            done.held.push((f.unique_id.clone(), why));
+        }
+    }
+    Ok(done)
+}
+
+/// Marks a drop-off as waiting for the dispatcher (when, and why), or clears it.
+fn set_unplaced(c: &Connection, id: i64, held: Option<(Timestamp, &str)>) -> Result<(), StoreError> {
+    c.prepare_cached("UPDATE drop_off_shipments SET unplaced_at = ?2, unplaced_reason = ?3 WHERE id = ?1")
+        .and_then(|mut s| {
+            s.execute(params![id, held.map(|(at, _)| at.to_string()), held.map(|(_, why)| why.to_string())])
+        })
+        .map_err(map_err)?;
+    Ok(())
 }

@@ -42,6 +42,7 @@ pub(crate) fn plan(
     channels: Channels,
     shipment: &StoredShipment,
     events: &[StoredEvent],
+    rescheduled: bool,
 ) -> Vec<NewNotification> {
     let d = &shipment.drop_off;
     let change = Change {
@@ -57,6 +58,7 @@ pub(crate) fn plan(
         test_mode: tenant.mode == Mode::Test.as_str(),
         settings: &tenant.settings,
         channels,
+        rescheduled,
     };
     dropslot_core::notifications::plan(&change)
         .into_iter()
@@ -318,7 +320,7 @@ mod tests {
     fn plans_rows_from_the_stored_shipment() {
         let both = Channels { email: true, sms: true };
         let s = shipment(Some(" Jane@example.com"), Some("+1 416 555 0100"), 3);
-        let rows = plan(&tenant(Mode::Live), both, &s, &[event(Status::Failed, Some("Nobody at home"))]);
+        let rows = plan(&tenant(Mode::Live), both, &s, &[event(Status::Failed, Some("Nobody at home"))], false);
         let got: Vec<_> = rows.iter().map(|n| (n.trigger, n.channel, n.recipient.as_str(), n.state)).collect();
         assert_eq!(
             got,
@@ -335,7 +337,7 @@ mod tests {
         // The failure alone: what follows it is not in this change (held for the merchant).
         assert_eq!((facts.slot.as_str(), facts.another_attempt), ("Evening", None));
         assert_eq!(facts.reason.as_deref(), Some("Nobody at home"));
-        let test = plan(&tenant(Mode::Test), both, &s, &[event(Status::Delivered, None)]);
+        let test = plan(&tenant(Mode::Test), both, &s, &[event(Status::Delivered, None)], false);
         assert!(test.iter().all(|n| n.state == MessageState::TestMode));
     }
 

@@ -126,9 +126,31 @@ impl Planned {
         shipment: &StoredShipment,
         events: &[StoredEvent],
     ) {
-        for n in plan(tenant, channels, shipment, events) {
+        for n in plan(tenant, channels, shipment, events, false) {
             self.rows.push((tenant.client, tenant.mode.clone(), n));
         }
+    }
+
+    /// Plans the `rescheduled` message of `shipment`: the service moved it to its slot now.
+    pub(crate) fn add_rescheduled(&mut self, tenant: &NotifyTenant, channels: Channels, shipment: &StoredShipment) {
+        for n in plan(tenant, channels, shipment, &[], true) {
+            self.rows.push((tenant.client, tenant.mode.clone(), n));
+        }
+    }
+
+    /// Plans the `rescheduled` messages of drop-off `drop_off` as it is stored now.
+    pub(crate) async fn add_rescheduled_of(
+        &mut self,
+        c: &impl Sql,
+        channels: Channels,
+        drop_off: i64,
+    ) -> StoreResult<()> {
+        let tenants = tenants(c, &[drop_off]).await?;
+        let shipment = crate::shipments::postgres::shipments_without_events(c, &[drop_off]).await?.pop();
+        if let (Some((_, tenant)), Some(shipment)) = (tenants.first(), shipment) {
+            self.add_rescheduled(tenant, channels, &shipment);
+        }
+        Ok(())
     }
 
     /// Writes them (a message whose key is taken is dropped); how many `pending` were written.

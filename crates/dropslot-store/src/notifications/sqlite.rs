@@ -104,9 +104,29 @@ pub(crate) fn enqueue(
         read = shipment_without_events(c, drop_off).map_err(map_err)?;
         &read
     };
-    let planned = plan(&tenant, channels, shipment, events);
+    let planned = plan(&tenant, channels, shipment, events, false);
     let mut queued = 0;
     for n in &planned {
+        if insert(c, &tenant, n, now)? && n.state == MessageState::Pending {
+            queued += 1;
+        }
+    }
+    Ok(queued)
+}
+
+/// The `rescheduled` messages of drop-off `drop_off` (the service moved it to the slot it is in
+/// now), written in the caller's transaction; how many are pending. At most one per channel
+/// and shipment, ever (the rows' key).
+pub(crate) fn enqueue_rescheduled(
+    c: &Connection,
+    channels: Channels,
+    drop_off: i64,
+    now: Timestamp,
+) -> Result<usize, StoreError> {
+    let tenant = tenant(c, drop_off)?;
+    let shipment = shipment_without_events(c, drop_off).map_err(map_err)?;
+    let mut queued = 0;
+    for n in &plan(&tenant, channels, &shipment, &[], true) {
         if insert(c, &tenant, n, now)? && n.state == MessageState::Pending {
             queued += 1;
         }

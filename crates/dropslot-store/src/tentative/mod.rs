@@ -160,6 +160,27 @@ pub(crate) fn rows_params<'a>(depot: &'a str, date: &'a str) -> Vec<&'a str> {
         .collect()
 }
 
+/// One drop-off's place and load (`PostgreSQL`'s placeholders): its address JSON, live parcels
+/// and their weight in milligrams.
+pub(crate) fn visit_sql() -> String {
+    format!("SELECT x.address_json, {} FROM drop_off_shipments x WHERE x.id = $1", crate::plans::drop_off_parcels("x"))
+}
+
+/// A drop-off's visit in the window `from..to` from [`visit_sql`]'s columns.
+pub(crate) fn visit_from(
+    id: i64,
+    (address, parcels, weight_mg): (String, i64, i64),
+    from: i64,
+    to: i64,
+) -> Result<Visit, StoreError> {
+    let a: crate::StoredDropOffAddress =
+        serde_json::from_str(&address).map_err(|e| StoreError::Corrupt(format!("drop-off {id}: address: {e}")))?;
+    let at = dropslot_core::geo::distance::LatLng::new(a.lat, a.lng)
+        .map_err(|_| StoreError::Corrupt(format!("drop-off {id}: coordinates out of range")))?;
+    let parcels = u32::try_from(parcels).map_err(|_| StoreError::Corrupt(format!("drop-off {id}: parcel count")))?;
+    Ok(Visit { id, at, from, to, parcels, grams: (weight_mg.max(0) + 999) / 1000 })
+}
+
 /// One row: the drop-off's id, its candidate columns, and its route and order key.
 pub(crate) type Row = (i64, crate::plans::CandidateColumns, Option<String>, Option<f64>);
 
@@ -212,6 +233,27 @@ pub trait TentativeStore: Send + Sync + 'static {
     async fn tentative_plan(&self, depot: &str, date: Date) -> StoreResult<Option<Arc<Tentative>>>;
     /// Its routes as (driver id, drop-off unique ids in order): where a day plan starts.
     async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>>;
+    /// The live drop-offs of `depot` on `date` held for the dispatcher (the fleet could not
+    /// route them and no later slot had room, or `[dispatch] unplaced = "hold"`): unique id,
+    /// why, and since when (as stored), oldest first.
+    async fn held(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, String, String)>>;
+}
+
+/// [`TentativeStore::held`]'s statement (`PostgreSQL`'s placeholders): depot, date, live mode,
+/// then the statuses left out.
+pub(crate) fn held_sql() -> String {
+    let skipped = crate::plans::delivery_skipped();
+    format!(
+        "SELECT unique_id, coalesce(unplaced_reason, ''), unplaced_at FROM drop_off_shipments
+         WHERE warehouse = $1 AND scheduled_date = $2 AND mode = $3 AND unplaced_at IS NOT NULL
+           AND status NOT IN ({}) ORDER BY unplaced_at, id",
+        crate::plans::placeholders('$', 4, skipped.len())
+    )
+}
+
+/// [`held_sql`]'s parameters.
+pub(crate) fn held_params<'a>(depot: &'a str, date: &'a str) -> Vec<&'a str> {
+    [depot, date, crate::Mode::Live.as_str()].into_iter().chain(crate::plans::delivery_skipped()).collect()
 }
 
 /// Every operation, recorded when the suite asks for it (`crate::trace`).
@@ -225,6 +267,11 @@ impl<S: TentativeStore> TentativeStore for crate::trace::Traced<S> {
     async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>> {
         self.trace.hit("TentativeStore::tentative_routes");
         self.inner.tentative_routes(depot, date).await
+    }
+
+    async fn held(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, String, String)>> {
+        self.trace.hit("TentativeStore::held");
+        self.inner.held(depot, date).await
     }
 }
 

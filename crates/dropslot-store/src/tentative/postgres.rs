@@ -5,16 +5,19 @@
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, map_err};
 use crate::tentative::{
-    Fleet, GENERATION, Row, Versions, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql,
+    Fleet, GENERATION, Row, Versions, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql, visit_from,
+    visit_sql,
 };
 use crate::{CreateOrderError, NewOrder, Scope, StoreError, StoreResult, TentativeStore};
 use async_trait::async_trait;
-use dropslot_core::dispatch::tentative::{Change, Tentative};
+use dropslot_core::dispatch::tentative::{Binding, Change, Tentative, Visit};
 use jiff::civil::Date;
 use std::sync::{Arc, LazyLock};
 use tokio_postgres::types::Type;
 
 static ROWS: LazyLock<String> = LazyLock::new(rows_sql);
+static VISIT: LazyLock<String> = LazyLock::new(visit_sql);
+static HELD: LazyLock<String> = LazyLock::new(crate::tentative::held_sql);
 
 #[async_trait]
 impl TentativeStore for PgStore {
@@ -37,6 +40,14 @@ impl TentativeStore for PgStore {
         let plan = Arc::new(a.plan);
         fleet.keep(key, version, plan.clone(), false);
         Ok(Some(plan))
+    }
+
+    async fn held(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, String, String)>> {
+        let date = date.to_string();
+        let params = crate::tentative::held_params(depot, &date);
+        let c = self.conn().await?;
+        let rows = c.query_typed(&HELD, &crate::plans::postgres::texts(&params)).await.map_err(map_err)?;
+        rows.iter().map(|r| Ok((get(r, 0)?, get(r, 1)?, get(r, 2)?))).collect()
     }
 
     async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>> {
@@ -193,4 +204,76 @@ async fn write(c: &impl Sql, depot: &str, date: Date, changes: &[Change]) -> Res
     .await
     .map_err(map_err)?;
     Ok(())
+}
+
+/// Drop-off `id`'s visit in the window `from..to` (Unix seconds).
+pub(crate) async fn visit_of(c: &impl Sql, id: i64, from: i64, to: i64) -> Result<Visit, StoreError> {
+    let r = c.query_typed_opt(&VISIT, &[(&id, Type::INT8)]).await.map_err(map_err)?;
+    let r = r.ok_or_else(|| StoreError::Corrupt(format!("drop-off shipment {id} not found")))?;
+    visit_from(id, (get(&r, 0)?, get(&r, 1)?, get(&r, 2)?), from, to)
+}
+
+/// Places one drop-off's stop in the plan of `depot` on `date`, in the caller's transaction
+/// (the day's row held to the commit); false when it fits nowhere. As on `SQLite`.
+pub(crate) async fn place_one(
+    c: &impl Sql,
+    fleet: &Fleet,
+    depot: &str,
+    date: Date,
+    visit: Visit,
+) -> Result<bool, StoreError> {
+    leave(c, visit.id, depot, date).await?;
+    let key = (depot.to_string(), date);
+    let day = raise(c, depot, date).await?;
+    let version = (day, generation(c).await?);
+    let mut plan = if let Some(kept) = fleet.take(&key, (day - 1, version.1)) {
+        kept
+    } else {
+        let (drivers, rows) = (drivers(c, depot).await?, rows(c, depot, date).await?);
+        let a = assemble(&fleet.rules, depot, date, &drivers, rows, &[visit.id])?
+            .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
+        write(c, depot, date, &a.changes).await?;
+        a.plan
+    };
+    let placed = match plan.insert(visit) {
+        Ok((_, changes)) => {
+            write(c, depot, date, &changes).await?;
+            true
+        }
+        Err(_) => false,
+    };
+    fleet.keep(key, version, Arc::new(plan), true);
+    Ok(placed)
+}
+
+/// The day drop-off `id` had a stop on, other than `depot` on `date`, is read anew everywhere.
+pub(crate) async fn leave(c: &impl Sql, id: i64, depot: &str, date: Date) -> Result<(), StoreError> {
+    c.execute_typed(
+        "UPDATE fleet_days SET version = version + 1
+         WHERE (depot, date) IN (SELECT depot, date FROM fleet_stops WHERE drop_off_shipment_id = $1)
+           AND NOT (depot = $2 AND date = $3)",
+        &[(&id, Type::INT8), (&depot, Type::TEXT), (&date.to_string(), Type::TEXT)],
+    )
+    .await
+    .map_err(map_err)?;
+    Ok(())
+}
+
+/// Reads the plan of fleet depot `depot` on `date` anew (the day's row held), leaving out
+/// `exclude`; what fits no longer, with what bound. As on `SQLite`.
+pub(crate) async fn replan(
+    c: &impl Sql,
+    fleet: &Fleet,
+    depot: &str,
+    date: Date,
+    exclude: &[i64],
+) -> Result<Vec<(Visit, Binding)>, StoreError> {
+    let key = (depot.to_string(), date);
+    let day = raise(c, depot, date).await?;
+    let version = (day, generation(c).await?);
+    let (drivers, rows) = (drivers(c, depot).await?, rows(c, depot, date).await?);
+    let Some(a) = assemble(&fleet.rules, depot, date, &drivers, rows, exclude)? else { return Ok(Vec::new()) };
+    write(c, depot, date, &a.changes).await?;
+    fleet.keep(key, version, Arc::new(a.plan), true);
+    Ok(a.unplaced)
 }

@@ -5,17 +5,20 @@
 use crate::plans::sqlite_placeholders;
 use crate::sqlite::{SqliteStore, map_err};
 use crate::tentative::{
-    Fleet, GENERATION, Row, Versions, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql,
+    Fleet, GENERATION, Row, Versions, assemble, by_day, place, routes_by_unique_id, rows_params, rows_sql, visit_from,
+    visit_sql,
 };
 use crate::{CreateOrderError, StoreError, StoreResult, TentativeStore};
 use async_trait::async_trait;
-use dropslot_core::dispatch::tentative::{Change, Tentative};
+use dropslot_core::dispatch::tentative::{Change, Tentative, Visit};
 use dropslot_core::quote::capacity::Reservation;
 use jiff::civil::Date;
 use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 use std::sync::{Arc, LazyLock};
 
 static ROWS: LazyLock<String> = LazyLock::new(|| sqlite_placeholders(&rows_sql()));
+static HELD: LazyLock<String> = LazyLock::new(|| sqlite_placeholders(&crate::tentative::held_sql()));
+static VISIT: LazyLock<String> = LazyLock::new(|| sqlite_placeholders(&visit_sql()));
 
 #[async_trait]
 impl TentativeStore for SqliteStore {
@@ -39,6 +42,18 @@ impl TentativeStore for SqliteStore {
         let plan = Arc::new(a.plan);
         fleet.keep(key, version, plan.clone(), false);
         Ok(Some(plan))
+    }
+
+    async fn held(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, String, String)>> {
+        let (depot, date) = (depot.to_string(), date.to_string());
+        self.read_blocking(move |c| {
+            c.prepare_cached(&HELD)?
+                .query_map(params_from_iter(crate::tentative::held_params(&depot, &date)), |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?
+                .collect()
+        })
+        .await
     }
 
     async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>> {
@@ -158,4 +173,81 @@ fn write(c: &Connection, depot: &str, date: Date, changes: &[Change]) -> Result<
         s.execute(params![ch.id, depot, date, ch.driver, ch.seq]).map_err(map_err)?;
     }
     Ok(())
+}
+
+/// Drop-off `id`'s visit in the window `from..to` (Unix seconds).
+pub(crate) fn visit_of(c: &Connection, id: i64, from: i64, to: i64) -> Result<Visit, StoreError> {
+    let columns = c
+        .prepare_cached(&VISIT)
+        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))))
+        .map_err(map_err)?;
+    visit_from(id, columns, from, to)
+}
+
+/// Places one drop-off's stop (a shipment moved to `date`, or rebooked) in the plan of `depot`
+/// on `date`, in the caller's transaction: the day's version raised, the plan (kept, or read
+/// anew) takes it, its row is written, and the day it leaves is read anew everywhere. False
+/// when it fits nowhere: nothing is written but the versions.
+pub(crate) fn place_one(
+    c: &Connection,
+    fleet: &Fleet,
+    depot: &str,
+    date: Date,
+    visit: Visit,
+) -> Result<bool, StoreError> {
+    leave(c, visit.id, depot, date)?;
+    let key = (depot.to_string(), date);
+    let day = raise(c, depot, date)?;
+    let version = (day, generation(c)?);
+    let mut plan = if let Some(kept) = fleet.take(&key, (day - 1, version.1)) {
+        kept
+    } else {
+        let a = assemble(&fleet.rules, depot, date, &drivers(c, depot)?, rows(c, depot, date)?, &[visit.id])?
+            .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
+        write(c, depot, date, &a.changes)?;
+        a.plan
+    };
+    let placed = match plan.insert(visit) {
+        Ok((_, changes)) => {
+            write(c, depot, date, &changes)?;
+            true
+        }
+        Err(_) => false,
+    };
+    fleet.keep(key, version, Arc::new(plan), true);
+    Ok(placed)
+}
+
+/// The day drop-off `id` had a stop on, other than `depot` on `date`, is read anew by every
+/// process (the stop leaves it).
+pub(crate) fn leave(c: &Connection, id: i64, depot: &str, date: Date) -> Result<(), StoreError> {
+    c.prepare_cached(
+        "UPDATE fleet_days SET version = version + 1
+         WHERE (depot, date) IN (SELECT depot, date FROM fleet_stops WHERE drop_off_shipment_id = ?1)
+           AND NOT (depot = ?2 AND date = ?3)",
+    )
+    .and_then(|mut s| s.execute(params![id, depot, date.to_string()]))
+    .map_err(map_err)?;
+    Ok(())
+}
+
+/// Reads the plan of fleet depot `depot` on `date` anew with the fleet as it is now, leaving
+/// out `exclude` (drop-offs to take out of it), in the caller's transaction: the day's version
+/// raised, the changed places written, the plan kept. What fits no longer, with what bound.
+pub(crate) fn replan(
+    c: &Connection,
+    fleet: &Fleet,
+    depot: &str,
+    date: Date,
+    exclude: &[i64],
+) -> Result<Vec<(Visit, dropslot_core::dispatch::tentative::Binding)>, StoreError> {
+    let key = (depot.to_string(), date);
+    let day = raise(c, depot, date)?;
+    let version = (day, generation(c)?);
+    let Some(a) = assemble(&fleet.rules, depot, date, &drivers(c, depot)?, rows(c, depot, date)?, exclude)? else {
+        return Ok(Vec::new());
+    };
+    write(c, depot, date, &a.changes)?;
+    fleet.keep(key, version, Arc::new(a.plan), true);
+    Ok(a.unplaced)
 }

@@ -170,6 +170,47 @@ pub(crate) struct SlotView {
     pub fill: Fill,
     /// What test (sandbox) orders hold in it: the sandbox has the same limits, counted apart.
     pub test_fill: Fill,
+    /// A drop-off slot of a depot that books on its fleet (`[capacity] mode = "fleet"`): its
+    /// room as the depot's tentative plan of the date sees it (live orders).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetView>,
+}
+
+/// A slot's room as the fleet sees it: about how many more stops of the day's average load its
+/// window can take on the routes of the drivers working that day, and what binds first when
+/// none (`no_van`, `vans_parcels`, `vans_kg`, `shift_hours`, `window`). An estimate: whether a
+/// stop fits depends on where it is, which the order's own check decides.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(crate) struct FleetView {
+    pub depot: String,
+    pub stops: u32,
+    pub binds: Option<&'static str>,
+    /// The drivers working that day.
+    pub vans: usize,
+    /// The drop-offs the tentative plan holds that day, every slot.
+    pub booked: usize,
+}
+
+/// The fleet's room in drop-off slot `slot` of zone `zone` on `date`, when its depot books on
+/// its fleet.
+async fn fleet_view(app: &App, zone: &str, slot: &Slot, date: Date) -> Result<Option<FleetView>> {
+    let area = &app.settings.area;
+    let Some(z) = area.zone_by_code(zone).map(|i| area.zone(i)) else { return Ok(None) };
+    if !app.settings.capacity.fleet(&z.warehouse) {
+        return Ok(None);
+    }
+    let Some(plan) = app.store.tentative_plan(&z.warehouse, date).await? else { return Ok(None) };
+    let tz = &area.city(z.city).tz;
+    let at = |m: u16| schedule::at_minutes(date, m, tz).map(|t| t.timestamp().as_second());
+    let (Some(from), Some(to)) = (at(slot.from_time), at(slot.to_time)) else { return Ok(None) };
+    let room = plan.room_in(from, to);
+    Ok(Some(FleetView {
+        depot: z.warehouse.clone(),
+        stops: room.stops,
+        binds: room.binds.map(|b| b.as_str()),
+        vans: plan.vans().len(),
+        booked: plan.len(),
+    }))
 }
 
 /// Every slot of the area on `date` (or the one at `only`), with its limits and fill.
@@ -185,9 +226,14 @@ pub(crate) async fn views(app: &App, date: Date, only: Option<&SlotDate>) -> Res
     let keys: Vec<SlotDate> = slots.iter().map(|(at, _, _)| at.clone()).collect();
     let live = app.store.slot_fill(Mode::Live, keys.clone()).await?;
     let test = app.store.slot_fill(Mode::Test, keys).await?;
+    let mut fleet = Vec::with_capacity(slots.len());
+    for (at, _, slot) in &slots {
+        fleet.push(if at.kind == SlotKind::DropOff { fleet_view(app, &at.place, slot, at.date).await? } else { None });
+    }
     Ok(slots
         .into_iter()
-        .map(|(at, configured, slot)| {
+        .zip(fleet)
+        .map(|((at, configured, slot), fleet)| {
             let o = overrides.get(&at);
             let limit = o.map_or(configured, |o| o.over(configured));
             let drop_off = at.kind == SlotKind::DropOff;
@@ -202,6 +248,7 @@ pub(crate) async fn views(app: &App, date: Date, only: Option<&SlotDate>) -> Res
                 overridden: o.is_some_and(|o| o.stops.is_some() || o.parcels.is_some()),
                 fill: live.get(&at).copied().unwrap_or_default().into(),
                 test_fill: test.get(&at).copied().unwrap_or_default().into(),
+                fleet,
             }
         })
         .collect())

@@ -24,6 +24,8 @@ struct Row {
     held_stops: u32,
     held_parcels: u32,
     full: bool,
+    /// The fleet's room (live mode, a fleet depot): "about N stops" and what binds.
+    fleet: Option<String>,
 }
 
 #[derive(Template)]
@@ -40,6 +42,10 @@ fn limit(l: Option<u32>) -> String {
 fn row(v: SlotView, mode: Mode) -> Row {
     let held = if mode == Mode::Live { v.fill } else { v.test_fill };
     let full = v.stops.is_some_and(|s| held.stops >= s) || v.parcels.is_some_and(|p| held.parcels >= p);
+    let fleet = v.fleet.filter(|_| mode == Mode::Live).map(|f| match f.binds {
+        Some(b) if f.stops == 0 => format!("full ({}) · {} vans", b.replace('_', " "), f.vans),
+        _ => format!("about {} more stops · {} vans", f.stops, f.vans),
+    });
     Row {
         date: v.date,
         place: v.zone.or(v.city).unwrap_or_default(),
@@ -50,6 +56,7 @@ fn row(v: SlotView, mode: Mode) -> Row {
         held_stops: held.stops,
         held_parcels: held.parcels,
         full,
+        fleet,
     }
 }
 

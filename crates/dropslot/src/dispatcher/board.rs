@@ -29,6 +29,27 @@ struct BoardPage {
     failed: Vec<FailureRow>,
     reattempts: Vec<FailureRow>,
     returns: Vec<FailureRow>,
+    /// A depot that books on its fleet: each van's use in the date's tentative plan, and the
+    /// shipments held for the dispatcher (issue 45).
+    fleet: bool,
+    vans: Vec<VanRow>,
+    held: Vec<HeldRow>,
+}
+
+/// One van in the tentative plan.
+struct VanRow {
+    driver: String,
+    stops: usize,
+    parcels: String,
+    kg: String,
+    shift: String,
+    back: String,
+}
+
+/// A shipment the fleet could not route, waiting for the dispatcher.
+struct HeldRow {
+    code: String,
+    reason: String,
 }
 
 /// One failure, re-attempt or return, linked to its shipment's tracking page.
@@ -132,6 +153,28 @@ pub(super) async fn show(State(app): State<App>, session: OpsSession, RawQuery(r
     };
     let (failed, reattempts, returns) =
         (rows_of(failures.failed), rows_of(failures.reattempts), rows_of(failures.returns));
+    let fleet = app.settings.capacity.fleet(&depot.code);
+    let (mut vans, mut held) = (Vec::new(), Vec::new());
+    if fleet {
+        let clock = |s: i64| {
+            jiff::Timestamp::from_second(s)
+                .map(|t| t.to_zoned(tz.clone()).strftime("%H:%M").to_string())
+                .unwrap_or_default()
+        };
+        let plan = app.store.tentative_plan(&depot.code, date).await.map_err(|e| fail(&session)(e.into()))?;
+        for u in plan.map(|p| p.uses()).unwrap_or_default() {
+            vans.push(VanRow {
+                driver: u.driver,
+                stops: u.stops,
+                parcels: format!("{} / {}", u.parcels, u.capacity_parcels),
+                kg: format!("{:.1} / {}", u.grams as f64 / 1000.0, u.capacity_grams / 1000),
+                shift: format!("{}–{}", clock(u.shift_start), clock(u.shift_end)),
+                back: if u.stops == 0 { "—".into() } else { clock(u.back) },
+            });
+        }
+        let lines = app.store.held(&depot.code, date).await.map_err(|e| fail(&session)(e.into()))?;
+        held = lines.into_iter().map(|(code, reason, _)| HeldRow { code, reason }).collect();
+    }
     let stored = app.store.plans_on(date).await.map_err(|e| fail(&session)(e.into()))?;
     let plans = stored
         .iter()
@@ -158,6 +201,9 @@ pub(super) async fn show(State(app): State<App>, session: OpsSession, RawQuery(r
         total,
         plans,
         failed,
+        fleet,
+        vans,
+        held,
         reattempts,
         returns,
     }

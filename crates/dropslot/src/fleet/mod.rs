@@ -57,6 +57,7 @@ pub async fn create_driver(
     let id = dropslot_core::ids::driver_id();
     let stored = store.create_driver(&id, driver, minted.stored, now).await?;
     tracing::info!(driver_id = %stored.id, "driver created");
+    replan(store, settings, &[&stored.driver.depot], now).await?;
     Ok((stored, sign_in_url(settings, &minted.secret)))
 }
 
@@ -141,7 +142,10 @@ async fn update_driver(app: &App, id: &str, body: &DriverBody) -> Result<StoredD
         let stored = app.store.driver(id).await?.ok_or(Error::NotFound)?;
         let driver = checked(DriverFields::of(&stored.driver).overlay(body.fields()), &app.settings)?;
         match app.store.update_driver(id, stored.version, driver, app.clock.now()).await? {
-            DriverUpdate::Updated(d) => return Ok(d),
+            DriverUpdate::Updated(d) => {
+                replan(&app.store, &app.settings, &[&stored.driver.depot, &d.driver.depot], app.clock.now()).await?;
+                return Ok(d);
+            }
             DriverUpdate::NotFound => return Err(Error::NotFound),
             DriverUpdate::Changed => {}
         }
@@ -161,11 +165,37 @@ async fn update_driver(app: &App, id: &str, body: &DriverBody) -> Result<StoredD
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
 async fn remove(State(app): State<App>, _: OperatorCaller, PathParam(id): PathParam<String>) -> Result<Response> {
+    let depot = app.store.driver(&id).await?.ok_or(Error::NotFound)?.driver.depot;
     if !app.store.delete_driver(&id, app.clock.now()).await? {
         return Err(Error::NotFound);
     }
     tracing::info!(driver_id = %id, "driver deleted");
+    replan(&app.store, &app.settings, &[&depot], app.clock.now()).await?;
     Ok(envelope(200, "Driver removed; its tokens are revoked.", &EmptyObject {}).into_response())
+}
+
+/// The fleet of `depots` changed (issue 45): each fleet depot's tentative plans of the booking
+/// horizon are read anew with the drivers as they are now, and what fits no longer is rebooked
+/// or held (`[dispatch] unplaced`, the store's [`dropslot_store::AttemptStore::replan_day`]).
+pub async fn replan(store: &DynStore, settings: &Settings, depots: &[&str], now: Timestamp) -> Result<()> {
+    let area = &settings.area;
+    let mut done: Vec<&str> = Vec::new();
+    for &depot in depots {
+        if done.contains(&depot) || !settings.capacity.fleet(depot) {
+            continue;
+        }
+        done.push(depot);
+        let Some(city) = area.depot_zones(depot).next().map(|z| area.city(z.city)) else { continue };
+        let mut date = now.to_zoned(city.tz.clone()).date();
+        for _ in 0..=area.horizon_days() {
+            let r = store.replan_day(depot, date, Vec::new(), now).await?;
+            if !r.rebooked.is_empty() || !r.held.is_empty() {
+                tracing::info!(depot, %date, rebooked = r.rebooked.len(), held = r.held.len(), "the fleet changed: shipments moved");
+            }
+            date = date.tomorrow().map_err(|e| Error::Internal(format!("the booking window: {e}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// `POST /ops/drivers/{id}/token`.

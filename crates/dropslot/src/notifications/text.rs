@@ -88,6 +88,12 @@ pub fn render(trigger: Trigger, facts: &Facts, sender: &str, eta: Option<&EtaWin
                 None => format!("Your parcel from {sender} was delivered."),
             },
         ),
+        Trigger::Rescheduled => (
+            format!("Your delivery from {sender} has a new time"),
+            format!(
+                "Your parcel from {sender} could not be kept in its time slot: it will now be delivered on {slot}."
+            ),
+        ),
         Trigger::Failed => {
             let why = facts.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
             let why = why.map_or_else(String::new, |r| format!(" ({r})"));

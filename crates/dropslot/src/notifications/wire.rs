@@ -13,6 +13,7 @@ pub enum Trigger {
     OutForDelivery,
     Delivered,
     Failed,
+    Rescheduled,
 }
 
 impl From<core::Trigger> for Trigger {
@@ -22,6 +23,7 @@ impl From<core::Trigger> for Trigger {
             core::Trigger::OutForDelivery => Trigger::OutForDelivery,
             core::Trigger::Delivered => Trigger::Delivered,
             core::Trigger::Failed => Trigger::Failed,
+            core::Trigger::Rescheduled => Trigger::Rescheduled,
         }
     }
 }
@@ -33,6 +35,7 @@ impl From<Trigger> for core::Trigger {
             Trigger::OutForDelivery => core::Trigger::OutForDelivery,
             Trigger::Delivered => core::Trigger::Delivered,
             Trigger::Failed => core::Trigger::Failed,
+            Trigger::Rescheduled => core::Trigger::Rescheduled,
         }
     }
 }
@@ -86,6 +89,15 @@ pub struct TriggerSwitches {
     pub out_for_delivery: bool,
     pub delivered: bool,
     pub failed: bool,
+    /// The service moved the delivery to another slot itself (the fleet could not route it in
+    /// the one booked). Optional: left out, it is on.
+    #[serde(default = "on")]
+    #[schema(default = true)]
+    pub rescheduled: bool,
+}
+
+fn on() -> bool {
+    true
 }
 
 /// A client's notification settings in one mode (CONTRACT §14): all on by default.
@@ -112,6 +124,7 @@ impl From<core::NotificationSettings> for NotificationSettings {
                 out_for_delivery: t.out_for_delivery,
                 delivered: t.delivered,
                 failed: t.failed,
+                rescheduled: t.rescheduled,
             },
         }
     }
@@ -129,6 +142,7 @@ impl From<NotificationSettings> for core::NotificationSettings {
                 out_for_delivery: t.out_for_delivery,
                 delivered: t.delivered,
                 failed: t.failed,
+                rescheduled: t.rescheduled,
             },
         }
     }

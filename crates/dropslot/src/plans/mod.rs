@@ -610,6 +610,13 @@ pub(crate) async fn publish_plan(app: &App, id: &str) -> Result<(Plan, TimeZone)
     if let Err(e) = crate::eta::refresh_plan(app, &next).await {
         tracing::warn!(plan = %next.id, error = %e, "the published plan's ETAs were not computed");
     }
+    // No sold shipment left behind (issue 45): what the published plan leaves unassigned is
+    // rebooked into the next slot with room, or held for the dispatcher (`[dispatch] unplaced`).
+    if next.kind == PlanKind::Delivery && !next.unassigned.is_empty() {
+        let left: Vec<String> = next.unassigned.iter().map(|u| u.shipment_unique_id.clone()).collect();
+        let r = app.store.replan_day(&next.depot, date, left, app.clock.now()).await?;
+        tracing::info!(plan = %next.id, rebooked = r.rebooked.len(), held = r.held.len(), "unassigned shipments moved");
+    }
     Ok((next, base.tz))
 }
 

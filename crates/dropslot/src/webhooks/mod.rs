@@ -60,6 +60,7 @@ impl Renderer {
                     area: Arc::new(settings.area.clone()),
                     routing: settings.routing.clone(),
                     capacity: settings.capacity.clone(),
+                    unplaced: settings.dispatch.unplaced,
                 })
             }),
             wake: Arc::new(Notify::new()),

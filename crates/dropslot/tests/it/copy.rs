@@ -49,6 +49,8 @@ const TABLES: &[&str] = &[
     "notification_recipients",
     "notification_settings",
     "attempt_policies",
+    "fleet_days",
+    "fleet_stops",
     "stop_etas",
 ];
 
@@ -225,7 +227,9 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     // An SMS provider nobody answers at: a live message is claimed (its recipient gets an
     // opt-out token) and fails at once (no retries).
     let sms = "[notifications.sms]\nurl = \"http://127.0.0.1:9/sms\"\nfrom = \"+15550009999\"\n";
-    std::fs::write(&config, format!("[webhooks]\nretry_schedule = \"\"\n{sms}{generous}")).unwrap();
+    // YYZ1 books on its fleet (issue 45): a live order takes its stop in the tentative plan.
+    let fleet = "[capacity]\nmode = \"limits\"\n[capacity.depots]\nYYZ1 = \"fleet\"\n";
+    std::fs::write(&config, format!("[webhooks]\nretry_schedule = \"\"\n{sms}{generous}{fleet}")).unwrap();
     let config = config.display().to_string();
     let env = [
         ("DROPSLOT_CONFIG", config.as_str()),
@@ -244,6 +248,8 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     let token = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "test"]));
     let revoked = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "live"]));
     assert!(crate::cli::dropslot(&sqlite, &["token", "revoke", &revoked[..16]]).status.success());
+    let fleet_live =
+        stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "live"]));
     // The fleet: an operator token and a driver with its driver token.
     let operator = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--kind", "operator"]));
     let driver = stdout(&crate::cli::dropslot(
@@ -305,6 +311,9 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
         assert_eq!(status, 201, "{idempotent}");
         orders.push(idempotent["object"].clone());
         let (status, _, o) = c.post("/requests/sync", &demo, &request(&[700.0]), None).await;
+        assert_eq!(status, 201, "{o}");
+        // A live order on the fleet depot: its stop's place in the tentative plan is a row.
+        let (status, _, o) = c.post("/requests/sync", &fleet_live, &request(&[900.0]), None).await;
         assert_eq!(status, 201, "{o}");
         // Deleted by custom code: its shipment is re-priced, the parcel leaves the reads.
         let (status, _, d) = c
@@ -420,6 +429,8 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
             "notification_recipients",
             "notification_settings",
             "attempt_policies",
+            "fleet_days",
+            "fleet_stops",
             "stop_etas",
         ];
         if !no_ids.contains(&table.as_str()) {

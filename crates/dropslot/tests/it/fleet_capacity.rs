@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::common::{PICK_UP, TestServer};
 use crate::plans::{DATE, operator};
+use crate::receiver::Receiver;
 
 const FLEET: &str = "[capacity]\nmode = \"fleet\"\n";
 
@@ -115,6 +116,31 @@ async fn orders_fill_a_slot_to_what_its_van_can_drive_then_move_on_and_the_plan_
     // A preview books as an order would.
     let r = s.post("/requests/preview", &live, &body(46, &[1500], None)).await;
     assert_eq!(r.status, 200, "{}", r.body);
+    // The admin API shows each drop-off slot's room as the fleet sees it: the afternoon bound
+    // by its van's shift, the evening with room.
+    let r = s
+        .send(s.http.get(s.url(&format!("/admin/capacity?date={DATE}"))).bearer_auth(crate::common::ADMIN_TOKEN))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let slot = |code: &str| -> Value {
+        r.body["object"]["slots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["zone"] == "TOR-DT" && v["time_slot_code"] == code)
+            .unwrap()["fleet"]
+            .clone()
+    };
+    let (pm, ev) = (slot("TOR-DT-PM"), slot("TOR-DT-EV"));
+    assert_eq!(
+        (pm["depot"].as_str(), pm["vans"].as_u64(), pm["booked"].as_u64()),
+        (Some("YYZ1"), Some(2), Some(afternoon.len() as u64 + 1)),
+        "{pm}"
+    );
+    assert!(pm["stops"].as_u64().unwrap() <= 2, "{pm}");
+    assert!(ev["stops"].as_u64().unwrap() >= 5 && ev["binds"].is_null(), "{ev}");
+    let pick_up = r.body["object"]["slots"].as_array().unwrap().iter().find(|v| v["city"].is_string()).unwrap().clone();
+    assert!(pick_up.get("fleet").is_none(), "a pick-up slot has no fleet room: {pick_up}");
     let plan = plan(&s, &op).await;
     assert_eq!(plan["unassigned"], json!([]), "{}", plan["unassigned"]);
     let mut all = afternoon.clone();
@@ -190,4 +216,132 @@ async fn forty_orders_at_once_for_the_last_places_never_oversell_the_van() {
         child.kill().unwrap();
         child.wait().unwrap();
     }
+}
+
+/// Two vans of 6 parcels carry ten afternoon drop-offs; one driver is removed. The four that the
+/// other van cannot carry are rebooked into the next slot with room (the next day's afternoon:
+/// the van is full all day), each with one `same.shipment.rescheduled` (changed by `system`)
+/// and one "new time" message per channel, sent by a real SMTP server and SMS receiver; a later
+/// change of the fleet moves nothing again; each day's plan routes what it holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_removed_rebooks_what_no_longer_fits_once_with_its_webhook_and_message() {
+    let smtp = crate::notifications::Smtp::start();
+    let sms = Receiver::start().await;
+    let s = crate::notifications::start_plus(&smtp, &sms, FLEET).await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    let rx = Receiver::start().await;
+    let r = s.post("/webhooks", &live, &json!({"url": rx.url, "events": ["same.shipment.rescheduled"]})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    driver(&s, &op, "Ana", 6, 500, ("08:00", "22:00")).await;
+    let ben = driver(&s, &op, "Ben", 6, 500, ("08:00", "22:00")).await;
+    let mut shipments = Vec::new();
+    for i in 0..10 {
+        let mut b = body(i, &[1500], Some("TOR-DT-PM"));
+        b["drop_offs"][0]["address"]["person_email"] = json!(format!("r{i}@example.com"));
+        let r = s.post("/requests/sync", &live, &b).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        shipments.push(booked(&r.body).2);
+    }
+    // Full for the day: two vans of 6 parcels, 10 booked, 2 left.
+    let r = s.delete(&format!("/ops/drivers/{ben}"), &op).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut moved = Vec::new();
+    for id in &shipments {
+        let r = s.get(&format!("/shipments/{id}"), &live).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let d = &r.body["object"]["drop_off_shipment"];
+        let at =
+            (d["scheduled_date"].as_str().unwrap().to_string(), d["time_slot"]["code"].as_str().unwrap().to_string());
+        if at.0 != DATE {
+            assert_eq!(at, ("2026-11-24".to_string(), "TOR-DT-PM".to_string()), "the next slot with room");
+            moved.push(id.clone());
+        }
+    }
+    assert_eq!(moved.len(), 4, "what one van of 6 cannot carry of 10");
+    let got = rx.wait_until("the rescheduled events", |g| g.iter().filter(|r| r.ok()).count() >= 4).await;
+    let mut told: Vec<String> =
+        got.iter().map(|r| r.json()["data"]["tracking_code"].as_str().unwrap().to_string()).collect();
+    told.sort();
+    moved.sort();
+    assert_eq!(told, moved, "one event per rebooked shipment");
+    for r in &got {
+        let d = &r.json()["data"];
+        assert_eq!(r.event(), "same.shipment.rescheduled");
+        assert_eq!(d["changed_by"], "system", "{d}");
+        assert_eq!(
+            (d["previous"]["scheduled_date"].as_str(), d["new"]["scheduled_date"].as_str()),
+            (Some(DATE), Some("2026-11-24"))
+        );
+    }
+    let mails = smtp.wait_for(4, "the new-time e-mails").await;
+    let new_time: Vec<&Value> =
+        mails.iter().filter(|m| m["subject"].as_str().is_some_and(|t| t.contains("has a new time"))).collect();
+    assert_eq!(new_time.len(), 4, "{mails:?}");
+    for id in &moved {
+        let r = s.get(&format!("/shipments/{id}/notifications"), &live).await;
+        let listed = r.body["object"]["notifications"].as_array().unwrap().clone();
+        let mine: Vec<&Value> = listed.iter().filter(|n| n["trigger"] == "rescheduled").collect();
+        assert_eq!(mine.len(), 2, "one per channel: {listed:?}");
+    }
+    // The fleet changes again without taking room: nothing moves a second time.
+    let r = s.send(s.http.patch(s.url("/ops/drivers/x")).bearer_auth(&op).json(&json!({"name": "X"}))).await;
+    assert_eq!(r.status, 404);
+    let again = driver(&s, &op, "Cleo", 1, 500, ("20:00", "21:00")).await;
+    let r = s.delete(&format!("/ops/drivers/{again}"), &op).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(rx.received().len(), 4, "each shipment rebooked once");
+    // Each day's plan routes what it holds.
+    let plan = plan(&s, &op).await;
+    assert_eq!(plan["unassigned"], json!([]), "{}", plan["unassigned"]);
+    assert_eq!(routed(&plan).len(), 6);
+}
+
+/// With `[dispatch] unplaced = "hold"`, a van made smaller leaves what it can carry no more on
+/// the board for the dispatcher: nothing is moved, no webhook, the board lists it with why, and
+/// shows each van's use of the day.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_shipments_wait_on_the_board_with_the_vans_use() {
+    let s = TestServer::start_with(&format!("{FLEET}[dispatch]\nunplaced = \"hold\"\n")).await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    let ana = driver(&s, &op, "Ana", 8, 500, ("08:00", "22:00")).await;
+    let mut shipments = Vec::new();
+    for i in 0..6 {
+        let r = s.post("/requests/sync", &live, &body(i, &[1500], Some("TOR-DT-PM"))).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+        shipments.push(booked(&r.body).2);
+    }
+    let r = s
+        .send(
+            s.http
+                .patch(s.url(&format!("/ops/drivers/{ana}")))
+                .bearer_auth(&op)
+                .json(&json!({"vehicle": {"capacity_parcels": 4}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for id in &shipments {
+        let r = s.get(&format!("/shipments/{id}"), &live).await;
+        assert_eq!(r.body["object"]["drop_off_shipment"]["scheduled_date"], DATE, "held, not moved");
+    }
+    let mut v = crate::dashboard_http::Visitor::new(&s);
+    let csrf = v.get("/ops/sign-in").await.csrf();
+    assert_eq!(v.post("/ops/sign-in", &[("csrf", &csrf), ("token", &op)]).await.status, 303);
+    let page = v.get(&format!("/ops/board?depot=YYZ1&date={DATE}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let section = |id: &str| -> String {
+        let at = page.body.find(&format!("<table id=\"{id}\">")).unwrap_or_else(|| panic!("no #{id}: {}", page.body));
+        let rest = &page.body[at..];
+        rest[..rest.find("</table>").unwrap()].to_string()
+    };
+    let held = section("held");
+    let listed = shipments.iter().filter(|id| held.contains(id.as_str())).count();
+    assert_eq!(listed, 2, "six booked, four fit: {held}");
+    assert!(held.contains("every van is full (parcels)"), "{held}");
+    let vans = section("vans");
+    assert!(vans.contains(&ana) && vans.contains("4 / 4"), "{vans}");
+    // Another day: nothing held.
+    let other = v.get("/ops/board?depot=YYZ1&date=2026-11-25").await;
+    assert!(other.body.contains("id=\"held-none\""), "{}", other.body);
 }

@@ -90,7 +90,7 @@ impl Smtp {
         self.dir.path().join("release")
     }
 
-    fn messages(&self) -> Vec<Value> {
+    pub(crate) fn messages(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -129,7 +129,12 @@ impl Drop for Smtp {
 
 /// The service with both channels configured (SMS credentials as the environment gives them).
 pub(crate) async fn start(smtp: &Smtp, sms: &Receiver) -> TestServer {
-    TestServer::start_edited(&smtp.fragment(&sms.url), |s| {
+    start_plus(smtp, sms, "").await
+}
+
+/// As [`start`], with `extra` configuration after.
+pub(crate) async fn start_plus(smtp: &Smtp, sms: &Receiver, extra: &str) -> TestServer {
+    TestServer::start_edited(&format!("{}\n{extra}", smtp.fragment(&sms.url)), |s| {
         if let Some(sms) = s.notifications.sms.as_mut() {
             sms.user = Some(SMS_USER.into());
             sms.password = Some(SMS_PASSWORD.into());
