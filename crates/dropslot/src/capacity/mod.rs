@@ -207,7 +207,7 @@ async fn fleet_view(app: &App, zone: &str, slot: &Slot, date: Date) -> Result<Op
     Ok(Some(FleetView {
         depot: z.warehouse.clone(),
         stops: room.stops,
-        binds: room.binds.map(|b| b.as_str()),
+        binds: room.binds.map(dropslot_core::dispatch::tentative::Binding::as_str),
         vans: plan.vans().len(),
         booked: plan.len(),
     }))

@@ -274,7 +274,8 @@ async fn a_driver_removed_rebooks_what_no_longer_fits_once_with_its_webhook_and_
             (Some(DATE), Some("2026-11-24"))
         );
     }
-    let mails = smtp.wait_for(4, "the new-time e-mails").await;
+    // Ten "scheduled" e-mails, then the four new times.
+    let mails = smtp.wait_for(14, "the new-time e-mails").await;
     let new_time: Vec<&Value> =
         mails.iter().filter(|m| m["subject"].as_str().is_some_and(|t| t.contains("has a new time"))).collect();
     assert_eq!(new_time.len(), 4, "{mails:?}");
@@ -291,6 +292,7 @@ async fn a_driver_removed_rebooks_what_no_longer_fits_once_with_its_webhook_and_
     let r = s.delete(&format!("/ops/drivers/{again}"), &op).await;
     assert_eq!(r.status, 200);
     assert_eq!(rx.received().len(), 4, "each shipment rebooked once");
+    assert_eq!(smtp.messages().len(), 14, "one new-time e-mail each");
     // Each day's plan routes what it holds.
     let plan = plan(&s, &op).await;
     assert_eq!(plan["unassigned"], json!([]), "{}", plan["unassigned"]);
