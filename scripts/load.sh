@@ -31,7 +31,11 @@
 #      taken (latencies); scenario calls and the ops run go to the first),
 #      ONLY (all, default; api: floor, preview, sync with the durability check, and async;
 #      points: the address-points phase alone; plan: the day-plan phase alone; operator: the
-#      operator side under load alone, issue 33 item 5: see its block below),
+#      operator side under load alone, issue 33 item 5: see its block below; fleet: fleet
+#      capacity against limits, issue 45: see its block),
+#      FLEET (1; 0 skips the fleet phase under ONLY=all), FLEET_PAIRS (A B B A rounds of
+#      preview and of sync, limits against fleet, default 2), FLEET_STOPS (1000 drop-offs seeded
+#      on one day), FLEET_DRIVERS (20), FLEET_PLAN_LIMIT (20 s a plan),
 #      PLAN (1; 0 skips the day plans), PLAN_ORDERS (2000), PLAN_DRIVERS (40), PLAN_TIME_LIMIT
 #      (20 s a plan), PLAN_PARALLEL (1: both depots' plans at once),
 #      OPERATOR (1; 0 skips the operator side under ONLY=all), OPERATOR_PAIRS (A B B A rounds
@@ -427,6 +431,102 @@ if [[ ${ONLY:-all} == plan ]]; then
   echo
   echo "backend: $BACKEND"
   plan_report
+  exit 0
+fi
+
+# limited_config FILE: the embedded area with every slot limited to 1,000,000 (never reached),
+# and the test suite's generous rate limits: a server that checks every slot's limit.
+limited_config() {
+  {
+    cat scripts/high-limits.toml
+    sed -n '/^\[\[regions\]\]/,$p' crates/dropslot-core/src/config/default.toml |
+      awk '/^\[\[cities\.pick_up_slots\]\]/ { pu = 1 } /^\[\[zones\.drop_off_slots\]\]/ { pu = 0 } { print }
+        /^closing_margin/ { print (pu ? "capacity = { stops = 1000000 }" : "capacity = { stops = 1000000, parcels = 1000000 }") }'
+  } >"$1"
+  (($(grep -c '^capacity' "$1") > 0)) || die "no slot limited in $1"
+}
+
+# ======================================================= fleet capacity (issue 45)
+# ONLY=fleet, and under ONLY=all unless FLEET=0. Two more servers on the main database: one
+# with [capacity] mode = "fleet" (a slot has room while depot YYZ1's tentative plan of the
+# date takes the stop), one in limits mode with every slot limited and never reached (the
+# configuration whose check fleet mode replaces). scripts/fleet-load.py seeds FLEET_DRIVERS (20)
+# drivers of YYZ1 and FLEET_STOPS (1,000) live drop-offs on the day after NOW through the
+# fleet server, so that day's tentative plan holds them. Then, alternated A B B A FLEET_PAIRS
+# (2) times each: preview of a drop-off asking for that day's TOR-DT-EV slot (every preview
+# asks the 1,000-stop plan), and sync of the main body (no slot asked: the fleet server books
+# today's slots until its vans are full, then the next days'). Last, the seeded day's plan made
+# by the fleet server (starting from its tentative plan) against one made from scratch by the
+# limits server, FLEET_PLAN_LIMIT (20) s each.
+declare -A FLEET_RPS=()
+FLEET_PLAN_LINE=
+FLEET_SEED_LINE=
+fleet_phase() {
+  local client live operator day fleet_url limits_url fleet_pid limits_pid side k n=0 endpoint
+  day=$(date -d "${NOW%%T*} + 1 day" +%F)
+  client=$("$DROPSLOT" client create --name fleet-load --database "$DB_URL")
+  live=$("$DROPSLOT" token create --client "$client" --kind live --database "$DB_URL")
+  operator=$("$DROPSLOT" token create --kind operator --database "$DB_URL")
+  { cat scripts/high-limits.toml; printf '[capacity]\nmode = "fleet"\n'; } >"$TMP/fleet.toml"
+  limited_config "$TMP/fleet-limited.toml"
+  DROPSLOT_NOW=$NOW DROPSLOT_CONFIG=$TMP/fleet.toml "$DROPSLOT" serve --database "$DB_URL" --listen 127.0.0.1:0 \
+    >"$TMP/fleet-server.log" 2>&1 &
+  fleet_pid=$!
+  PIDS+=("$fleet_pid")
+  DROPSLOT_NOW=$NOW DROPSLOT_CONFIG=$TMP/fleet-limited.toml "$DROPSLOT" serve --database "$DB_URL" \
+    --listen 127.0.0.1:0 >"$TMP/fleet-limits-server.log" 2>&1 &
+  limits_pid=$!
+  PIDS+=("$limits_pid")
+  fleet_url=$(await_line "$TMP/fleet-server.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$fleet_pid")
+  fleet_url=${fleet_url#listening on }
+  limits_url=$(await_line "$TMP/fleet-limits-server.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$limits_pid")
+  limits_url=${limits_url#listening on }
+  log "fleet: seeding ${FLEET_STOPS:-1000} drop-offs on $day, ${FLEET_DRIVERS:-20} drivers of YYZ1"
+  FLEET_SEED_LINE=$(python3 scripts/fleet-load.py seed "$fleet_url" "$operator" "$live" "$day") ||
+    die "fleet: seeding failed: $FLEET_SEED_LINE"
+  log "fleet: $FLEET_SEED_LINE"
+  local saved_body=$BODY saved_token=$TOKEN saved_apps=("${APPS[@]}")
+  printf '%s' '{"pick_up_address":{"text":"100 King St W, Toronto, ON M5X 1A9"},"drop_offs":[{"address":{"text":"290 Bremner Blvd, Toronto, ON M5V 3L9","lat":43.6431,"lng":-79.3801,"person_name":"Jane Doe","person_phone":"+1 416 555 0100"},"scheduled_date":"'"$day"'","time_slot_code":"TOR-DT-EV","parcels":[{"unit":"g","values":500},{"unit":"g","values":1500}]}]}' >"$TMP/fleet-preview.json"
+  TOKEN=$live
+  for endpoint in preview sync; do
+    if [[ $endpoint == preview ]]; then BODY=$TMP/fleet-preview.json; else BODY=$saved_body; fi
+    for ((k = 1; k <= ${FLEET_PAIRS:-2}; k++)); do
+      for side in limits fleet fleet limits; do
+        if [[ $side == fleet ]]; then APPS=("$fleet_url"); else APPS=("$limits_url"); fi
+        n=$((n + 1))
+        run "fleet_${endpoint}_${side}_$n" "$API/requests/$endpoint"
+        [[ $(field "fleet_${endpoint}_${side}_$n" non2xx) == 0 ]] || die "fleet $endpoint $side: non-2xx responses"
+        FLEET_RPS[${endpoint}_$side]+="${RPS[fleet_${endpoint}_${side}_$n]} "
+        FLEET_RPS[${endpoint}_${side}_cpu]+="${CPU[fleet_${endpoint}_${side}_$n]} "
+      done
+    done
+  done
+  BODY=$saved_body
+  TOKEN=$saved_token
+  APPS=("${saved_apps[@]}")
+  FLEET_DAYS=$(sql "SELECT count(DISTINCT date) || ' days, at most ' || coalesce(max(n), 0) || ' stops' FROM (SELECT date, count(*) AS n FROM fleet_stops WHERE depot = 'YYZ1' GROUP BY date) d")
+  log "fleet: plans of $day, the booked day's against one from scratch (${FLEET_PLAN_LIMIT:-20} s each)"
+  FLEET_PLAN_LINE=$(python3 scripts/fleet-load.py plan "$fleet_url" "$limits_url" "$operator" "$day") ||
+    die "fleet: plans: $FLEET_PLAN_LINE"
+  kill "$fleet_pid" "$limits_pid"
+  wait "$fleet_pid" "$limits_pid" 2>/dev/null || true
+}
+fleet_report() {
+  [[ -n $FLEET_SEED_LINE ]] || return 0
+  local endpoint a b
+  echo "fleet capacity (issue 45; seed: $FLEET_SEED_LINE; YYZ1's days after the sync runs: $FLEET_DAYS):"
+  for endpoint in preview sync; do
+    a=$(printf '%s\n' ${FLEET_RPS[${endpoint}_limits]} | awk '{ s += $1 } END { printf "%.1f", s / NR }')
+    b=$(printf '%s\n' ${FLEET_RPS[${endpoint}_fleet]} | awk '{ s += $1 } END { printf "%.1f", s / NR }')
+    echo "  $endpoint: limits ${FLEET_RPS[${endpoint}_limits]}req/s (mean $a, CPU ms/1000: ${FLEET_RPS[${endpoint}_limits_cpu]}); fleet ${FLEET_RPS[${endpoint}_fleet]}req/s (mean $b, CPU ms/1000: ${FLEET_RPS[${endpoint}_fleet_cpu]}); fleet/limits = $(awk -v a="$b" -v b="$a" 'BEGIN { printf "%.3f", a / b }')"
+  done
+  echo "  day plans: $FLEET_PLAN_LINE"
+}
+if [[ ${FLEET:-1} == 1 && ${ONLY:-all} =~ ^(all|fleet)$ ]]; then fleet_phase; fi
+if [[ ${ONLY:-all} == fleet ]]; then
+  echo
+  echo "backend: $BACKEND"
+  fleet_report
   exit 0
 fi
 
@@ -832,13 +932,7 @@ start_apps "$TMP/dropslot-restarted"
 # and then sync, CAPACITY_PAIRS times each (default 2; 0 skips). One process only.
 declare -A CAPACITY=()
 if ((PROCESSES == 1)) && [[ ${CAPACITY_PAIRS:-2} != 0 ]]; then
-  {
-    cat scripts/high-limits.toml
-    sed -n '/^\[\[regions\]\]/,$p' crates/dropslot-core/src/config/default.toml |
-      awk '/^\[\[cities\.pick_up_slots\]\]/ { pu = 1 } /^\[\[zones\.drop_off_slots\]\]/ { pu = 0 } { print }
-        /^closing_margin/ { print (pu ? "capacity = { stops = 1000000 }" : "capacity = { stops = 1000000, parcels = 1000000 }") }'
-  } >"$TMP/limited.toml"
-  (($(grep -c '^capacity' "$TMP/limited.toml") > 0)) || die "no slot limited in $TMP/limited.toml"
+  limited_config "$TMP/limited.toml"
   DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_BASE_URL=${DROPSLOT_BASE_URL:-http://127.0.0.1:8080} \
     DROPSLOT_WEBHOOKS_ALLOW_PRIVATE=1 DROPSLOT_CONFIG=$TMP/limited.toml \
     "$DROPSLOT" serve --database "$DB_URL" --listen 127.0.0.1:0 >"$TMP/limited.log" 2>&1 &
@@ -1260,6 +1354,7 @@ if [[ ${ONLY:-all} == all ]]; then
 fi
 points_report
 plan_report
+fleet_report
 echo "sync durability: wrk saw $requests responses, $s201 of them 201, $non2xx non-2xx; $sent requests sent"
 echo "                 orders rows committed during the run: $orders (parcels $parcels), counted after kill -9"
 if [[ $non2xx != 0 ]]; then echo "FAIL: $non2xx non-2xx responses"; ok=0; fi

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The fleet-capacity benchmark of scripts/load.sh (issue 45).
+
+  fleet-load.py seed BASE OPERATOR LIVE DATE
+      FLEET_DRIVERS (20) drivers of depot YYZ1 (08:00-22:00, 300 parcels and 2,000 kg each),
+      then FLEET_STOPS (1000) live drop-offs on DATE through BASE (a server with
+      [capacity] mode = "fleet", so each takes its place in YYZ1's tentative plan): zones
+      TOR-DT and TOR-W of YYZ1, scattered within 3 km of each zone's centre, slots in turn, 1 or
+      2 parcels, from 8 threads. Prints one JSON line: stops booked, refused, seconds.
+  fleet-load.py plan FLEET_BASE SCRATCH_BASE OPERATOR DATE
+      The day plan of YYZ1 on DATE made by the fleet server (it starts from the tentative
+      plan that sold the day) and by a limits-mode server on the same database (from
+      scratch), each with FLEET_PLAN_LIMIT (20) seconds, one after the other (the first draft
+      deleted before the second is made). Prints one JSON line: each plan's distance, routes,
+      assigned and unassigned, and their ratio; exits 1 if the booked day's plan places fewer
+      than were booked.
+"""
+
+import json
+import math
+import os
+import random
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+API = "/scheduled-service/api/v1"
+PICK_UP = "100 King St W, Toronto, ON M5X 1A9"
+ZONES = {
+    "TOR-DT": ("290 Bremner Blvd, Toronto, ON M5V 3L9", (43.6426, -79.3871), ["TOR-DT-PM", "TOR-DT-EV"]),
+    "TOR-W": ("25 The West Mall, Etobicoke, ON M9C 1B8", (43.6435, -79.5650), ["TOR-W-PM"]),
+}
+
+
+def call(base, method, path, token, body=None, timeout=180):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base + API + path, data=data, method=method)
+    req.add_header("Authorization", "Bearer " + token)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def must(status, body, expected, what):
+    if status != expected:
+        sys.exit(f"fleet-load: {what} answered {status}: {json.dumps(body)[:500]}")
+    return body["object"]
+
+
+def seed(base, operator, live, date):
+    drivers = int(os.environ.get("FLEET_DRIVERS", "20"))
+    stops = int(os.environ.get("FLEET_STOPS", "1000"))
+    rng = random.Random(int(os.environ.get("FLEET_SEED", "1")))
+    for i in range(drivers):
+        body = {
+            "name": f"Fleet driver {i + 1}", "phone": "+1 416 555 0100", "depot": "YYZ1",
+            "vehicle": {"name": f"Van {i + 1}", "capacity_parcels": 300, "capacity_kg": 2000},
+            "shift": {"start": "08:00", "end": "22:00"},
+            "weekdays": ["mon", "tue", "wed", "thu", "fri", "sat", "sun"],
+        }
+        must(*call(base, "POST", "/ops/drivers", operator, body), 201, "POST /ops/drivers")
+    jobs = []
+    names = list(ZONES)
+    for i in range(stops):
+        zone = names[i % len(names)]
+        text, (lat0, lng0), slots = ZONES[zone]
+        r, a = 3000 * math.sqrt(rng.random()), 2 * math.pi * rng.random()
+        lat = lat0 + r * math.cos(a) / 111_195
+        lng = lng0 + r * math.sin(a) / (111_195 * math.cos(math.radians(lat0)))
+        jobs.append({"pick_up_address": {"text": PICK_UP}, "drop_offs": [{
+            "address": {"text": text, "lat": round(lat, 6), "lng": round(lng, 6),
+                        "person_name": f"Receiver {i}", "person_phone": "+1 416 555 0100"},
+            "scheduled_date": date, "time_slot_code": slots[(i // len(names)) % len(slots)],
+            "parcels": [{"unit": "g", "values": 1000 + rng.randrange(4000)} for _ in range(1 + rng.randrange(2))]}]})
+    lock, done, refused, failed = threading.Lock(), [0], [0], []
+
+    def post(chunk):
+        for body in chunk:
+            status, answer = call(base, "POST", "/requests/sync", live, body)
+            with lock:
+                if status == 201:
+                    done[0] += 1
+                elif status == 422:
+                    refused[0] += 1
+                else:
+                    failed.append((status, answer))
+
+    began = time.monotonic()
+    threads = [threading.Thread(target=post, args=(jobs[k::8],)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        sys.exit(f"fleet-load: {len(failed)} orders failed, first: {json.dumps(failed[0])[:500]}")
+    print(json.dumps({"drivers": drivers, "booked": done[0], "refused_full": refused[0],
+                      "seconds": round(time.monotonic() - began, 1)}), flush=True)
+
+
+def plan(fleet, scratch, operator, date):
+    limit = int(os.environ.get("FLEET_PLAN_LIMIT", "20"))
+    out = {}
+    for name, base in (("booked", fleet), ("scratch", scratch)):
+        body = {"date": date, "depot": "YYZ1", "kind": "delivery", "time_limit_s": limit}
+        t0 = time.monotonic()
+        p = must(*call(base, "POST", "/ops/plans", operator, body, timeout=limit + 120), 201, f"POST /ops/plans ({name})")
+        cost = p["cost"]
+        out[name] = {"seconds": round(time.monotonic() - t0, 1), "distance_km": round(cost["distance_m"] / 1000, 2),
+                     "duration_h": round(cost["duration_s"] / 3600, 2), "routes": cost["routes_used"],
+                     "assigned": cost["shipments_assigned"], "unassigned": len(p["unassigned"])}
+        status, answer = call(base, "DELETE", f"/ops/plans/{p['id']}", operator)
+        if status != 200:
+            sys.exit(f"fleet-load: DELETE /ops/plans/{p['id']} answered {status}: {json.dumps(answer)[:300]}")
+    out["distance_ratio"] = round(out["booked"]["distance_km"] / max(out["scratch"]["distance_km"], 0.001), 4)
+    print(json.dumps(out), flush=True)
+    if out["booked"]["unassigned"]:
+        sys.exit("fleet-load: the booked day's plan left shipments unassigned")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 6 and sys.argv[1] == "seed":
+        seed(*sys.argv[2:])
+    elif len(sys.argv) == 6 and sys.argv[1] == "plan":
+        plan(*sys.argv[2:])
+    else:
+        sys.exit(__doc__)
