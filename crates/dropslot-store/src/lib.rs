@@ -44,7 +44,7 @@ pub use plans::*;
 pub use points::*;
 pub use sessions::*;
 pub use shipments::*;
-pub use tentative::{Fleet, TentativeStore};
+pub use tentative::{Fleet, TentativeStore, Versions};
 pub use types::*;
 pub use upkeep::*;
 pub use webhooks::*;

@@ -123,6 +123,8 @@ pub async fn start(
             let requests = tokio::spawn(orders::worker::run(app.clone(), stopping.clone()));
             tokio::spawn(upkeep(app.store.clone(), app.clock.clone(), stopping.clone()));
             let notifications = tokio::spawn(sender.run(stopping.clone()));
+            // Issue 45: the fleet depots' tentative plans improved between orders.
+            tokio::spawn(capacity::improve::run(app.clone(), stopping.clone()));
             let dispatcher = tokio::spawn(dispatcher.run(stopping));
             Ok(Running { app, demo, server, dispatcher, requests, notifications, metrics, metrics_addr })
         }

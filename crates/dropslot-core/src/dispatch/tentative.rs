@@ -169,6 +169,11 @@ impl Binding {
 /// The gap between two order keys of a route made from scratch.
 const SEQ_STEP: f64 = 1024.0;
 
+/// How many routes that can take a new stop an order compares (the nearest first): the
+/// cheapest of them wins. Every route is compared only when fewer can take it; the solver's
+/// improvement between orders makes up for the rest (docs/architecture.md, issue 45).
+pub const NEAREST: usize = 3;
+
 /// One van's route: its visits in order with their schedule cached.
 #[derive(Debug, Clone, Default)]
 struct Lane {
@@ -184,6 +189,9 @@ struct Lane {
     /// Seconds × 2^24 + metres over the route's legs.
     cost: i64,
     metres: i64,
+    /// Where its stops are on average (the depot while it has none): which routes a new stop
+    /// is tried in first.
+    centre: (f64, f64),
 }
 
 /// The tentative plan of one depot and date.
@@ -192,8 +200,10 @@ pub struct Tentative {
     depot: LatLng,
     model: RoadModel,
     service: ServiceTime,
-    vans: Vec<Van>,
-    lanes: Vec<Lane>,
+    /// Shared: a plan is cloned (a quote's copy, a request's several stops) without copying
+    /// its routes; a change copies only the route it changes.
+    vans: Arc<Vec<Van>>,
+    lanes: Vec<Arc<Lane>>,
 }
 
 /// A tentative plan assembled from stored rows, and what did not fit it.
@@ -214,8 +224,8 @@ fn weigh(leg: Leg) -> i64 {
 impl Tentative {
     /// An empty plan over `vans` (the drivers working the date), from `depot`.
     pub fn new(depot: LatLng, model: RoadModel, service: ServiceTime, vans: Vec<Van>) -> Tentative {
-        let lanes = vec![Lane::default(); vans.len()];
-        Tentative { depot, model, service, vans, lanes }
+        let lanes = vec![Arc::new(Lane::default()); vans.len()];
+        Tentative { depot, model, service, vans: Arc::new(vans), lanes }
     }
 
     /// Builds the plan from stored rows: each visit with the driver and order key it had, or
@@ -254,7 +264,7 @@ impl Tentative {
             while !kept.is_empty() {
                 let l = plan.lane_of(lane, &kept);
                 if plan.keeps(lane, &l) {
-                    plan.lanes[lane] = l;
+                    plan.lanes[lane] = Arc::new(l);
                     break;
                 }
                 if let Some((_, v)) = kept.pop() {
@@ -353,6 +363,12 @@ impl Tentative {
         l.grams = grams;
         l.cost = cost;
         l.metres = metres;
+        l.centre = if n == 0 {
+            (self.depot.lat(), self.depot.lng())
+        } else {
+            let (la, lo) = l.visits.iter().fold((0.0, 0.0), |(a, o), v| (a + v.at.lat(), o + v.at.lng()));
+            (la / n as f64, lo / n as f64)
+        };
     }
 
     /// Whether a lane keeps every rule for van `lane`.
@@ -419,19 +435,29 @@ impl Tentative {
         best.ok_or(if shift_bound { Binding::Shift } else { Binding::Window })
     }
 
-    /// Where `v` would go: the cheapest place over every van, or (with `first`) the first
-    /// found; else what bound in the van that came closest.
+    /// Where `v` would go: the routes are tried nearest first (by where their stops are on
+    /// average); the cheapest place among the first [`NEAREST`] routes that can take it, or
+    /// (with `first`) the first place found; else what bound in the van that came closest.
+    /// A stop that fits nowhere is told so only after every route was tried.
     pub fn place(&self, v: &Visit, first: bool) -> Result<Place, Binding> {
-        let mut best: Option<Place> = None;
+        let cos = v.at.lat().to_radians().cos();
+        let far = |l: &Lane| {
+            let (dy, dx) = (l.centre.0 - v.at.lat(), (l.centre.1 - v.at.lng()) * cos);
+            dy * dy + dx * dx
+        };
+        let mut order: Vec<(f64, usize)> = self.lanes.iter().enumerate().map(|(i, l)| (far(l), i)).collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let (mut best, mut found): (Option<Place>, usize) = (None, 0);
         let mut why = Binding::NoVan;
-        for lane in 0..self.vans.len() {
+        for (_, lane) in order {
             match self.best_in(lane, v, first) {
                 Ok((position, cost)) => {
+                    found += 1;
                     if best.is_none_or(|b| cost < b.cost) {
                         best = Some(Place { lane, position, cost });
-                        if first {
-                            break;
-                        }
+                    }
+                    if first || found >= NEAREST {
+                        break;
                     }
                 }
                 Err(b) => why = why.max(b),
@@ -470,7 +496,7 @@ impl Tentative {
     /// persist: its own, or the whole route's when the keys around it had no room left.
     pub fn insert_at(&mut self, place: Place, v: Visit) -> Vec<Change> {
         let Place { lane, position, .. } = place;
-        let mut l = std::mem::take(&mut self.lanes[lane]);
+        let mut l = Arc::unwrap_or_clone(std::mem::take(&mut self.lanes[lane]));
         let below = if position == 0 { 0.0 } else { l.seq[position - 1] };
         let above = l.seq.get(position).copied().unwrap_or(below + 2.0 * SEQ_STEP);
         let mid = below + (above - below) / 2.0;
@@ -484,7 +510,7 @@ impl Tentative {
             l.visits.iter().zip(&l.seq).map(|(x, s)| Change { id: x.id, driver: driver.clone(), seq: *s }).collect()
         };
         self.refresh(lane, &mut l);
-        self.lanes[lane] = l;
+        self.lanes[lane] = Arc::new(l);
         changes
     }
 
@@ -493,11 +519,11 @@ impl Tentative {
     pub fn remove(&mut self, id: i64) -> bool {
         for lane in 0..self.lanes.len() {
             if let Some(i) = self.lanes[lane].visits.iter().position(|v| v.id == id) {
-                let mut l = std::mem::take(&mut self.lanes[lane]);
+                let mut l = Arc::unwrap_or_clone(std::mem::take(&mut self.lanes[lane]));
                 l.visits.remove(i);
                 l.seq.remove(i);
                 self.refresh(lane, &mut l);
-                self.lanes[lane] = l;
+                self.lanes[lane] = Arc::new(l);
                 return true;
             }
         }
@@ -603,6 +629,84 @@ impl Tentative {
             _ => None,
         };
         Room { stops: u32::try_from(total).unwrap_or(u32::MAX), binds }
+    }
+}
+
+impl Tentative {
+    /// The same visits on better routes, found by the day plan's solver started from these
+    /// routes (`seed` and `budget` as for a day plan), when it finds a cheaper plan that keeps
+    /// every rule and every visit; `None` otherwise (the plan as it is stays).
+    pub fn improved(&self, seed: u64, budget: &mut dyn crate::routing::Budget) -> Option<Tentative> {
+        use super::{Candidate, Depot, Driver, PlanKind, Problem, StopKind};
+        let visits: Vec<Visit> = self.lanes.iter().flat_map(|l| l.visits.iter().copied()).collect();
+        if visits.len() < 2 || self.vans.is_empty() {
+            return None;
+        }
+        let drivers = self
+            .vans
+            .iter()
+            .map(|v| Driver {
+                id: v.driver.clone(),
+                capacity_parcels: v.parcels,
+                capacity_grams: v.grams,
+                shift_start: v.start,
+                shift_end: v.end,
+            })
+            .collect();
+        let candidates = visits
+            .iter()
+            .map(|v| Candidate {
+                unique_id: v.id.to_string(),
+                kind: StopKind::DropOff,
+                at: v.at,
+                from: v.from,
+                to: v.to,
+                parcels: v.parcels,
+                grams: v.grams,
+                address: String::new(),
+                receiver: String::new(),
+                phone: String::new(),
+            })
+            .collect();
+        let depot = Depot { code: String::new(), address: String::new(), at: self.depot };
+        let problem = Problem::ungrouped(PlanKind::Delivery, depot, drivers, self.service, candidates);
+        let mut matrix = crate::routing::roads::Matrix::zero(problem.points().len());
+        let points = problem.points();
+        for (a, &pa) in points.iter().enumerate() {
+            for (b, &pb) in points.iter().enumerate() {
+                matrix.set(a, b, self.leg(pa, pb));
+            }
+        }
+        let mut instance = problem.instance(&matrix, &[]).ok()?;
+        let routes: Vec<(String, Vec<String>)> =
+            self.routes().into_iter().map(|(driver, ids)| (driver, ids.iter().map(i64::to_string).collect())).collect();
+        instance.start = problem.starts(&routes);
+        let solution = crate::routing::solve(&instance, seed, budget);
+        if !solution.unassigned.is_empty() {
+            return None;
+        }
+        let mut rows = Vec::with_capacity(visits.len());
+        for (nodes, &vehicle) in solution.routes.iter().zip(&solution.vehicles) {
+            let driver = &self.vans.get(vehicle)?.driver;
+            for (k, &node) in nodes.iter().enumerate() {
+                let v = *visits.get(node.checked_sub(1)?)?;
+                rows.push((v, Some((driver.clone(), (k + 1) as f64 * SEQ_STEP))));
+            }
+        }
+        let next = Tentative::assemble(self.depot, self.model, self.service, self.vans.to_vec(), rows);
+        let kept = next.unplaced.is_empty() && next.changes.is_empty() && next.plan.len() == visits.len();
+        (kept && next.plan.valid() && next.plan.totals().0 < self.totals().0).then_some(next.plan)
+    }
+
+    /// Every visit's route and order key, to persist a plan written whole.
+    pub fn places(&self) -> Vec<Change> {
+        self.vans
+            .iter()
+            .zip(&self.lanes)
+            .flat_map(|(van, l)| {
+                l.visits.iter().zip(&l.seq).map(|(v, s)| Change { id: v.id, driver: van.driver.clone(), seq: *s })
+            })
+            .collect()
     }
 }
 

@@ -34,7 +34,7 @@ pub(crate) const TRUSTED: Duration = Duration::from_secs(1);
 pub(crate) use crate::fleet::GENERATION;
 
 /// A plan's versions: its day's, and the fleet's generation it was read under.
-pub(crate) type Versions = (i64, i64);
+pub type Versions = (i64, i64);
 
 /// One kept plan.
 struct Kept {
@@ -60,8 +60,8 @@ impl Fleet {
     }
 
     /// The kept plan of `key` if it was checked less than [`TRUSTED`] ago.
-    pub(crate) fn fresh(&self, key: &(String, Date)) -> Option<Arc<Tentative>> {
-        self.kept().get(key).filter(|k| k.checked.elapsed() < TRUSTED).map(|k| k.plan.clone())
+    pub(crate) fn fresh(&self, key: &(String, Date)) -> Option<(Versions, Arc<Tentative>)> {
+        self.kept().get(key).filter(|k| k.checked.elapsed() < TRUSTED).map(|k| (k.version, k.plan.clone()))
     }
 
     /// The kept plan of `key` if it is at `version` (marked checked now).
@@ -231,6 +231,14 @@ pub trait TentativeStore: Send + Sync + 'static {
     /// routes of the drivers working it), as this process keeps it: checked against the
     /// stored version at most once a second. `None` when the depot does not book on its fleet.
     async fn tentative_plan(&self, depot: &str, date: Date) -> StoreResult<Option<Arc<Tentative>>>;
+    /// As [`TentativeStore::tentative_plan`], with the versions it was read at (what
+    /// [`TentativeStore::improve_tentative`] writes over).
+    async fn tentative_versioned(&self, depot: &str, date: Date) -> StoreResult<Option<(Versions, Arc<Tentative>)>>;
+    /// Writes `plan` (the same drop-offs on better routes, found by the solver from the plan
+    /// read at `at`) as the day's tentative plan, if nothing changed the day or the fleet since
+    /// `at`: every stop's row rewritten, the day's version raised. False when something did
+    /// (nothing written).
+    async fn improve_tentative(&self, depot: &str, date: Date, at: Versions, plan: Tentative) -> StoreResult<bool>;
     /// Its routes as (driver id, drop-off unique ids in order): where a day plan starts.
     async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>>;
     /// The live drop-offs of `depot` on `date` held for the dispatcher (the fleet could not
@@ -262,6 +270,16 @@ impl<S: TentativeStore> TentativeStore for crate::trace::Traced<S> {
     async fn tentative_plan(&self, depot: &str, date: Date) -> StoreResult<Option<Arc<Tentative>>> {
         self.trace.hit("TentativeStore::tentative_plan");
         self.inner.tentative_plan(depot, date).await
+    }
+
+    async fn tentative_versioned(&self, depot: &str, date: Date) -> StoreResult<Option<(Versions, Arc<Tentative>)>> {
+        self.trace.hit("TentativeStore::tentative_versioned");
+        self.inner.tentative_versioned(depot, date).await
+    }
+
+    async fn improve_tentative(&self, depot: &str, date: Date, at: Versions, plan: Tentative) -> StoreResult<bool> {
+        self.trace.hit("TentativeStore::improve_tentative");
+        self.inner.improve_tentative(depot, date, at, plan).await
     }
 
     async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>> {

@@ -22,24 +22,45 @@ static HELD: LazyLock<String> = LazyLock::new(crate::tentative::held_sql);
 #[async_trait]
 impl TentativeStore for PgStore {
     async fn tentative_plan(&self, depot: &str, date: Date) -> StoreResult<Option<Arc<Tentative>>> {
+        Ok(self.tentative_versioned(depot, date).await?.map(|(_, plan)| plan))
+    }
+
+    async fn tentative_versioned(&self, depot: &str, date: Date) -> StoreResult<Option<(Versions, Arc<Tentative>)>> {
         let Some(fleet) = self.outbox.fleet() else { return Ok(None) };
         if fleet.rules.fleet_depot(depot).is_none() {
             return Ok(None);
         }
         let key = (depot.to_string(), date);
-        if let Some(plan) = fleet.fresh(&key) {
-            return Ok(Some(plan));
+        if let Some(kept) = fleet.fresh(&key) {
+            return Ok(Some(kept));
         }
         let c = self.conn().await?;
         let version = version(&c, depot, date).await?;
         if let Some(plan) = fleet.at_version(&key, version) {
-            return Ok(Some(plan));
+            return Ok(Some((version, plan)));
         }
         let (drivers, rows) = (drivers(&c, depot).await?, rows(&c, depot, date).await?);
         let Some(a) = assemble(&fleet.rules, depot, date, &drivers, rows, &[])? else { return Ok(None) };
         let plan = Arc::new(a.plan);
         fleet.keep(key, version, plan.clone(), false);
-        Ok(Some(plan))
+        Ok(Some((version, plan)))
+    }
+
+    async fn improve_tentative(&self, depot: &str, date: Date, at: Versions, plan: Tentative) -> StoreResult<bool> {
+        let Some(fleet) = self.outbox.fleet() else { return Ok(false) };
+        let mut conn = self.conn().await?;
+        let tx = conn.transaction().await.map_err(map_err)?;
+        // The day's row first (held to the commit), then the generation: the versions the plan
+        // was read at, or nothing is written (the transaction is dropped, rolled back).
+        let day = raise(&tx, depot, date).await?;
+        if day - 1 != at.0 || generation(&tx).await? != at.1 {
+            return Ok(false);
+        }
+        write(&tx, depot, date, &plan.places()).await?;
+        // Kept in the transaction, as an order's plan is: a failed commit leaves it ahead.
+        fleet.keep((depot.to_string(), date), (day, at.1), Arc::new(plan), true);
+        tx.commit().await.map_err(map_err)?;
+        Ok(true)
     }
 
     async fn held(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, String, String)>> {

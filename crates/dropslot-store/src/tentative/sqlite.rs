@@ -23,25 +23,49 @@ static VISIT: LazyLock<String> = LazyLock::new(|| sqlite_placeholders(&visit_sql
 #[async_trait]
 impl TentativeStore for SqliteStore {
     async fn tentative_plan(&self, depot: &str, date: Date) -> StoreResult<Option<Arc<Tentative>>> {
+        Ok(self.tentative_versioned(depot, date).await?.map(|(_, plan)| plan))
+    }
+
+    async fn tentative_versioned(&self, depot: &str, date: Date) -> StoreResult<Option<(Versions, Arc<Tentative>)>> {
         let Some(fleet) = self.outbox.fleet() else { return Ok(None) };
         if fleet.rules.fleet_depot(depot).is_none() {
             return Ok(None);
         }
         let key = (depot.to_string(), date);
-        if let Some(plan) = fleet.fresh(&key) {
-            return Ok(Some(plan));
+        if let Some(kept) = fleet.fresh(&key) {
+            return Ok(Some(kept));
         }
         let depot_ = depot.to_string();
         let version = self.read(|c| version(c, &depot_, date))?;
         if let Some(plan) = fleet.at_version(&key, version) {
-            return Ok(Some(plan));
+            return Ok(Some((version, plan)));
         }
         let depot_ = depot.to_string();
         let (drivers, rows) = self.read_blocking(move |c| Ok((drivers(c, &depot_), rows(c, &depot_, date)))).await?;
         let Some(a) = assemble(&fleet.rules, depot, date, &drivers?, rows?, &[])? else { return Ok(None) };
         let plan = Arc::new(a.plan);
         fleet.keep(key, version, plan.clone(), false);
-        Ok(Some(plan))
+        Ok(Some((version, plan)))
+    }
+
+    async fn improve_tentative(&self, depot: &str, date: Date, at: Versions, plan: Tentative) -> StoreResult<bool> {
+        if self.outbox.fleet().is_none() {
+            return Ok(false);
+        }
+        let (depot, outbox) = (depot.to_string(), self.outbox.clone());
+        self.writer
+            .write(move |c| {
+                let Some(fleet) = outbox.fleet() else { return Ok::<_, StoreError>(false) };
+                if version(c, &depot, date).map_err(map_err)? != at {
+                    return Ok(false);
+                }
+                let day = raise(c, &depot, date)?;
+                write(c, &depot, date, &plan.places())?;
+                // Kept in the transaction, as an order's plan is: a rollback leaves it ahead.
+                fleet.keep((depot, date), (day, at.1), Arc::new(plan), true);
+                Ok(true)
+            })
+            .await
     }
 
     async fn held(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, String, String)>> {

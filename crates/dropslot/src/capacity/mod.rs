@@ -12,6 +12,8 @@ use jiff::Timestamp;
 use jiff::civil::Date;
 use serde::{Deserialize, Deserializer, Serialize};
 
+pub mod improve;
+
 use crate::app::App;
 use crate::auth::Caller;
 use crate::auth::admin::Admin;
@@ -59,7 +61,7 @@ pub async fn snapshot(app: &App, mode: Mode, now: Timestamp) -> Result<Arc<Capac
     let area = &app.settings.area;
     let (from, to) = window(area, now);
     if let Some(kept) = app.capacity.get(&(mode, from)) {
-        return with_fleet(app, mode, kept, from, to).await;
+        return Ok(kept);
     }
     let overrides = app.store.capacity_overrides(from, to).await?;
     let limited: Vec<(SlotKind, &str, &Slot)> =
@@ -80,21 +82,22 @@ pub async fn snapshot(app: &App, mode: Mode, now: Timestamp) -> Result<Arc<Capac
         let used = app.store.slot_fill(mode, slots).await?;
         Capacity::new(overrides, used)
     };
-    let snapshot = Arc::new(snapshot);
+    let snapshot = with_fleet(app, mode, snapshot, from, to).await?;
     app.capacity.put((mode, from), snapshot.clone());
-    with_fleet(app, mode, snapshot, from, to).await
+    Ok(snapshot)
 }
 
-/// The kept capacity with the fleet depots' tentative plans of `from..=to` as they are now
-/// (issue 45): read at every quote, from the plans the store keeps (checked against their
-/// stored versions once a second), so a quote sees this process's orders at once. Live orders
-/// only: the sandbox has no fleet, and books on the limits alone.
-async fn with_fleet(app: &App, mode: Mode, kept: Arc<Capacity>, from: Date, to: Date) -> Result<Arc<Capacity>> {
+/// The capacity with the fleet depots' tentative plans of `from..=to` (issue 45), as the
+/// store keeps them (checked against their stored versions once a second), kept with the
+/// limits for a second like them: a quote may see a place the last second's orders took, and
+/// the order's own transaction decides (a refused order drops the kept capacity and is quoted
+/// again). Live orders only: the sandbox has no fleet, and books on the limits alone.
+async fn with_fleet(app: &App, mode: Mode, kept: Capacity, from: Date, to: Date) -> Result<Arc<Capacity>> {
     let area = &app.settings.area;
     let depots: Vec<&str> =
         area.depots().iter().map(|d| d.code.as_str()).filter(|c| app.settings.capacity.fleet(c)).collect();
     if mode != Mode::Live || depots.is_empty() {
-        return Ok(kept);
+        return Ok(Arc::new(kept));
     }
     let mut room = FleetRoom::default();
     for z in area.zones() {
@@ -112,7 +115,7 @@ async fn with_fleet(app: &App, mode: Mode, kept: Arc<Capacity>, from: Date, to: 
             date = date.tomorrow().map_err(|e| Error::Internal(format!("the booking window: {e}")))?;
         }
     }
-    Ok(Arc::new((*kept).clone().with_fleet(Arc::new(room))))
+    Ok(Arc::new(kept.with_fleet(Arc::new(room))))
 }
 
 /// Drops the kept capacity: the next quote reads it anew (after an override, a deletion, or

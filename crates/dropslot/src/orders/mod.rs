@@ -106,7 +106,16 @@ pub async fn prepare(
 pub async fn quote_at(app: &App, terms: &Terms, request: &ValidRequest, now: Timestamp) -> Result<Quote> {
     let horizon = app.settings.area.horizon_days();
     let capacity = crate::capacity::snapshot(app, terms.scope.mode, now).await?;
-    quote::quote(&request.quote_request(), &terms.prices, &app.settings.area, now, &capacity).map_err(|e| match e {
+    let req = request.quote_request();
+    let mut quoted = quote::quote(&req, &terms.prices, &app.settings.area, now, &capacity);
+    if quoted.is_err() && !capacity.fleet().zones.is_empty() {
+        // The fleet's room is kept for a second: a refusal is made on room read now (a driver
+        // added, a plan improved, another process's deletion may have made some).
+        crate::capacity::forget(app);
+        let fresh = crate::capacity::snapshot(app, terms.scope.mode, now).await?;
+        quoted = quote::quote(&req, &terms.prices, &app.settings.area, now, &fresh);
+    }
+    quoted.map_err(|e| match e {
         QuoteError::NoPickUpSlot => Error::invalid(
             "pick_up_address.text",
             format!("No pick-up slot is available for this address in the next {horizon} days."),

@@ -169,28 +169,42 @@ async fn solve(
 ) -> Result<(Vec<dispatch::Route>, Vec<dispatch::Unassigned>)> {
     let began = Instant::now();
     let matrix = roads.matrix(model, problem.points()).await.map_err(roads_error)?;
+    on_solver_thread(paused, began, seconds, move |budget| {
+        let mut instance = problem.instance(&matrix, &fixed).map_err(Error::Internal)?;
+        instance.start = problem.starts(&start);
+        let solution = routing::solve(&instance, seed(&plan_id), budget);
+        Ok(problem.routes(&plan_id, &matrix, &solution))
+    })
+    .await?
+}
+
+/// Runs `work` on a thread of its own at the lowest priority ([`lower_priority`]) with a
+/// [`pace::Pacer`] of `seconds` from `began` as its budget (it steps aside while the API is
+/// busy): a day plan's solve, and the background improvement of the tentative plans (issue
+/// 45). Not the blocking pool's thread: its priority cannot be raised back without
+/// privileges, and the pool's threads run the store's reads afterwards.
+pub(crate) async fn on_solver_thread<T: Send + 'static>(
+    paused: &prometheus_client::metrics::counter::Counter<f64, std::sync::atomic::AtomicU64>,
+    began: Instant,
+    seconds: f64,
+    work: impl FnOnce(&mut dyn routing::Budget) -> T + Send + 'static,
+) -> Result<T> {
     let (done, answer) = tokio::sync::oneshot::channel();
     let paused = paused.clone();
-    // A thread of its own, not the blocking pool's: its priority cannot be raised back
-    // without privileges, and the pool's threads run the store's reads afterwards.
     std::thread::Builder::new()
         .name(SOLVER_THREAD.into())
         .spawn(move || {
             lower_priority();
-            let solved = problem.instance(&matrix, &fixed).map_err(Error::Internal).map(|mut instance| {
-                instance.start = problem.starts(&start);
-                // The limit counts from the start, road times included; the solver asks after
-                // each step, and steps aside while the API is busy (`pace.rs`).
-                let mut budget = pace::Pacer::new(began, seconds);
-                let solution = routing::solve(&instance, seed(&plan_id), &mut budget);
-                paused.inc_by(budget.paused.as_secs_f64());
-                problem.routes(&plan_id, &matrix, &solution)
-            });
-            // The request may be gone (its plan task is not): nothing to tell then.
-            let _ = done.send(solved);
+            // The limit counts from `began`, road times included; the solver asks after each
+            // step, and steps aside while the API is busy (`pace.rs`).
+            let mut budget = pace::Pacer::new(began, seconds);
+            let out = work(&mut budget);
+            paused.inc_by(budget.paused.as_secs_f64());
+            // The caller may be gone (a plan's task is not): nothing to tell then.
+            let _ = done.send(out);
         })
         .map_err(|e| Error::Internal(format!("the solver's thread did not start: {e}")))?;
-    answer.await.map_err(|_| Error::Internal("the solver's thread failed".into()))?
+    answer.await.map_err(|_| Error::Internal("the solver's thread failed".into()))
 }
 
 /// The calling thread (only it) to the `SCHED_IDLE` policy and [`SOLVER_NICE`]. Under

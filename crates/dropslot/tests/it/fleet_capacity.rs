@@ -347,3 +347,47 @@ async fn held_shipments_wait_on_the_board_with_the_vans_use() {
     let other = v.get("/ops/board?depot=YYZ1&date=2026-11-25").await;
     assert!(other.body.contains("id=\"held-none\""), "{}", other.body);
 }
+
+/// The background improvement: thirty drop-offs booked in a scrambled order onto two vans; the
+/// day's tentative plan handed to the solver (paced, on its thread) comes back cheaper with
+/// every stop, is written (read anew from the rows, its routes are the improved ones), and the
+/// next order and the day plan still take every stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_solver_improves_a_tentative_plan_without_losing_a_stop() {
+    let s = TestServer::start_with(FLEET).await;
+    let op = operator(&s).await;
+    let (_, _, live, _) = s.new_client("Merchant").await;
+    driver(&s, &op, "Ana", 200, 500, ("08:00", "22:00")).await;
+    driver(&s, &op, "Ben", 200, 500, ("08:00", "22:00")).await;
+    for k in 0..30 {
+        let i = (k * 7) % 30;
+        let slot = if k % 2 == 0 { "TOR-DT-PM" } else { "TOR-DT-EV" };
+        let r = s.post("/requests/sync", &live, &body(i, &[1500], Some(slot))).await;
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let date: jiff::civil::Date = DATE.parse().unwrap();
+    let store = &s.app.store;
+    let before = store.tentative_plan("YYZ1", date).await.unwrap().expect("YYZ1 books on its fleet");
+    assert_eq!(before.len(), 30);
+    let improved = dropslot::capacity::improve::improve_day(&s.app, "YYZ1", date, 2.0).await.unwrap();
+    assert!(improved, "a plan kept by insertion leaves the solver something to improve");
+    let after = store.tentative_plan("YYZ1", date).await.unwrap().unwrap();
+    assert!(after.valid() && after.len() == 30);
+    assert!(after.totals().0 < before.totals().0, "cheaper: {:?} < {:?}", after.totals(), before.totals());
+    // Written: the rows read anew give the improved routes.
+    let stored = store.tentative_routes("YYZ1", date).await.unwrap();
+    let counts = |r: Vec<(String, usize)>| -> Vec<(String, usize)> { r };
+    assert_eq!(
+        counts(stored.iter().map(|(d, ids)| (d.clone(), ids.len())).collect()),
+        counts(after.routes().iter().map(|(d, ids)| (d.clone(), ids.len())).collect())
+    );
+    // Nothing changed since: a second look finds nothing better to write, or writes a cheaper
+    // plan still; either way every stop stays.
+    let _ = dropslot::capacity::improve::improve_day(&s.app, "YYZ1", date, 0.5).await.unwrap();
+    assert_eq!(store.tentative_plan("YYZ1", date).await.unwrap().unwrap().len(), 30);
+    let r = s.post("/requests/sync", &live, &body(31, &[1500], Some("TOR-DT-EV"))).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let plan = plan(&s, &op).await;
+    assert_eq!(plan["unassigned"], json!([]), "{}", plan["unassigned"]);
+    assert_eq!(routed(&plan).len(), 31);
+}

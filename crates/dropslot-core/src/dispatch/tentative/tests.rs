@@ -176,3 +176,25 @@ fn order_keys_are_renumbered_when_no_room_is_left_between_two() {
     let _ = renumbered;
     check(&plan);
 }
+
+#[test]
+fn the_solver_improves_a_plan_kept_by_insertion_and_keeps_every_visit() {
+    let mut plan = Tentative::new(depot(), model(), SERVICE, vec![van("A", 60, 500, 12), van("B", 60, 500, 12)]);
+    for i in 1..=40 {
+        plan.insert(visit(i, 0, 10, 1, 2)).unwrap();
+    }
+    let before = plan.totals().0;
+    let better = plan.improved(7, &mut crate::routing::Iterations(2000)).expect("a cheaper plan");
+    check(&better);
+    assert!(better.totals().0 < before);
+    let mut held: Vec<i64> = better.routes().into_iter().flat_map(|(_, ids)| ids).collect();
+    held.sort_unstable();
+    assert_eq!(held, (1..=40).collect::<Vec<_>>(), "every visit, once");
+    assert_eq!(better.places().len(), 40);
+    // Nothing to search: no answer, the plan stays.
+    assert!(
+        Tentative::new(depot(), model(), SERVICE, vec![van("A", 1, 1, 1)])
+            .improved(1, &mut crate::routing::Iterations(10))
+            .is_none()
+    );
+}
