@@ -7,11 +7,11 @@
       [capacity] mode = "fleet", so each takes its place in YYZ1's tentative plan): zones
       TOR-DT and TOR-W of YYZ1, scattered within 3 km of each zone's centre, slots in turn, 1 or
       2 parcels, from 8 threads. Prints one JSON line: stops booked, refused, seconds.
-  fleet-load.py plan FLEET_BASE SCRATCH_BASE OPERATOR DATE
+  fleet-load.py plan FLEET_BASE FLEET_OPERATOR SCRATCH_BASE SCRATCH_OPERATOR DATE
       The day plan of YYZ1 on DATE made by the fleet server (it starts from the tentative
-      plan that sold the day) and by a limits-mode server on the same database (from
-      scratch), each with FLEET_PLAN_LIMIT (20) seconds, one after the other (the first draft
-      deleted before the second is made). Prints one JSON line: each plan's distance, routes,
+      plan that sold the day) and by a limits-mode server whose database was seeded with the
+      same drop-offs (from scratch), each with FLEET_PLAN_LIMIT (20) seconds, one after the
+      other (each draft deleted after). Prints one JSON line: each plan's distance, routes,
       assigned and unassigned, and their ratio; exits 1 if the booked day's plan places fewer
       than were booked.
 """
@@ -103,10 +103,10 @@ def seed(base, operator, live, date):
                       "seconds": round(time.monotonic() - began, 1)}), flush=True)
 
 
-def plan(fleet, scratch, operator, date):
+def plan(fleet, fleet_operator, scratch, scratch_operator, date):
     limit = int(os.environ.get("FLEET_PLAN_LIMIT", "20"))
     out = {}
-    for name, base in (("booked", fleet), ("scratch", scratch)):
+    for name, base, operator in (("booked", fleet, fleet_operator), ("scratch", scratch, scratch_operator)):
         body = {"date": date, "depot": "YYZ1", "kind": "delivery", "time_limit_s": limit}
         t0 = time.monotonic()
         p = must(*call(base, "POST", "/ops/plans", operator, body, timeout=limit + 120), 201, f"POST /ops/plans ({name})")
@@ -126,7 +126,7 @@ def plan(fleet, scratch, operator, date):
 if __name__ == "__main__":
     if len(sys.argv) == 6 and sys.argv[1] == "seed":
         seed(*sys.argv[2:])
-    elif len(sys.argv) == 6 and sys.argv[1] == "plan":
+    elif len(sys.argv) == 7 and sys.argv[1] == "plan":
         plan(*sys.argv[2:])
     else:
         sys.exit(__doc__)

@@ -158,6 +158,8 @@ cleanup() {
     psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS $LOAD_DB WITH (FORCE)" >/dev/null 2>&1 || true
     psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS ${LOAD_DB}_points WITH (FORCE)" >/dev/null 2>&1 || true
     psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS ${LOAD_DB}_floor WITH (FORCE)" >/dev/null 2>&1 || true
+    psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS ${LOAD_DB}_fleet WITH (FORCE)" >/dev/null 2>&1 || true
+    psql "$DATABASE" -qtAXc "DROP DATABASE IF EXISTS ${LOAD_DB}_limits WITH (FORCE)" >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
@@ -447,52 +449,68 @@ limited_config() {
 }
 
 # ======================================================= fleet capacity (issue 45)
-# ONLY=fleet, and under ONLY=all unless FLEET=0. Two more servers on the main database: one
+# ONLY=fleet, and under ONLY=all unless FLEET=0. Two more servers, each on a fresh database of
+# its own (a depot sells on its fleet or on its limits, never both on one day's orders): one
 # with [capacity] mode = "fleet" (a slot has room while depot YYZ1's tentative plan of the
 # date takes the stop), one in limits mode with every slot limited and never reached (the
-# configuration whose check fleet mode replaces). scripts/fleet-load.py seeds FLEET_DRIVERS (20)
-# drivers of YYZ1 and FLEET_STOPS (1,000) live drop-offs on the day after NOW through the
-# fleet server, so that day's tentative plan holds them. Then, alternated A B B A FLEET_PAIRS
-# (2) times each: preview of a drop-off asking for that day's TOR-DT-EV slot (every preview
-# asks the 1,000-stop plan), and sync of the main body (no slot asked: the fleet server books
+# check fleet mode replaces). scripts/fleet-load.py seeds each with FLEET_DRIVERS (20) drivers
+# of YYZ1 and the same FLEET_STOPS (1,000) live drop-offs on the day after NOW, so that on the
+# fleet server that day's tentative plan holds them. Then, alternated A B B A FLEET_PAIRS (2)
+# times each: preview of a drop-off asking for that day's TOR-DT-EV slot (every preview asks
+# the 1,000-stop plan), and sync of the main body (no slot asked: the fleet server books
 # today's slots until its vans are full, then the next days'). Last, the seeded day's plan made
-# by the fleet server (starting from its tentative plan) against one made from scratch by the
-# limits server, FLEET_PLAN_LIMIT (20) s each.
+# by the fleet server (starting from its tentative plan) against the same day's plan made from
+# scratch by the limits server, FLEET_PLAN_LIMIT (20) s each.
 declare -A FLEET_RPS=()
 FLEET_PLAN_LINE=
 FLEET_SEED_LINE=
+FLEET_DAYS=
+# fleet_server NAME CONFIG: a `dropslot serve` on a fresh database of its own; sets
+# FLEET_SERVER_URL, FLEET_SERVER_DB and FLEET_SERVER_PID.
+fleet_server() {
+  if [[ $BACKEND == sqlite ]]; then
+    FLEET_SERVER_DB=sqlite://$TMP/$1.db
+  else
+    psql "$DATABASE" -qtAXc "CREATE DATABASE ${LOAD_DB}_$1" >/dev/null || die "cannot create ${LOAD_DB}_$1"
+    FLEET_SERVER_DB=$(db_url "${LOAD_DB}_$1")
+  fi
+  DROPSLOT_NOW=$NOW DROPSLOT_CONFIG=$2 "$DROPSLOT" serve --database "$FLEET_SERVER_DB" --listen 127.0.0.1:0 \
+    >"$TMP/$1-server.log" 2>&1 &
+  FLEET_SERVER_PID=$!
+  PIDS+=("$FLEET_SERVER_PID")
+  FLEET_SERVER_URL=$(await_line "$TMP/$1-server.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$FLEET_SERVER_PID")
+  FLEET_SERVER_URL=${FLEET_SERVER_URL#listening on }
+}
 fleet_phase() {
-  local client live operator day fleet_url limits_url fleet_pid limits_pid side k n=0 endpoint
+  local day side k n=0 endpoint fleet_url limits_url fleet_pid limits_pid fleet_db
+  local fleet_live fleet_op limits_live limits_op client
   day=$(date -d "${NOW%%T*} + 1 day" +%F)
-  client=$("$DROPSLOT" client create --name fleet-load --database "$DB_URL")
-  live=$("$DROPSLOT" token create --client "$client" --kind live --database "$DB_URL")
-  operator=$("$DROPSLOT" token create --kind operator --database "$DB_URL")
   { cat scripts/high-limits.toml; printf '[capacity]\nmode = "fleet"\n'; } >"$TMP/fleet.toml"
   limited_config "$TMP/fleet-limited.toml"
-  DROPSLOT_NOW=$NOW DROPSLOT_CONFIG=$TMP/fleet.toml "$DROPSLOT" serve --database "$DB_URL" --listen 127.0.0.1:0 \
-    >"$TMP/fleet-server.log" 2>&1 &
-  fleet_pid=$!
-  PIDS+=("$fleet_pid")
-  DROPSLOT_NOW=$NOW DROPSLOT_CONFIG=$TMP/fleet-limited.toml "$DROPSLOT" serve --database "$DB_URL" \
-    --listen 127.0.0.1:0 >"$TMP/fleet-limits-server.log" 2>&1 &
-  limits_pid=$!
-  PIDS+=("$limits_pid")
-  fleet_url=$(await_line "$TMP/fleet-server.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$fleet_pid")
-  fleet_url=${fleet_url#listening on }
-  limits_url=$(await_line "$TMP/fleet-limits-server.log" 'listening on http://127\.0\.0\.1:[0-9]+' "$limits_pid")
-  limits_url=${limits_url#listening on }
-  log "fleet: seeding ${FLEET_STOPS:-1000} drop-offs on $day, ${FLEET_DRIVERS:-20} drivers of YYZ1"
-  FLEET_SEED_LINE=$(python3 scripts/fleet-load.py seed "$fleet_url" "$operator" "$live" "$day") ||
+  fleet_server fleet "$TMP/fleet.toml"
+  fleet_url=$FLEET_SERVER_URL fleet_pid=$FLEET_SERVER_PID fleet_db=$FLEET_SERVER_DB
+  client=$("$DROPSLOT" client create --name fleet-load --database "$fleet_db")
+  fleet_live=$("$DROPSLOT" token create --client "$client" --kind live --database "$fleet_db")
+  fleet_op=$("$DROPSLOT" token create --kind operator --database "$fleet_db")
+  fleet_server limits "$TMP/fleet-limited.toml"
+  limits_url=$FLEET_SERVER_URL limits_pid=$FLEET_SERVER_PID
+  client=$("$DROPSLOT" client create --name fleet-load --database "$FLEET_SERVER_DB")
+  limits_live=$("$DROPSLOT" token create --client "$client" --kind live --database "$FLEET_SERVER_DB")
+  limits_op=$("$DROPSLOT" token create --kind operator --database "$FLEET_SERVER_DB")
+  log "fleet: seeding ${FLEET_STOPS:-1000} drop-offs on $day, ${FLEET_DRIVERS:-20} drivers of YYZ1, on each server"
+  FLEET_SEED_LINE=$(python3 scripts/fleet-load.py seed "$fleet_url" "$fleet_op" "$fleet_live" "$day") ||
     die "fleet: seeding failed: $FLEET_SEED_LINE"
-  log "fleet: $FLEET_SEED_LINE"
+  local limits_seed
+  limits_seed=$(python3 scripts/fleet-load.py seed "$limits_url" "$limits_op" "$limits_live" "$day") ||
+    die "fleet: seeding the limits server failed: $limits_seed"
+  log "fleet: $FLEET_SEED_LINE (limits server: $limits_seed)"
   local saved_body=$BODY saved_token=$TOKEN saved_apps=("${APPS[@]}")
   printf '%s' '{"pick_up_address":{"text":"100 King St W, Toronto, ON M5X 1A9"},"drop_offs":[{"address":{"text":"290 Bremner Blvd, Toronto, ON M5V 3L9","lat":43.6431,"lng":-79.3801,"person_name":"Jane Doe","person_phone":"+1 416 555 0100"},"scheduled_date":"'"$day"'","time_slot_code":"TOR-DT-EV","parcels":[{"unit":"g","values":500},{"unit":"g","values":1500}]}]}' >"$TMP/fleet-preview.json"
-  TOKEN=$live
   for endpoint in preview sync; do
     if [[ $endpoint == preview ]]; then BODY=$TMP/fleet-preview.json; else BODY=$saved_body; fi
     for ((k = 1; k <= ${FLEET_PAIRS:-2}; k++)); do
       for side in limits fleet fleet limits; do
-        if [[ $side == fleet ]]; then APPS=("$fleet_url"); else APPS=("$limits_url"); fi
+        if [[ $side == fleet ]]; then APPS=("$fleet_url") TOKEN=$fleet_live; else APPS=("$limits_url") TOKEN=$limits_live; fi
         n=$((n + 1))
         run "fleet_${endpoint}_${side}_$n" "$API/requests/$endpoint"
         [[ $(field "fleet_${endpoint}_${side}_$n" non2xx) == 0 ]] || die "fleet $endpoint $side: non-2xx responses"
@@ -504,9 +522,14 @@ fleet_phase() {
   BODY=$saved_body
   TOKEN=$saved_token
   APPS=("${saved_apps[@]}")
-  FLEET_DAYS=$(sql "SELECT count(DISTINCT date) || ' days, at most ' || coalesce(max(n), 0) || ' stops' FROM (SELECT date, count(*) AS n FROM fleet_stops WHERE depot = 'YYZ1' GROUP BY date) d")
+  local q="SELECT count(DISTINCT date) || ' days, at most ' || coalesce(max(n), 0) || ' stops a day' FROM (SELECT date, count(*) AS n FROM fleet_stops WHERE depot = 'YYZ1' GROUP BY date) d"
+  if [[ $BACKEND == sqlite ]]; then
+    FLEET_DAYS=$(sqlite3 "file:${fleet_db#sqlite://}?mode=ro" "$q")
+  else
+    FLEET_DAYS=$(psql "$fleet_db" -qtAX -c "$q")
+  fi
   log "fleet: plans of $day, the booked day's against one from scratch (${FLEET_PLAN_LIMIT:-20} s each)"
-  FLEET_PLAN_LINE=$(python3 scripts/fleet-load.py plan "$fleet_url" "$limits_url" "$operator" "$day") ||
+  FLEET_PLAN_LINE=$(python3 scripts/fleet-load.py plan "$fleet_url" "$fleet_op" "$limits_url" "$limits_op" "$day") ||
     die "fleet: plans: $FLEET_PLAN_LINE"
   kill "$fleet_pid" "$limits_pid"
   wait "$fleet_pid" "$limits_pid" 2>/dev/null || true

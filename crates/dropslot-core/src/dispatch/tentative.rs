@@ -192,6 +192,11 @@ struct Lane {
     /// Where its stops are on average (the depot while it has none): which routes a new stop
     /// is tried in first.
     centre: (f64, f64),
+    /// The longest time between leaving one stop (or the depot) and the latest start of the
+    /// next (or the shift's end): a new stop needs at least its service time there, so a route
+    /// with less is passed by without looking at its positions (a full day costs a look per
+    /// route).
+    widest: i64,
 }
 
 /// The tentative plan of one depot and date.
@@ -224,8 +229,15 @@ fn weigh(leg: Leg) -> i64 {
 impl Tentative {
     /// An empty plan over `vans` (the drivers working the date), from `depot`.
     pub fn new(depot: LatLng, model: RoadModel, service: ServiceTime, vans: Vec<Van>) -> Tentative {
-        let lanes = vec![Arc::new(Lane::default()); vans.len()];
-        Tentative { depot, model, service, vans: Arc::new(vans), lanes }
+        let mut plan = Tentative { depot, model, service, vans: Arc::new(vans), lanes: Vec::new() };
+        plan.lanes = (0..plan.vans.len())
+            .map(|lane| {
+                let mut l = Lane::default();
+                plan.refresh(lane, &mut l);
+                Arc::new(l)
+            })
+            .collect();
+        plan
     }
 
     /// Builds the plan from stored rows: each visit with the driver and order key it had, or
@@ -363,6 +375,14 @@ impl Tentative {
         l.grams = grams;
         l.cost = cost;
         l.metres = metres;
+        l.widest = (0..=n)
+            .map(|p| {
+                let depart = if p == 0 { van.start } else { l.start[p - 1] + self.service_of(&l.visits[p - 1]) };
+                let latest = if p == n { van.end } else { l.latest[p] };
+                latest - depart
+            })
+            .max()
+            .unwrap_or(0);
         l.centre = if n == 0 {
             (self.depot.lat(), self.depot.lng())
         } else {
@@ -389,6 +409,9 @@ impl Tentative {
             return Err(Binding::Kilograms);
         }
         let service = self.service_of(v);
+        if l.widest < service {
+            return Err(Binding::Window);
+        }
         let n = l.visits.len();
         // Alone from the depot: if even that misses the window or the shift, no position will.
         let out = self.leg(self.depot, v.at);
