@@ -54,7 +54,7 @@ def must(status, body, expected, what):
 
 
 def seed(base, operator, live, date):
-    drivers = int(os.environ.get("FLEET_DRIVERS", "20"))
+    drivers = int(os.environ.get("FLEET_DRIVERS", "80"))
     stops = int(os.environ.get("FLEET_STOPS", "1000"))
     rng = random.Random(int(os.environ.get("FLEET_SEED", "1")))
     for i in range(drivers):

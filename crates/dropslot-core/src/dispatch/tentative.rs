@@ -20,7 +20,7 @@ use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
 use crate::config::{CapacitySettings, RoutingSettings, ServiceArea, Unplaced};
-use crate::geo::distance::LatLng;
+use crate::geo::distance::{LatLng, Spot};
 use crate::routing::roads::{Leg, RoadModel};
 
 use super::ServiceTime;
@@ -178,6 +178,8 @@ pub const NEAREST: usize = 3;
 #[derive(Debug, Clone, Default)]
 struct Lane {
     visits: Vec<Visit>,
+    /// Each visit's position with its trigonometry done (legs are computed often).
+    spots: Vec<Spot>,
     /// Order keys, increasing (persisted: a visit's place without rewriting its neighbours').
     seq: Vec<f64>,
     /// Earliest service start at each visit.
@@ -203,6 +205,7 @@ struct Lane {
 #[derive(Debug, Clone)]
 pub struct Tentative {
     depot: LatLng,
+    depot_spot: Spot,
     model: RoadModel,
     service: ServiceTime,
     /// Shared: a plan is cloned (a quote's copy, a request's several stops) without copying
@@ -229,7 +232,8 @@ fn weigh(leg: Leg) -> i64 {
 impl Tentative {
     /// An empty plan over `vans` (the drivers working the date), from `depot`.
     pub fn new(depot: LatLng, model: RoadModel, service: ServiceTime, vans: Vec<Van>) -> Tentative {
-        let mut plan = Tentative { depot, model, service, vans: Arc::new(vans), lanes: Vec::new() };
+        let mut plan =
+            Tentative { depot, depot_spot: Spot::of(depot), model, service, vans: Arc::new(vans), lanes: Vec::new() };
         plan.lanes = (0..plan.vans.len())
             .map(|lane| {
                 let mut l = Lane::default();
@@ -331,6 +335,11 @@ impl Tentative {
         if a == b { Leg::default() } else { self.model.leg(a, b) }
     }
 
+    /// [`Tentative::leg`] between spots: the same road, its trigonometry done once per point.
+    fn leg_s(&self, a: &Spot, b: &Spot) -> Leg {
+        if a.at() == b.at() { Leg::default() } else { self.model.leg_spots(a, b) }
+    }
+
     /// A lane made of `visits` in order for van `lane`, its schedule computed.
     fn lane_of(&self, lane: usize, visits: &[(f64, Visit)]) -> Lane {
         let mut l = Lane {
@@ -348,10 +357,11 @@ impl Tentative {
         let n = l.visits.len();
         l.start.resize(n, 0);
         l.latest.resize(n, 0);
-        let (mut time, mut prev, mut cost, mut parcels, mut grams) = (van.start, self.depot, 0, 0, 0);
+        l.spots = l.visits.iter().map(|v| Spot::of(v.at)).collect();
+        let (mut time, mut prev, mut cost, mut parcels, mut grams) = (van.start, self.depot_spot, 0, 0, 0);
         let mut metres = 0;
         for (i, v) in l.visits.iter().enumerate() {
-            let leg = self.leg(prev, v.at);
+            let leg = self.leg_s(&prev, &l.spots[i]);
             cost += weigh(leg);
             metres += leg.metres;
             time = (time + leg.seconds).max(v.from);
@@ -359,17 +369,17 @@ impl Tentative {
             time += self.service_of(v);
             parcels += i64::from(v.parcels);
             grams += v.grams;
-            prev = v.at;
+            prev = l.spots[i];
         }
-        let home = self.leg(prev, self.depot);
+        let home = self.leg_s(&prev, &self.depot_spot);
         cost += weigh(home);
         metres += home.metres;
-        let (mut deadline, mut next) = (van.end, self.depot);
+        let (mut deadline, mut next) = (van.end, self.depot_spot);
         for i in (0..n).rev() {
             let v = &l.visits[i];
-            deadline = v.to.min(deadline - self.leg(v.at, next).seconds - self.service_of(v));
+            deadline = v.to.min(deadline - self.leg_s(&l.spots[i], &next).seconds - self.service_of(v));
             l.latest[i] = deadline;
-            next = v.at;
+            next = l.spots[i];
         }
         l.parcels = parcels;
         l.grams = grams;
@@ -427,32 +437,40 @@ impl Tentative {
         let from = l.latest.partition_point(|&t| t < v.from + service);
         let mut best: Option<(usize, i64)> = None;
         let mut shift_bound = false;
+        let u = Spot::of(v.at);
         for p in from..=n {
             let (prev, depart) = if p == 0 {
-                (self.depot, van.start)
+                (&self.depot_spot, van.start)
             } else {
-                (l.visits[p - 1].at, l.start[p - 1] + self.service_of(&l.visits[p - 1]))
+                (&l.spots[p - 1], l.start[p - 1] + self.service_of(&l.visits[p - 1]))
             };
-            let to_u = self.leg(prev, v.at);
-            let arrive = depart + to_u.seconds;
-            if arrive > v.to {
-                break; // later positions only depart later
+            if depart > v.to {
+                break; // it arrives later still, and later positions only depart later
             }
-            let begin = arrive.max(v.from);
-            let (next, latest) = if p == n { (self.depot, van.end) } else { (l.visits[p].at, l.latest[p]) };
-            let from_u = self.leg(v.at, next);
-            if begin + service + from_u.seconds > latest {
-                if p == n {
-                    shift_bound = true;
-                }
+            let (next, latest) = if p == n { (&self.depot_spot, van.end) } else { (&l.spots[p], l.latest[p]) };
+            // No room even with no travel at all: the legs need not be computed.
+            if depart.max(v.from) + service > latest {
+                shift_bound |= p == n;
                 continue;
             }
-            let delta = weigh(to_u) + weigh(from_u) - weigh(self.leg(prev, next));
+            let to_u = self.leg_s(prev, &u);
+            let arrive = depart + to_u.seconds;
+            if arrive > v.to {
+                break;
+            }
+            let begin = arrive.max(v.from);
+            let from_u = self.leg_s(&u, next);
+            if begin + service + from_u.seconds > latest {
+                shift_bound |= p == n;
+                continue;
+            }
+            if first {
+                best = Some((p, 0));
+                break;
+            }
+            let delta = weigh(to_u) + weigh(from_u) - weigh(self.leg_s(prev, next));
             if best.is_none_or(|(_, d)| delta < d) {
                 best = Some((p, delta));
-                if first {
-                    break;
-                }
             }
         }
         best.ok_or(if shift_bound { Binding::Shift } else { Binding::Window })

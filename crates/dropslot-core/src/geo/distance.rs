@@ -18,6 +18,35 @@ pub struct LatLng {
     lng: f64,
 }
 
+/// A position with what every distance from it needs computed once: its latitude in radians
+/// and that latitude's cosine. [`LatLng::distance_m`] is [`Spot::distance_m`] (the same
+/// operations in the same order), so a distance never depends on which of the two asked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spot {
+    at: LatLng,
+    phi: f64,
+    cos_phi: f64,
+}
+
+impl Spot {
+    pub fn of(at: LatLng) -> Spot {
+        let phi = at.lat.to_radians();
+        Spot { at, phi, cos_phi: phi.cos() }
+    }
+
+    pub fn at(&self) -> LatLng {
+        self.at
+    }
+
+    /// The great-circle (haversine) distance to `other`, in metres.
+    pub fn distance_m(&self, other: &Spot) -> f64 {
+        let d_phi = other.phi - self.phi;
+        let d_lambda = (other.at.lng - self.at.lng).to_radians();
+        let h = (d_phi / 2.0).sin().powi(2) + self.cos_phi * other.cos_phi * (d_lambda / 2.0).sin().powi(2);
+        2.0 * EARTH_RADIUS_M * h.sqrt().min(1.0).asin()
+    }
+}
+
 /// Which half of a coordinate pair is out of its range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CoordinateError {
@@ -64,11 +93,7 @@ impl LatLng {
     /// Earth's mean radius, so within 0.5 % of the ellipsoidal distance: ample for a 10 km
     /// rule and for ordering candidates.
     pub fn distance_m(self, other: LatLng) -> f64 {
-        let (phi1, phi2) = (self.lat.to_radians(), other.lat.to_radians());
-        let d_phi = phi2 - phi1;
-        let d_lambda = (other.lng - self.lng).to_radians();
-        let h = (d_phi / 2.0).sin().powi(2) + phi1.cos() * phi2.cos() * (d_lambda / 2.0).sin().powi(2);
-        2.0 * EARTH_RADIUS_M * h.sqrt().min(1.0).asin()
+        Spot::of(self).distance_m(&Spot::of(other))
     }
 
     /// The box of latitudes and longitudes holding every point within `radius_m` of this

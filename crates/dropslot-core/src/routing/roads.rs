@@ -18,7 +18,17 @@ impl RoadModel {
     /// The road from `a` to `b`: metres and seconds, both rounded up (a leg between two
     /// different points never takes 0 s).
     pub fn leg(&self, a: LatLng, b: LatLng) -> Leg {
-        let metres = a.distance_m(b) * self.detour;
+        self.driven(a.distance_m(b))
+    }
+
+    /// [`RoadModel::leg`] between two spots (their trigonometry computed once).
+    pub fn leg_spots(&self, a: &crate::geo::distance::Spot, b: &crate::geo::distance::Spot) -> Leg {
+        self.driven(a.distance_m(b))
+    }
+
+    /// The road over a straight line of `straight_m` metres.
+    fn driven(&self, straight_m: f64) -> Leg {
+        let metres = straight_m * self.detour;
         let seconds = metres / (self.speed_kmh / 3.6);
         Leg { metres: metres.ceil() as i64, seconds: seconds.ceil() as i64 }
     }
