@@ -180,6 +180,10 @@ struct Lane {
     visits: Vec<Visit>,
     /// Each visit's position with its trigonometry done (legs are computed often).
     spots: Vec<Spot>,
+    /// The road into each visit (from the one before, or the depot), and back to the depot
+    /// from the last: a change of one place re-times the route without computing the others.
+    into: Vec<Leg>,
+    home: Leg,
     /// Order keys, increasing (persisted: a visit's place without rewriting its neighbours').
     seq: Vec<f64>,
     /// Earliest service start at each visit.
@@ -212,6 +216,24 @@ pub struct Tentative {
     /// its routes; a change copies only the route it changes.
     vans: Arc<Vec<Van>>,
     lanes: Vec<Arc<Lane>>,
+    /// Whether a stop of a window, service time and load could fit at all, wherever it is:
+    /// answered once per plan (a day full for it is then passed in O(1) by every quote).
+    open: Open,
+}
+
+/// [`Tentative::could_fit`]'s answers, by (window start, window end, service, parcels, grams).
+/// A copy of the plan (which the writer changes) starts empty.
+#[derive(Debug, Default)]
+struct Open(std::sync::Mutex<std::collections::HashMap<Shape, Option<Binding>>>);
+
+/// A stop's shape as far as [`Tentative::bound`] asks: window start and end, service, parcels,
+/// grams.
+type Shape = (i64, i64, i64, u32, i64);
+
+impl Clone for Open {
+    fn clone(&self) -> Open {
+        Open::default()
+    }
 }
 
 /// A tentative plan assembled from stored rows, and what did not fit it.
@@ -232,8 +254,15 @@ fn weigh(leg: Leg) -> i64 {
 impl Tentative {
     /// An empty plan over `vans` (the drivers working the date), from `depot`.
     pub fn new(depot: LatLng, model: RoadModel, service: ServiceTime, vans: Vec<Van>) -> Tentative {
-        let mut plan =
-            Tentative { depot, depot_spot: Spot::of(depot), model, service, vans: Arc::new(vans), lanes: Vec::new() };
+        let mut plan = Tentative {
+            depot,
+            depot_spot: Spot::of(depot),
+            model,
+            service,
+            vans: Arc::new(vans),
+            lanes: Vec::new(),
+            open: Open::default(),
+        };
         plan.lanes = (0..plan.vans.len())
             .map(|lane| {
                 let mut l = Lane::default();
@@ -351,17 +380,32 @@ impl Tentative {
         l
     }
 
-    /// Recomputes a lane's schedule, load and cost from its visits.
+    /// Recomputes a lane's roads, schedule, load and cost from its visits.
     fn refresh(&self, lane: usize, l: &mut Lane) {
+        l.spots = l.visits.iter().map(|v| Spot::of(v.at)).collect();
+        let mut prev = self.depot_spot;
+        l.into = l
+            .spots
+            .iter()
+            .map(|s| {
+                let leg = self.leg_s(&prev, s);
+                prev = *s;
+                leg
+            })
+            .collect();
+        l.home = self.leg_s(&prev, &self.depot_spot);
+        self.retime(lane, l);
+    }
+
+    /// Re-times a lane from its visits and the roads it keeps (`into`, `home`).
+    fn retime(&self, lane: usize, l: &mut Lane) {
         let van = &self.vans[lane];
         let n = l.visits.len();
         l.start.resize(n, 0);
         l.latest.resize(n, 0);
-        l.spots = l.visits.iter().map(|v| Spot::of(v.at)).collect();
-        let (mut time, mut prev, mut cost, mut parcels, mut grams) = (van.start, self.depot_spot, 0, 0, 0);
-        let mut metres = 0;
+        let (mut time, mut cost, mut metres, mut parcels, mut grams) = (van.start, 0, 0, 0, 0);
         for (i, v) in l.visits.iter().enumerate() {
-            let leg = self.leg_s(&prev, &l.spots[i]);
+            let leg = l.into[i];
             cost += weigh(leg);
             metres += leg.metres;
             time = (time + leg.seconds).max(v.from);
@@ -369,17 +413,15 @@ impl Tentative {
             time += self.service_of(v);
             parcels += i64::from(v.parcels);
             grams += v.grams;
-            prev = l.spots[i];
         }
-        let home = self.leg_s(&prev, &self.depot_spot);
-        cost += weigh(home);
-        metres += home.metres;
-        let (mut deadline, mut next) = (van.end, self.depot_spot);
+        cost += weigh(l.home);
+        metres += l.home.metres;
+        let mut deadline = van.end;
         for i in (0..n).rev() {
             let v = &l.visits[i];
-            deadline = v.to.min(deadline - self.leg_s(&l.spots[i], &next).seconds - self.service_of(v));
+            let out = if i + 1 == n { l.home } else { l.into[i + 1] };
+            deadline = v.to.min(deadline - out.seconds - self.service_of(v));
             l.latest[i] = deadline;
-            next = l.spots[i];
         }
         l.parcels = parcels;
         l.grams = grams;
@@ -481,6 +523,9 @@ impl Tentative {
     /// (with `first`) the first place found; else what bound in the van that came closest.
     /// A stop that fits nowhere is told so only after every route was tried.
     pub fn place(&self, v: &Visit, first: bool) -> Result<Place, Binding> {
+        if let Some(bound) = self.bound(v) {
+            return Err(bound);
+        }
         let cos = v.at.lat().to_radians().cos();
         let far = |l: &Lane| {
             let (dy, dx) = (l.centre.0 - v.at.lat(), (l.centre.1 - v.at.lng()) * cos);
@@ -505,6 +550,51 @@ impl Tentative {
             }
         }
         best.ok_or(why)
+    }
+
+    /// What keeps a stop like `v` (its window, service time and load) out wherever it is, if
+    /// anything: no route with room for its load, or no position whose gap, travel left out,
+    /// holds its service inside its window. `None` is necessary, not sufficient (travel is what
+    /// the places check); remembered per plan, so a day full for such stops costs one lookup.
+    fn bound(&self, v: &Visit) -> Option<Binding> {
+        let service = self.service_of(v);
+        let key = (v.from, v.to, service, v.parcels, v.grams);
+        let mut open = self.open.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&known) = open.get(&key) {
+            return known;
+        }
+        let mut why = Some(Binding::NoVan);
+        for (van, l) in self.vans.iter().zip(&self.lanes) {
+            let bound = if l.parcels + i64::from(v.parcels) > van.parcels {
+                Binding::Parcels
+            } else if l.grams + v.grams > van.grams {
+                Binding::Kilograms
+            } else if l.widest < service {
+                Binding::Window
+            } else {
+                let n = l.visits.len();
+                let from = l.latest.partition_point(|&t| t < v.from + service);
+                let mut shift = false;
+                let open_at = (from..=n).any(|p| {
+                    let depart = if p == 0 { van.start } else { l.start[p - 1] + self.service_of(&l.visits[p - 1]) };
+                    let latest = if p == n { van.end } else { l.latest[p] };
+                    let fits = depart <= v.to && depart.max(v.from) + service <= latest;
+                    shift |= !fits && p == n && depart <= v.to;
+                    fits
+                });
+                if open_at {
+                    why = None;
+                    break;
+                }
+                if shift { Binding::Shift } else { Binding::Window }
+            };
+            why = why.map(|w| w.max(bound));
+        }
+        if open.len() > 4096 {
+            open.clear();
+        }
+        open.insert(key, why);
+        why
     }
 
     /// Whether `v` fits beside what the plan holds (the first place found).
@@ -541,6 +631,17 @@ impl Tentative {
         let below = if position == 0 { 0.0 } else { l.seq[position - 1] };
         let above = l.seq.get(position).copied().unwrap_or(below + 2.0 * SEQ_STEP);
         let mid = below + (above - below) / 2.0;
+        let u = Spot::of(v.at);
+        let prev = if position == 0 { self.depot_spot } else { l.spots[position - 1] };
+        let next = l.spots.get(position).copied().unwrap_or(self.depot_spot);
+        let (to_u, from_u) = (self.leg_s(&prev, &u), self.leg_s(&u, &next));
+        if position == l.visits.len() {
+            l.home = from_u;
+        } else {
+            l.into[position] = from_u;
+        }
+        l.into.insert(position, to_u);
+        l.spots.insert(position, u);
         l.visits.insert(position, v);
         let driver = &self.vans[lane].driver;
         let changes = if mid > below && mid < above {
@@ -550,8 +651,9 @@ impl Tentative {
             l.seq = (1..=l.visits.len()).map(|i| i as f64 * SEQ_STEP).collect();
             l.visits.iter().zip(&l.seq).map(|(x, s)| Change { id: x.id, driver: driver.clone(), seq: *s }).collect()
         };
-        self.refresh(lane, &mut l);
+        self.retime(lane, &mut l);
         self.lanes[lane] = Arc::new(l);
+        self.open = Open::default();
         changes
     }
 
@@ -565,6 +667,7 @@ impl Tentative {
                 l.seq.remove(i);
                 self.refresh(lane, &mut l);
                 self.lanes[lane] = Arc::new(l);
+                self.open = Open::default();
                 return true;
             }
         }

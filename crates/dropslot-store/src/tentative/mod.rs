@@ -64,22 +64,25 @@ impl Fleet {
         self.kept().get(key).filter(|k| k.checked.elapsed() < TRUSTED).map(|k| (k.version, k.plan.clone()))
     }
 
-    /// The kept plan of `key` if it is at `version` (marked checked now).
-    pub(crate) fn at_version(&self, key: &(String, Date), version: Versions) -> Option<Arc<Tentative>> {
+    /// For a quote: the kept plan of `key` if it is at least as new as the stored `version`
+    /// (marked checked now), with the versions it is at. Ahead of the stored version, it holds
+    /// stops the writer placed and has not committed yet (or that a rollback took back): a
+    /// quote may count them (a place is never sold twice for it), and reading the day anew
+    /// would only find less. Under load the writer is always ahead of what a reader sees.
+    pub(crate) fn at_least(&self, key: &(String, Date), version: Versions) -> Option<(Versions, Arc<Tentative>)> {
         let mut kept = self.kept();
-        let k = kept.get_mut(key).filter(|k| k.version == version)?;
+        let k = kept.get_mut(key).filter(|k| k.version.0 >= version.0 && k.version.1 == version.1)?;
         k.checked = Instant::now();
-        Some(k.plan.clone())
+        Some((k.version, k.plan.clone()))
     }
 
-    /// Takes `key`'s kept plan out if it is at `version`, to change it (no copy unless a quote
-    /// still holds it); the writer keeps it back after.
+    /// A copy of `key`'s kept plan if it is at `version`, for the writer to change (its routes
+    /// are shared, so the copy is cheap, and a change copies only the route it changes). The
+    /// kept one stays where quotes find it until the writer keeps the changed one back.
     pub(crate) fn take(&self, key: &(String, Date), version: Versions) -> Option<Tentative> {
-        let mut kept = self.kept();
-        if kept.get(key).is_none_or(|k| k.version != version) {
-            return None;
-        }
-        kept.remove(key).map(|k| Arc::unwrap_or_clone(k.plan))
+        let kept = self.kept();
+        let k = kept.get(key).filter(|k| k.version == version)?;
+        Some(Tentative::clone(&k.plan))
     }
 
     /// Keeps `plan` as `key`'s at `version`, unless a later version is kept already (a quote

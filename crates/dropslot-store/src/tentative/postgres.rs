@@ -36,8 +36,8 @@ impl TentativeStore for PgStore {
         }
         let c = self.conn().await?;
         let version = version(&c, depot, date).await?;
-        if let Some(plan) = fleet.at_version(&key, version) {
-            return Ok(Some((version, plan)));
+        if let Some(kept) = fleet.at_least(&key, version) {
+            return Ok(Some(kept));
         }
         let (drivers, rows) = (drivers(&c, depot).await?, rows(&c, depot, date).await?);
         let Some(a) = assemble(&fleet.rules, depot, date, &drivers, rows, &[])? else { return Ok(None) };

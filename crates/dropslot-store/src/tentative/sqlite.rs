@@ -37,8 +37,8 @@ impl TentativeStore for SqliteStore {
         }
         let depot_ = depot.to_string();
         let version = self.read(|c| version(c, &depot_, date))?;
-        if let Some(plan) = fleet.at_version(&key, version) {
-            return Ok(Some((version, plan)));
+        if let Some(kept) = fleet.at_least(&key, version) {
+            return Ok(Some(kept));
         }
         let depot_ = depot.to_string();
         let (drivers, rows) = self.read_blocking(move |c| Ok((drivers(c, &depot_), rows(c, &depot_, date)))).await?;

@@ -19,6 +19,11 @@ use dropslot_store::Versions;
 pub const EVERY: Duration = Duration::from_secs(30);
 /// The search each day gets (paced: it counts while the solver steps aside).
 pub const SECONDS: f64 = 2.0;
+/// The largest day improved: the solver's road matrix grows with the square of the stops
+/// (1,500 stops: 2.25 million legs, 36 MB, about 0.2 s to compute before the paced search
+/// begins); a larger day is kept by insertion alone (a depot's day plans are made per depot
+/// and rarely reach it: docs/performance.md, "Day-plan creation", plans 1,000 a depot).
+pub const MAX_STOPS: usize = 1500;
 
 /// Improves depot `depot`'s tentative plan of `date` once, with `seconds` of search; whether a
 /// better plan was written.
@@ -27,7 +32,7 @@ pub const SECONDS: f64 = 2.0;
 /// The store's, or the solver's thread failing to start.
 pub async fn improve_day(app: &App, depot: &str, date: Date, seconds: f64) -> Result<bool> {
     let Some((at, plan)) = app.store.tentative_versioned(depot, date).await? else { return Ok(false) };
-    if plan.len() < 2 {
+    if plan.len() < 2 || plan.len() > MAX_STOPS {
         return Ok(false);
     }
     // The same day at the same versions takes the same path.
