@@ -35,7 +35,7 @@
 #      capacity against limits, issue 45: see its block),
 #      FLEET (1; 0 skips the fleet phase under ONLY=all), FLEET_PAIRS (A B B A rounds of
 #      preview and of sync, limits against fleet, default 2), FLEET_STOPS (1000 drop-offs seeded
-#      on one day), FLEET_DRIVERS (80: enough that the sync runs never fill the horizon), FLEET_PLAN_LIMIT (20 s a plan),
+#      on one day), FLEET_DRIVERS (160: enough that the sync runs never fill the horizon), FLEET_PLAN_LIMIT (20 s a plan),
 #      PLAN (1; 0 skips the day plans), PLAN_ORDERS (2000), PLAN_DRIVERS (40), PLAN_TIME_LIMIT
 #      (20 s a plan), PLAN_PARALLEL (1: both depots' plans at once),
 #      OPERATOR (1; 0 skips the operator side under ONLY=all), OPERATOR_PAIRS (A B B A rounds
@@ -453,14 +453,14 @@ limited_config() {
 # its own (a depot sells on its fleet or on its limits, never both on one day's orders): one
 # with [capacity] mode = "fleet" (a slot has room while depot YYZ1's tentative plan of the
 # date takes the stop), one in limits mode with every slot limited and never reached (the
-# check fleet mode replaces). scripts/fleet-load.py seeds each with FLEET_DRIVERS (80) drivers
+# check fleet mode replaces). scripts/fleet-load.py seeds each with FLEET_DRIVERS (160) drivers
 # of YYZ1 and the same FLEET_STOPS (1,000) live drop-offs on the day after NOW, so that on the
 # fleet server that day's tentative plan holds them. Then, alternated A B B A FLEET_PAIRS (2)
 # times each: preview of a drop-off asking for that day's TOR-DT-EV slot (every preview asks
-# the 1,000-stop plan), and sync of the main body (no slot asked: the fleet server books
-# today's slots until its vans are full, then the next days'). Last, the seeded day's plan made
-# by the fleet server (starting from its tentative plan) against the same day's plan made from
-# scratch by the limits server, FLEET_PLAN_LIMIT (20) s each.
+# the 1,000-stop plan); then the seeded day's plan made by the fleet server (starting from its
+# tentative plan) against the same day's plan made from scratch by the limits server,
+# FLEET_PLAN_LIMIT (20) s each; last, sync of the main body (no slot asked: the fleet server
+# books today's slots until its vans are full, then the next days').
 declare -A FLEET_RPS=()
 FLEET_PLAN_LINE=
 FLEET_SEED_LINE=
@@ -497,7 +497,7 @@ fleet_phase() {
   client=$("$DROPSLOT" client create --name fleet-load --database "$FLEET_SERVER_DB")
   limits_live=$("$DROPSLOT" token create --client "$client" --kind live --database "$FLEET_SERVER_DB")
   limits_op=$("$DROPSLOT" token create --kind operator --database "$FLEET_SERVER_DB")
-  log "fleet: seeding ${FLEET_STOPS:-1000} drop-offs on $day, ${FLEET_DRIVERS:-80} drivers of YYZ1, on each server"
+  log "fleet: seeding ${FLEET_STOPS:-1000} drop-offs on $day, ${FLEET_DRIVERS:-160} drivers of YYZ1, on each server"
   FLEET_SEED_LINE=$(python3 scripts/fleet-load.py seed "$fleet_url" "$fleet_op" "$fleet_live" "$day") ||
     die "fleet: seeding failed: $FLEET_SEED_LINE"
   local limits_seed
@@ -506,7 +506,13 @@ fleet_phase() {
   log "fleet: $FLEET_SEED_LINE (limits server: $limits_seed)"
   local saved_body=$BODY saved_token=$TOKEN saved_apps=("${APPS[@]}")
   printf '%s' '{"pick_up_address":{"text":"100 King St W, Toronto, ON M5X 1A9"},"drop_offs":[{"address":{"text":"290 Bremner Blvd, Toronto, ON M5V 3L9","lat":43.6431,"lng":-79.3801,"person_name":"Jane Doe","person_phone":"+1 416 555 0100"},"scheduled_date":"'"$day"'","time_slot_code":"TOR-DT-EV","parcels":[{"unit":"g","values":500},{"unit":"g","values":1500}]}]}' >"$TMP/fleet-preview.json"
-  for endpoint in preview sync; do
+  for endpoint in preview plans sync; do
+    if [[ $endpoint == plans ]]; then
+      log "fleet: plans of $day, the booked day's against one from scratch (${FLEET_PLAN_LIMIT:-20} s each)"
+      FLEET_PLAN_LINE=$(python3 scripts/fleet-load.py plan "$fleet_url" "$fleet_op" "$limits_url" "$limits_op" "$day") ||
+        die "fleet: plans: $FLEET_PLAN_LINE"
+      continue
+    fi
     if [[ $endpoint == preview ]]; then BODY=$TMP/fleet-preview.json; else BODY=$saved_body; fi
     for ((k = 1; k <= ${FLEET_PAIRS:-2}; k++)); do
       for side in limits fleet fleet limits; do
@@ -528,9 +534,6 @@ fleet_phase() {
   else
     FLEET_DAYS=$(psql "$fleet_db" -qtAX -c "$q")
   fi
-  log "fleet: plans of $day, the booked day's against one from scratch (${FLEET_PLAN_LIMIT:-20} s each)"
-  FLEET_PLAN_LINE=$(python3 scripts/fleet-load.py plan "$fleet_url" "$fleet_op" "$limits_url" "$limits_op" "$day") ||
-    die "fleet: plans: $FLEET_PLAN_LINE"
   kill "$fleet_pid" "$limits_pid"
   wait "$fleet_pid" "$limits_pid" 2>/dev/null || true
 }

@@ -124,7 +124,7 @@ pub async fn start(
             tokio::spawn(upkeep(app.store.clone(), app.clock.clone(), stopping.clone()));
             let notifications = tokio::spawn(sender.run(stopping.clone()));
             // Issue 45: the fleet depots' tentative plans improved between orders.
-            tokio::spawn(capacity::improve::run(app.clone(), stopping.clone()));
+            tokio::spawn(plans::improve::run(app.clone(), stopping.clone()));
             let dispatcher = tokio::spawn(dispatcher.run(stopping));
             Ok(Running { app, demo, server, dispatcher, requests, notifications, metrics, metrics_addr })
         }

@@ -12,8 +12,6 @@ use jiff::Timestamp;
 use jiff::civil::Date;
 use serde::{Deserialize, Deserializer, Serialize};
 
-pub mod improve;
-
 use crate::app::App;
 use crate::auth::Caller;
 use crate::auth::admin::Admin;

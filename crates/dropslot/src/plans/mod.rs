@@ -3,6 +3,7 @@
 //! core's (`dropslot_core::dispatch`, `routing`); road times come from `crate::roads`; the
 //! store keeps one open plan per depot, date and kind.
 
+pub mod improve;
 mod pace;
 pub mod wire;
 

@@ -369,7 +369,7 @@ async fn the_solver_improves_a_tentative_plan_without_losing_a_stop() {
     let store = &s.app.store;
     let before = store.tentative_plan("YYZ1", date).await.unwrap().expect("YYZ1 books on its fleet");
     assert_eq!(before.len(), 30);
-    let improved = dropslot::capacity::improve::improve_day(&s.app, "YYZ1", date, 2.0).await.unwrap();
+    let improved = dropslot::plans::improve::improve_day(&s.app, "YYZ1", date, 2.0).await.unwrap();
     assert!(improved, "a plan kept by insertion leaves the solver something to improve");
     let after = store.tentative_plan("YYZ1", date).await.unwrap().unwrap();
     assert!(after.valid() && after.len() == 30);
@@ -383,7 +383,7 @@ async fn the_solver_improves_a_tentative_plan_without_losing_a_stop() {
     );
     // Nothing changed since: a second look finds nothing better to write, or writes a cheaper
     // plan still; either way every stop stays.
-    let _ = dropslot::capacity::improve::improve_day(&s.app, "YYZ1", date, 0.5).await.unwrap();
+    let _ = dropslot::plans::improve::improve_day(&s.app, "YYZ1", date, 0.5).await.unwrap();
     assert_eq!(store.tentative_plan("YYZ1", date).await.unwrap().unwrap().len(), 30);
     let r = s.post("/requests/sync", &live, &body(31, &[1500], Some("TOR-DT-EV"))).await;
     assert_eq!(r.status, 201, "{}", r.body);
