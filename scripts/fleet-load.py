@@ -16,6 +16,7 @@
       than were booked.
 """
 
+import importlib.util
 import json
 import math
 import os
@@ -23,10 +24,7 @@ import random
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 
-API = "/scheduled-service/api/v1"
 PICK_UP = "100 King St W, Toronto, ON M5X 1A9"
 ZONES = {
     "TOR-DT": ("290 Bremner Blvd, Toronto, ON M5V 3L9", (43.6426, -79.3871), ["TOR-DT-PM", "TOR-DT-EV"]),
@@ -34,23 +32,11 @@ ZONES = {
 }
 
 
-def call(base, method, path, token, body=None, timeout=180):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + API + path, data=data, method=method)
-    req.add_header("Authorization", "Bearer " + token)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read() or b"{}")
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
-
-
-def must(status, body, expected, what):
-    if status != expected:
-        sys.exit(f"fleet-load: {what} answered {status}: {json.dumps(body)[:500]}")
-    return body["object"]
+# The HTTP helpers of the day-plan benchmark (one place for both scripts).
+_spec = importlib.util.spec_from_file_location("plan_load", os.path.join(os.path.dirname(__file__), "plan-load.py"))
+plan_load = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(plan_load)
+call, must = plan_load.call, plan_load.must
 
 
 def seed(base, operator, live, date):

@@ -21,13 +21,38 @@ pub struct Replanned {
 /// Why a drop-off a published plan left unassigned is rebooked or held.
 pub(crate) const UNASSIGNED: &str = "no route of the published plan takes it";
 
-/// The slots a drop-off that cannot be routed in its own may move to: its zone's, after it.
-pub(crate) fn later_offers(rules: &attempts::Rules, f: &Facts, now: Timestamp) -> StoreResult<Vec<Offer>> {
-    let held: Timestamp =
-        f.slot.start_at.parse().map_err(|e| {
-            StoreError::Corrupt(format!("shipment {}: slot start {:?}: {e}", f.unique_id, f.slot.start_at))
+impl Facts {
+    /// The slots a re-plan of `date` may move this drop-off to, when it fits its day no
+    /// longer: `None` when it is no longer one of that day's to deliver (moved, final, failed:
+    /// nothing to do); none under `[dispatch] unplaced = "hold"` (it is held); else its zone's
+    /// bookable slots after its own, in order (the first with room takes it; none with room,
+    /// it is held).
+    pub(crate) fn unplaced_offers(
+        &self,
+        date: jiff::civil::Date,
+        policy: dropslot_core::config::Unplaced,
+        rules: &attempts::Rules,
+        now: Timestamp,
+    ) -> StoreResult<Option<Vec<Offer>>> {
+        if self.slot.date != date.to_string()
+            || dropslot_core::dispatch::left_out_of_deliveries(self.leg.drop_off.status)
+        {
+            return Ok(None);
+        }
+        if policy == dropslot_core::config::Unplaced::Hold {
+            return Ok(Some(Vec::new()));
+        }
+        let held: Timestamp = self.slot.start_at.parse().map_err(|e| {
+            StoreError::Corrupt(format!("shipment {}: slot start {:?}: {e}", self.unique_id, self.slot.start_at))
         })?;
-    Ok(attempts::later_offers(&rules.area, &f.zone, held, jiff::civil::Date::MIN, now))
+        Ok(Some(attempts::later_offers(&rules.area, &self.zone, held, jiff::civil::Date::MIN, now)))
+    }
+}
+
+/// What a re-plan does with what fits its day no longer: `[dispatch] unplaced` (rebooked when
+/// no depot books on its fleet: a published plan's unassigned shipment of a limits depot).
+pub(crate) fn unplaced_policy(fleet: Option<&crate::Fleet>) -> dropslot_core::config::Unplaced {
+    fleet.map_or(dropslot_core::config::Unplaced::Rebook, |f| f.rules.unplaced)
 }
 
 /// Whose shipment a change names: a client's (by its `unique_id`, in the token's mode), or the

@@ -841,32 +841,24 @@ async fn replan_day(
         }
     }
     let Some(rules) = sink.outbox.attempts().cloned() else { return Ok(Replanned::default()) };
-    let policy = fleet.map_or(dropslot_core::config::Unplaced::Rebook, |f| f.rules.unplaced);
+    let policy = crate::attempts::unplaced_policy(fleet);
     let mut done = Replanned::default();
     let mut notify = crate::notifications::postgres::Planned::default();
     for (id, why) in out {
         let f = facts_by_id(c, id).await?;
-        if f.slot.date != date.to_string() || dropslot_core::dispatch::left_out_of_deliveries(f.leg.drop_off.status) {
-            continue;
-        }
-        let rebooked = match policy {
-            dropslot_core::config::Unplaced::Rebook => {
-                let offers = crate::attempts::later_offers(&rules, &f, now)?;
-                match take(c, f.mode, &offers, f.delivery_load(), (fleet, id)).await? {
-                    Some(o) => {
-                        free_delivery(c, &f).await?;
-                        set_delivery(c, &f, o).await?;
-                        set_unplaced(c, id, None).await?;
-                        let change = Rescheduled::unplaced(&f, o, &why, now);
-                        rescheduled(c, sink, &f, &change).await?;
-                        notify.add_rescheduled_of(c, sink.outbox.channels(), id).await?;
-                        done.rebooked.push((f.unique_id.clone(), change.to));
-                        true
-                    }
-                    None => false,
-                }
+        let Some(offers) = f.unplaced_offers(date, policy, &rules, now)? else { continue };
+        let rebooked = match take(c, f.mode, &offers, f.delivery_load(), (fleet, id)).await? {
+            Some(o) => {
+                free_delivery(c, &f).await?;
+                set_delivery(c, &f, o).await?;
+                set_unplaced(c, id, None).await?;
+                let change = Rescheduled::unplaced(&f, o, &why, now);
+                rescheduled(c, sink, &f, &change).await?;
+                notify.add_rescheduled_of(c, sink.outbox.channels(), id).await?;
+                done.rebooked.push((f.unique_id.clone(), change.to));
+                true
             }
-            dropslot_core::config::Unplaced::Hold => false,
+            None => false,
         };
         if !rebooked {
             set_unplaced(c, id, Some((now, &why))).await?;

@@ -95,6 +95,15 @@ impl Fleet {
         kept.insert(key, Kept { version, checked: Instant::now(), plan });
     }
 
+    /// Has every kept plan checked against its stored versions at its next read (a quote about
+    /// to refuse wants room as it is now, not as it was up to a second ago).
+    pub fn recheck(&self) {
+        let long_ago = Instant::now().checked_sub(TRUSTED).unwrap_or_else(Instant::now);
+        for k in self.kept().values_mut() {
+            k.checked = long_ago;
+        }
+    }
+
     /// Forgets every kept plan: this process changed the fleet (other processes see the
     /// generation move within a second).
     pub fn forget(&self) {
@@ -242,6 +251,8 @@ pub trait TentativeStore: Send + Sync + 'static {
     /// `at`: every stop's row rewritten, the day's version raised. False when something did
     /// (nothing written).
     async fn improve_tentative(&self, depot: &str, date: Date, at: Versions, plan: Tentative) -> StoreResult<bool>;
+    /// Has the kept plans checked against their stored versions at their next read.
+    async fn recheck_tentative(&self);
     /// Its routes as (driver id, drop-off unique ids in order): where a day plan starts.
     async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>>;
     /// The live drop-offs of `depot` on `date` held for the dispatcher (the fleet could not
@@ -283,6 +294,11 @@ impl<S: TentativeStore> TentativeStore for crate::trace::Traced<S> {
     async fn improve_tentative(&self, depot: &str, date: Date, at: Versions, plan: Tentative) -> StoreResult<bool> {
         self.trace.hit("TentativeStore::improve_tentative");
         self.inner.improve_tentative(depot, date, at, plan).await
+    }
+
+    async fn recheck_tentative(&self) {
+        self.trace.hit("TentativeStore::recheck_tentative");
+        self.inner.recheck_tentative().await;
     }
 
     async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>> {

@@ -71,6 +71,12 @@ impl TentativeStore for PgStore {
         rows.iter().map(|r| Ok((get(r, 0)?, get(r, 1)?, get(r, 2)?))).collect()
     }
 
+    async fn recheck_tentative(&self) {
+        if let Some(fleet) = self.outbox.fleet() {
+            fleet.recheck();
+        }
+    }
+
     async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>> {
         let Some(fleet) = self.outbox.fleet() else { return Ok(Vec::new()) };
         let c = self.conn().await?;

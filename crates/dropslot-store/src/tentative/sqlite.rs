@@ -80,6 +80,12 @@ impl TentativeStore for SqliteStore {
         .await
     }
 
+    async fn recheck_tentative(&self) {
+        if let Some(fleet) = self.outbox.fleet() {
+            fleet.recheck();
+        }
+    }
+
     async fn tentative_routes(&self, depot: &str, date: Date) -> StoreResult<Vec<(String, Vec<String>)>> {
         let Some(fleet) = self.outbox.fleet() else { return Ok(Vec::new()) };
         let depot_ = depot.to_string();

@@ -112,6 +112,7 @@ pub async fn quote_at(app: &App, terms: &Terms, request: &ValidRequest, now: Tim
         // The fleet's room is kept for a second: a refusal is made on room read now (a driver
         // added, a plan improved, another process's deletion may have made some).
         crate::capacity::forget(app);
+        app.store.recheck_tentative().await;
         let fresh = crate::capacity::snapshot(app, terms.scope.mode, now).await?;
         quoted = quote::quote(&req, &terms.prices, &app.settings.area, now, &fresh);
     }

@@ -57,7 +57,9 @@ pub async fn run(app: App, mut stopping: tokio::sync::watch::Receiver<bool>) {
         return;
     }
     let mut looked: HashMap<(String, Date), Versions> = HashMap::new();
-    let mut every = tokio::time::interval(EVERY);
+    // The first look one period after the start: a day read before a fleet made elsewhere (the
+    // CLI, another process) is not kept as the fleet's meanwhile.
+    let mut every = tokio::time::interval_at(tokio::time::Instant::now() + EVERY, EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !*stopping.borrow() {
         tokio::select! {
