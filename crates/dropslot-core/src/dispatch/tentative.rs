@@ -184,6 +184,10 @@ struct Lane {
     /// from the last: a change of one place re-times the route without computing the others.
     into: Vec<Leg>,
     home: Leg,
+    /// [`Lane::closed`]'s answers by (window start, window end, service): a route is shared by
+    /// the plan's versions until it changes, so a route full for a window is known at a glance
+    /// by every later order and quote. A changed route starts empty.
+    closed: Closed,
     /// Order keys, increasing (persisted: a visit's place without rewriting its neighbours').
     seq: Vec<f64>,
     /// Earliest service start at each visit.
@@ -221,7 +225,53 @@ pub struct Tentative {
     open: Open,
 }
 
-/// [`Tentative::could_fit`]'s answers, by (window start, window end, service, parcels, grams).
+/// [`Lane::closed`]'s memory; a copy (a route about to change) starts empty.
+#[derive(Debug, Default)]
+struct Closed(std::sync::Mutex<std::collections::HashMap<(i64, i64, i64), Option<Binding>>>);
+
+impl Clone for Closed {
+    fn clone(&self) -> Closed {
+        Closed::default()
+    }
+}
+
+impl Lane {
+    /// What keeps any stop of the window `from..to` and service `service` out of this route,
+    /// travel left out: no position whose gap holds the service inside the window (`depart(p)`
+    /// is when the route leaves position `p - 1`, or the depot). Necessary, not sufficient;
+    /// remembered while the route is unchanged.
+    fn closed(&self, van: &Van, from: i64, to: i64, service: i64, depart: impl Fn(usize) -> i64) -> Option<Binding> {
+        let key = (from, to, service);
+        let mut memo = self.closed.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&known) = memo.get(&key) {
+            return known;
+        }
+        let n = self.visits.len();
+        let first = self.latest.partition_point(|&t| t < from + service);
+        let mut shift = false;
+        let open = (first..=n).any(|p| {
+            let d = depart(p);
+            let latest = if p == n { van.end } else { self.latest[p] };
+            let fits = d <= to && d.max(from) + service <= latest;
+            shift |= !fits && p == n && d <= to;
+            fits
+        });
+        let answer = if open {
+            None
+        } else if shift {
+            Some(Binding::Shift)
+        } else {
+            Some(Binding::Window)
+        };
+        if memo.len() > 256 {
+            memo.clear();
+        }
+        memo.insert(key, answer);
+        answer
+    }
+}
+
+/// [`Tentative::bound`]'s answers, by (window start, window end, service, parcels, grams).
 /// A copy of the plan (which the writer changes) starts empty.
 #[derive(Debug, Default)]
 struct Open(std::sync::Mutex<std::collections::HashMap<Shape, Option<Binding>>>);
@@ -399,6 +449,7 @@ impl Tentative {
 
     /// Re-times a lane from its visits and the roads it keeps (`into`, `home`).
     fn retime(&self, lane: usize, l: &mut Lane) {
+        l.closed = Closed::default();
         let van = &self.vans[lane];
         let n = l.visits.len();
         l.start.resize(n, 0);
@@ -443,6 +494,11 @@ impl Tentative {
         };
     }
 
+    /// When route `l` of `van` leaves position `p - 1` (the depot at `p == 0`).
+    fn depart(&self, l: &Lane, van: &Van, p: usize) -> i64 {
+        if p == 0 { van.start } else { l.start[p - 1] + self.service_of(&l.visits[p - 1]) }
+    }
+
     /// Whether a lane keeps every rule for van `lane`.
     fn keeps(&self, lane: usize, l: &Lane) -> bool {
         let van = &self.vans[lane];
@@ -451,7 +507,14 @@ impl Tentative {
 
     /// Where `v` goes in van `lane` at the least cost (or, with `first`, the first place found),
     /// or what bars it from that van.
-    fn best_in(&self, lane: usize, v: &Visit, first: bool) -> Result<(usize, i64), Binding> {
+    fn best_in(
+        &self,
+        lane: usize,
+        v: &Visit,
+        u: &Spot,
+        home: (Leg, Leg),
+        first: bool,
+    ) -> Result<(usize, i64), Binding> {
         let van = &self.vans[lane];
         let l = &self.lanes[lane];
         if l.parcels + i64::from(v.parcels) > van.parcels {
@@ -466,20 +529,22 @@ impl Tentative {
         }
         let n = l.visits.len();
         // Alone from the depot: if even that misses the window or the shift, no position will.
-        let out = self.leg(self.depot, v.at);
+        let (out, back) = home;
         let earliest = (van.start + out.seconds).max(v.from);
         if earliest > v.to {
             return Err(Binding::Window);
         }
-        if earliest + service + self.leg(v.at, self.depot).seconds > van.end {
+        if earliest + service + back.seconds > van.end {
             return Err(Binding::Shift);
+        }
+        if let Some(bound) = l.closed(van, v.from, v.to, service, |p| self.depart(l, van, p)) {
+            return Err(bound);
         }
         // A position before the first visit whose latest start leaves room for this one's
         // service cannot work (latest starts only grow along a route).
         let from = l.latest.partition_point(|&t| t < v.from + service);
         let mut best: Option<(usize, i64)> = None;
         let mut shift_bound = false;
-        let u = Spot::of(v.at);
         for p in from..=n {
             let (prev, depart) = if p == 0 {
                 (&self.depot_spot, van.start)
@@ -495,13 +560,13 @@ impl Tentative {
                 shift_bound |= p == n;
                 continue;
             }
-            let to_u = self.leg_s(prev, &u);
+            let to_u = self.leg_s(prev, u);
             let arrive = depart + to_u.seconds;
             if arrive > v.to {
                 break;
             }
             let begin = arrive.max(v.from);
-            let from_u = self.leg_s(&u, next);
+            let from_u = self.leg_s(u, next);
             if begin + service + from_u.seconds > latest {
                 shift_bound |= p == n;
                 continue;
@@ -526,6 +591,8 @@ impl Tentative {
         if let Some(bound) = self.bound(v) {
             return Err(bound);
         }
+        let u = Spot::of(v.at);
+        let home = (self.leg_s(&self.depot_spot, &u), self.leg_s(&u, &self.depot_spot));
         let cos = v.at.lat().to_radians().cos();
         let far = |l: &Lane| {
             let (dy, dx) = (l.centre.0 - v.at.lat(), (l.centre.1 - v.at.lng()) * cos);
@@ -536,7 +603,7 @@ impl Tentative {
         let (mut best, mut found): (Option<Place>, usize) = (None, 0);
         let mut why = Binding::NoVan;
         for (_, lane) in order {
-            match self.best_in(lane, v, first) {
+            match self.best_in(lane, v, &u, home, first) {
                 Ok((position, cost)) => {
                     found += 1;
                     if best.is_none_or(|b| cost < b.cost) {
