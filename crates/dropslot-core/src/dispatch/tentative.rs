@@ -174,6 +174,9 @@ const SEQ_STEP: f64 = 1024.0;
 /// improvement between orders makes up for the rest (docs/architecture.md, issue 45).
 pub const NEAREST: usize = 3;
 
+/// How many routes a placement picks nearest-first one at a time before it sorts the rest.
+const PICKED: usize = 8;
+
 /// One van's route: its visits in order with their schedule cached.
 #[derive(Debug, Clone, Default)]
 struct Lane {
@@ -599,15 +602,28 @@ impl Tentative {
             dy * dy + dx * dx
         };
         let mut order: Vec<(f64, usize)> = self.lanes.iter().enumerate().map(|(i, l)| (far(l), i)).collect();
-        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let (mut best, mut found): (Option<Place>, usize) = (None, 0);
         let mut why = Binding::NoVan;
-        for (_, lane) in order {
-            match self.best_in(lane, v, &u, home, first) {
+        // The nearest routes picked one at a time (a place is usually found in the first few),
+        // the rest sorted only when that many were tried.
+        let mut tried = 0;
+        while !order.is_empty() {
+            let next = if tried < PICKED {
+                let i = (0..order.len())
+                    .min_by(|&a, &b| order[a].0.total_cmp(&order[b].0).then(order[a].1.cmp(&order[b].1)));
+                order.swap_remove(i.unwrap_or(0)).1
+            } else {
+                if tried == PICKED {
+                    order.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+                }
+                order.pop().map_or(0, |(_, lane)| lane)
+            };
+            tried += 1;
+            match self.best_in(next, v, &u, home, first) {
                 Ok((position, cost)) => {
                     found += 1;
                     if best.is_none_or(|b| cost < b.cost) {
-                        best = Some(Place { lane, position, cost });
+                        best = Some(Place { lane: next, position, cost });
                     }
                     if first || found >= NEAREST {
                         break;
