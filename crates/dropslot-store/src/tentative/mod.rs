@@ -118,6 +118,9 @@ pub(crate) type Booking = (Visit, Option<usize>, usize);
 /// A day's stops to place, by (depot, date).
 pub(crate) type Days = BTreeMap<(String, Date), Vec<Booking>>;
 
+/// A day locked for a change: the versions it is now at, its plan, and what fits it no longer.
+pub(crate) type Locked = (Versions, Tentative, Vec<(Visit, tentative::Binding)>);
+
 /// A row read: the visit, its stored place, its unique id.
 pub(crate) type ReadRow = (Visit, Option<(String, f64)>, String);
 

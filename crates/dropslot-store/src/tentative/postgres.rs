@@ -174,20 +174,8 @@ pub(crate) async fn reserve(
     };
     for (key, visits) in days {
         let (depot, date) = (&key.0, key.1);
-        let day = raise(c, depot, date).await?;
-        let version = (day, generation(c).await?);
-        let mut plan = if let Some(kept) = fleet.take(&key, (day - 1, version.1)) {
-            kept
-        } else {
-            {
-                let placing: Vec<i64> = visits.iter().map(|(v, _, _)| v.id).collect();
-                let (drivers, rows) = (drivers(c, depot).await?, rows(c, depot, date).await?);
-                let a = assemble(&fleet.rules, depot, date, &drivers, rows, &placing)?
-                    .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
-                write(c, depot, date, &a.changes).await?;
-                a.plan
-            }
-        };
+        let placing: Vec<i64> = visits.iter().map(|(v, _, _)| v.id).collect();
+        let (version, mut plan, _) = lock_day(c, fleet, depot, date, &placing, false).await?;
         let changes = place(&mut plan, &visits).map_err(|(_, e)| e)?;
         write(c, depot, date, &changes).await?;
         fleet.keep(key, version, Arc::new(plan), true);
@@ -250,18 +238,7 @@ pub(crate) async fn place_one(
     visit: Visit,
 ) -> Result<bool, StoreError> {
     leave(c, visit.id, depot, date).await?;
-    let key = (depot.to_string(), date);
-    let day = raise(c, depot, date).await?;
-    let version = (day, generation(c).await?);
-    let mut plan = if let Some(kept) = fleet.take(&key, (day - 1, version.1)) {
-        kept
-    } else {
-        let (drivers, rows) = (drivers(c, depot).await?, rows(c, depot, date).await?);
-        let a = assemble(&fleet.rules, depot, date, &drivers, rows, &[visit.id])?
-            .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
-        write(c, depot, date, &a.changes).await?;
-        a.plan
-    };
+    let (version, mut plan, _) = lock_day(c, fleet, depot, date, &[visit.id], false).await?;
     let placed = match plan.insert(visit) {
         Ok((_, changes)) => {
             write(c, depot, date, &changes).await?;
@@ -269,7 +246,7 @@ pub(crate) async fn place_one(
         }
         Err(_) => false,
     };
-    fleet.keep(key, version, Arc::new(plan), true);
+    fleet.keep((depot.to_string(), date), version, Arc::new(plan), true);
     Ok(placed)
 }
 
@@ -295,12 +272,30 @@ pub(crate) async fn replan(
     date: Date,
     exclude: &[i64],
 ) -> Result<Vec<(Visit, Binding)>, StoreError> {
-    let key = (depot.to_string(), date);
+    let (version, plan, unplaced) = lock_day(c, fleet, depot, date, exclude, true).await?;
+    fleet.keep((depot.to_string(), date), version, Arc::new(plan), true);
+    Ok(unplaced)
+}
+
+/// The day's version raised (on `PostgreSQL` its row held to the commit: the orders of a depot
+/// and date take their places one after another) and its plan: the kept one when nobody came
+/// between (and not `anew`), else read anew leaving out `exclude` (the drop-offs the caller is
+/// placing or taking out), its changed places written; with what fits it no longer.
+async fn lock_day(
+    c: &impl Sql,
+    fleet: &Fleet,
+    depot: &str,
+    date: Date,
+    exclude: &[i64],
+    anew: bool,
+) -> Result<crate::tentative::Locked, StoreError> {
     let day = raise(c, depot, date).await?;
     let version = (day, generation(c).await?);
-    let (drivers, rows) = (drivers(c, depot).await?, rows(c, depot, date).await?);
-    let Some(a) = assemble(&fleet.rules, depot, date, &drivers, rows, exclude)? else { return Ok(Vec::new()) };
+    if !anew && let Some(kept) = fleet.take(&(depot.to_string(), date), (day - 1, version.1)) {
+        return Ok((version, kept, Vec::new()));
+    }
+    let a = assemble(&fleet.rules, depot, date, &drivers(c, depot).await?, rows(c, depot, date).await?, exclude)?
+        .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
     write(c, depot, date, &a.changes).await?;
-    fleet.keep(key, version, Arc::new(a.plan), true);
-    Ok(a.unplaced)
+    Ok((version, a.plan, a.unplaced))
 }

@@ -160,19 +160,8 @@ pub(crate) fn reserve(
     };
     for (key, visits) in days {
         let (depot, date) = (&key.0, key.1);
-        let day = raise(c, depot, date)?;
-        let version = (day, generation(c)?);
-        let mut plan = if let Some(kept) = fleet.take(&key, (day - 1, version.1)) {
-            kept
-        } else {
-            {
-                let placing: Vec<i64> = visits.iter().map(|(v, _, _)| v.id).collect();
-                let a = assemble(&fleet.rules, depot, date, &drivers(c, depot)?, rows(c, depot, date)?, &placing)?
-                    .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
-                write(c, depot, date, &a.changes)?;
-                a.plan
-            }
-        };
+        let placing: Vec<i64> = visits.iter().map(|(v, _, _)| v.id).collect();
+        let (version, mut plan, _) = lock_day(c, fleet, depot, date, &placing, false)?;
         let changes = place(&mut plan, &visits).map_err(|(_, e)| e)?;
         write(c, depot, date, &changes)?;
         fleet.keep(key, version, Arc::new(plan), true);
@@ -226,17 +215,7 @@ pub(crate) fn place_one(
     visit: Visit,
 ) -> Result<bool, StoreError> {
     leave(c, visit.id, depot, date)?;
-    let key = (depot.to_string(), date);
-    let day = raise(c, depot, date)?;
-    let version = (day, generation(c)?);
-    let mut plan = if let Some(kept) = fleet.take(&key, (day - 1, version.1)) {
-        kept
-    } else {
-        let a = assemble(&fleet.rules, depot, date, &drivers(c, depot)?, rows(c, depot, date)?, &[visit.id])?
-            .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
-        write(c, depot, date, &a.changes)?;
-        a.plan
-    };
+    let (version, mut plan, _) = lock_day(c, fleet, depot, date, &[visit.id], false)?;
     let placed = match plan.insert(visit) {
         Ok((_, changes)) => {
             write(c, depot, date, &changes)?;
@@ -244,7 +223,7 @@ pub(crate) fn place_one(
         }
         Err(_) => false,
     };
-    fleet.keep(key, version, Arc::new(plan), true);
+    fleet.keep((depot.to_string(), date), version, Arc::new(plan), true);
     Ok(placed)
 }
 
@@ -271,13 +250,30 @@ pub(crate) fn replan(
     date: Date,
     exclude: &[i64],
 ) -> Result<Vec<(Visit, dropslot_core::dispatch::tentative::Binding)>, StoreError> {
-    let key = (depot.to_string(), date);
+    let (version, plan, unplaced) = lock_day(c, fleet, depot, date, exclude, true)?;
+    fleet.keep((depot.to_string(), date), version, Arc::new(plan), true);
+    Ok(unplaced)
+}
+
+/// The day's version raised (on `PostgreSQL` its row held to the commit: the orders of a depot
+/// and date take their places one after another) and its plan: the kept one when nobody came
+/// between (and not `anew`), else read anew leaving out `exclude` (the drop-offs the caller is
+/// placing or taking out), its changed places written; with what fits it no longer.
+fn lock_day(
+    c: &Connection,
+    fleet: &Fleet,
+    depot: &str,
+    date: Date,
+    exclude: &[i64],
+    anew: bool,
+) -> Result<crate::tentative::Locked, StoreError> {
     let day = raise(c, depot, date)?;
     let version = (day, generation(c)?);
-    let Some(a) = assemble(&fleet.rules, depot, date, &drivers(c, depot)?, rows(c, depot, date)?, exclude)? else {
-        return Ok(Vec::new());
-    };
+    if !anew && let Some(kept) = fleet.take(&(depot.to_string(), date), (day - 1, version.1)) {
+        return Ok((version, kept, Vec::new()));
+    }
+    let a = assemble(&fleet.rules, depot, date, &drivers(c, depot)?, rows(c, depot, date)?, exclude)?
+        .ok_or_else(|| StoreError::Corrupt(format!("depot {depot} does not book on its fleet")))?;
     write(c, depot, date, &a.changes)?;
-    fleet.keep(key, version, Arc::new(a.plan), true);
-    Ok(a.unplaced)
+    Ok((version, a.plan, a.unplaced))
 }
