@@ -740,23 +740,6 @@ impl Tentative {
         changes
     }
 
-    /// Takes drop-off `id` out (deleted, or no longer of this date); true if it was in.
-    /// Removing a stop never breaks a rule: the road model keeps the triangle inequality.
-    pub fn remove(&mut self, id: i64) -> bool {
-        for lane in 0..self.lanes.len() {
-            if let Some(i) = self.lanes[lane].visits.iter().position(|v| v.id == id) {
-                let mut l = Arc::unwrap_or_clone(std::mem::take(&mut self.lanes[lane]));
-                l.visits.remove(i);
-                l.seq.remove(i);
-                self.refresh(lane, &mut l);
-                self.lanes[lane] = Arc::new(l);
-                self.open = Open::default();
-                return true;
-            }
-        }
-        false
-    }
-
     /// Whether every route keeps every rule (the plan is the proof: tests assert it).
     pub fn valid(&self) -> bool {
         (0..self.lanes.len()).all(|i| self.keeps(i, &self.lanes[i]))
