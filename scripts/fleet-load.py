@@ -2,7 +2,7 @@
 """The fleet-capacity benchmark of scripts/load.sh (issue 45).
 
   fleet-load.py seed BASE OPERATOR LIVE DATE
-      FLEET_DRIVERS (160) drivers of depot YYZ1 (08:00-22:00, 300 parcels and 2,000 kg each),
+      FLEET_DRIVERS (320) drivers of depot YYZ1 (08:00-22:00, 300 parcels and 2,000 kg each),
       then FLEET_STOPS (1000) live drop-offs on DATE through BASE (a server with
       [capacity] mode = "fleet", so each takes its place in YYZ1's tentative plan): zones
       TOR-DT and TOR-W of YYZ1, scattered within 3 km of each zone's centre, slots in turn, 1 or
@@ -40,7 +40,7 @@ call, must = plan_load.call, plan_load.must
 
 
 def seed(base, operator, live, date):
-    drivers = int(os.environ.get("FLEET_DRIVERS", "160"))
+    drivers = int(os.environ.get("FLEET_DRIVERS", "320"))
     stops = int(os.environ.get("FLEET_STOPS", "1000"))
     rng = random.Random(int(os.environ.get("FLEET_SEED", "1")))
     for i in range(drivers):

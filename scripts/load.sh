@@ -35,7 +35,7 @@
 #      capacity against limits, issue 45: see its block),
 #      FLEET (1; 0 skips the fleet phase under ONLY=all), FLEET_PAIRS (A B B A rounds of
 #      preview and of sync, limits against fleet, default 2), FLEET_STOPS (1000 drop-offs seeded
-#      on one day), FLEET_DRIVERS (160: enough that the sync runs never fill the horizon), FLEET_PLAN_LIMIT (20 s a plan),
+#      on one day), FLEET_DRIVERS (320: enough that four sync runs at ~9,000 orders/s never fill the 14-day horizon; the run fails if they do), FLEET_PLAN_LIMIT (20 s a plan),
 #      PLAN (1; 0 skips the day plans), PLAN_ORDERS (2000), PLAN_DRIVERS (40), PLAN_TIME_LIMIT
 #      (20 s a plan), PLAN_PARALLEL (1: both depots' plans at once),
 #      OPERATOR (1; 0 skips the operator side under ONLY=all), OPERATOR_PAIRS (A B B A rounds
@@ -453,7 +453,7 @@ limited_config() {
 # its own (a depot sells on its fleet or on its limits, never both on one day's orders): one
 # with [capacity] mode = "fleet" (a slot has room while depot YYZ1's tentative plan of the
 # date takes the stop), one in limits mode with every slot limited and never reached (the
-# check fleet mode replaces). scripts/fleet-load.py seeds each with FLEET_DRIVERS (160) drivers
+# check fleet mode replaces). scripts/fleet-load.py seeds each with FLEET_DRIVERS (320) drivers
 # of YYZ1 and the same FLEET_STOPS (1,000) live drop-offs on the day after NOW, so that on the
 # fleet server that day's tentative plan holds them. Then, alternated A B B A FLEET_PAIRS (2)
 # times each: preview of a drop-off asking for that day's TOR-DT-EV slot (every preview asks
@@ -497,7 +497,7 @@ fleet_phase() {
   client=$("$DROPSLOT" client create --name fleet-load --database "$FLEET_SERVER_DB")
   limits_live=$("$DROPSLOT" token create --client "$client" --kind live --database "$FLEET_SERVER_DB")
   limits_op=$("$DROPSLOT" token create --kind operator --database "$FLEET_SERVER_DB")
-  log "fleet: seeding ${FLEET_STOPS:-1000} drop-offs on $day, ${FLEET_DRIVERS:-160} drivers of YYZ1, on each server"
+  log "fleet: seeding ${FLEET_STOPS:-1000} drop-offs on $day, ${FLEET_DRIVERS:-320} drivers of YYZ1, on each server"
   FLEET_SEED_LINE=$(python3 scripts/fleet-load.py seed "$fleet_url" "$fleet_op" "$fleet_live" "$day") ||
     die "fleet: seeding failed: $FLEET_SEED_LINE"
   local limits_seed

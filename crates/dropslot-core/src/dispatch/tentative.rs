@@ -274,18 +274,50 @@ impl Lane {
     }
 }
 
-/// [`Tentative::bound`]'s answers, by (window start, window end, service, parcels, grams).
-/// A copy of the plan (which the writer changes) starts empty.
+/// Each route's answer to [`Tentative::lanes_for`], by shape (window start, window end,
+/// service, parcels, grams). Kept by a copy of the plan and through its changes: a stop added
+/// changes one route's answers, which are asked again at their next use ([`Open::changed`]),
+/// and the others stand. A quote after each order then costs a lookup and a look at the
+/// changed route, not a look at every route (issue 45's sync figure).
 #[derive(Debug, Default)]
-struct Open(std::sync::Mutex<std::collections::HashMap<Shape, Option<Binding>>>);
+struct Open(std::sync::Mutex<std::collections::HashMap<Shape, Answers>>);
 
-/// A stop's shape as far as [`Tentative::bound`] asks: window start and end, service, parcels,
-/// grams.
+/// One shape's answers: for each route, `None` when it has a gap for the shape (travel left
+/// out), else what bars it; and the routes changed since, to ask again. `missed`: by place
+/// (many stops share one: an address without coordinates is placed at its postal code), the
+/// routes where a place was looked for with travel and none found; a changed route is
+/// looked at again.
+#[derive(Debug, Clone)]
+struct Answers {
+    each: Vec<Option<Binding>>,
+    changed: Vec<usize>,
+    missed: std::collections::HashMap<(u64, u64), Vec<(usize, Binding)>>,
+}
+
+/// The key of a stop's place in [`Answers::missed`].
+fn place_key(at: LatLng) -> (u64, u64) {
+    (at.lat().to_bits(), at.lng().to_bits())
+}
+
+/// A stop's shape as far as [`Tentative::lanes_for`] asks: window start and end, service,
+/// parcels, grams.
 type Shape = (i64, i64, i64, u32, i64);
 
 impl Clone for Open {
     fn clone(&self) -> Open {
-        Open::default()
+        Open(std::sync::Mutex::new(self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()))
+    }
+}
+
+impl Open {
+    /// Route `lane` changed: each shape asks it again at its next use (a shape that has
+    /// waited for many changes is forgotten instead).
+    fn changed(&mut self, lane: usize) {
+        let known = self.0.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        known.retain(|_, a| a.changed.len() < 64);
+        for a in known.values_mut() {
+            a.changed.push(lane);
+        }
     }
 }
 
@@ -370,6 +402,8 @@ impl Tentative {
                 }
             }
         }
+        // Routes were replaced whole: nothing asked before stands.
+        plan.open = Open::default();
         let mut changes = Vec::new();
         let mut unplaced = Vec::new();
         for v in loose {
@@ -540,9 +574,7 @@ impl Tentative {
         if earliest + service + back.seconds > van.end {
             return Err(Binding::Shift);
         }
-        if let Some(bound) = l.closed(van, v.from, v.to, service, |p| self.depart(l, van, p)) {
-            return Err(bound);
-        }
+        // (What `Lane::closed` rules out the caller has left out already: `lanes_for`.)
         // A position before the first visit whose latest start leaves room for this one's
         // service cannot work (latest starts only grow along a route).
         let from = l.latest.partition_point(|&t| t < v.from + service);
@@ -563,13 +595,15 @@ impl Tentative {
                 shift_bound |= p == n;
                 continue;
             }
-            let to_u = self.leg_s(prev, u);
+            // The depot's legs are known already, and the road from `prev` to `next` is the
+            // route's own.
+            let to_u = if p == 0 { out } else { self.leg_s(prev, u) };
             let arrive = depart + to_u.seconds;
             if arrive > v.to {
                 break;
             }
             let begin = arrive.max(v.from);
-            let from_u = self.leg_s(u, next);
+            let from_u = if p == n { back } else { self.leg_s(u, next) };
             if begin + service + from_u.seconds > latest {
                 shift_bound |= p == n;
                 continue;
@@ -578,7 +612,7 @@ impl Tentative {
                 best = Some((p, 0));
                 break;
             }
-            let delta = weigh(to_u) + weigh(from_u) - weigh(self.leg_s(prev, next));
+            let delta = weigh(to_u) + weigh(from_u) - weigh(if p == n { l.home } else { l.into[p] });
             if best.is_none_or(|(_, d)| delta < d) {
                 best = Some((p, delta));
             }
@@ -591,19 +625,35 @@ impl Tentative {
     /// (with `first`) the first place found; else what bound in the van that came closest.
     /// A stop that fits nowhere is told so only after every route was tried.
     pub fn place(&self, v: &Visit, first: bool) -> Result<Place, Binding> {
-        if let Some(bound) = self.bound(v) {
-            return Err(bound);
-        }
+        let each = self.lanes_for(v);
+        let Some(open) = each.iter().position(Option::is_none) else {
+            return Err(each.iter().flatten().copied().max().unwrap_or(Binding::NoVan));
+        };
         let u = Spot::of(v.at);
         let home = (self.leg_s(&self.depot_spot, &u), self.leg_s(&u, &self.depot_spot));
+        // Any place answers a quote: the first route known to have a gap for the shape is
+        // tried first (on a day filling up, the nearest routes are the full ones).
+        let mut missed = Vec::new();
+        if first {
+            match self.best_in(open, v, &u, home, true) {
+                Ok((position, cost)) => return Ok(Place { lane: open, position, cost }),
+                Err(b) => missed.push((open, b)),
+            }
+        }
         let cos = v.at.lat().to_radians().cos();
         let far = |l: &Lane| {
             let (dy, dx) = (l.centre.0 - v.at.lat(), (l.centre.1 - v.at.lng()) * cos);
             dy * dy + dx * dx
         };
-        let mut order: Vec<(f64, usize)> = self.lanes.iter().enumerate().map(|(i, l)| (far(l), i)).collect();
+        // Only the routes with a gap are looked at; the others say what bars them.
+        let mut why = each.iter().flatten().copied().max().unwrap_or(Binding::NoVan);
+        let mut order: Vec<(f64, usize)> = each
+            .iter()
+            .enumerate()
+            .filter(|&(i, b)| b.is_none() && missed.first().is_none_or(|&(m, _)| m != i))
+            .map(|(i, _)| (far(&self.lanes[i]), i))
+            .collect();
         let (mut best, mut found): (Option<Place>, usize) = (None, 0);
-        let mut why = Binding::NoVan;
         // The nearest routes picked one at a time (a place is usually found in the first few),
         // the rest sorted only when that many were tried.
         let mut tried = 0;
@@ -629,55 +679,75 @@ impl Tentative {
                         break;
                     }
                 }
-                Err(b) => why = why.max(b),
+                Err(b) => {
+                    why = why.max(b);
+                    missed.push((next, b));
+                }
             }
         }
+        self.missed(v, missed);
         best.ok_or(why)
     }
 
-    /// What keeps a stop like `v` (its window, service time and load) out wherever it is, if
-    /// anything: no route with room for its load, or no position whose gap, travel left out,
-    /// holds its service inside its window. `None` is necessary, not sufficient (travel is what
-    /// the places check); remembered per plan, so a day full for such stops costs one lookup.
-    fn bound(&self, v: &Visit) -> Option<Binding> {
+    /// What keeps a stop like `v` (its window, service time and load) out of route `lane`, if
+    /// anything: no room for its load, or no position whose gap, travel left out, holds its
+    /// service inside its window. `None` is necessary, not sufficient (travel is what the
+    /// places check).
+    fn lane_bound(&self, lane: usize, v: &Visit, service: i64) -> Option<Binding> {
+        let (van, l) = (&self.vans[lane], &self.lanes[lane]);
+        if l.parcels + i64::from(v.parcels) > van.parcels {
+            Some(Binding::Parcels)
+        } else if l.grams + v.grams > van.grams {
+            Some(Binding::Kilograms)
+        } else if l.widest < service {
+            Some(Binding::Window)
+        } else {
+            l.closed(van, v.from, v.to, service, |p| self.depart(l, van, p))
+        }
+    }
+
+    /// [`Tentative::lane_bound`] of every route for a stop like `v`, remembered per plan and
+    /// kept through its changes, so a day full for such stops, or open for them, costs a
+    /// lookup.
+    fn lanes_for(&self, v: &Visit) -> Vec<Option<Binding>> {
         let service = self.service_of(v);
         let key = (v.from, v.to, service, v.parcels, v.grams);
         let mut open = self.open.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(&known) = open.get(&key) {
-            return known;
-        }
-        let mut why = Some(Binding::NoVan);
-        for (van, l) in self.vans.iter().zip(&self.lanes) {
-            let bound = if l.parcels + i64::from(v.parcels) > van.parcels {
-                Binding::Parcels
-            } else if l.grams + v.grams > van.grams {
-                Binding::Kilograms
-            } else if l.widest < service {
-                Binding::Window
-            } else {
-                let n = l.visits.len();
-                let from = l.latest.partition_point(|&t| t < v.from + service);
-                let mut shift = false;
-                let open_at = (from..=n).any(|p| {
-                    let depart = if p == 0 { van.start } else { l.start[p - 1] + self.service_of(&l.visits[p - 1]) };
-                    let latest = if p == n { van.end } else { l.latest[p] };
-                    let fits = depart <= v.to && depart.max(v.from) + service <= latest;
-                    shift |= !fits && p == n && depart <= v.to;
-                    fits
-                });
-                if open_at {
-                    why = None;
-                    break;
+        if let Some(a) = open.get_mut(&key) {
+            for lane in std::mem::take(&mut a.changed) {
+                a.each[lane] = self.lane_bound(lane, v, service);
+                for missed in a.missed.values_mut() {
+                    missed.retain(|&(l, _)| l != lane);
                 }
-                if shift { Binding::Shift } else { Binding::Window }
-            };
-            why = why.map(|w| w.max(bound));
+            }
+            let mut each = a.each.clone();
+            for &(lane, why) in a.missed.get(&place_key(v.at)).into_iter().flatten() {
+                each[lane] = Some(why);
+            }
+            return each;
         }
-        if open.len() > 4096 {
+        if open.len() > 1024 {
             open.clear();
         }
-        open.insert(key, why);
-        why
+        let each: Vec<Option<Binding>> = (0..self.lanes.len()).map(|lane| self.lane_bound(lane, v, service)).collect();
+        open.insert(key, Answers { each: each.clone(), changed: Vec::new(), missed: std::collections::HashMap::new() });
+        each
+    }
+
+    /// Remembers the routes where a stop like `v`, at its place, found no place with travel
+    /// ([`Tentative::lanes_for`] leaves them out until they change).
+    fn missed(&self, v: &Visit, lanes: Vec<(usize, Binding)>) {
+        if lanes.is_empty() {
+            return;
+        }
+        let key = (v.from, v.to, self.service_of(v), v.parcels, v.grams);
+        let mut open = self.open.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(a) = open.get_mut(&key) {
+            if a.missed.len() > 256 {
+                a.missed.clear();
+            }
+            a.missed.entry(place_key(v.at)).or_default().extend(lanes);
+        }
     }
 
     /// Whether `v` fits beside what the plan holds (the first place found).
@@ -736,7 +806,7 @@ impl Tentative {
         };
         self.retime(lane, &mut l);
         self.lanes[lane] = Arc::new(l);
-        self.open = Open::default();
+        self.open.changed(lane);
         changes
     }
 

@@ -198,3 +198,62 @@ fn the_solver_improves_a_plan_kept_by_insertion_and_keeps_every_visit() {
             .is_none()
     );
 }
+
+/// The plan's memory of which shapes fit is kept through its copies and changes: after every
+/// insertion it answers exactly as a plan that remembers nothing (the routes' own memories
+/// forgotten too) would, for shapes open, closed, and closed for different reasons.
+#[test]
+fn what_the_plan_remembers_of_a_shape_stays_true_through_its_changes() {
+    let mut plan = Tentative::new(depot(), model(), SERVICE, vec![van("A", 30, 60, 5), van("B", 12, 500, 9)]);
+    let shapes = [(0, 4, 1, 2), (0, 2, 1, 2), (3, 5, 2, 1), (0, 8, 1, 40), (6, 8, 3, 1)];
+    let mut answers = std::collections::BTreeSet::new();
+    for i in 1..=120 {
+        let (from, to, parcels, kg) = shapes[(i % 5) as usize];
+        let v = visit(i, from, to, parcels, kg);
+        // A copy remembers what its original learnt.
+        let copy = plan.clone();
+        let _ = plan.insert(v);
+        let mut forgetful = Tentative::clone(&plan);
+        forgetful.open = Open::default();
+        for l in &mut forgetful.lanes {
+            let mut lane = Lane::clone(l);
+            lane.closed = Closed::default();
+            *l = Arc::new(lane);
+        }
+        for (k, &(from, to, parcels, kg)) in shapes.iter().enumerate() {
+            // Asked at one place again and again (what did not fit there is remembered), and
+            // at a place never asked before (the routes' own answers alone).
+            let again = visit(1000 + k as i64, from, to, parcels, kg);
+            let fresh = visit(2000 + 10 * i + k as i64, from, to, parcels, kg);
+            assert_eq!(plan.lanes_for(&fresh), forgetful.lanes_for(&fresh), "shape {k} after stop {i}");
+            let (fits, truth) = (plan.fits(&again), forgetful.fits(&again));
+            assert_eq!(fits, truth, "shape {k} after stop {i}");
+            assert_eq!(plan.place(&again, false).is_ok(), truth, "shape {k} after stop {i}");
+            answers.insert(format!("{:?}", plan.place(&again, true).map(|_| ())));
+        }
+        assert!(copy.len() + 1 >= plan.len());
+    }
+    // The shapes went through open, and closed for more than one reason.
+    assert!(answers.len() >= 3, "{answers:?}");
+}
+
+/// A route with a gap for a stop's window but too short a shift to drive there is passed by
+/// for that place once it was tried: asked again, the stop still fits in the route that can
+/// reach it, and a stop of the same shape near the depot still goes to the first route.
+#[test]
+fn a_route_that_cannot_reach_a_place_is_passed_by_for_that_place_alone() {
+    let plan = Tentative::new(depot(), model(), SERVICE, vec![van("A", 30, 100, 1), van("B", 30, 100, 9)]);
+    let far = Visit {
+        id: 1,
+        at: LatLng::new(43.6387 + 0.2, -79.4201).unwrap(),
+        from: NINE,
+        to: NINE + 9 * 3600,
+        parcels: 1,
+        grams: 1000,
+    };
+    for _ in 0..3 {
+        assert_eq!(plan.place(&far, true).map(|p| p.lane), Ok(1), "only B reaches it");
+    }
+    let near = Visit { id: 2, at: LatLng::new(43.6390, -79.4200).unwrap(), ..far };
+    assert_eq!(plan.place(&near, true).map(|p| p.lane), Ok(0), "A reaches this one");
+}
