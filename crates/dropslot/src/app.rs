@@ -36,6 +36,8 @@ pub struct AppInner {
     /// Counts the recipient messages whose outcome (or `uncertain` turn) this process recorded:
     /// what waits on the sender (the tests, the benchmark) watches it instead of polling.
     pub notifications_recorded: watch::Sender<u64>,
+    /// The published days this process knows, and its one late placement at a time (§16).
+    pub late: crate::plans::late::Late,
     /// Turns true when the service is shutting down (`/readyz` answers 503 from then on).
     stopping: watch::Receiver<bool>,
 }
@@ -76,6 +78,7 @@ impl App {
             requests_queued: Arc::new(tokio::sync::Notify::new()),
             capacity: dropslot_store::cache::Ttl::new(std::time::Duration::from_secs(1)),
             notifications_recorded: watch::Sender::new(0),
+            late: crate::plans::late::Late::default(),
             stopping,
         })))
     }

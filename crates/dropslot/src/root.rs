@@ -125,6 +125,8 @@ pub async fn start(
             let notifications = tokio::spawn(sender.run(stopping.clone()));
             // Issue 45: the fleet depots' tentative plans improved between orders.
             tokio::spawn(plans::improve::run(app.clone(), stopping.clone()));
+            // Issue 46: what becomes plannable for a published day goes into its routes.
+            tokio::spawn(plans::late::run(app.clone(), stopping.clone()));
             let dispatcher = tokio::spawn(dispatcher.run(stopping));
             Ok(Running { app, demo, server, dispatcher, requests, notifications, metrics, metrics_addr })
         }

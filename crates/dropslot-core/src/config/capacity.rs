@@ -109,10 +109,18 @@ impl Unplaced {
 #[serde(deny_unknown_fields)]
 pub struct DispatchSettings {
     pub unplaced: Unplaced,
+    /// CONTRACT §16: a drop-off that becomes plannable for a date whose delivery plan is
+    /// published goes into a route not started yet (default on).
+    #[serde(default = "on")]
+    pub auto_insert: bool,
+}
+
+fn on() -> bool {
+    true
 }
 
 impl Default for DispatchSettings {
     fn default() -> Self {
-        DispatchSettings { unplaced: Unplaced::Rebook }
+        DispatchSettings { unplaced: Unplaced::Rebook, auto_insert: true }
     }
 }

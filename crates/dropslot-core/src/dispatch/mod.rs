@@ -501,7 +501,7 @@ impl Problem {
     }
 
     /// Node `node`'s stop, not yet timed.
-    fn stop(&self, node: usize) -> Stop {
+    pub(crate) fn stop(&self, node: usize) -> Stop {
         let g = &self.stops[node - 1];
         let c = g.first();
         Stop {
@@ -736,6 +736,7 @@ pub fn place(
 }
 
 pub mod eta;
+pub mod late;
 pub mod tentative;
 #[cfg(test)]
 mod tests;

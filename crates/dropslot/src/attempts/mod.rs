@@ -116,6 +116,10 @@ pub(crate) async fn reschedule(
     };
     let target = ChangeTarget::Tenant(caller.scope, unique_id);
     let outcome = app.store.change_delivery(target, change, Changer::Merchant, app.clock.now()).await?;
+    // CONTRACT §16: moved to a published day, it goes into a route not started yet.
+    if caller.scope.mode == dropslot_store::Mode::Live {
+        crate::plans::late::after_booking(&app, [(s.drop_off.zone_code.as_str(), date)]).await;
+    }
     answer(&app, outcome, "Shipment rescheduled.")
 }
 

@@ -243,6 +243,6 @@ pub(super) async fn optimize(
     OpsPosted { session, fields }: OpsPosted,
 ) -> PageResult {
     let seconds = fields.get("time_limit_s").and_then(|t| t.parse().ok()).unwrap_or(5);
-    crate::plans::optimize_plan(&app, &id, Some(seconds)).await.map_err(fail(&session))?;
+    crate::plans::optimize_plan(&app, &id, Some(seconds), &[]).await.map_err(fail(&session))?;
     Ok(see_other(&format!("/ops/plans/{id}")))
 }

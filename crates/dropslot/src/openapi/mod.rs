@@ -54,6 +54,7 @@ use crate::app::App;
         crate::plans::move_stop,
         crate::plans::optimize,
         crate::plans::publish,
+        crate::plans::reassign,
         crate::plans::sheet,
         crate::driver::route,
         crate::driver::scan,

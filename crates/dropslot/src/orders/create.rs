@@ -190,6 +190,10 @@ pub(super) async fn write_order(
         match app.store.create_order(terms.scope, order, renderer(&app.settings.base_url)).await {
             Ok(created) => {
                 crate::capacity::taken(app, terms.scope.mode, &reservations);
+                // CONTRACT §16: a live drop-off for a published day goes into its routes now.
+                if terms.scope.mode == dropslot_store::Mode::Live {
+                    crate::plans::late::after_order(app, &created.order.shipments).await;
+                }
                 return Ok(Ok(created));
             }
             Err(CreateOrderError::SlotFull { drop_off }) => {

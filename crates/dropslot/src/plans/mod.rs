@@ -4,6 +4,7 @@
 //! store keeps one open plan per depot, date and kind.
 
 pub mod improve;
+pub mod late;
 mod pace;
 pub mod wire;
 
@@ -26,7 +27,7 @@ use dropslot_core::dispatch::{
 use dropslot_core::geo::distance::LatLng;
 use dropslot_core::routing::{self, roads::RoadModel};
 use dropslot_store::{SaveOutcome, StoredPlan};
-use wire::{MoveRequest, OptimizeRequest, PlanList, PlanRequest, PlanView};
+use wire::{MoveRequest, OptimizeRequest, PlanList, PlanRequest, PlanView, ReassignRequest};
 
 /// A plan left `solving` this long after its start was abandoned by a crashed process (the
 /// longest solve is 60 s, plus its road times).
@@ -42,6 +43,7 @@ pub fn routes() -> axum::Router<App> {
         .route(crate::http::api_path!("/ops/plans/{id}/optimize"), post(optimize))
         .route(crate::http::api_path!("/ops/plans/{id}/publish"), post(publish))
         .route(crate::http::api_path!("/ops/routes/{id}/sheet.pdf"), get(sheet))
+        .route(crate::http::api_path!("/ops/routes/{id}/reassign"), post(reassign))
 }
 
 /// A depot a plan can start from: its coordinates and its city's time zone and road model.
@@ -549,38 +551,194 @@ async fn optimize(
             <JsonBody<Option<OptimizeRequest>> as axum::extract::FromRequest<App>>::from_request(request, &app).await?;
         r.unwrap_or_default()
     };
-    let (next, tz) = optimize_plan(&app, &id, request.time_limit_s).await?;
+    let (next, tz) = optimize_plan(&app, &id, request.time_limit_s, &request.exclude_driver_ids).await?;
     Ok(envelope(200, "Plan re-optimised.", &PlanView::new(&next, &tz)).into_response())
 }
 
 /// Solves a plan again, published stops kept in place: what `POST /ops/plans/{id}/optimize`
-/// and the plan page's button both do.
-pub(crate) async fn optimize_plan(app: &App, id: &str, time_limit_s: Option<i64>) -> Result<(Plan, TimeZone)> {
+/// and the plan page's button both do. In a published plan a route whose van has left the
+/// depot is left as it is (no stop in or out: CONTRACT §16), and `exclude` names drivers out
+/// whose routes not started yet are planned again without them.
+pub(crate) async fn optimize_plan(
+    app: &App,
+    id: &str,
+    time_limit_s: Option<i64>,
+    exclude: &[String],
+) -> Result<(Plan, TimeZone)> {
     let mut errors = FieldErrors::new();
     let seconds = time_limit(time_limit_s, &mut errors);
-    errors.into_result()?;
     let (stored, base) = load(app, id).await?;
+    for (i, d) in exclude.iter().enumerate() {
+        if exclude[..i].contains(d) {
+            errors.add(format!("exclude_driver_ids.{i}"), "This driver is named twice.");
+        } else if !stored.plan.routes.iter().any(|r| r.driver_id == *d) {
+            errors.add(format!("exclude_driver_ids.{i}"), "No route of this plan has this driver.");
+        }
+    }
+    errors.into_result()?;
     let plan = stored.plan;
     let date: Date = plan.date.parse().map_err(|_| Error::Internal(format!("plan {id}: its date")))?;
-    let drivers: Vec<Driver> = plan.routes.iter().map(dispatch::driver_of).collect();
+    let published = plan.status == PlanStatus::Published;
+    let started = if published { late::started_routes(app, &plan).await? } else { vec![false; plan.routes.len()] };
+    // Started routes stay as they are, whoever is excluded; the others are planned again,
+    // without the excluded drivers.
+    let kept: Vec<&dispatch::Route> = plan.routes.iter().zip(&started).filter(|(_, s)| **s).map(|(r, _)| r).collect();
+    let on_kept: std::collections::HashSet<&str> = kept.iter().flat_map(|r| r.shipments()).collect();
+    let replanned: Vec<&dispatch::Route> = plan
+        .routes
+        .iter()
+        .zip(&started)
+        .filter(|(r, s)| !**s && !exclude.contains(&r.driver_id))
+        .map(|(r, _)| r)
+        .collect();
+    let drivers: Vec<Driver> = replanned.iter().map(|r| dispatch::driver_of(r)).collect();
     let routes: Vec<(String, Vec<String>)> =
-        plan.routes.iter().map(|r| (r.driver_id.clone(), r.shipments().map(String::from).collect())).collect();
+        replanned.iter().map(|r| (r.driver_id.clone(), r.shipments().map(String::from).collect())).collect();
     // A published plan's routes are fixed; a draft's are where the search starts (so that
     // optimising never places fewer than the draft did).
-    let (fixed, start) = if plan.status == PlanStatus::Published { (routes, Vec::new()) } else { (Vec::new(), routes) };
-    let candidates = app.store.plan_candidates(plan.kind, &plan.depot, date, Some(&plan.id)).await?;
+    let (fixed, start) = if published { (routes, Vec::new()) } else { (Vec::new(), routes) };
+    let candidates: Vec<_> = app
+        .store
+        .plan_candidates(plan.kind, &plan.depot, date, Some(&plan.id))
+        .await?
+        .into_iter()
+        .filter(|c| !on_kept.contains(c.unique_id.as_str()))
+        .collect();
     let service = service_time(&app.settings.routing);
-    let problem = if plan.kind == PlanKind::Delivery && app.settings.capacity.fleet(&plan.depot) {
-        Problem::ungrouped(plan.kind, base.depot.clone(), drivers, service, candidates)
+    let (mut routes, unassigned) = if drivers.is_empty() {
+        // Nobody left to plan for: every shipment not on a started route waits, with the reason.
+        let depot = &base.depot;
+        let unassigned = candidates
+            .into_iter()
+            .map(|c| dispatch::Unassigned {
+                shipment_unique_id: c.unique_id.clone(),
+                reason: dispatch::late::NO_DRIVER.into(),
+                stop: dispatch::late::stop_for(depot, service, c),
+            })
+            .collect();
+        (Vec::new(), unassigned)
     } else {
-        Problem::new(plan.kind, base.depot.clone(), drivers, service, candidates)
+        let problem = if plan.kind == PlanKind::Delivery && app.settings.capacity.fleet(&plan.depot) {
+            Problem::ungrouped(plan.kind, base.depot.clone(), drivers, service, candidates)
+        } else {
+            Problem::new(plan.kind, base.depot.clone(), drivers, service, candidates)
+        };
+        let roads = Roads::new(&app.settings.routing);
+        solve(&app.metrics.solver_paused, &roads, base.model, problem, (fixed, start), plan.id.clone(), seconds).await?
     };
+    routes.extend(kept.into_iter().cloned());
+    routes.sort_by(|a, b| a.driver_id.cmp(&b.driver_id));
+    let before: std::collections::HashSet<&str> =
+        plan.unassigned.iter().map(|u| u.shipment_unique_id.as_str()).collect();
+    let newly: Vec<String> = unassigned
+        .iter()
+        .filter(|u| !before.contains(u.shipment_unique_id.as_str()))
+        .map(|u| u.shipment_unique_id.clone())
+        .collect();
     let roads = Roads::new(&app.settings.routing);
-    let (routes, unassigned) =
-        solve(&app.metrics.solver_paused, &roads, base.model, problem, (fixed, start), plan.id.clone(), seconds)
-            .await?;
     let next = Plan { routes, unassigned, roads: roads.source().into(), ..plan };
     saved(app.store.save_plan(&next, stored.version).await?)?;
+    if published {
+        if let Err(e) = crate::eta::refresh_plan(app, &next).await {
+            tracing::warn!(plan = %next.id, error = %e, "the re-planned routes' ETAs were not computed");
+        }
+        // What no route takes now is rebooked or held (`[dispatch] unplaced`), as at publish.
+        if next.kind == PlanKind::Delivery && !newly.is_empty() {
+            app.store.replan_day(&next.depot, date, newly, app.clock.now()).await?;
+        }
+    }
+    Ok((next, base.tz))
+}
+
+/// `POST /ops/routes/{id}/reassign`.
+#[utoipa::path(post, path = "/ops/routes/{id}/reassign", tag = "Dispatch", operation_id = "reassign_route",
+    summary = "Hand a route to another driver",
+    description = "CONTRACT §16: before a route starts (no drop-off of it has left the depot), the whole route goes to another driver of the depot who works on the plan's date and has no stops in this plan; it is re-timed for the new van and shift and takes the id `PLAN_ID.DRIVER_ID` of its new driver. The first driver keeps an empty route: their token no longer reaches its stops. A started route keeps its driver.",
+    security(("operator_token" = [])), request_body = ReassignRequest,
+    params(("id" = String, Path, description = "The route's id (`PLAN_ID.DRIVER_ID`).")),
+    responses(
+        (status = 200, description = "The plan after the change.", body = Envelope<PlanView>),
+        (status = 404, description = "No route has this id.", body = ErrorEnvelope),
+        (status = 409, description = "The route has started, the driver already has stops in this plan, or the plan changed meanwhile.", body = ErrorEnvelope),
+        (status = 422, description = "`driver_id` unknown, of another depot, off that day, the same driver, or a rule the route breaks with the new van or shift (named).", body = ErrorEnvelope),
+        (status = 503, description = "The routing engine (OSRM) did not answer.", body = ErrorEnvelope),
+    ))]
+#[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]
+async fn reassign(
+    State(app): State<App>,
+    _: OperatorCaller,
+    PathParam(id): PathParam<String>,
+    JsonBody(request, _): JsonBody<ReassignRequest>,
+) -> Result<Response> {
+    let (next, tz) = reassign_route(&app, &id, request.driver_id.trim()).await?;
+    Ok(envelope(200, "Route handed over.", &PlanView::new(&next, &tz)).into_response())
+}
+
+/// Hands route `route_id` to driver `driver_id`: what `POST /ops/routes/{id}/reassign` and the
+/// plan page's form both do.
+pub(crate) async fn reassign_route(app: &App, route_id: &str, driver_id: &str) -> Result<(Plan, TimeZone)> {
+    let plan_id = route_id.split_once('.').map(|(p, _)| p).ok_or(Error::NotFound)?;
+    let (stored, base) = load(app, plan_id).await?;
+    let plan = stored.plan;
+    let r = plan.routes.iter().position(|x| x.id == route_id).ok_or(Error::NotFound)?;
+    let route = &plan.routes[r];
+    if driver_id == route.driver_id {
+        return Err(Error::invalid("driver_id", "This driver has the route already."));
+    }
+    let date: Date = plan.date.parse().map_err(|_| Error::Internal(format!("plan {}: its date", plan.id)))?;
+    let driver = match app.store.driver(driver_id).await? {
+        Some(d) if d.driver.depot != plan.depot => {
+            return Err(Error::invalid("driver_id", "This driver works from another depot."));
+        }
+        Some(d) if !d.driver.weekdays.contains(date.weekday()) => {
+            return Err(Error::invalid("driver_id", "This driver does not work on the plan's date."));
+        }
+        Some(_) => drivers(app, &plan.depot, date, Some(&[driver_id.to_string()]), &base.tz)
+            .await
+            .map_err(|_| Error::invalid("driver_id", "This driver cannot be planned on the plan's date."))?
+            .remove(0),
+        None => return Err(Error::invalid("driver_id", "No driver has this id.")),
+    };
+    if plan.status == PlanStatus::Published && late::started_routes(app, &plan).await?[r] {
+        return Err(Error::Conflict(
+            "This route has started: its parcels are on its van, so it keeps its driver.".into(),
+        ));
+    }
+    let theirs = plan.routes.iter().position(|x| x.driver_id == driver_id);
+    if let Some(j) = theirs
+        && !plan.routes[j].visits().is_empty()
+    {
+        return Err(Error::Conflict(
+            "This driver already has stops in this plan: move them, or choose another driver.".into(),
+        ));
+    }
+    let roads = Roads::new(&app.settings.routing);
+    let matrix = roads.matrix(base.model, dispatch::route_points(route, &base.depot)).await.map_err(roads_error)?;
+    let moved = dispatch::late::hand_over(route, &plan.id, &driver, &base.depot, &matrix).map_err(|rules| {
+        let mut errors = FieldErrors::new();
+        for b in rules {
+            errors.add("driver_id", format!("Rule `{}`: {}.", b.rule, b.message));
+        }
+        Error::Validation(errors)
+    })?;
+    // The first driver keeps an empty route (a dispatcher may give them stops again).
+    let first = dispatch::driver_of(route);
+    let empty =
+        dispatch::timed(route.id.clone(), &first, &base.depot, Vec::new(), |_, _| routing::roads::Leg::default()).0;
+    let mut next = plan.clone();
+    next.routes[r] = empty;
+    if let Some(j) = theirs {
+        next.routes.remove(j);
+    }
+    next.routes.push(moved);
+    next.routes.sort_by(|a, b| a.driver_id.cmp(&b.driver_id));
+    saved(app.store.save_plan(&next, stored.version).await?)?;
+    if next.status == PlanStatus::Published
+        && let Some(moved) = next.routes.iter().find(|x| x.driver_id == driver_id)
+        && let Err(e) = crate::eta::refresh(app, &next.depot, moved).await
+    {
+        tracing::warn!(route = %moved.id, error = %e, "the handed-over route's ETAs were not re-timed");
+    }
     Ok((next, base.tz))
 }
 
@@ -624,6 +782,9 @@ pub(crate) async fn publish_plan(app: &App, id: &str) -> Result<(Plan, TimeZone)
     // a failure (the routing engine down) leaves the windows to the driver's first progress.
     if let Err(e) = crate::eta::refresh_plan(app, &next).await {
         tracing::warn!(plan = %next.id, error = %e, "the published plan's ETAs were not computed");
+    }
+    if next.kind == PlanKind::Delivery {
+        app.late.published(&next.depot, date);
     }
     // No sold shipment left behind (issue 45): what the published plan leaves unassigned is
     // rebooked into the next slot with room, or held for the dispatcher (`[dispatch] unplaced`).

@@ -52,6 +52,22 @@ pub struct OptimizeRequest {
     #[serde(default)]
     #[schema(minimum = 1, maximum = 60)]
     pub time_limit_s: Option<i64>,
+    /// Drivers out (CONTRACT §16): their routes not started yet are planned again without
+    /// them (each of their stops goes to another route or to `unassigned` with a reason). A
+    /// started route keeps its driver and its stops.
+    #[serde(default)]
+    #[schema(max_items = 500)]
+    pub exclude_driver_ids: Vec<String>,
+}
+
+/// `POST /ops/routes/{id}/reassign`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"driver_id": "DRV01J9Z3K4M5N6P7Q8R9S0T1"}))]
+pub struct ReassignRequest {
+    /// Another driver of the plan's depot, working on the plan's date, with no stops in this
+    /// plan yet.
+    pub driver_id: String,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]

@@ -15,6 +15,7 @@ mod common;
 mod copy;
 mod dashboard;
 mod dashboard_http;
+mod day_runs;
 mod driver_api;
 mod driver_app;
 mod driver_proofs;
