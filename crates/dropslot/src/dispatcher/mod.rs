@@ -43,6 +43,8 @@ pub fn routes() -> axum::Router<App> {
         .route("/ops/plans/{id}/moves", post(plan::move_stop))
         .route("/ops/plans/{id}/publish", post(plan::publish))
         .route("/ops/plans/{id}/optimize", post(plan::optimize))
+        .route("/ops/plans/{id}/reassign", post(plan::reassign))
+        .route("/ops/plans/{id}/exclude", post(plan::exclude))
         .route("/ops/drivers", get(drivers::list).post(drivers::create))
         .route("/ops/drivers/{id}/token", post(drivers::reissue))
 }

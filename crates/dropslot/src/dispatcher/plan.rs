@@ -34,6 +34,8 @@ struct PlanPage {
     shipments: Vec<String>,
     /// (route id, its letter and driver) for the move form.
     targets: Vec<(String, String)>,
+    /// (driver id, name) of every driver of the depot, for the "driver out" forms.
+    depot_drivers: Vec<(String, String)>,
     /// The move form as sent, after a refusal.
     sent: MoveForm,
     errors: Vec<(String, String)>,
@@ -171,6 +173,7 @@ async fn render(
         .enumerate()
         .map(|(i, r)| (r.id.clone(), format!("{} · {}", map::letter(i), driver(&r.driver_id))))
         .collect();
+    let depot_drivers = drivers.iter().map(|d| (d.id.clone(), driver(&d.id))).collect();
     let body = PlanPage {
         frame: Some(session.frame("board")),
         draft: view.status == "draft",
@@ -183,6 +186,7 @@ async fn render(
         returns,
         shipments,
         targets,
+        depot_drivers,
         sent,
         errors,
     };
@@ -245,4 +249,47 @@ pub(super) async fn optimize(
     let seconds = fields.get("time_limit_s").and_then(|t| t.parse().ok()).unwrap_or(5);
     crate::plans::optimize_plan(&app, &id, Some(seconds), &[]).await.map_err(fail(&session))?;
     Ok(see_other(&format!("/ops/plans/{id}")))
+}
+
+/// A "driver out" form's outcome: back to the plan, or the plan page with the refusal's
+/// field errors above the forms.
+async fn after_driver_out(app: &App, session: &OpsSession, id: &str, done: Result<(), Error>) -> PageResult {
+    match done {
+        Ok(()) => Ok(see_other(&format!("/ops/plans/{id}#routes"))),
+        Err(Error::Validation(errors)) => {
+            let (stored, tz) = crate::plans::read_plan(app, id).await.map_err(fail(session))?;
+            let status = StatusCode::UNPROCESSABLE_ENTITY;
+            render(app, session, &stored, &tz, MoveForm::default(), field_list(&errors), status).await
+        }
+        Err(e) => Err(fail(session)(e)),
+    }
+}
+
+/// `POST /ops/plans/{id}/reassign`: a route handed to another driver before it starts (the
+/// API's `POST /ops/routes/{id}/reassign`).
+pub(super) async fn reassign(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    OpsPosted { session, fields }: OpsPosted,
+) -> PageResult {
+    let route = fields.get("route_id").unwrap_or("").to_string();
+    let driver = fields.get("driver_id").unwrap_or("").to_string();
+    let done = if route.starts_with(&format!("{id}.")) {
+        crate::plans::reassign_route(&app, &route, &driver).await.map(|_| ())
+    } else {
+        Err(Error::invalid("route_id", "Choose a route of this plan."))
+    };
+    after_driver_out(&app, &session, &id, done).await
+}
+
+/// `POST /ops/plans/{id}/exclude`: the routes not started yet planned again without a driver
+/// who is out (the API's `optimize` with `exclude_driver_ids`), a short search (5 s).
+pub(super) async fn exclude(
+    State(app): State<App>,
+    Path(id): Path<String>,
+    OpsPosted { session, fields }: OpsPosted,
+) -> PageResult {
+    let out = fields.all("driver_id");
+    let done = crate::plans::optimize_plan(&app, &id, Some(5), &out).await.map(|_| ());
+    after_driver_out(&app, &session, &id, done).await
 }

@@ -204,3 +204,61 @@ async fn a_driver_out_hands_the_route_over_or_is_left_out_and_a_started_route_ke
     assert_eq!(after[0].2, ana_route.2);
     let _ = ana;
 }
+
+/// The plan page's "driver out" forms do what the API does: a route handed over, a driver left
+/// out of a re-plan, and a refusal (a route already on the road) shown in words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_page_hands_a_route_over_and_leaves_a_driver_out() {
+    use crate::dashboard_http::Visitor;
+    use reqwest::StatusCode;
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let (_, _, live, ops) = s.new_client("Merchant").await;
+    let (ana_id, _) = driver(&s, &op, "Ana").await;
+    let (ben_id, _) = driver(&s, &op, "Ben").await;
+    let (cy_id, _) = driver(&s, &op, "Cy").await;
+    for i in 0..3 {
+        order(&s, &live, i).await;
+    }
+    let id = publish(&s, &op, &[&ana_id, &ben_id]).await;
+    let (_, before) = routes(&s, &op, &id).await;
+    let ana_route = before.iter().find(|r| r.1 == ana_id).unwrap().clone();
+    let ben_route = before.iter().find(|r| r.1 == ben_id).unwrap().clone();
+    leave(&s, &ops, &ana_route.2).await;
+
+    let mut v = Visitor::new(&s);
+    let form = v.get("/ops/sign-in").await;
+    let csrf = form.csrf();
+    assert_eq!(v.post("/ops/sign-in", &[("csrf", &csrf), ("token", &op)]).await.status, StatusCode::SEE_OTHER);
+    let page = v.get(&format!("/ops/plans/{id}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("A driver out") && page.body.contains("Hand the route over"), "{}", page.body);
+    let csrf = page.csrf();
+
+    let r = v
+        .post(
+            &format!("/ops/plans/{id}/reassign"),
+            &[("csrf", &csrf), ("route_id", &ana_route.0), ("driver_id", &cy_id)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body.contains("This route has started"), "{}", r.body);
+    let r = v
+        .post(
+            &format!("/ops/plans/{id}/reassign"),
+            &[("csrf", &csrf), ("route_id", &ben_route.0), ("driver_id", &cy_id)],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let (_, after) = routes(&s, &op, &id).await;
+    assert_eq!(after.iter().find(|r| r.1 == cy_id).unwrap().2, ben_route.2);
+
+    let r = v.post(&format!("/ops/plans/{id}/exclude"), &[("csrf", &csrf), ("driver_id", &cy_id)]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let (_, after) = routes(&s, &op, &id).await;
+    assert!(!after.iter().any(|r| r.1 == cy_id));
+    assert_eq!(after.iter().find(|r| r.1 == ana_id).unwrap().2, ana_route.2);
+    // Without the session's token nothing changes.
+    let r = v.post(&format!("/ops/plans/{id}/exclude"), &[("csrf", "forged"), ("driver_id", &ana_id)]).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+}
