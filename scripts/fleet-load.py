@@ -14,7 +14,15 @@
       other (each draft deleted after). Prints one JSON line: each plan's distance, routes,
       assigned and unassigned, and their ratio; exits 1 if the booked day's plan places fewer
       than were booked.
+  fleet-load.py late BASE OPERATOR LIVE DATE NEXT
+      Issue 46: publishes depot YYZ1's delivery plan of DATE (the seeded day: 1,000 stops,
+      FLEET_PLAN_LIMIT s), then books FLEET_LATE (30) live orders one after another for DATE
+      (each placed into a route not started yet before its 201) and as many for NEXT (a day
+      without a published plan: the same order without a placement), each timed from the
+      request to its answer. Prints one JSON line: median and p99 of each, how many of DATE's
+      late orders a route took and how many went unassigned; exits 1 if one is neither.
 """
+
 
 import importlib.util
 import json
@@ -109,10 +117,53 @@ def plan(fleet, fleet_operator, scratch, scratch_operator, date):
         sys.exit("fleet-load: the booked day's plan left shipments unassigned")
 
 
+def late(base, operator, live, date, next_date):
+    n = int(os.environ.get("FLEET_LATE", "30"))
+    limit = int(os.environ.get("FLEET_PLAN_LIMIT", "20"))
+    body = {"date": date, "depot": "YYZ1", "kind": "delivery", "time_limit_s": limit}
+    p = must(*call(base, "POST", "/ops/plans", operator, body, timeout=limit + 120), 201, "POST /ops/plans (late)")
+    must(*call(base, "POST", f"/ops/plans/{p['id']}/publish", operator, {}), 200, "publish (late)")
+    rng = random.Random(7)
+    text, (lat0, lng0), slots = ZONES["TOR-DT"]
+
+    def book(day, i):
+        r, a = 2500 * math.sqrt(rng.random()), 2 * math.pi * rng.random()
+        lat = lat0 + r * math.cos(a) / 111_195
+        lng = lng0 + r * math.sin(a) / (111_195 * math.cos(math.radians(lat0)))
+        order = {"pick_up_address": {"text": PICK_UP}, "drop_offs": [{
+            "address": {"text": text, "lat": round(lat, 6), "lng": round(lng, 6),
+                        "person_name": f"Late {i}", "person_phone": "+1 416 555 0100"},
+            "scheduled_date": day, "time_slot_code": slots[-1],
+            "parcels": [{"unit": "g", "values": 1500}]}]}
+        t0 = time.monotonic()
+        answer = must(*call(base, "POST", "/requests/sync", live, order), 201, "POST /requests/sync (late)")
+        return time.monotonic() - t0, answer["shipments"][0]["drop_off_shipment"]["unique_id"]
+
+    def pct(values, q):
+        values = sorted(values)
+        return round(1000 * values[min(len(values) - 1, int(q * len(values)))], 1)
+
+    late_orders = [book(date, i) for i in range(n)]
+    plain = [book(next_date, n + i) for i in range(n)]
+    plan_now = must(*call(base, "GET", f"/ops/plans/{p['id']}", operator), 200, "GET the published plan")
+    routed = {u for r in plan_now["routes"] for s in r["stops"] for u in s["shipment_unique_ids"]}
+    waiting = {u["shipment_unique_id"] for u in plan_now["unassigned"]}
+    ids = [u for _, u in late_orders]
+    out = {"late_orders": n, "stops_before": p["cost"]["shipments_assigned"],
+           "late_ms": {"p50": pct([t for t, _ in late_orders], 0.5), "p99": pct([t for t, _ in late_orders], 0.99)},
+           "unpublished_day_ms": {"p50": pct([t for t, _ in plain], 0.5), "p99": pct([t for t, _ in plain], 0.99)},
+           "routed": sum(u in routed for u in ids), "unassigned": sum(u in waiting for u in ids)}
+    print(json.dumps(out), flush=True)
+    if out["routed"] + out["unassigned"] != n:
+        sys.exit("fleet-load: a late order is neither in a route nor unassigned")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 6 and sys.argv[1] == "seed":
         seed(*sys.argv[2:])
     elif len(sys.argv) == 7 and sys.argv[1] == "plan":
         plan(*sys.argv[2:])
+    elif len(sys.argv) == 7 and sys.argv[1] == "late":
+        late(*sys.argv[2:])
     else:
         sys.exit(__doc__)

@@ -464,6 +464,7 @@ limited_config() {
 declare -A FLEET_RPS=()
 FLEET_PLAN_LINE=
 FLEET_SEED_LINE=
+FLEET_LATE_LINE=
 FLEET_DAYS=
 # fleet_server NAME CONFIG: a `dropslot serve` on a fresh database of its own; sets
 # FLEET_SERVER_URL, FLEET_SERVER_DB and FLEET_SERVER_PID.
@@ -511,6 +512,11 @@ fleet_phase() {
       log "fleet: plans of $day, the booked day's against one from scratch (${FLEET_PLAN_LIMIT:-20} s each)"
       FLEET_PLAN_LINE=$(python3 scripts/fleet-load.py plan "$fleet_url" "$fleet_op" "$limits_url" "$limits_op" "$day") ||
         die "fleet: plans: $FLEET_PLAN_LINE"
+      # Issue 46: late orders into the seeded day's published plan, on the limits server (its
+      # sync runs book today, so the published day stays as it is).
+      log "fleet: ${FLEET_LATE:-30} late orders into the published plan of $day"
+      FLEET_LATE_LINE=$(python3 scripts/fleet-load.py late "$limits_url" "$limits_op" "$limits_live" "$day" \
+        "$(date -d "$day + 1 day" +%F)") || die "fleet: late orders: $FLEET_LATE_LINE"
       continue
     fi
     if [[ $endpoint == preview ]]; then BODY=$TMP/fleet-preview.json; else BODY=$saved_body; fi
@@ -547,6 +553,7 @@ fleet_report() {
     echo "  $endpoint: limits ${FLEET_RPS[${endpoint}_limits]}req/s (mean $a, CPU ms/1000: ${FLEET_RPS[${endpoint}_limits_cpu]}); fleet ${FLEET_RPS[${endpoint}_fleet]}req/s (mean $b, CPU ms/1000: ${FLEET_RPS[${endpoint}_fleet_cpu]}); fleet/limits = $(awk -v a="$b" -v b="$a" 'BEGIN { printf "%.3f", a / b }')"
   done
   echo "  day plans: $FLEET_PLAN_LINE"
+  echo "  late orders (issue 46): $FLEET_LATE_LINE"
 }
 if [[ ${FLEET:-1} == 1 && ${ONLY:-all} =~ ^(all|fleet)$ ]]; then fleet_phase; fi
 if [[ ${ONLY:-all} == fleet ]]; then
