@@ -548,6 +548,7 @@ fleet_report() {
   local endpoint a b
   echo "fleet capacity (issue 45; seed: $FLEET_SEED_LINE; YYZ1's days after the sync runs: $FLEET_DAYS):"
   for endpoint in preview sync; do
+    [[ -n ${FLEET_RPS[${endpoint}_limits]:-} ]] || continue # FLEET_PAIRS=0: no runs
     a=$(printf '%s\n' ${FLEET_RPS[${endpoint}_limits]} | awk '{ s += $1 } END { printf "%.1f", s / NR }')
     b=$(printf '%s\n' ${FLEET_RPS[${endpoint}_fleet]} | awk '{ s += $1 } END { printf "%.1f", s / NR }')
     echo "  $endpoint: limits ${FLEET_RPS[${endpoint}_limits]}req/s (mean $a, CPU ms/1000: ${FLEET_RPS[${endpoint}_limits_cpu]}); fleet ${FLEET_RPS[${endpoint}_fleet]}req/s (mean $b, CPU ms/1000: ${FLEET_RPS[${endpoint}_fleet_cpu]}); fleet/limits = $(awk -v a="$b" -v b="$a" 'BEGIN { printf "%.3f", a / b }')"
