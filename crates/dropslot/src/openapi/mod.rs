@@ -55,6 +55,7 @@ use crate::app::App;
         crate::plans::optimize,
         crate::plans::publish,
         crate::plans::sheet,
+        crate::reports::day,
         crate::driver::route,
         crate::driver::scan,
         crate::driver::transition,
