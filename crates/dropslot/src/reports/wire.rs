@@ -178,7 +178,8 @@ impl ReportView {
         line(&mut out, COLUMNS.iter().map(|c| (*c).to_string()));
         for r in self.rows() {
             let n = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
-            let f = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+            // Numbers as the JSON writes them (`0.0`, `0.6666666666666666`).
+            let f = |v: Option<f64>| v.map(|v| serde_json::Value::from(v).to_string()).unwrap_or_default();
             let reasons = r.failed_by_reason.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ");
             line(
                 &mut out,
