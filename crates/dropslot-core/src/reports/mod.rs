@@ -59,6 +59,8 @@ pub struct Route {
 pub struct Day {
     pub date: String,
     pub bounds: (i64, i64),
+    /// The depot's time zone: the hour of an attempt is its local hour.
+    pub tz: jiff::tz::TimeZone,
     pub routes: Vec<Route>,
 }
 
@@ -248,12 +250,19 @@ pub struct DayReport {
     pub drivers: Vec<(String, Figures)>,
     pub zones: Vec<(String, Figures)>,
     pub slots: Vec<(String, Figures)>,
+    /// By the local hour the attempt was made (`14:00`): served drop-offs only.
+    pub hours: Vec<(String, Figures)>,
 }
 
 /// The report of one day.
 pub fn day(d: &Day) -> DayReport {
-    let (mut routes, mut drivers, mut zones, mut slots) =
-        (BTreeMap::new(), BTreeMap::<String, Figures>::new(), BTreeMap::<String, Figures>::new(), BTreeMap::new());
+    let (mut routes, mut drivers, mut zones, mut slots, mut hours) = (
+        BTreeMap::new(),
+        BTreeMap::<String, Figures>::new(),
+        BTreeMap::<String, Figures>::new(),
+        BTreeMap::new(),
+        BTreeMap::new(),
+    );
     let mut totals = Figures::default();
     for r in &d.routes {
         let mut f = Figures::default();
@@ -263,6 +272,9 @@ pub fn day(d: &Day) -> DayReport {
             f.add(&o);
             zones.entry(drop.zone.clone()).or_insert_with(Figures::default).add(&o);
             slots.entry(drop.slot.clone()).or_insert_with(Figures::default).add(&o);
+            if let Some(hour) = o.served_ms.and_then(|t| hour_of(t, &d.tz)) {
+                hours.entry(hour).or_insert_with(Figures::default).add(&o);
+            }
             let start = drop
                 .events
                 .iter()
@@ -293,7 +305,14 @@ pub fn day(d: &Day) -> DayReport {
         drivers: done(drivers),
         zones: done(zones),
         slots: done(slots),
+        hours: done(hours),
     }
+}
+
+/// The local hour of `ms`, `14:00`.
+fn hour_of(ms: i64, tz: &jiff::tz::TimeZone) -> Option<String> {
+    let t = jiff::Timestamp::from_millisecond(ms).ok()?.to_zoned(tz.clone());
+    Some(format!("{:02}:00", t.hour()))
 }
 
 /// A range's report: one row a day and the range's totals (its median over every day's told

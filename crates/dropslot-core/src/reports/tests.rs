@@ -88,7 +88,7 @@ fn a_day_groups_by_route_driver_zone_and_slot_and_a_range_adds_days() {
         ],
         positions: vec![],
     };
-    let d = Day { date: "2026-11-23".into(), bounds: (0, 24 * H), routes: vec![route] };
+    let d = Day { date: "2026-11-23".into(), bounds: (0, 24 * H), tz: jiff::tz::TimeZone::UTC, routes: vec![route] };
     let r = day(&d);
     let t = &r.totals;
     assert_eq!((t.shipments, t.delivered, t.failed, t.returned, t.served, t.on_time), (3, 1, 1, 1, 2, 1));
@@ -101,6 +101,8 @@ fn a_day_groups_by_route_driver_zone_and_slot_and_a_range_adds_days() {
     assert_eq!((dist.planned_m, dist.planned_s, dist.driven_m, dist.driven_s), (10_000, 5 * 3600, 0, Some(5 * 3600)));
     assert_eq!(r.zones.iter().map(|(k, f)| (k.as_str(), f.shipments)).collect::<Vec<_>>(), [("Z1", 2), ("Z2", 1)]);
     assert_eq!(r.drivers[0].1.shipments, 3);
+    let hours: Vec<(&str, u32)> = r.hours.iter().map(|(k, f)| (k.as_str(), f.served)).collect();
+    assert_eq!(hours, [("10:00", 1), ("13:00", 1)]);
     let (days, totals) = range(&[d.clone(), d]);
     assert_eq!((days.len(), totals.shipments, totals.eta_told), (2, 6, 4));
     assert_eq!(totals.eta_median_error_min, Some(30.0));

@@ -227,7 +227,7 @@ fn gather(facts: &ReportFacts, date: Date, bounds: (i64, i64), tz: &TimeZone) ->
                 .collect(),
         })
         .collect();
-    Day { date: date_text, bounds, routes }
+    Day { date: date_text, bounds, tz: tz.clone(), routes }
 }
 
 /// A slot as the dispatcher reads it: its local start and end, `09:00–12:00`.

@@ -33,6 +33,8 @@ pub struct DayView {
     pub drivers: Vec<RowView>,
     pub zones: Vec<RowView>,
     pub slots: Vec<RowView>,
+    /// By the local hour of the attempt (`14:00`): attempted drop-offs only.
+    pub hours: Vec<RowView>,
 }
 
 /// One row of the report; the CSV's columns are these fields in this order.
@@ -40,10 +42,10 @@ pub struct DayView {
 pub struct RowView {
     /// The day (`range`: `from..to`).
     pub date: String,
-    /// `range`, `day`, `route`, `driver`, `zone` or `slot`.
+    /// `range`, `day`, `route`, `driver`, `zone`, `slot` or `hour`.
     pub group: &'static str,
     /// The route's id, the driver's id, the zone's code, the slot's local window
-    /// (`09:00–12:00`), or the depot's code for `day` and `range`.
+    /// (`09:00–12:00`), the local hour (`14:00`), or the depot's code for `day` and `range`.
     pub key: String,
     /// Drop-offs on the published routes.
     pub shipments: u32,
@@ -146,6 +148,7 @@ impl DayView {
             drivers: rows("driver", &d.drivers),
             zones: rows("zone", &d.zones),
             slots: rows("slot", &d.slots),
+            hours: rows("hour", &d.hours),
         }
     }
 }
@@ -164,11 +167,18 @@ impl ReportView {
     }
 
     /// Every row in the order of the CSV: each day's totals, routes, drivers, zones and
-    /// slots, then the range's totals.
+    /// slots and hours, then the range's totals.
     pub fn rows(&self) -> impl Iterator<Item = &RowView> {
         self.days
             .iter()
-            .flat_map(|d| std::iter::once(&d.totals).chain(&d.routes).chain(&d.drivers).chain(&d.zones).chain(&d.slots))
+            .flat_map(|d| {
+                std::iter::once(&d.totals)
+                    .chain(&d.routes)
+                    .chain(&d.drivers)
+                    .chain(&d.zones)
+                    .chain(&d.slots)
+                    .chain(&d.hours)
+            })
             .chain(std::iter::once(&self.totals))
     }
 

@@ -267,7 +267,7 @@ async fn the_days_report_gives_the_figures_of_the_day_as_driven_as_json_and_csv(
     assert!(lines[0].starts_with("date,group,key,shipments,delivered,failed,failed_by_reason,"), "{csv}");
     let d = &report["days"][0];
     let json_rows: Vec<&Value> = std::iter::once(&d["totals"])
-        .chain(["routes", "drivers", "zones", "slots"].iter().flat_map(|g| d[*g].as_array().unwrap()))
+        .chain(["routes", "drivers", "zones", "slots", "hours"].iter().flat_map(|g| d[*g].as_array().unwrap()))
         .chain(std::iter::once(&report["totals"]))
         .collect();
     assert_eq!(lines.len() - 1, json_rows.len(), "{csv}");
@@ -326,4 +326,51 @@ async fn a_report_refuses_bad_input_with_the_envelope_and_other_tokens() {
     for token in [&live, &ops] {
         assert_envelope(&s.get("/ops/reports/day?date=2026-11-23&depot=YYZ1", token).await, 403);
     }
+}
+
+/// Signs the browser in at `/ops` with the operator's token, starting from `path`.
+async fn browser_sign_in(b: &crate::browser::Browser, s: &TestServer, token: &str, path: &str) {
+    b.goto(&format!("{}{path}", s.base)).await;
+    assert!(b.current_url().await.ends_with("/ops/sign-in"), "signed out: sent to sign in");
+    b.fill("#token", token).await;
+    b.click("#sign-in button[type=submit]").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_the_report_page_draws_its_charts_on_the_server_at_desktop_and_phone_width() {
+    use crate::browser::{Browser, DESKTOP, PHONE};
+    let day = driven_day().await;
+    let s = &day.s;
+    let (on_time, served, told, kept, _) = expected(&day);
+    let share =
+        |part: u32, whole: u32| format!("{:.0}% ({part} of {whole})", f64::from(part) / f64::from(whole) * 100.0);
+    let page = format!("/ops/reports?depot=YYZ1&date={DATE}");
+    let b = Browser::start(DESKTOP).await;
+    browser_sign_in(&b, s, &day.op, &page).await;
+    b.goto(&format!("{}{page}", s.base)).await;
+    b.assert_accessible("reports-desktop").await;
+    b.screenshot("reports-desktop").await;
+    assert_eq!(b.text("#sum-shipments").await, "6");
+    assert_eq!(b.text("#sum-on-time").await, share(on_time, served));
+    assert_eq!(b.text("#sum-eta-kept").await, share(kept, told));
+    // Three charts, drawn by the server: one bar a slot, one a reason, one an hour with a
+    // told window; each named for screen readers.
+    assert_eq!(b.count("svg.chart").await, 3);
+    assert_eq!(b.count("#chart-on-time rect").await, 1);
+    assert_eq!(b.count("#chart-failures rect").await, 1);
+    assert!(b.text("#chart-failures").await.contains("Nobody home"));
+    assert!(b.count("#chart-eta rect").await >= 1);
+    assert_eq!(b.attr("#chart-eta", "role").await, "img");
+    assert_eq!(b.count("#routes tbody tr").await, 1);
+    // Served without script: the same page over plain HTTP holds the charts.
+    let html = b.eval("return document.documentElement.outerHTML").await;
+    assert!(html.as_str().unwrap().contains("<title id=\"chart-on-time-t\">On time by slot</title>"));
+
+    let p = Browser::start(PHONE).await;
+    browser_sign_in(&p, s, &day.op, &page).await;
+    p.goto(&format!("{}{page}", s.base)).await;
+    p.assert_accessible("reports-phone").await;
+    p.screenshot("reports-phone").await;
+    let fits = p.eval("return document.documentElement.scrollWidth <= window.innerWidth + 1").await;
+    assert_eq!(fits, json!(true), "the report overflows the phone's width");
 }
