@@ -238,3 +238,43 @@ pub fn slot_label(from: i64, to: i64, tz: &TimeZone) -> String {
     };
     format!("{}–{}", hm(from), hm(to))
 }
+
+/// Today's report of every depot as the `/metrics` gauges (at most every
+/// `DayGauges::EVERY`; a depot's failure is logged and leaves its figures as they were).
+/// A share nothing was counted for is absent, not zero.
+pub async fn refresh_gauges(app: &App) {
+    let g = &app.metrics.day;
+    if !g.due() {
+        return;
+    }
+    for depot in app.settings.area.depots() {
+        let Ok(tz) = depot_zone(app, "depot", &depot.code) else { continue };
+        let today = app.clock.now().to_zoned(tz.clone()).date();
+        let span = Span { depot: depot.code.clone(), tz, from: today, to: today };
+        let totals = match compute(app, span).await {
+            Ok(r) => r.totals,
+            Err(e) => {
+                tracing::warn!(depot = %depot.code, error = %e, "today's report for /metrics failed");
+                continue;
+            }
+        };
+        let label = crate::metrics::DepotLabels { depot: depot.code.clone() };
+        g.shipments.get_or_create(&label).set(f64::from(totals.shipments));
+        g.delivered.get_or_create(&label).set(f64::from(totals.delivered));
+        g.failed.get_or_create(&label).set(f64::from(totals.failed));
+        for (family, value) in [
+            (&g.on_time, totals.on_time_share()),
+            (&g.eta_kept, totals.eta_kept_share()),
+            (&g.eta_error, totals.eta_median_error_min),
+        ] {
+            match value {
+                Some(v) => {
+                    family.get_or_create(&label).set(v);
+                }
+                None => {
+                    family.remove(&label);
+                }
+            }
+        }
+    }
+}

@@ -286,6 +286,19 @@ async fn the_days_report_gives_the_figures_of_the_day_as_driven_as_json_and_csv(
         }
     }
 
+    // Today's figures as gauges on /metrics, by depot (the clock is still on the day).
+    let metrics = s.http.get(format!("{}/metrics", s.base)).send().await.unwrap().text().await.unwrap();
+    let gauge = |name: &str| {
+        let prefix = format!("dropslot_{name}{{depot=\"YYZ1\"}} ");
+        let line = metrics.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("{prefix}: {metrics}"));
+        line[prefix.len()..].parse::<f64>().unwrap()
+    };
+    assert_eq!(gauge("report_shipments"), 6.0);
+    assert_eq!(gauge("report_failed"), 1.0);
+    assert_eq!(gauge("report_on_time_ratio"), f64::from(on_time) / f64::from(served));
+    assert_eq!(gauge("report_eta_kept_ratio"), f64::from(kept) / f64::from(told));
+    assert_eq!(Some(gauge("report_eta_error_median_minutes")), median);
+
     // A range: one row a day; the failed stop's re-attempt day has no plan yet.
     let r = s.get(&format!("/ops/reports/day?from={DATE}&to=2026-11-24&depot=YYZ1"), &day.op).await;
     assert_eq!(r.status, 200, "{}", r.body);
