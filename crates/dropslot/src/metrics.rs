@@ -332,7 +332,6 @@ impl Default for Metrics {
         );
         let day = DayGauges::register(&mut registry);
         Metrics {
-            day,
             registry,
             store,
             http_requests,
@@ -345,6 +344,7 @@ impl Default for Metrics {
             webhook_latency,
             webhook_queue_depth,
             solver_paused,
+            day,
         }
     }
 }

@@ -117,7 +117,7 @@ pub fn median(values: &mut [i64]) -> Option<f64> {
     match n {
         0 => None,
         _ if n % 2 == 1 => Some(values[n / 2] as f64),
-        _ => Some((values[n / 2 - 1] as f64 + values[n / 2] as f64) / 2.0),
+        _ => Some(f64::midpoint(values[n / 2 - 1] as f64, values[n / 2] as f64)),
     }
 }
 

@@ -8,7 +8,7 @@ use crate::{Mode, StoreError, StoreResult};
 use async_trait::async_trait;
 use dropslot_core::dispatch::{PlanKind, PlanStatus};
 use dropslot_core::reports::Told;
-use dropslot_core::shipments::ShipmentKind;
+use dropslot_core::shipments::{ShipmentKind, Status};
 use jiff::Timestamp;
 use jiff::civil::Date;
 use std::collections::HashMap;
@@ -51,7 +51,7 @@ async fn facts(c: &impl Sql, depot: &str, from: Date, to: Date, positions_ms: (i
         plans.extend(plan.map(|p| p.plan));
     }
     let (ids, drivers) = members(&plans);
-    let statuses: Vec<&str> = REPORTED.iter().map(|s| s.as_str()).collect();
+    let statuses: Vec<&str> = REPORTED.iter().copied().map(Status::as_str).collect();
     let rows = c
         .query(
             "SELECT d.unique_id, d.zone_code, e.status, e.at, e.reason FROM drop_off_shipments d

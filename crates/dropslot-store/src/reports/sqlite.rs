@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use dropslot_core::dispatch::Plan;
 use dropslot_core::dispatch::{PlanKind, PlanStatus};
 use dropslot_core::reports::Told;
-use dropslot_core::shipments::ShipmentKind;
+use dropslot_core::shipments::{ShipmentKind, Status};
 use jiff::Timestamp;
 use jiff::civil::Date;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -91,7 +91,7 @@ fn rows(
     )?;
     let mut told =
         c.prepare_cached("SELECT from_ms, to_ms, at_ms FROM eta_windows WHERE shipment_unique_id = ?1 ORDER BY id")?;
-    let statuses = REPORTED.map(|s| s.as_str());
+    let statuses = REPORTED.map(Status::as_str);
     for u in ids {
         let found: Option<(i64, String)> =
             zone.query_row(params![u, Mode::Live.as_str()], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;

@@ -57,7 +57,7 @@ pub fn depot_zone(app: &App, path: &str, code: &str) -> Result<TimeZone> {
 
 /// The span of a query: `depot` and `date`, or `from` and `to` (at most [`MAX_DAYS`] days);
 /// every error at its `query.` path.
-pub fn span(app: &App, q: &HashMap<&str, String>) -> Result<Span> {
+pub fn span<S: std::hash::BuildHasher>(app: &App, q: &HashMap<&str, String, S>) -> Result<Span> {
     let mut errors = FieldErrors::new();
     let get = |k: &str| q.get(k).map(String::as_str);
     let depot = get("depot").unwrap_or("");
