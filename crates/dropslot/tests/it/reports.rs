@@ -391,3 +391,28 @@ async fn browser_the_report_page_draws_its_charts_on_the_server_at_desktop_and_p
     let fits = p.eval("return document.documentElement.scrollWidth <= window.innerWidth + 1").await;
     assert_eq!(fits, json!(true), "the report overflows the phone's width");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_page_needs_a_session_and_names_a_bad_field() {
+    use crate::dashboard_http::Visitor;
+    use reqwest::StatusCode;
+    let s = TestServer::start().await;
+    let op = operator(&s).await;
+    let mut v = Visitor::new(&s);
+    let r = v.get("/ops/reports").await;
+    assert_eq!((r.status, r.location()), (StatusCode::SEE_OTHER, "/ops/sign-in"));
+    let form = v.get("/ops/sign-in").await;
+    let csrf = form.csrf();
+    let r = v.post("/ops/sign-in", &[("csrf", &csrf), ("token", &op)]).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    // Today at the first depot by default: no route yet, every table says so.
+    let r = v.get("/ops/reports").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("Report: ") && r.body.contains("(YYZ1), 2026-11-23"), "{}", r.body);
+    assert!(r.body.contains("No published delivery route on 2026-11-23.") && r.body.contains("Nothing to show yet."));
+    for (query, field) in [("date=2026-02-30", "query.date"), ("depot=NOPE", "query.depot"), ("week=1", "query.week")] {
+        let r = v.get(&format!("/ops/reports?{query}")).await;
+        assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY, "{query}: {}", r.body);
+        assert!(r.body.contains(field), "{query}: {}", r.body);
+    }
+}
