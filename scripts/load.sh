@@ -581,7 +581,9 @@ fi
 #     each stop delivered with a signature or failed at its planned ETA, the day's stops
 #     compressed into the B runs' span): the same ratio, and the driver calls' own p50/p99;
 #  3. the e-mails those moves cause against the delivered events (rate, lag to the sink), and
-#     every e-mail of the day sent exactly once (`verify`).
+#     every e-mail of the day sent exactly once (`verify`);
+#  4. the driven day's report of each depot (`report`: GET /ops/reports/day, JSON and CSV,
+#     timed; CONTRACT §17).
 # Its report is printed when it ends; a non-2xx answer, or an e-mail lost, unsent or duplicated,
 # stops load.sh non-zero.
 OPERATOR_LINES=()
@@ -722,6 +724,13 @@ operator_phase() {
     timeout 600 python3 scripts/operator-load.py verify "$op_url" "$live" "$TMP/operator-state.json" "$sink_log" \
       "$TMP/operator-drive.json" >"$TMP/operator-verify.txt" 2>&1 ||
       { cat "$TMP/operator-verify.txt" >&2; die "operator: notifications lost, unsent or duplicated"; }
+    # The driven day's report (CONTRACT §17) of each depot, JSON and CSV, timed.
+    log "operator 4: the day's report of each depot (GET /ops/reports/day, JSON and CSV)"
+    timeout 600 python3 scripts/operator-load.py report "$op_url" "$operator" "$date" >"$TMP/operator-report.txt" 2>&1 ||
+      { cat "$TMP/operator-report.txt" >&2; die "operator: the day's report failed"; }
+    sed 's/^/   /' "$TMP/operator-report.txt" >&2
+    local report_line
+    while IFS= read -r report_line; do OPERATOR_LINES+=("$report_line"); done < <(grep '^report ' "$TMP/operator-report.txt")
   fi
   APPS=("${saved_apps[@]}")
   TOKEN=$saved_token

@@ -41,6 +41,11 @@ measures preview and sync with wrk, and calls the subcommands below in between:
       `sent`, one per trigger, the ones its moves owe present, and the sink holding exactly as
       many e-mails for its recipient, no Message-ID twice. Exits 1 on a lost, unsent or
       duplicated e-mail.
+  report BASE OPERATOR DATE
+      After the drive: the day's report of each depot (GET /ops/reports/day, CONTRACT §17),
+      as JSON and as CSV, 5 times each, one request at a time. One JSON line a depot (its
+      shipments, served, on-time and ETA-kept shares, the JSON p50/max and CSV p50 in ms, the
+      CSV's size), then a line to read. Exits 1 on a non-200.
 """
 
 import hashlib
@@ -605,11 +610,44 @@ def verify(base, live, state_path, sink_log, drive_path):
                  f"{dup_ids} duplicate Message-IDs)")
 
 
+# ------------------------------------------------------------------------------ report
+def report(base, operator, date, rounds="5"):
+    """Times the day's report of each depot (CONTRACT §17) after the drive: JSON and CSV,
+    `rounds` times each, one after the other; one JSON line a depot, then a line to read."""
+    u = urllib.parse.urlsplit(base)
+    for depot in DEPOTS:
+        path = f"{API}/ops/reports/day?date={date}&depot={depot}"
+        times = {"json": [], "csv": []}
+        body = {"json": b"", "csv": b""}
+        for _ in range(int(rounds)):
+            for kind, accept in (("json", "application/json"), ("csv", "text/csv")):
+                c = http.client.HTTPConnection(u.hostname, u.port, timeout=300)
+                t0 = time.perf_counter()
+                c.request("GET", path, headers={"Authorization": "Bearer " + operator, "Accept": accept})
+                r = c.getresponse()
+                raw = r.read()
+                times[kind].append((time.perf_counter() - t0) * 1000)
+                c.close()
+                if r.status != 200:
+                    sys.exit(f"operator-load: the report of {depot} ({kind}) answered {r.status}: {raw[:300]!r}")
+                body[kind] = raw
+        totals = json.loads(body["json"])["object"]["days"][0]["totals"]
+        line = {"depot": depot, "shipments": totals["shipments"], "served": totals["served"],
+                "on_time_share": totals["on_time_share"], "eta_kept_share": totals["eta_kept_share"],
+                "json_ms_p50": round(pct(times["json"], 50), 1), "json_ms_max": round(max(times["json"]), 1),
+                "csv_ms_p50": round(pct(times["csv"], 50), 1), "csv_bytes": len(body["csv"])}
+        print(json.dumps(line), flush=True)
+        print(f"report {depot}: {totals['shipments']} shipments ({totals['served']} served): JSON p50 "
+              f"{line['json_ms_p50']} ms (max {line['json_ms_max']}), CSV p50 {line['csv_ms_p50']} ms "
+              f"({line['csv_bytes']} bytes), {rounds} rounds", flush=True)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     cmd, args = sys.argv[1], sys.argv[2:]
-    commands = {"solve": (solve, 4), "prepare": (prepare, 6), "drive": (drive, 5), "verify": (verify, 5)}
+    commands = {"solve": (solve, 4), "prepare": (prepare, 6), "drive": (drive, 5), "verify": (verify, 5),
+                "report": (report, 3)}
     if cmd not in commands or len(args) != commands[cmd][1]:
         sys.exit(__doc__)
     commands[cmd][0](*args)

@@ -13,6 +13,7 @@ pub mod money;
 pub mod notifications;
 pub mod phone;
 pub mod quote;
+pub mod reports;
 pub mod requests;
 pub mod routing;
 pub mod rule;

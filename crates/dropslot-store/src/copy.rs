@@ -574,6 +574,12 @@ const TABLES: &[Table] = &[
             c("updated_ms", INT),
         ],
     },
+    // The windows recipients were told (CONTRACT §17): the day's report reads them.
+    Table {
+        name: "eta_windows",
+        identity: true,
+        columns: &[c("id", INT), c("shipment_unique_id", TEXT), c("from_ms", INT), c("to_ms", INT), c("at_ms", INT)],
+    },
 ];
 
 /// The `SQLite` tables the copy leaves behind, and why.

@@ -23,6 +23,7 @@ mod orders;
 mod outbox;
 mod plans;
 mod points;
+mod reports;
 mod sessions;
 mod shipments;
 mod tentative;
@@ -42,6 +43,7 @@ pub use orders::*;
 pub use outbox::*;
 pub use plans::*;
 pub use points::*;
+pub use reports::*;
 pub use sessions::*;
 pub use shipments::*;
 pub use tentative::{Fleet, TentativeStore, Versions};
@@ -109,6 +111,7 @@ pub trait Store:
     + DriverStore
     + NotificationStore
     + TentativeStore
+    + ReportStore
 {
 }
 
@@ -127,7 +130,8 @@ impl<
         + PlanStore
         + DriverStore
         + NotificationStore
-        + TentativeStore,
+        + TentativeStore
+        + ReportStore,
 > Store for T
 {
 }

@@ -32,6 +32,7 @@ pub fn metrics_routes() -> Router<App> {
 async fn metrics(State(app): State<App>, headers: axum::http::HeaderMap) -> Response {
     let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
     let format = crate::metrics::Exposition::negotiate(accept);
+    crate::reports::refresh_gauges(&app).await;
     ([(axum::http::header::CONTENT_TYPE, format.content_type())], app.metrics.render_as(format)).into_response()
 }
 

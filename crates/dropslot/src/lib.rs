@@ -25,6 +25,7 @@ pub mod orders;
 pub mod plans;
 pub mod proofs;
 pub mod ratelimit;
+pub mod reports;
 pub mod roads;
 pub mod root;
 pub mod sandbox;

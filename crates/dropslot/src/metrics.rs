@@ -44,6 +44,63 @@ pub struct NotificationLabels {
     pub outcome: String,
 }
 
+/// A depot, by its configured code (the area file bounds the series).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DepotLabels {
+    pub depot: String,
+}
+
+/// Today's figures of the day's report per depot (CONTRACT §17), refreshed at a scrape at
+/// most every [`DayGauges::EVERY`].
+pub struct DayGauges {
+    pub shipments: Family<DepotLabels, Gauge<f64, AtomicU64>>,
+    pub delivered: Family<DepotLabels, Gauge<f64, AtomicU64>>,
+    pub failed: Family<DepotLabels, Gauge<f64, AtomicU64>>,
+    pub on_time: Family<DepotLabels, Gauge<f64, AtomicU64>>,
+    pub eta_kept: Family<DepotLabels, Gauge<f64, AtomicU64>>,
+    pub eta_error: Family<DepotLabels, Gauge<f64, AtomicU64>>,
+    /// When they were last refreshed.
+    pub refreshed: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl DayGauges {
+    pub const EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+    fn register(registry: &mut Registry) -> DayGauges {
+        let mut gauge = |name: &str, help: &str| {
+            let g = Family::<DepotLabels, Gauge<f64, AtomicU64>>::default();
+            registry.register(name, help, g.clone());
+            g
+        };
+        DayGauges {
+            shipments: gauge("report_shipments", "Today's drop-offs on published delivery routes, by depot"),
+            delivered: gauge("report_delivered", "Today's drop-offs delivered, by depot"),
+            failed: gauge("report_failed", "Today's failed delivery attempts, by depot"),
+            on_time: gauge("report_on_time_ratio", "Today's attempts made inside their slot, of those made, by depot"),
+            eta_kept: gauge(
+                "report_eta_kept_ratio",
+                "Today's attempts inside the window told at least 30 minutes before, of those told, by depot",
+            ),
+            eta_error: gauge(
+                "report_eta_error_median_minutes",
+                "Today's median distance of an attempt from its told window's middle, by depot",
+            ),
+            refreshed: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Whether a refresh is due now (and, if so, it counts as done from now).
+    pub fn due(&self) -> bool {
+        let mut last = self.refreshed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        if last.is_some_and(|l| now.duration_since(l) < Self::EVERY) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabels {
     pub outcome: Outcome,
@@ -216,6 +273,8 @@ pub struct Metrics {
     pub webhook_queue_depth: Gauge,
     /// Seconds the plan solver stepped aside for the API (`plans/pace.rs`).
     pub solver_paused: Counter<f64, AtomicU64>,
+    /// Today's report per depot (`crate::reports::refresh_gauges`).
+    pub day: DayGauges,
 }
 
 impl Default for Metrics {
@@ -271,6 +330,7 @@ impl Default for Metrics {
             "Time the plan solver slept because the rest of the process was busy serving",
             solver_paused.clone(),
         );
+        let day = DayGauges::register(&mut registry);
         Metrics {
             registry,
             store,
@@ -284,6 +344,7 @@ impl Default for Metrics {
             webhook_latency,
             webhook_queue_depth,
             solver_paused,
+            day,
         }
     }
 }

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::app::App;
 use crate::{
     addresses, attempts, auth, capacity, dashboard, dispatcher, driver, fleet, health, http, labels, metrics,
-    notifications, openapi, ops, orders, plans, proofs, sandbox, shipments, tracking, webhooks,
+    notifications, openapi, ops, orders, plans, proofs, reports, sandbox, shipments, tracking, webhooks,
 };
 
 /// A started service: the application, the demo client's token when the database was empty,
@@ -206,6 +206,7 @@ fn api_routes() -> axum::Router<App> {
         .merge(ops::routes())
         .merge(fleet::routes())
         .merge(plans::routes())
+        .merge(reports::routes())
         .merge(driver::routes())
         .merge(proofs::routes())
         .merge(addresses::routes())

@@ -314,11 +314,24 @@ pub(crate) async fn save_etas(
     etas: &[(String, crate::StoredEta)],
     now_ms: i64,
 ) -> StoreResult<()> {
-    c.execute("DELETE FROM stop_etas WHERE route_id = $1", &[&route_id]).await.map_err(map_err)?;
     let ids: Vec<&str> = etas.iter().map(|(u, _)| u.as_str()).collect();
     let arrival: Vec<i64> = etas.iter().map(|(_, e)| e.arrival_ms).collect();
     let from: Vec<i64> = etas.iter().map(|(_, e)| e.from_ms).collect();
     let to: Vec<i64> = etas.iter().map(|(_, e)| e.to_ms).collect();
+    // The history first (CONTRACT §17): a window is appended only when it differs from the
+    // shipment's last one (the caller's transaction holds the route's re-timing together).
+    c.execute(
+        "INSERT INTO eta_windows (shipment_unique_id, from_ms, to_ms, at_ms)
+         SELECT u, f, t, $5
+         FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS x (u, f, t)
+         WHERE EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = x.u AND s.route_id = $4)
+           AND NOT EXISTS (SELECT 1 FROM (SELECT w.from_ms, w.to_ms FROM eta_windows w
+                WHERE w.shipment_unique_id = x.u ORDER BY w.id DESC LIMIT 1) l WHERE l.from_ms = x.f AND l.to_ms = x.t)",
+        &[&ids, &from, &to, &route_id, &now_ms],
+    )
+    .await
+    .map_err(map_err)?;
+    c.execute("DELETE FROM stop_etas WHERE route_id = $1", &[&route_id]).await.map_err(map_err)?;
     let late: Vec<i32> = etas.iter().map(|(_, e)| i32::from(e.late)).collect();
     let before: Vec<i32> = etas.iter().map(|(_, e)| i32::try_from(e.stops_before).unwrap_or(i32::MAX)).collect();
     c.execute(

@@ -290,6 +290,20 @@ pub(crate) fn save_etas(
     etas: &[(String, crate::StoredEta)],
     now_ms: i64,
 ) -> Result<(), StoreError> {
+    // The history first, while `stop_etas` still holds what was told (CONTRACT §17): a window
+    // is appended only when it differs from the shipment's last one.
+    let mut told = c
+        .prepare_cached(
+            "INSERT INTO eta_windows (shipment_unique_id, from_ms, to_ms, at_ms)
+             SELECT ?1, ?2, ?3, ?4
+             WHERE EXISTS (SELECT 1 FROM published_stops WHERE shipment_unique_id = ?1 AND route_id = ?5)
+               AND NOT EXISTS (SELECT 1 FROM (SELECT from_ms, to_ms FROM eta_windows WHERE shipment_unique_id = ?1
+                    ORDER BY id DESC LIMIT 1) l WHERE l.from_ms = ?2 AND l.to_ms = ?3)",
+        )
+        .map_err(map_err)?;
+    for (u, e) in etas {
+        told.execute(params![u, e.from_ms, e.to_ms, now_ms, route_id]).map_err(map_err)?;
+    }
     c.prepare_cached("DELETE FROM stop_etas WHERE route_id = ?1")
         .and_then(|mut s| s.execute([route_id]))
         .map_err(map_err)?;

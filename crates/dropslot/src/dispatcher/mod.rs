@@ -11,9 +11,11 @@
 //!   through [`OpsPosted`]; the sign-in form uses a double-submit cookie.
 
 mod board;
+mod charts;
 mod drivers;
 mod map;
 mod plan;
+mod reports;
 mod sign_in;
 
 use askama::Template;
@@ -47,6 +49,7 @@ pub fn routes() -> axum::Router<App> {
         .route("/ops/plans/{id}/exclude", post(plan::exclude))
         .route("/ops/drivers", get(drivers::list).post(drivers::create))
         .route("/ops/drivers/{id}/token", post(drivers::reissue))
+        .route("/ops/reports", get(reports::show))
 }
 
 /// The dashboard's stylesheet and the dispatcher's few rules after it (one file, one request).

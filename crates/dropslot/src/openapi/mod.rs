@@ -56,6 +56,7 @@ use crate::app::App;
         crate::plans::publish,
         crate::plans::reassign,
         crate::plans::sheet,
+        crate::reports::day,
         crate::driver::route,
         crate::driver::scan,
         crate::driver::transition,

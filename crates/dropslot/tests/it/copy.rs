@@ -52,6 +52,7 @@ const TABLES: &[&str] = &[
     "fleet_days",
     "fleet_stops",
     "stop_etas",
+    "eta_windows",
 ];
 
 fn copy(from: &str, to: &str) -> Output {

@@ -38,6 +38,7 @@ mod preview;
 mod ratelimit;
 mod reads;
 mod receiver;
+mod reports;
 mod returns;
 mod roads;
 mod sandbox;
