@@ -80,9 +80,20 @@ impl PlanStore for PgStore {
         delete(&self.conn().await?, id, version).await
     }
 
-    async fn save_etas(&self, route_id: &str, etas: Vec<(String, crate::StoredEta)>, now_ms: i64) -> StoreResult<()> {
-        in_tx!(self, |tx| save_etas(tx, route_id, &etas, now_ms).await?);
-        Ok(())
+    async fn save_etas(
+        &self,
+        route_id: &str,
+        etas: Vec<(String, crate::StoredEta)>,
+        next_stops: Vec<(String, u32)>,
+        now: jiff::Timestamp,
+    ) -> StoreResult<usize> {
+        let channels = self.outbox.channels();
+        let n = in_tx!(self, |tx| {
+            save_etas(tx, route_id, &etas, now.as_millisecond()).await?;
+            crate::notifications::postgres::retell(tx, channels, route_id, &etas, &next_stops, now).await?
+        });
+        self.notified(n);
+        Ok(n)
     }
 }
 

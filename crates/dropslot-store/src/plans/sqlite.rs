@@ -84,9 +84,26 @@ impl PlanStore for SqliteStore {
         self.writer.write(move |c| delete(c, &id, version)).await
     }
 
-    async fn save_etas(&self, route_id: &str, etas: Vec<(String, crate::StoredEta)>, now_ms: i64) -> StoreResult<()> {
+    async fn save_etas(
+        &self,
+        route_id: &str,
+        etas: Vec<(String, crate::StoredEta)>,
+        next_stops: Vec<(String, u32)>,
+        now: jiff::Timestamp,
+    ) -> StoreResult<usize> {
         let route_id = route_id.to_string();
-        self.writer.write(move |c| save_etas(c, &route_id, &etas, now_ms)).await
+        let channels = self.outbox.channels();
+        let n = self
+            .writer
+            .write(move |c| {
+                save_etas(c, &route_id, &etas, now.as_millisecond())?;
+                crate::notifications::sqlite::retell(c, channels, &route_id, &etas, &next_stops, now)
+            })
+            .await?;
+        if n > 0 {
+            self.outbox.notified(n);
+        }
+        Ok(n)
     }
 }
 

@@ -40,6 +40,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (19, "stop_etas", include_str!("../../migrations/sqlite/0019_stop_etas.sql")),
     (20, "attempts", include_str!("../../migrations/sqlite/0020_attempts.sql")),
     (21, "fleet_capacity", include_str!("../../migrations/sqlite/0021_fleet_capacity.sql")),
+    (23, "new_time", include_str!("../../migrations/sqlite/0023_new_time.sql")),
 ];
 pub(crate) const READERS: usize = 4;
 

@@ -26,6 +26,7 @@ mod hardening;
 mod labels;
 mod layout;
 mod metrics;
+mod new_time;
 mod notifications;
 mod openapi;
 mod ops;
