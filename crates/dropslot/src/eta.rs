@@ -61,17 +61,9 @@ pub fn shown(status: Status, e: Option<&StoredEta>, tz: &TimeZone) -> Option<Eta
     if served(status) { None } else { e.map(|e| view(e, tz)) }
 }
 
-/// Statuses after which a drop-off's stop is done for the day.
+/// Statuses after which a drop-off's stop is done for the day (the core's rule).
 fn served(status: Status) -> bool {
-    !matches!(
-        status,
-        Status::Scheduled
-            | Status::ToPickUp
-            | Status::PickedUp
-            | Status::Processing
-            | Status::InTransit
-            | Status::ToAttempt
-    )
+    dropslot_core::dispatch::live::served(status)
 }
 
 /// Re-times the ETAs of every route of a published delivery plan (after publishing).

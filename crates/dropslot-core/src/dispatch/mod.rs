@@ -736,6 +736,7 @@ pub fn place(
 }
 
 pub mod eta;
+pub mod live;
 pub mod tentative;
 #[cfg(test)]
 mod tests;

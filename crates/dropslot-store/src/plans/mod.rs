@@ -358,6 +358,8 @@ pub trait PlanStore: Send + Sync + 'static {
         next_stops: Vec<(String, u32)>,
         now: jiff::Timestamp,
     ) -> StoreResult<usize>;
+    /// The live ETAs of `route_id`'s drop-offs not served yet (the live board).
+    async fn route_etas(&self, route_id: &str) -> StoreResult<Vec<(String, StoredEta)>>;
 }
 
 /// Every operation, recorded when the suite asks for it (`crate::trace`).
@@ -431,6 +433,11 @@ impl<S: PlanStore> PlanStore for crate::trace::Traced<S> {
     ) -> StoreResult<usize> {
         self.trace.hit("PlanStore::save_etas");
         self.inner.save_etas(route_id, etas, next_stops, now).await
+    }
+
+    async fn route_etas(&self, route_id: &str) -> StoreResult<Vec<(String, StoredEta)>> {
+        self.trace.hit("PlanStore::route_etas");
+        self.inner.route_etas(route_id).await
     }
 }
 

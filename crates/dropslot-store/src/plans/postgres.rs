@@ -95,6 +95,35 @@ impl PlanStore for PgStore {
         self.notified(n);
         Ok(n)
     }
+
+    async fn route_etas(&self, route_id: &str) -> StoreResult<Vec<(String, crate::StoredEta)>> {
+        let rows = self
+            .conn()
+            .await?
+            .query(
+                "SELECT shipment_unique_id, arrival_ms, from_ms, to_ms, late, stops_before FROM stop_etas
+                 WHERE route_id = $1 ORDER BY stops_before, shipment_unique_id",
+                &[&route_id],
+            )
+            .await
+            .map_err(map_err)?;
+        rows.iter()
+            .map(|r| {
+                let late: i32 = crate::postgres::column(r, 4)?;
+                let before: i32 = crate::postgres::column(r, 5)?;
+                Ok((
+                    crate::postgres::column(r, 0)?,
+                    crate::StoredEta {
+                        arrival_ms: crate::postgres::column(r, 1)?,
+                        from_ms: crate::postgres::column(r, 2)?,
+                        to_ms: crate::postgres::column(r, 3)?,
+                        late: late != 0,
+                        stops_before: u32::try_from(before).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                    },
+                ))
+            })
+            .collect()
+    }
 }
 
 /// Parameters that are all text, typed: a name in a select list has no type to infer.

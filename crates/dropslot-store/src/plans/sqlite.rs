@@ -105,6 +105,28 @@ impl PlanStore for SqliteStore {
         }
         Ok(n)
     }
+
+    async fn route_etas(&self, route_id: &str) -> StoreResult<Vec<(String, crate::StoredEta)>> {
+        self.read(|c| {
+            c.prepare_cached(
+                "SELECT shipment_unique_id, arrival_ms, from_ms, to_ms, late, stops_before FROM stop_etas
+                 WHERE route_id = ?1 ORDER BY stops_before, shipment_unique_id",
+            )?
+            .query_map([route_id], |r| {
+                Ok((
+                    r.get(0)?,
+                    crate::StoredEta {
+                        arrival_ms: r.get(1)?,
+                        from_ms: r.get(2)?,
+                        to_ms: r.get(3)?,
+                        late: r.get(4)?,
+                        stops_before: r.get(5)?,
+                    },
+                ))
+            })?
+            .collect()
+        })
+    }
 }
 
 pub(crate) fn candidate_rows(

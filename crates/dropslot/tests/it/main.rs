@@ -25,6 +25,7 @@ mod fleet_capacity;
 mod hardening;
 mod labels;
 mod layout;
+mod live_board;
 mod metrics;
 mod new_time;
 mod notifications;
