@@ -100,6 +100,7 @@ mod tests {
 
     const H: i64 = 3_600_000;
 
+    #[allow(clippy::unnecessary_wraps)] // what `decide` takes and gives
     fn told(from: i64, to: i64, n: u32) -> Option<Told> {
         Some(Told { from_ms: from, to_ms: to, new_times: n })
     }

@@ -206,6 +206,16 @@ impl Planned {
     }
 }
 
+/// The told windows a re-timing writes, as the upsert's `unnest` columns.
+#[derive(Default)]
+struct ToldColumns {
+    drop_offs: Vec<i64>,
+    dates: Vec<String>,
+    from: Vec<i64>,
+    to: Vec<i64>,
+    new_times: Vec<i32>,
+}
+
 /// What a route's re-timing tells its recipients (CONTRACT §16), in the caller's transaction
 /// (the one that stores the ETAs): for each shipment given a live window that is on a
 /// published stop of `route_id`, the core's decision
@@ -238,7 +248,7 @@ pub(crate) async fn retell(
         )
         .await
         .map_err(map_err)?;
-    let mut told_rows: (Vec<i64>, Vec<String>, Vec<i64>, Vec<i64>, Vec<i32>) = Default::default();
+    let mut told_rows = ToldColumns::default();
     let mut planned = Planned::default();
     let mut speak: Vec<(i64, Vec<dropslot_core::notifications::Retimed>)> = Vec::new();
     for r in &rows {
@@ -258,23 +268,23 @@ pub(crate) async fn retell(
         let next = next_stops.iter().find(|(n, _)| *n == u).map(|(_, m)| *m);
         let decision = decide(told, (e.from_ms, e.to_ms), status, next);
         if let Some(t) = decision.told {
-            told_rows.0.push(drop_off);
-            told_rows.1.push(date);
-            told_rows.2.push(t.from_ms);
-            told_rows.3.push(t.to_ms);
-            told_rows.4.push(i32::try_from(t.new_times).unwrap_or(i32::MAX));
+            told_rows.drop_offs.push(drop_off);
+            told_rows.dates.push(date);
+            told_rows.from.push(t.from_ms);
+            told_rows.to.push(t.to_ms);
+            told_rows.new_times.push(i32::try_from(t.new_times).unwrap_or(i32::MAX));
         }
         if !decision.messages.is_empty() {
             speak.push((drop_off, decision.messages));
         }
     }
-    if !told_rows.0.is_empty() {
+    if !told_rows.drop_offs.is_empty() {
         c.execute(
             "INSERT INTO told_etas (drop_off_id, scheduled_date, from_ms, to_ms, new_times)
              SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[])
              ON CONFLICT (drop_off_id, scheduled_date) DO UPDATE SET from_ms = excluded.from_ms,
                 to_ms = excluded.to_ms, new_times = excluded.new_times",
-            &[&told_rows.0, &told_rows.1, &told_rows.2, &told_rows.3, &told_rows.4],
+            &[&told_rows.drop_offs, &told_rows.dates, &told_rows.from, &told_rows.to, &told_rows.new_times],
         )
         .await
         .map_err(map_err)?;

@@ -23,8 +23,7 @@ async fn sign_in(v: &mut Visitor<'_>, token: &str) {
 async fn board(d: &Day, query: &str) -> crate::dashboard_http::Page {
     let mut v = Visitor::new(&d.s);
     sign_in(&mut v, &d.op).await;
-    let page = v.get(&format!("/ops/live{query}")).await;
-    page
+    v.get(&format!("/ops/live{query}")).await
 }
 
 /// A route's row as the board shows it.
