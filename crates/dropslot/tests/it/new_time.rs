@@ -261,3 +261,48 @@ async fn next_stop_is_off_by_default() {
     assert_eq!(next[0]["state"], "disabled");
     let _ = &d.op;
 }
+
+/// Eight re-timings of one route at once, each seeing the same moved windows (as two
+/// processes re-timing after the same progress would): one `new_time` per shipment, one told
+/// window. On PostgreSQL they run on their own connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_retimings_enqueue_one_new_time_per_shipment() {
+    let d = day(TestServer::start().await, 4, None).await;
+    let s = &d.s;
+    let (token, stops) = (&d.routes[0].0, d.routes[0].1.clone());
+    let route = s.get("/driver/route", token).await.body["object"]["routes"][0]["id"].as_str().unwrap().to_string();
+    let etas = s.app.store.route_etas(&route).await.unwrap();
+    assert_eq!(etas.len(), stops.len(), "{etas:?}");
+    let two_hours: i64 = 2 * 3_600_000;
+    let moved: Vec<(String, dropslot_store::StoredEta)> = etas
+        .into_iter()
+        .map(|(u, e)| {
+            let e = dropslot_store::StoredEta {
+                arrival_ms: e.arrival_ms + two_hours,
+                from_ms: e.from_ms + two_hours,
+                to_ms: e.to_ms + two_hours,
+                ..e
+            };
+            (u, e)
+        })
+        .collect();
+    let now = s.app.clock.now();
+    let runs: Vec<_> = (0..8)
+        .map(|_| {
+            let (app, route, moved) = (s.app.clone(), route.clone(), moved.clone());
+            tokio::spawn(async move { app.store.save_etas(&route, moved, Vec::new(), now).await })
+        })
+        .collect();
+    for run in runs {
+        run.await.unwrap().unwrap();
+    }
+    for code in &stops {
+        let rows = listed(s, &d.live, code, "new_time").await;
+        assert_eq!(rows.len(), 1, "{code}: {rows:?}");
+        // No channel configured: recorded as such, never sent.
+        assert_eq!(rows[0]["state"], "not_configured");
+    }
+    // The windows stored are the moved ones: the tracking page shows them.
+    let (from, _) = window(s, &stops[0]).await;
+    assert_eq!(from.as_millisecond(), moved.iter().find(|(u, _)| *u == stops[0]).unwrap().1.from_ms);
+}
