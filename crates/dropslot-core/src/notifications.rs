@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::shipments::{Proof, ProofKind, Status};
 
+pub mod new_time;
+
 /// What a message tells the recipient.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Trigger {
@@ -15,11 +17,24 @@ pub enum Trigger {
     /// The service moved the delivery to another slot itself: the fleet could not route it in
     /// the one booked (issue 45, `[dispatch] unplaced = "rebook"`).
     Rescheduled,
+    /// The live ETA window left the one the recipient was last told (CONTRACT §16,
+    /// [`new_time`]): at most [`new_time::MAX_NEW_TIMES`] a shipment and day.
+    NewTime,
+    /// The stop before this one was served: "you are the next stop, in about N minutes"
+    /// (off unless the client switches it on).
+    NextStop,
 }
 
 impl Trigger {
-    pub const ALL: [Trigger; 5] =
-        [Trigger::Scheduled, Trigger::OutForDelivery, Trigger::Delivered, Trigger::Failed, Trigger::Rescheduled];
+    pub const ALL: [Trigger; 7] = [
+        Trigger::Scheduled,
+        Trigger::OutForDelivery,
+        Trigger::Delivered,
+        Trigger::Failed,
+        Trigger::Rescheduled,
+        Trigger::NewTime,
+        Trigger::NextStop,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -28,6 +43,8 @@ impl Trigger {
             Trigger::Delivered => "delivered",
             Trigger::Failed => "failed",
             Trigger::Rescheduled => "rescheduled",
+            Trigger::NewTime => "new_time",
+            Trigger::NextStop => "next_stop",
         }
     }
 
@@ -138,6 +155,12 @@ pub struct TriggerSwitches {
     /// Settings stored before this trigger existed read as on.
     #[serde(default = "on")]
     pub rescheduled: bool,
+    /// Settings stored before this trigger existed read as on.
+    #[serde(default = "on")]
+    pub new_time: bool,
+    /// Off unless switched on (stored settings without it read as off).
+    #[serde(default)]
+    pub next_stop: bool,
 }
 
 fn on() -> bool {
@@ -169,6 +192,8 @@ impl Default for NotificationSettings {
                 delivered: true,
                 failed: true,
                 rescheduled: true,
+                new_time: true,
+                next_stop: false,
             },
         }
     }
@@ -189,6 +214,8 @@ impl NotificationSettings {
             Trigger::Delivered => t.delivered,
             Trigger::Failed => t.failed,
             Trigger::Rescheduled => t.rescheduled,
+            Trigger::NewTime => t.new_time,
+            Trigger::NextStop => t.next_stop,
         };
         on && match channel {
             Channel::Email => self.email,
@@ -219,6 +246,14 @@ pub struct Facts {
     pub another_attempt: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// For `new_time` and `next_stop`: the window told, Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_from_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_to_ms: Option<i64>,
+    /// For `next_stop`: minutes until the predicted arrival.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minutes: Option<u32>,
 }
 
 impl Facts {
@@ -228,7 +263,11 @@ impl Facts {
     /// follows; not once delivered, nor when the parcel goes back to the sender.
     pub fn links_change(&self, trigger: Trigger) -> bool {
         match trigger {
-            Trigger::Scheduled | Trigger::OutForDelivery | Trigger::Rescheduled => true,
+            Trigger::Scheduled
+            | Trigger::OutForDelivery
+            | Trigger::Rescheduled
+            | Trigger::NewTime
+            | Trigger::NextStop => true,
             Trigger::Delivered => false,
             Trigger::Failed => self.another_attempt != Some(false),
         }
@@ -266,6 +305,21 @@ pub struct Change<'a> {
     /// The service moved the delivery to the change's date and slot itself (no move of state):
     /// a `rescheduled` message.
     pub rescheduled: bool,
+    /// Its live window moved ([`new_time`]): a `new_time` or `next_stop` message.
+    pub retimed: Option<Retimed>,
+}
+
+/// A `new_time` or `next_stop` message decided by [`new_time`]'s rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retimed {
+    pub trigger: Trigger,
+    /// The window it tells, Unix milliseconds.
+    pub from_ms: i64,
+    pub to_ms: i64,
+    /// `next_stop`: minutes until the arrival.
+    pub minutes: Option<u32>,
+    /// `new_time`: which one of the shipment's day it is (1 or 2).
+    pub nth: u32,
 }
 
 /// A message [`plan`] decided: a backend gives it its ids and writes it.
@@ -277,6 +331,10 @@ pub struct PlannedMessage {
     pub recipient: String,
     pub state: MessageState,
     pub facts: Facts,
+    /// What, beside (shipment, trigger, channel), keys the message so that it is written at
+    /// most once: empty for the once-ever triggers, `{date}#{n}` for the `n`th `new_time` of a
+    /// day, `{date}` for a day's `next_stop`.
+    pub occasion: String,
 }
 
 /// Whether a failure in `moves` is followed by another attempt (`to_attempt`: true) or a
@@ -301,9 +359,16 @@ pub fn plan(change: &Change<'_>) -> Vec<PlannedMessage> {
         .moves
         .iter()
         .filter_map(|m| Trigger::of(m.to).map(|t| (t, m)))
-        .chain(change.rescheduled.then_some((Trigger::Rescheduled, &none)));
+        .chain(change.rescheduled.then_some((Trigger::Rescheduled, &none)))
+        .chain(change.retimed.map(|r| (r.trigger, &none)));
     for (trigger, moved) in fired {
         let failed = trigger == Trigger::Failed;
+        let retimed = change.retimed.filter(|r| r.trigger == trigger);
+        let occasion = match (trigger, retimed) {
+            (Trigger::NewTime, Some(r)) => format!("{}#{}", change.date, r.nth),
+            (Trigger::NextStop, _) => change.date.to_string(),
+            _ => String::new(),
+        };
         let facts = Facts {
             date: change.date.to_string(),
             slot: change.slot.to_string(),
@@ -315,6 +380,9 @@ pub fn plan(change: &Change<'_>) -> Vec<PlannedMessage> {
             // merchant decides).
             another_attempt: if failed { follows(&change.moves) } else { None },
             reason: moved.reason.filter(|_| failed).map(str::to_string),
+            eta_from_ms: retimed.map(|r| r.from_ms),
+            eta_to_ms: retimed.map(|r| r.to_ms),
+            minutes: retimed.and_then(|r| r.minutes),
         };
         let addresses =
             [(Channel::Email, change.email, change.channels.email), (Channel::Sms, change.phone, change.channels.sms)];
@@ -335,6 +403,7 @@ pub fn plan(change: &Change<'_>) -> Vec<PlannedMessage> {
                 recipient: recipient.to_string(),
                 state,
                 facts: facts.clone(),
+                occasion: occasion.clone(),
             });
         }
     }
@@ -362,6 +431,7 @@ mod tests {
             settings,
             channels: BOTH,
             rescheduled: false,
+            retimed: None,
         }
     }
 
@@ -384,6 +454,27 @@ mod tests {
         )
         .unwrap();
         assert!(old.triggers.rescheduled && !old.triggers.failed);
+        assert!(old.triggers.new_time && !old.triggers.next_stop, "new_time on, next_stop off");
+    }
+
+    #[test]
+    fn a_retimed_message_carries_its_window_and_is_keyed_by_day_and_rank() {
+        let mut all_on = NotificationSettings::default();
+        let retimed = Retimed { trigger: Trigger::NewTime, from_ms: 1000, to_ms: 2000, minutes: None, nth: 2 };
+        let planned = plan(&Change { retimed: Some(retimed), ..change(Vec::new(), &all_on) });
+        assert_eq!(planned.iter().map(|m| m.trigger).collect::<Vec<_>>(), [Trigger::NewTime, Trigger::NewTime]);
+        assert_eq!(planned[0].occasion, "2026-11-23#2");
+        assert_eq!((planned[0].facts.eta_from_ms, planned[0].facts.eta_to_ms), (Some(1000), Some(2000)));
+        assert!(planned.iter().all(|m| m.state == MessageState::Pending));
+        let next = Retimed { trigger: Trigger::NextStop, minutes: Some(12), nth: 0, ..retimed };
+        let planned = plan(&Change { retimed: Some(next), ..change(Vec::new(), &all_on) });
+        assert_eq!((planned[0].occasion.as_str(), planned[0].facts.minutes), ("2026-11-23", Some(12)));
+        assert!(planned.iter().all(|m| m.state == MessageState::Disabled), "next_stop is off by default");
+        all_on.triggers.next_stop = true;
+        let planned = plan(&Change { retimed: Some(next), ..change(Vec::new(), &all_on) });
+        assert!(planned.iter().all(|m| m.state == MessageState::Pending));
+        let once = plan(&change(vec![to(Status::Delivered)], &all_on));
+        assert_eq!(once[0].occasion, "", "the once-ever triggers");
     }
 
     #[test]
@@ -430,7 +521,9 @@ mod tests {
     #[test]
     fn settings_default_all_on_and_unreadable_ones_are_an_error() {
         let s = NotificationSettings::from_json(None).unwrap();
-        assert!(Trigger::ALL.iter().all(|&t| s.wants(t, Channel::Email) && s.wants(t, Channel::Sms)));
+        let on_by_default = Trigger::ALL.into_iter().filter(|t| *t != Trigger::NextStop);
+        assert!(on_by_default.into_iter().all(|t| s.wants(t, Channel::Email) && s.wants(t, Channel::Sms)));
+        assert!(!s.wants(Trigger::NextStop, Channel::Email), "next_stop is off unless switched on");
         let mut off = s.clone();
         off.triggers.failed = false;
         assert!(!off.wants(Trigger::Failed, Channel::Email) && off.wants(Trigger::Delivered, Channel::Email));
@@ -451,7 +544,7 @@ mod tests {
         // rebooking does: `Change::rescheduled`).
         let want: Vec<_> = Trigger::ALL
             .into_iter()
-            .filter(|t| *t != Trigger::Rescheduled)
+            .filter(|t| !matches!(t, Trigger::Rescheduled | Trigger::NewTime | Trigger::NextStop))
             .flat_map(|t| Channel::ALL.map(|ch| (t, ch, MessageState::Pending)))
             .collect();
         assert_eq!(got, want, "to_pick_up and the others fire nothing");
@@ -518,6 +611,9 @@ mod tests {
                 receiver: Some("J. Doe".into()),
                 another_attempt: None,
                 reason: None,
+                eta_from_ms: None,
+                eta_to_ms: None,
+                minutes: None,
             },
             "a reason is kept for a failure only"
         );

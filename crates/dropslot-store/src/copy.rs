@@ -521,6 +521,7 @@ const TABLES: &[Table] = &[
             c("lease_until_ms", INT),
             c("created_at", TEXT),
             c("sent_at", TEXT_OR_NULL),
+            c("occasion", TEXT),
         ],
     },
     // Opt-outs must survive a move: a recipient who opted out is never written to again.
@@ -579,6 +580,19 @@ const TABLES: &[Table] = &[
         name: "eta_windows",
         identity: true,
         columns: &[c("id", INT), c("shipment_unique_id", TEXT), c("from_ms", INT), c("to_ms", INT), c("at_ms", INT)],
+    },
+    // What each recipient was last told (CONTRACT §16): without it a moved database would
+    // take today's live windows as told and count its "new time" messages from none.
+    Table {
+        name: "told_etas",
+        identity: false,
+        columns: &[
+            c("drop_off_id", INT),
+            c("scheduled_date", TEXT),
+            c("from_ms", INT),
+            c("to_ms", INT),
+            c("new_times", INT),
+        ],
     },
 ];
 

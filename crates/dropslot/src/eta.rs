@@ -4,6 +4,8 @@
 //! and when, the driver's last position, the plan's road-time source — and stores the result
 //! (`stop_etas`), which the tracking page, shipment reads and webhook payloads read.
 
+use std::str::FromStr;
+
 use jiff::tz::TimeZone;
 use serde::Serialize;
 
@@ -42,6 +44,16 @@ pub async fn current(app: &App, unique_id: &str) -> Result<Option<EtaWindow>> {
     Ok(shown(s.drop_off.status, s.eta.as_ref(), &tz))
 }
 
+/// The window `[from_ms, to_ms]` told to the recipient of drop-off `unique_id`, in its city's
+/// time zone (`late` when it ends after the slot).
+pub async fn told(app: &App, unique_id: &str, from_ms: i64, to_ms: i64) -> Result<Option<EtaWindow>> {
+    let Some(s) = app.store.shipment(Visibility::Ops, unique_id).await? else { return Ok(None) };
+    let tz = dropslot_core::time::city_zone(&app.settings.area, &s.drop_off.city);
+    let slot_end = jiff::Timestamp::from_str(&s.drop_off.end_at).map(jiff::Timestamp::as_millisecond).ok();
+    let late = slot_end.is_some_and(|end| to_ms > end);
+    Ok(Some(view(&StoredEta { arrival_ms: (from_ms + to_ms) / 2, from_ms, to_ms, late, stops_before: 0 }, &tz)))
+}
+
 /// The ETA a drop-off in `status` shows: none once its stop is served (a stored window left
 /// from before is stale).
 #[must_use]
@@ -49,17 +61,9 @@ pub fn shown(status: Status, e: Option<&StoredEta>, tz: &TimeZone) -> Option<Eta
     if served(status) { None } else { e.map(|e| view(e, tz)) }
 }
 
-/// Statuses after which a drop-off's stop is done for the day.
+/// Statuses after which a drop-off's stop is done for the day (the core's rule).
 fn served(status: Status) -> bool {
-    !matches!(
-        status,
-        Status::Scheduled
-            | Status::ToPickUp
-            | Status::PickedUp
-            | Status::Processing
-            | Status::InTransit
-            | Status::ToAttempt
-    )
+    dropslot_core::dispatch::live::served(status)
 }
 
 /// Re-times the ETAs of every route of a published delivery plan (after publishing).
@@ -124,6 +128,9 @@ pub async fn refresh(app: &App, depot: &str, route: &Route) -> Result<()> {
         matrix.as_ref().map_or(dropslot_core::routing::roads::Leg { metres: 0, seconds: 0 }, |m| m.leg(a, b))
     };
     let etas = eta::live(route, &served_stops, origin, now.as_second(), legs);
+    // "You are the next stop" once a stop of the route is served (CONTRACT §16).
+    let any_served = route.visits().iter().zip(&served_stops).any(|(s, done)| *done && s.kind == StopKind::DropOff);
+    let next_stops = dropslot_core::notifications::new_time::next_stops(&etas, any_served, now.as_second());
     let rows = etas
         .into_iter()
         .map(|e| {
@@ -137,7 +144,7 @@ pub async fn refresh(app: &App, depot: &str, route: &Route) -> Result<()> {
             (e.shipment_unique_id, stored)
         })
         .collect();
-    app.store.save_etas(&route.id, rows, now.as_millisecond()).await?;
+    app.store.save_etas(&route.id, rows, next_stops, now).await?;
     Ok(())
 }
 

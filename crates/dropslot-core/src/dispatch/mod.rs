@@ -737,6 +737,7 @@ pub fn place(
 
 pub mod eta;
 pub mod late;
+pub mod live;
 pub mod tentative;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 use super::{StoredEvent, StoredShipment};
 use crate::{Mode, Scope, StoreError, StoreResult};
 use async_trait::async_trait;
-use dropslot_core::notifications::{Change, Moved};
+use dropslot_core::notifications::{Change, Moved, Retimed};
 pub(crate) use dropslot_core::notifications::{Channel, Channels, MessageState, NotificationSettings, Trigger};
 use jiff::Timestamp;
 use sha2::{Digest, Sha256};
@@ -24,6 +24,8 @@ pub struct NewNotification {
     pub state: MessageState,
     pub facts_json: String,
     pub message_id: String,
+    /// With (shipment, trigger, channel), the row's key ([`dropslot_core::notifications::PlannedMessage::occasion`]).
+    pub occasion: String,
 }
 
 /// The tenant facts a plan needs: the shipment's mode and its client's settings.
@@ -43,6 +45,7 @@ pub(crate) fn plan(
     shipment: &StoredShipment,
     events: &[StoredEvent],
     rescheduled: bool,
+    retimed: Option<Retimed>,
 ) -> Vec<NewNotification> {
     let d = &shipment.drop_off;
     let change = Change {
@@ -59,6 +62,7 @@ pub(crate) fn plan(
         settings: &tenant.settings,
         channels,
         rescheduled,
+        retimed,
     };
     dropslot_core::notifications::plan(&change)
         .into_iter()
@@ -72,6 +76,7 @@ pub(crate) fn plan(
             state: m.state,
             facts_json: serde_json::to_string(&m.facts).unwrap_or_default(),
             message_id: new_message_id(),
+            occasion: m.occasion,
         })
         .collect()
 }
@@ -320,7 +325,7 @@ mod tests {
     fn plans_rows_from_the_stored_shipment() {
         let both = Channels { email: true, sms: true };
         let s = shipment(Some(" Jane@example.com"), Some("+1 416 555 0100"), 3);
-        let rows = plan(&tenant(Mode::Live), both, &s, &[event(Status::Failed, Some("Nobody at home"))], false);
+        let rows = plan(&tenant(Mode::Live), both, &s, &[event(Status::Failed, Some("Nobody at home"))], false, None);
         let got: Vec<_> = rows.iter().map(|n| (n.trigger, n.channel, n.recipient.as_str(), n.state)).collect();
         assert_eq!(
             got,
@@ -337,7 +342,7 @@ mod tests {
         // The failure alone: what follows it is not in this change (held for the merchant).
         assert_eq!((facts.slot.as_str(), facts.another_attempt), ("Evening", None));
         assert_eq!(facts.reason.as_deref(), Some("Nobody at home"));
-        let test = plan(&tenant(Mode::Test), both, &s, &[event(Status::Delivered, None)], false);
+        let test = plan(&tenant(Mode::Test), both, &s, &[event(Status::Delivered, None)], false, None);
         assert!(test.iter().all(|n| n.state == MessageState::TestMode));
     }
 

@@ -109,6 +109,7 @@ struct Columns<'a> {
     states: Vec<&'static str>,
     facts: Vec<&'a str>,
     message_ids: Vec<&'a str>,
+    occasions: Vec<&'a str>,
 }
 
 /// Messages planned for a unit of work, written in one statement.
@@ -126,14 +127,14 @@ impl Planned {
         shipment: &StoredShipment,
         events: &[StoredEvent],
     ) {
-        for n in plan(tenant, channels, shipment, events, false) {
+        for n in plan(tenant, channels, shipment, events, false, None) {
             self.rows.push((tenant.client, tenant.mode.clone(), n));
         }
     }
 
     /// Plans the `rescheduled` message of `shipment`: the service moved it to its slot now.
     pub(crate) fn add_rescheduled(&mut self, tenant: &NotifyTenant, channels: Channels, shipment: &StoredShipment) {
-        for n in plan(tenant, channels, shipment, &[], true) {
+        for n in plan(tenant, channels, shipment, &[], true, None) {
             self.rows.push((tenant.client, tenant.mode.clone(), n));
         }
     }
@@ -171,14 +172,15 @@ impl Planned {
             cols.states.push(n.state.as_str());
             cols.facts.push(n.facts_json.as_str());
             cols.message_ids.push(n.message_id.as_str());
+            cols.occasions.push(n.occasion.as_str());
         }
         let rows = c
             .query_typed(
                 "INSERT INTO notifications (client_id, mode, drop_off_id, shipment_unique_id, trigger_kind, channel,
-                    recipient, recipient_hash, state, facts_json, message_id, next_attempt_ms, created_at)
+                    recipient, recipient_hash, state, facts_json, message_id, occasion, next_attempt_ms, created_at)
                  SELECT t.*, $12, $13 FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[],
-                    $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[]) AS t
-                 ON CONFLICT (drop_off_id, trigger_kind, channel) DO NOTHING
+                    $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $14::text[]) AS t
+                 ON CONFLICT (drop_off_id, trigger_kind, channel, occasion) DO NOTHING
                  RETURNING state",
                 &[
                     (&cols.clients, Type::INT8_ARRAY),
@@ -194,6 +196,7 @@ impl Planned {
                     (&cols.message_ids, Type::TEXT_ARRAY),
                     (&crate::queue_now_ms(), Type::INT8),
                     (&now.to_string(), Type::TEXT),
+                    (&cols.occasions, Type::TEXT_ARRAY),
                 ],
             )
             .await
@@ -201,6 +204,108 @@ impl Planned {
         let pending = MessageState::Pending.as_str();
         Ok(rows.iter().filter(|r| r.try_get::<_, &str>(0).is_ok_and(|s| s == pending)).count())
     }
+}
+
+/// The told windows a re-timing writes, as the upsert's `unnest` columns.
+#[derive(Default)]
+struct ToldColumns {
+    drop_offs: Vec<i64>,
+    dates: Vec<String>,
+    from: Vec<i64>,
+    to: Vec<i64>,
+    new_times: Vec<i32>,
+}
+
+/// What a route's re-timing tells its recipients (CONTRACT §16), in the caller's transaction
+/// (the one that stores the ETAs): for each shipment given a live window that is on a
+/// published stop of `route_id`, the core's decision
+/// ([`dropslot_core::notifications::new_time::decide`]) against the window it was last told;
+/// the told windows and the messages written. Re-timings of one route take turns (a
+/// transaction lock on its id), so two processes never decide from the same told window; the
+/// messages' key drops a copy all the same. How many are pending.
+pub(crate) async fn retell(
+    c: &impl Sql,
+    channels: Channels,
+    route_id: &str,
+    etas: &[(String, crate::StoredEta)],
+    next_stops: &[(String, u32)],
+    now: Timestamp,
+) -> StoreResult<usize> {
+    use dropslot_core::notifications::new_time::{Told, decide};
+    if etas.is_empty() {
+        return Ok(0);
+    }
+    c.execute("SELECT pg_advisory_xact_lock(hashtext('told_etas:' || $1))", &[&route_id]).await.map_err(map_err)?;
+    let ids: Vec<&str> = etas.iter().map(|(u, _)| u.as_str()).collect();
+    let rows = c
+        .query_typed(
+            "SELECT d.unique_id, d.id, d.scheduled_date, d.status, t.from_ms, t.to_ms, t.new_times
+             FROM drop_off_shipments d
+             LEFT JOIN told_etas t ON t.drop_off_id = d.id AND t.scheduled_date = d.scheduled_date
+             WHERE d.unique_id = ANY($1)
+               AND EXISTS (SELECT 1 FROM published_stops s WHERE s.shipment_unique_id = d.unique_id AND s.route_id = $2)",
+            &[(&ids, Type::TEXT_ARRAY), (&route_id, Type::TEXT)],
+        )
+        .await
+        .map_err(map_err)?;
+    let mut told_rows = ToldColumns::default();
+    let mut planned = Planned::default();
+    let mut speak: Vec<(i64, Vec<dropslot_core::notifications::Retimed>)> = Vec::new();
+    for r in &rows {
+        let u: String = column(r, 0)?;
+        let drop_off: i64 = column(r, 1)?;
+        let date: String = column(r, 2)?;
+        let status = crate::postgres::status_column(r, 3)?;
+        let told = match (column::<Option<i64>>(r, 4)?, column::<Option<i64>>(r, 5)?, column::<Option<i32>>(r, 6)?) {
+            (Some(from_ms), Some(to_ms), Some(n)) => Some(Told {
+                from_ms,
+                to_ms,
+                new_times: u32::try_from(n).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            }),
+            _ => None,
+        };
+        let Some((_, e)) = etas.iter().find(|(x, _)| *x == u) else { continue };
+        let next = next_stops.iter().find(|(n, _)| *n == u).map(|(_, m)| *m);
+        let decision = decide(told, (e.from_ms, e.to_ms), status, next);
+        if let Some(t) = decision.told {
+            told_rows.drop_offs.push(drop_off);
+            told_rows.dates.push(date);
+            told_rows.from.push(t.from_ms);
+            told_rows.to.push(t.to_ms);
+            told_rows.new_times.push(i32::try_from(t.new_times).unwrap_or(i32::MAX));
+        }
+        if !decision.messages.is_empty() {
+            speak.push((drop_off, decision.messages));
+        }
+    }
+    if !told_rows.drop_offs.is_empty() {
+        c.execute(
+            "INSERT INTO told_etas (drop_off_id, scheduled_date, from_ms, to_ms, new_times)
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[], $5::int[])
+             ON CONFLICT (drop_off_id, scheduled_date) DO UPDATE SET from_ms = excluded.from_ms,
+                to_ms = excluded.to_ms, new_times = excluded.new_times",
+            &[&told_rows.drop_offs, &told_rows.dates, &told_rows.from, &told_rows.to, &told_rows.new_times],
+        )
+        .await
+        .map_err(map_err)?;
+    }
+    if speak.is_empty() {
+        return Ok(0);
+    }
+    let drop_offs: Vec<i64> = speak.iter().map(|(d, _)| *d).collect();
+    let tenants = tenants(c, &drop_offs).await?;
+    let shipments = crate::shipments::postgres::shipments_without_events(c, &drop_offs).await?;
+    for (drop_off, messages) in speak {
+        let tenant = tenants.iter().find(|(d, _)| *d == drop_off).map(|(_, t)| t);
+        let shipment = shipments.iter().find(|s| s.drop_off.id.0 == drop_off);
+        let (Some(tenant), Some(shipment)) = (tenant, shipment) else { continue };
+        for retimed in messages {
+            for n in plan(tenant, channels, shipment, &[], false, Some(retimed)) {
+                planned.rows.push((tenant.client, tenant.mode.clone(), n));
+            }
+        }
+    }
+    planned.write(c, now).await
 }
 
 pub(crate) async fn settings(c: &impl Sql, scope: Scope) -> StoreResult<NotificationSettings> {

@@ -104,7 +104,7 @@ pub(crate) fn enqueue(
         read = shipment_without_events(c, drop_off).map_err(map_err)?;
         &read
     };
-    let planned = plan(&tenant, channels, shipment, events, false);
+    let planned = plan(&tenant, channels, shipment, events, false, None);
     let mut queued = 0;
     for n in &planned {
         if insert(c, &tenant, n, now)? && n.state == MessageState::Pending {
@@ -126,9 +126,77 @@ pub(crate) fn enqueue_rescheduled(
     let tenant = tenant(c, drop_off)?;
     let shipment = shipment_without_events(c, drop_off).map_err(map_err)?;
     let mut queued = 0;
-    for n in &plan(&tenant, channels, &shipment, &[], true) {
+    for n in &plan(&tenant, channels, &shipment, &[], true, None) {
         if insert(c, &tenant, n, now)? && n.state == MessageState::Pending {
             queued += 1;
+        }
+    }
+    Ok(queued)
+}
+
+/// What a route's re-timing tells its recipients (CONTRACT §16): for each shipment given a
+/// live window that is on a published stop of `route_id`, the core's decision
+/// ([`dropslot_core::notifications::new_time::decide`]) against the window it was last told;
+/// the told window and the `new_time` / `next_stop` messages written in the caller's
+/// transaction (the one that stores the ETAs). How many are pending.
+pub(crate) fn retell(
+    c: &Connection,
+    channels: Channels,
+    route_id: &str,
+    etas: &[(String, crate::StoredEta)],
+    next_stops: &[(String, u32)],
+    now: Timestamp,
+) -> Result<usize, StoreError> {
+    use dropslot_core::notifications::new_time::{Told, decide};
+    let mut queued = 0;
+    for (u, e) in etas {
+        let row = c
+            .prepare_cached(
+                "SELECT d.id, d.scheduled_date, d.status, t.from_ms, t.to_ms, t.new_times FROM drop_off_shipments d
+                 LEFT JOIN told_etas t ON t.drop_off_id = d.id AND t.scheduled_date = d.scheduled_date
+                 WHERE d.unique_id = ?1
+                   AND EXISTS (SELECT 1 FROM published_stops WHERE shipment_unique_id = ?1 AND route_id = ?2)",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![u, route_id], |r| {
+                    let told =
+                        match (r.get::<_, Option<i64>>(3)?, r.get::<_, Option<i64>>(4)?, r.get::<_, Option<u32>>(5)?) {
+                            (Some(from_ms), Some(to_ms), Some(new_times)) => Some(Told { from_ms, to_ms, new_times }),
+                            _ => None,
+                        };
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        parsed(r, 2, "status", dropslot_core::shipments::Status::parse)?,
+                        told,
+                    ))
+                })
+                .optional()
+            })
+            .map_err(map_err)?;
+        let Some((drop_off, date, status, told)) = row else { continue };
+        let next = next_stops.iter().find(|(n, _)| n == u).map(|(_, m)| *m);
+        let decision = decide(told, (e.from_ms, e.to_ms), status, next);
+        if let Some(t) = decision.told {
+            c.prepare_cached(
+                "INSERT INTO told_etas (drop_off_id, scheduled_date, from_ms, to_ms, new_times) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (drop_off_id, scheduled_date) DO UPDATE SET from_ms = excluded.from_ms,
+                    to_ms = excluded.to_ms, new_times = excluded.new_times",
+            )
+            .and_then(|mut s| s.execute(params![drop_off, date, t.from_ms, t.to_ms, t.new_times]))
+            .map_err(map_err)?;
+        }
+        if decision.messages.is_empty() {
+            continue;
+        }
+        let tenant = tenant(c, drop_off)?;
+        let shipment = shipment_without_events(c, drop_off).map_err(map_err)?;
+        for retimed in decision.messages {
+            for n in &plan(&tenant, channels, &shipment, &[], false, Some(retimed)) {
+                if insert(c, &tenant, n, now)? && n.state == MessageState::Pending {
+                    queued += 1;
+                }
+            }
         }
     }
     Ok(queued)
@@ -139,9 +207,9 @@ fn insert(c: &Connection, tenant: &NotifyTenant, n: &NewNotification, now: Times
     let written = c
         .prepare_cached(
             "INSERT INTO notifications (client_id, mode, drop_off_id, shipment_unique_id, trigger_kind, channel,
-                recipient, recipient_hash, state, facts_json, message_id, next_attempt_ms, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-             ON CONFLICT (drop_off_id, trigger_kind, channel) DO NOTHING",
+                recipient, recipient_hash, state, facts_json, message_id, next_attempt_ms, created_at, occasion)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+             ON CONFLICT (drop_off_id, trigger_kind, channel, occasion) DO NOTHING",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -158,6 +226,7 @@ fn insert(c: &Connection, tenant: &NotifyTenant, n: &NewNotification, now: Times
                 n.message_id,
                 crate::queue_now_ms(),
                 now.to_string(),
+                n.occasion,
             ])
         })
         .map_err(map_err)?;

@@ -347,8 +347,19 @@ pub trait PlanStore: Send + Sync + 'static {
     /// Deletes a draft at `version`; false when it is not a draft at that version.
     async fn delete_plan(&self, id: &str, version: i64) -> StoreResult<bool>;
     /// Replaces the live ETAs of route `route_id` with `etas` (shipment, ETA), in one
-    /// transaction (CONTRACT §14).
-    async fn save_etas(&self, route_id: &str, etas: Vec<(String, StoredEta)>, now_ms: i64) -> StoreResult<()>;
+    /// transaction (CONTRACT §14), and in it what the re-timing tells the recipients (CONTRACT
+    /// §16): the window each was last told, and the `new_time` messages, with a `next_stop`
+    /// one for each of `next_stops` (shipment, minutes to its arrival). How many messages are
+    /// pending.
+    async fn save_etas(
+        &self,
+        route_id: &str,
+        etas: Vec<(String, StoredEta)>,
+        next_stops: Vec<(String, u32)>,
+        now: jiff::Timestamp,
+    ) -> StoreResult<usize>;
+    /// The live ETAs of `route_id`'s drop-offs not served yet (the live board).
+    async fn route_etas(&self, route_id: &str) -> StoreResult<Vec<(String, StoredEta)>>;
 }
 
 /// Every operation, recorded when the suite asks for it (`crate::trace`).
@@ -413,9 +424,20 @@ impl<S: PlanStore> PlanStore for crate::trace::Traced<S> {
         self.inner.delete_plan(id, version).await
     }
 
-    async fn save_etas(&self, route_id: &str, etas: Vec<(String, StoredEta)>, now_ms: i64) -> StoreResult<()> {
+    async fn save_etas(
+        &self,
+        route_id: &str,
+        etas: Vec<(String, StoredEta)>,
+        next_stops: Vec<(String, u32)>,
+        now: jiff::Timestamp,
+    ) -> StoreResult<usize> {
         self.trace.hit("PlanStore::save_etas");
-        self.inner.save_etas(route_id, etas, now_ms).await
+        self.inner.save_etas(route_id, etas, next_stops, now).await
+    }
+
+    async fn route_etas(&self, route_id: &str) -> StoreResult<Vec<(String, StoredEta)>> {
+        self.trace.hit("PlanStore::route_etas");
+        self.inner.route_etas(route_id).await
     }
 }
 

@@ -80,9 +80,49 @@ impl PlanStore for PgStore {
         delete(&self.conn().await?, id, version).await
     }
 
-    async fn save_etas(&self, route_id: &str, etas: Vec<(String, crate::StoredEta)>, now_ms: i64) -> StoreResult<()> {
-        in_tx!(self, |tx| save_etas(tx, route_id, &etas, now_ms).await?);
-        Ok(())
+    async fn save_etas(
+        &self,
+        route_id: &str,
+        etas: Vec<(String, crate::StoredEta)>,
+        next_stops: Vec<(String, u32)>,
+        now: jiff::Timestamp,
+    ) -> StoreResult<usize> {
+        let channels = self.outbox.channels();
+        let n = in_tx!(self, |tx| {
+            save_etas(tx, route_id, &etas, now.as_millisecond()).await?;
+            crate::notifications::postgres::retell(tx, channels, route_id, &etas, &next_stops, now).await?
+        });
+        self.notified(n);
+        Ok(n)
+    }
+
+    async fn route_etas(&self, route_id: &str) -> StoreResult<Vec<(String, crate::StoredEta)>> {
+        let rows = self
+            .conn()
+            .await?
+            .query(
+                "SELECT shipment_unique_id, arrival_ms, from_ms, to_ms, late, stops_before FROM stop_etas
+                 WHERE route_id = $1 ORDER BY stops_before, shipment_unique_id",
+                &[&route_id],
+            )
+            .await
+            .map_err(map_err)?;
+        rows.iter()
+            .map(|r| {
+                let late: i32 = crate::postgres::column(r, 4)?;
+                let before: i32 = crate::postgres::column(r, 5)?;
+                Ok((
+                    crate::postgres::column(r, 0)?,
+                    crate::StoredEta {
+                        arrival_ms: crate::postgres::column(r, 1)?,
+                        from_ms: crate::postgres::column(r, 2)?,
+                        to_ms: crate::postgres::column(r, 3)?,
+                        late: late != 0,
+                        stops_before: u32::try_from(before).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                    },
+                ))
+            })
+            .collect()
     }
 }
 

@@ -84,9 +84,48 @@ impl PlanStore for SqliteStore {
         self.writer.write(move |c| delete(c, &id, version)).await
     }
 
-    async fn save_etas(&self, route_id: &str, etas: Vec<(String, crate::StoredEta)>, now_ms: i64) -> StoreResult<()> {
+    async fn save_etas(
+        &self,
+        route_id: &str,
+        etas: Vec<(String, crate::StoredEta)>,
+        next_stops: Vec<(String, u32)>,
+        now: jiff::Timestamp,
+    ) -> StoreResult<usize> {
         let route_id = route_id.to_string();
-        self.writer.write(move |c| save_etas(c, &route_id, &etas, now_ms)).await
+        let channels = self.outbox.channels();
+        let n = self
+            .writer
+            .write(move |c| {
+                save_etas(c, &route_id, &etas, now.as_millisecond())?;
+                crate::notifications::sqlite::retell(c, channels, &route_id, &etas, &next_stops, now)
+            })
+            .await?;
+        if n > 0 {
+            self.outbox.notified(n);
+        }
+        Ok(n)
+    }
+
+    async fn route_etas(&self, route_id: &str) -> StoreResult<Vec<(String, crate::StoredEta)>> {
+        self.read(|c| {
+            c.prepare_cached(
+                "SELECT shipment_unique_id, arrival_ms, from_ms, to_ms, late, stops_before FROM stop_etas
+                 WHERE route_id = ?1 ORDER BY stops_before, shipment_unique_id",
+            )?
+            .query_map([route_id], |r| {
+                Ok((
+                    r.get(0)?,
+                    crate::StoredEta {
+                        arrival_ms: r.get(1)?,
+                        from_ms: r.get(2)?,
+                        to_ms: r.get(3)?,
+                        late: r.get(4)?,
+                        stops_before: r.get(5)?,
+                    },
+                ))
+            })?
+            .collect()
+        })
     }
 }
 

@@ -41,6 +41,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (20, "attempts", include_str!("../../migrations/sqlite/0020_attempts.sql")),
     (21, "fleet_capacity", include_str!("../../migrations/sqlite/0021_fleet_capacity.sql")),
     (22, "eta_windows", include_str!("../../migrations/sqlite/0022_eta_windows.sql")),
+    (23, "new_time", include_str!("../../migrations/sqlite/0023_new_time.sql")),
 ];
 pub(crate) const READERS: usize = 4;
 

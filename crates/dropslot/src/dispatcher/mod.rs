@@ -13,6 +13,7 @@
 mod board;
 mod charts;
 mod drivers;
+mod live;
 mod map;
 mod plan;
 mod reports;
@@ -40,6 +41,7 @@ pub fn routes() -> axum::Router<App> {
         .route("/ops/sign-in", get(sign_in::sign_in_page).post(sign_in::sign_in))
         .route("/ops/sign-out", post(sign_in::sign_out))
         .route("/ops/board", get(board::show))
+        .route("/ops/live", get(live::show))
         .route("/ops/plans", post(board::create_plan))
         .route("/ops/plans/{id}", get(plan::show))
         .route("/ops/plans/{id}/moves", post(plan::move_stop))

@@ -211,10 +211,16 @@ impl Sender {
         // Stored facts that do not parse are an error, never a message with blanks.
         let facts: Facts = serde_json::from_str(&c.facts_json)
             .map_err(|e| Failure::Permanent(format!("The stored message does not parse: {e}.")))?;
-        let eta = if c.trigger == Trigger::OutForDelivery {
-            crate::eta::current(&self.app, &c.shipment_unique_id).await.ok().flatten()
-        } else {
-            None
+        let eta = match (c.trigger, facts.eta_from_ms, facts.eta_to_ms) {
+            (Trigger::OutForDelivery, _, _) => {
+                crate::eta::current(&self.app, &c.shipment_unique_id).await.ok().flatten()
+            }
+            // The window decided with the message (never the live one at send time: that is
+            // what the next decision compares with).
+            (Trigger::NewTime | Trigger::NextStop, Some(from), Some(to)) => {
+                crate::eta::told(&self.app, &c.shipment_unique_id, from, to).await.ok().flatten()
+            }
+            _ => None,
         };
         let base = &self.app.settings.base_url;
         let tracking = crate::labels::tracking_url(base, &c.shipment_unique_id);

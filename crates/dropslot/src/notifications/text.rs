@@ -54,8 +54,9 @@ pub struct Links<'a> {
     pub opt_out: &'a str,
 }
 
-/// The texts of one message. `sender` is the client's sender name, `eta` the live window
-/// (out for delivery only; the slot is said instead when there is none).
+/// The texts of one message. `sender` is the client's sender name, `eta` the window it tells
+/// (out for delivery: the live one; a new time: the one decided; the slot is said instead when
+/// there is none).
 pub fn render(trigger: Trigger, facts: &Facts, sender: &str, eta: Option<&EtaWindow>, links: &Links<'_>) -> Texts {
     let Links { tracking: tracking_url, opt_out: opt_out_url, .. } = *links;
     let change_url = links.change;
@@ -93,6 +94,30 @@ pub fn render(trigger: Trigger, facts: &Facts, sender: &str, eta: Option<&EtaWin
             format!(
                 "Your parcel from {sender} could not be kept in its time slot: it will now be delivered on {slot}."
             ),
+        ),
+        Trigger::NewTime => (
+            format!("A new arrival time for your parcel from {sender}"),
+            match eta {
+                Some(w) if w.late => format!(
+                    "Your parcel from {sender} is running late: the driver now expects to arrive between {} and {}, \
+                     after your slot ({slot}).",
+                    clock(&w.from),
+                    clock(&w.to)
+                ),
+                Some(w) => format!(
+                    "Your parcel from {sender} has a new arrival time: the driver now expects to arrive between {} and {}.",
+                    clock(&w.from),
+                    clock(&w.to)
+                ),
+                None => format!("Your parcel from {sender} has a new arrival time today, within your slot ({slot})."),
+            },
+        ),
+        Trigger::NextStop => (
+            format!("You are the next stop for your parcel from {sender}"),
+            match facts.minutes {
+                Some(m) => format!("Your parcel from {sender}: you are the driver's next stop, in about {m} minutes."),
+                None => format!("Your parcel from {sender}: you are the driver's next stop."),
+            },
         ),
         Trigger::Failed => {
             let why = facts.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
@@ -174,6 +199,20 @@ mod tests {
         let t = render(Trigger::OutForDelivery, &Facts::default(), "Shop", None, &LINKS);
         assert!(t.text.contains("within your slot"));
         assert!(t.text.contains("http://c") && t.html.contains("http://c") && t.sms.contains("Change: http://c"));
+    }
+
+    #[test]
+    fn a_new_time_says_the_window_and_the_next_stop_the_minutes() {
+        let w =
+            EtaWindow { from: "2026-11-23T15:10:00-05:00".into(), to: "2026-11-23T15:40:00-05:00".into(), late: false };
+        let t = render(Trigger::NewTime, &Facts::default(), "Shop", Some(&w), &LINKS);
+        assert!(t.text.contains("between 15:10 and 15:40") && t.sms.contains("15:10"), "{}", t.text);
+        assert!(t.subject.contains("new arrival time"));
+        let late = EtaWindow { late: true, ..w };
+        assert!(render(Trigger::NewTime, &Facts::default(), "Shop", Some(&late), &LINKS).text.contains("running late"));
+        let f = Facts { minutes: Some(9), ..Facts::default() };
+        let t = render(Trigger::NextStop, &f, "Shop", None, &LINKS);
+        assert!(t.text.contains("next stop, in about 9 minutes"), "{}", t.text);
     }
 
     /// The failed message names the next attempt's date and slot, and links the change page.

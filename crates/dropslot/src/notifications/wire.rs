@@ -14,6 +14,8 @@ pub enum Trigger {
     Delivered,
     Failed,
     Rescheduled,
+    NewTime,
+    NextStop,
 }
 
 impl From<core::Trigger> for Trigger {
@@ -24,6 +26,8 @@ impl From<core::Trigger> for Trigger {
             core::Trigger::Delivered => Trigger::Delivered,
             core::Trigger::Failed => Trigger::Failed,
             core::Trigger::Rescheduled => Trigger::Rescheduled,
+            core::Trigger::NewTime => Trigger::NewTime,
+            core::Trigger::NextStop => Trigger::NextStop,
         }
     }
 }
@@ -36,6 +40,8 @@ impl From<Trigger> for core::Trigger {
             Trigger::Delivered => core::Trigger::Delivered,
             Trigger::Failed => core::Trigger::Failed,
             Trigger::Rescheduled => core::Trigger::Rescheduled,
+            Trigger::NewTime => core::Trigger::NewTime,
+            Trigger::NextStop => core::Trigger::NextStop,
         }
     }
 }
@@ -94,6 +100,16 @@ pub struct TriggerSwitches {
     #[serde(default = "on")]
     #[schema(default = true)]
     pub rescheduled: bool,
+    /// The driver's predicted window left the one last told (at most two a shipment and day;
+    /// docs/notifications.md). Optional: left out, it is on.
+    #[serde(default = "on")]
+    #[schema(default = true)]
+    pub new_time: bool,
+    /// "You are the next stop, in about N minutes" when the stop before is served. Optional:
+    /// left out, it is off.
+    #[serde(default)]
+    #[schema(default = false)]
+    pub next_stop: bool,
 }
 
 fn on() -> bool {
@@ -125,6 +141,8 @@ impl From<core::NotificationSettings> for NotificationSettings {
                 delivered: t.delivered,
                 failed: t.failed,
                 rescheduled: t.rescheduled,
+                new_time: t.new_time,
+                next_stop: t.next_stop,
             },
         }
     }
@@ -143,6 +161,8 @@ impl From<NotificationSettings> for core::NotificationSettings {
                 delivered: t.delivered,
                 failed: t.failed,
                 rescheduled: t.rescheduled,
+                new_time: t.new_time,
+                next_stop: t.next_stop,
             },
         }
     }

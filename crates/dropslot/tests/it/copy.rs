@@ -53,6 +53,7 @@ const TABLES: &[&str] = &[
     "fleet_stops",
     "stop_etas",
     "eta_windows",
+    "told_etas",
 ];
 
 fn copy(from: &str, to: &str) -> Output {
@@ -431,6 +432,7 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
             "fleet_days",
             "fleet_stops",
             "stop_etas",
+            "told_etas",
         ];
         if !no_ids.contains(&table.as_str()) {
             // The sequence continues right after the copied ids (the tables without ids aside).

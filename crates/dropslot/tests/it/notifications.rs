@@ -401,7 +401,8 @@ async fn settings_switch_a_trigger_off_and_name_the_sender() {
     let r = s.get("/notifications/settings", &live).await;
     assert_eq!(r.status, 200);
     let defaults = json!({"sender_name": "", "email": true, "sms": true,
-        "triggers": {"scheduled": true, "out_for_delivery": true, "delivered": true, "failed": true, "rescheduled": true}});
+        "triggers": {"scheduled": true, "out_for_delivery": true, "delivered": true, "failed": true, "rescheduled": true,
+            "new_time": true, "next_stop": false}});
     assert_eq!(r.body["object"], defaults);
     let put = |body: Value| {
         let req = s.http.put(s.url("/notifications/settings")).bearer_auth(&live).json(&body);
