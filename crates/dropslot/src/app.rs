@@ -37,9 +37,17 @@ pub struct AppInner {
     /// what waits on the sender (the tests, the benchmark) watches it instead of polling.
     pub notifications_recorded: watch::Sender<u64>,
     /// The published days this process knows, and its one late placement at a time (§16).
-    pub late: crate::plans::late::Late,
+    pub late: LateDays,
     /// Turns true when the service is shutting down (`/readyz` answers 503 from then on).
     stopping: watch::Receiver<bool>,
+}
+
+/// The published delivery days this process knows, and its one late placement at a time
+/// (CONTRACT §16; used by `plans::late`).
+#[derive(Default)]
+pub struct LateDays {
+    pub(crate) published: std::sync::Mutex<std::collections::HashSet<(String, jiff::civil::Date)>>,
+    pub(crate) placing: tokio::sync::Mutex<()>,
 }
 
 impl Deref for App {
@@ -78,7 +86,7 @@ impl App {
             requests_queued: Arc::new(tokio::sync::Notify::new()),
             capacity: dropslot_store::cache::Ttl::new(std::time::Duration::from_secs(1)),
             notifications_recorded: watch::Sender::new(0),
-            late: crate::plans::late::Late::default(),
+            late: LateDays::default(),
             stopping,
         })))
     }

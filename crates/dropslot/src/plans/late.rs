@@ -27,23 +27,15 @@ use dropslot_store::{SaveOutcome, StoredShipment};
 /// How often each process sweeps the published days for shipments no route holds yet.
 pub const EVERY: Duration = Duration::from_secs(10);
 
-/// This process's view of the published days, and its one placement at a time.
-#[derive(Default)]
-pub struct Late {
-    published: std::sync::Mutex<HashSet<(String, Date)>>,
-    placing: tokio::sync::Mutex<()>,
+/// Whether this process knows depot `depot`'s delivery plan of `date` to be published.
+fn knows(app: &App, depot: &str, date: Date) -> bool {
+    app.late.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&(depot.to_string(), date))
 }
 
-impl Late {
-    fn knows(&self, depot: &str, date: Date) -> bool {
-        self.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&(depot.to_string(), date))
-    }
-
-    /// Depot `depot`'s delivery plan of `date` is published (this process published it, or
-    /// the sweep read it).
-    pub fn published(&self, depot: &str, date: Date) {
-        self.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert((depot.to_string(), date));
-    }
+/// Depot `depot`'s delivery plan of `date` is published (this process published it, or the
+/// sweep read it).
+pub fn published(app: &App, depot: &str, date: Date) {
+    app.late.published.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert((depot.to_string(), date));
 }
 
 /// What a placement did.
@@ -67,7 +59,7 @@ pub async fn after_booking(app: &App, booked: impl IntoIterator<Item = (&str, Da
         .filter_map(|(zone, date)| {
             let zone = app.settings.area.zone_by_code(zone)?;
             let depot = app.settings.area.zones().get(zone)?.warehouse.clone();
-            app.late.knows(&depot, date).then_some((depot, date))
+            knows(app, &depot, date).then_some((depot, date))
         })
         .collect();
     for (depot, date) in days {
@@ -97,7 +89,7 @@ pub async fn place(app: &App, depot: &str, date: Date) -> Result<Placed> {
         }) else {
             return Ok(Placed::default());
         };
-        app.late.published(depot, date);
+        published(app, depot, date);
         let plan = &stored.plan;
         let held: HashSet<&str> = plan
             .routes
@@ -224,7 +216,7 @@ pub async fn sweep(app: &App) -> Result<usize> {
             .map(|p| p.plan.depot)
             .collect();
         for depot in days {
-            app.late.published(&depot, date);
+            published(app, &depot, date);
             match place(app, &depot, date).await {
                 Ok(p) => placed += p.routed.len() + p.unassigned.len(),
                 Err(e) => tracing::warn!(%depot, %date, error = %e, "late shipments were not placed"),

@@ -784,7 +784,7 @@ pub(crate) async fn publish_plan(app: &App, id: &str) -> Result<(Plan, TimeZone)
         tracing::warn!(plan = %next.id, error = %e, "the published plan's ETAs were not computed");
     }
     if next.kind == PlanKind::Delivery {
-        app.late.published(&next.depot, date);
+        late::published(app, &next.depot, date);
     }
     // No sold shipment left behind (issue 45): what the published plan leaves unassigned is
     // rebooked into the next slot with room, or held for the dispatcher (`[dispatch] unplaced`).
