@@ -587,11 +587,13 @@ def verify(base, live, state_path, sink_log, drive_path):
             owed.add("out_for_delivery")
         if u in outcome_of:
             owed.add(outcome_of[u])
-        if len(triggers) != len(set(triggers)):
+        # Once a trigger, but "new time" up to twice a day (CONTRACT §16).
+        if any(triggers.count(t) > (2 if t == "new_time" else 1) for t in set(triggers)):
             problems.append(f"{u}: a trigger enqueued twice ({sorted(triggers)})")
         if not owed <= set(triggers):
             problems.append(f"{u}: no e-mail row for {sorted(owed - set(triggers))}")
-        unsent = [f"{n['trigger']}={n['state']}" for n in email if n["state"] != "sent"]
+        # A switched-off trigger's rows are recorded `disabled` (next_stop is off by default).
+        unsent = [f"{n['trigger']}={n['state']}" for n in email if n["state"] not in ("sent", "disabled")]
         if unsent:
             problems.append(f"{u}: not sent: {', '.join(unsent)}")
         sent = sum(1 for n in email if n["state"] == "sent")
