@@ -452,11 +452,12 @@ async fn remove(State(app): State<App>, _: OperatorCaller, PathParam(id): PathPa
     Ok(envelope(200, "Plan deleted.", &crate::error::EmptyObject {}).into_response())
 }
 
-/// The rules a move breaks, as a 422 at `position` naming each rule.
-fn broken(rules: &[Broken]) -> Error {
+/// The rules a change breaks, as a 422 at `field` (a move's `position`, a hand-over's
+/// `driver_id`) naming each rule.
+fn broken(field: &str, rules: &[Broken]) -> Error {
     let mut errors = FieldErrors::new();
     for b in rules {
-        errors.add("position", format!("Rule `{}`: {}.", b.rule, b.message));
+        errors.add(field, format!("Rule `{}`: {}.", b.rule, b.message));
     }
     Error::Validation(errors)
 }
@@ -514,7 +515,7 @@ pub(crate) async fn move_in_plan(app: &App, id: &str, request: &MoveRequest) -> 
         }
     }
     if !rules.is_empty() {
-        return Err(broken(&rules));
+        return Err(broken("position", &rules));
     }
     saved(app.store.save_plan(&next, stored.version).await?)?;
     Ok((next, base.tz))
@@ -714,13 +715,8 @@ pub(crate) async fn reassign_route(app: &App, route_id: &str, driver_id: &str) -
     }
     let roads = Roads::new(&app.settings.routing);
     let matrix = roads.matrix(base.model, dispatch::route_points(route, &base.depot)).await.map_err(roads_error)?;
-    let moved = dispatch::late::hand_over(route, &plan.id, &driver, &base.depot, &matrix).map_err(|rules| {
-        let mut errors = FieldErrors::new();
-        for b in rules {
-            errors.add("driver_id", format!("Rule `{}`: {}.", b.rule, b.message));
-        }
-        Error::Validation(errors)
-    })?;
+    let moved = dispatch::late::hand_over(route, &plan.id, &driver, &base.depot, &matrix)
+        .map_err(|rules| broken("driver_id", &rules))?;
     // The first driver keeps an empty route (a dispatcher may give them stops again).
     let first = dispatch::driver_of(route);
     let empty =

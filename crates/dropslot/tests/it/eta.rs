@@ -23,24 +23,20 @@ async fn tracking(s: &TestServer, code: &str) -> Value {
     res.json().await.unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_driver_running_late_moves_the_later_windows_and_a_window_past_the_slot_says_so() {
-    let s = TestServer::start_with(HOOKS).await;
-    let op = operator(&s).await;
-    let (_, _, live, ops) = s.new_client("Merchant").await;
-    let rx = Receiver::start().await;
-    let r = s.post("/webhooks", &live, &json!({"url": rx.url, "events": ["same.shipment.in_transit"]})).await;
-    assert_eq!(r.status, 201, "{}", r.body);
+/// Driver Ana (a van of 20 parcels, 08:00–22:00 on Mondays) and `n` one-parcel drop-offs of
+/// the afternoon slot, spread north and east of the downtown zone: Ana's token and the
+/// drop-offs' tracking codes.
+pub(crate) async fn ana_and_orders(s: &TestServer, op: &str, live: &str, n: i32) -> (String, Vec<String>) {
     let body = json!({
         "name": "Ana", "phone": "+1 416 555 0199", "depot": "YYZ1",
         "vehicle": {"name": "Van", "capacity_parcels": 20, "capacity_kg": 500},
         "shift": {"start": "08:00", "end": "22:00"}, "weekdays": ["mon"]
     });
-    let r = s.post("/ops/drivers", &op, &body).await;
+    let r = s.post("/ops/drivers", op, &body).await;
     assert_eq!(r.status, 201, "{}", r.body);
     let ana = r.body["object"]["sign_in_url"].as_str().unwrap().split_once("#token=").unwrap().1.to_string();
     let mut codes = Vec::new();
-    for i in 0..10 {
+    for i in 0..n {
         let order = json!({
             "pick_up_address": {"text": PICK_UP},
             "drop_offs": [{
@@ -51,10 +47,22 @@ async fn a_driver_running_late_moves_the_later_windows_and_a_window_past_the_slo
                 "parcels": [{"unit": "g", "values": 1000}]
             }]
         });
-        let r = s.post("/requests/sync", &live, &order).await;
+        let r = s.post("/requests/sync", live, &order).await;
         assert_eq!(r.status, 201, "{}", r.body);
         codes.push(r.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string());
     }
+    (ana, codes)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_running_late_moves_the_later_windows_and_a_window_past_the_slot_says_so() {
+    let s = TestServer::start_with(HOOKS).await;
+    let op = operator(&s).await;
+    let (_, _, live, ops) = s.new_client("Merchant").await;
+    let rx = Receiver::start().await;
+    let r = s.post("/webhooks", &live, &json!({"url": rx.url, "events": ["same.shipment.in_transit"]})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let (ana, codes) = ana_and_orders(&s, &op, &live, 10).await;
     // Not planned yet: no ETA anywhere.
     assert!(tracking(&s, &codes[0]).await.get("eta").is_none());
     let r =

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{PICK_UP, TestServer, assert_envelope};
+use crate::common::{TestServer, assert_envelope};
 use crate::driver_api::{DATE, operator};
 
 /// TOR-DT-PM is 14:00–18:00 in Toronto (UTC−5), in Unix milliseconds.
@@ -79,30 +79,7 @@ async fn driven_day() -> Day {
     let s = TestServer::start().await;
     let op = operator(&s).await;
     let (_, _, live, ops) = s.new_client("Merchant").await;
-    let body = json!({
-        "name": "Ana", "phone": "+1 416 555 0199", "depot": "YYZ1",
-        "vehicle": {"name": "Van", "capacity_parcels": 20, "capacity_kg": 500},
-        "shift": {"start": "08:00", "end": "22:00"}, "weekdays": ["mon"]
-    });
-    let r = s.post("/ops/drivers", &op, &body).await;
-    assert_eq!(r.status, 201, "{}", r.body);
-    let ana = r.body["object"]["sign_in_url"].as_str().unwrap().split_once("#token=").unwrap().1.to_string();
-    let mut codes = Vec::new();
-    for i in 0..6 {
-        let order = json!({
-            "pick_up_address": {"text": PICK_UP},
-            "drop_offs": [{
-                "address": {"text": "290 Bremner Blvd, Toronto, ON M5V 3L9", "lat": 43.636 + 0.004 * f64::from(i),
-                            "lng": -79.39 + 0.003 * f64::from(i % 3), "person_name": format!("Receiver {i}"),
-                            "person_phone": "+1 416 555 0100"},
-                "scheduled_date": DATE, "time_slot_code": "TOR-DT-PM",
-                "parcels": [{"unit": "g", "values": 1000}]
-            }]
-        });
-        let r = s.post("/requests/sync", &live, &order).await;
-        assert_eq!(r.status, 201, "{}", r.body);
-        codes.push(r.body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string());
-    }
+    let (ana, codes) = crate::eta::ana_and_orders(&s, &op, &live, 6).await;
     let r =
         s.post("/ops/plans", &op, &json!({"date": DATE, "depot": "YYZ1", "kind": "delivery", "time_limit_s": 1})).await;
     assert_eq!(r.status, 201, "{}", r.body);
