@@ -61,13 +61,13 @@ pub async fn start(
 ) -> Result<Running, StoreError> {
     let (stop, stopping) = watch::channel(false);
     let slot: http::server::RouterSlot = Arc::default();
-    let server = tokio::spawn(http::server::serve(
-        listener,
-        settings.net,
-        slot.clone(),
-        stopping.clone(),
-        settings.shutdown_grace,
-    ));
+    // A lingering close reads up to twice the largest body any route takes (a proof photo).
+    let net = dropslot_core::config::NetLimits {
+        linger_bytes: settings.body_limit.max(crate::proofs::MAX_BYTES).saturating_mul(2),
+        ..settings.net
+    };
+    let server =
+        tokio::spawn(http::server::serve(listener, net, slot.clone(), stopping.clone(), settings.shutdown_grace));
     let signal = tokio::spawn(async move {
         shutdown.await;
         tracing::info!("shutting down: draining in-flight requests");

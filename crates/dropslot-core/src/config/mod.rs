@@ -263,6 +263,10 @@ pub struct NetLimits {
     pub idle_timeout: Duration,
     /// Open connections at most; one more is answered 503 and closed.
     pub max_connections: usize,
+    /// What a lingering close reads and discards at most after an early refusal: twice the
+    /// largest body any route takes (`server.body_limit` here; the service raises it to its
+    /// largest route's), so a refused body up to twice that still gets its answer.
+    pub linger_bytes: usize,
 }
 
 /// A client's price list: size classes (smallest first), minimum price and payment type.
@@ -538,6 +542,7 @@ impl Settings {
             request_timeout: seconds("request_timeout_seconds", raw.server.request_timeout_seconds)?,
             idle_timeout: seconds("idle_timeout_seconds", raw.server.idle_timeout_seconds)?,
             max_connections: raw.server.max_connections,
+            linger_bytes: raw.server.body_limit.saturating_mul(2),
         };
         if net.max_connections == 0 {
             return Err(ConfigError::Invalid("server.max_connections: at least 1".into()));

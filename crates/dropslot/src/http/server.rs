@@ -232,27 +232,27 @@ async fn connection(
         }
     };
     if done.is_ok() {
-        linger(conn.into_parts().io.into_inner().inner).await;
+        linger(conn.into_parts().io.into_inner().inner, net.linger_bytes).await;
     }
 }
 
-/// What a lingering close reads and discards at most, and for how long.
-pub const LINGER_BYTES: usize = 4 << 20;
-pub const LINGER_TIME: Duration = Duration::from_secs(2);
+/// How long a lingering close reads at most.
+pub const LINGER_TIME: Duration = Duration::from_secs(5);
 
 /// A lingering close (RFC 9112 §9.6): the response is whole, so the write side is shut
 /// (the client reads it to its end), then whatever the client is still sending is read and
-/// thrown away, up to [`LINGER_BYTES`] or [`LINGER_TIME`], before the socket closes. Closing
-/// with unread bytes would make the kernel reset the connection, and a client that writes
-/// its whole body before reading (an early 413, 401, 415 or 429) would get a broken pipe
-/// instead of the answer. A client that has sent everything reads the end and closes at once.
-async fn linger(mut stream: TcpStream) {
+/// thrown away, up to `bytes` (`NetLimits::linger_bytes`: twice the largest body a route
+/// takes) or [`LINGER_TIME`], before the socket closes. Closing with unread bytes would make
+/// the kernel reset the connection, and a client that writes its whole body before reading
+/// (an early 413, 401, 415 or 429) would get a broken pipe instead of the answer. A client
+/// that has sent everything reads the end and closes at once.
+async fn linger(mut stream: TcpStream, bytes: usize) {
     use tokio::io::AsyncReadExt;
     if stream.shutdown().await.is_err() {
         return;
     }
     let mut buf = vec![0u8; 64 << 10];
-    let mut left = LINGER_BYTES;
+    let mut left = bytes;
     let _ = tokio::time::timeout(LINGER_TIME, async {
         while left > 0 {
             match stream.read(&mut buf).await {
@@ -430,6 +430,7 @@ mod tests {
             request_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(60),
             max_connections: 1,
+            linger_bytes: 1 << 20,
         }
     }
 
