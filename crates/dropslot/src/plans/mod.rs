@@ -128,18 +128,18 @@ async fn drivers(app: &App, depot: &str, date: Date, ids: Option<&[String]>, tz:
             "No driver to plan for: none of this depot works on this date's weekday.",
         ));
     }
-    stored
-        .into_iter()
-        .map(|d| {
-            Ok(Driver {
-                capacity_parcels: i64::from(d.driver.vehicle.capacity_parcels),
-                capacity_grams: i64::from(d.driver.vehicle.capacity_kg) * 1000,
-                shift_start: local_seconds(date, d.driver.shift.start, tz)?,
-                shift_end: local_seconds(date, d.driver.shift.end, tz)?,
-                id: d.id,
-            })
-        })
-        .collect()
+    stored.into_iter().map(|d| planned(d, date, tz)).collect()
+}
+
+/// A stored driver as a plan of `date` sees it: the van's capacities, the shift that day.
+fn planned(d: dropslot_store::StoredDriver, date: Date, tz: &TimeZone) -> Result<Driver> {
+    Ok(Driver {
+        capacity_parcels: i64::from(d.driver.vehicle.capacity_parcels),
+        capacity_grams: i64::from(d.driver.vehicle.capacity_kg) * 1000,
+        shift_start: local_seconds(date, d.driver.shift.start, tz)?,
+        shift_end: local_seconds(date, d.driver.shift.end, tz)?,
+        id: d.id,
+    })
 }
 
 fn roads_error(e: RoadError) -> Error {
@@ -606,6 +606,7 @@ pub(crate) async fn optimize_plan(
         .filter(|c| !on_kept.contains(c.unique_id.as_str()))
         .collect();
     let service = service_time(&app.settings.routing);
+    let roads = Roads::new(&app.settings.routing);
     let (mut routes, unassigned) = if drivers.is_empty() {
         // Nobody left to plan for: every shipment not on a started route waits, with the reason.
         let depot = &base.depot;
@@ -624,7 +625,6 @@ pub(crate) async fn optimize_plan(
         } else {
             Problem::new(plan.kind, base.depot.clone(), drivers, service, candidates)
         };
-        let roads = Roads::new(&app.settings.routing);
         solve(&app.metrics.solver_paused, &roads, base.model, problem, (fixed, start), plan.id.clone(), seconds).await?
     };
     routes.extend(kept.into_iter().cloned());
@@ -636,7 +636,6 @@ pub(crate) async fn optimize_plan(
         .filter(|u| !before.contains(u.shipment_unique_id.as_str()))
         .map(|u| u.shipment_unique_id.clone())
         .collect();
-    let roads = Roads::new(&app.settings.routing);
     let next = Plan { routes, unassigned, roads: roads.source().into(), ..plan };
     saved(app.store.save_plan(&next, stored.version).await?)?;
     if published {
@@ -694,10 +693,7 @@ pub(crate) async fn reassign_route(app: &App, route_id: &str, driver_id: &str) -
         Some(d) if !d.driver.weekdays.contains(date.weekday()) => {
             return Err(Error::invalid("driver_id", "This driver does not work on the plan's date."));
         }
-        Some(_) => drivers(app, &plan.depot, date, Some(&[driver_id.to_string()]), &base.tz)
-            .await
-            .map_err(|_| Error::invalid("driver_id", "This driver cannot be planned on the plan's date."))?
-            .remove(0),
+        Some(d) => planned(d, date, &base.tz)?,
         None => return Err(Error::invalid("driver_id", "No driver has this id.")),
     };
     if plan.status == PlanStatus::Published && late::started_routes(app, &plan).await?[r] {

@@ -6,22 +6,10 @@
 use serde_json::{Value, json};
 
 use crate::common::{PICK_UP, TestServer};
-use crate::driver_api::{DATE, operator};
+// A driver of depot YYZ1 (a van of four parcels) has room for two of the orders below.
+use crate::driver_api::{DATE, driver, operator};
 use crate::notifications::{Smtp, start};
 use crate::receiver::Receiver;
-
-/// A driver of depot YYZ1 with room for two of the orders below; its id and token.
-async fn driver(s: &TestServer, op: &str, name: &str) -> (String, String) {
-    let body = json!({
-        "name": name, "phone": "+1 416 555 0199", "depot": "YYZ1",
-        "vehicle": {"name": "Van", "capacity_parcels": 4, "capacity_kg": 500},
-        "shift": {"start": "08:00", "end": "22:00"}, "weekdays": ["mon"]
-    });
-    let r = s.post("/ops/drivers", op, &body).await;
-    assert_eq!(r.status, 201, "{}", r.body);
-    let token = r.body["object"]["sign_in_url"].as_str().unwrap().split_once("#token=").unwrap().1.to_string();
-    (r.body["object"]["id"].as_str().unwrap().to_string(), token)
-}
 
 /// A live order of two parcels to `r{i}@example.com` (and a phone: its SMS go to the receiver); its code.
 async fn order(s: &TestServer, live: &str, i: usize) -> String {
