@@ -74,8 +74,8 @@ async fn known(app: &App, route: &Route, now: i64) -> Result<Known> {
         for u in &s.shipment_unique_ids {
             let Some(p) = progress.get(u) else { continue };
             let t = p.at.as_second();
-            // Out of the depot: on the van (in transit) or served since.
-            if p.status == Status::InTransit || live::served(p.status) {
+            // Out of the depot: the rule late placement and re-planning use too.
+            if dropslot_core::dispatch::late::on_the_road(p.status) {
                 started = Some(started.map_or(t, |x: i64| x.min(t)));
             }
             if live::served(p.status) || moved_off(s, p.window) {
