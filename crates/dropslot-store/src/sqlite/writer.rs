@@ -222,31 +222,29 @@ mod tests {
         });
         started.await.unwrap();
         let (answered, wait_answer) = std_mpsc::channel::<()>();
-        let unsynced = tokio::spawn({
-            let w = w.clone();
-            async move { w.write_unsynced(|c| c.execute("INSERT INTO t (v) VALUES (1)", []).map_err(map_err)).await }
-        });
-        let after = tokio::spawn({
-            let w = w.clone();
-            async move {
-                w.write(move |c| {
-                    wait_answer
-                        .recv_timeout(Duration::from_secs(10))
-                        .map_err(|_| StoreError::Unavailable("the unsynced job's answer never came".into()))?;
-                    // It sees the unsynced job's row: the same transaction.
-                    c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)).map_err(map_err)
-                })
-                .await
-            }
-        });
-        while w.stats.queued.load(std::sync::atomic::Ordering::Relaxed) < 2 {
-            tokio::task::yield_now().await;
-        }
+        // Each job is polled once here, which puts it in the queue (there is room, so the send
+        // completes without waiting): the unsynced job is queued first, deterministically.
+        let mut unsynced =
+            Box::pin(w.write_unsynced(|c| c.execute("INSERT INTO t (v) VALUES (1)", []).map_err(map_err)));
+        let mut after = Box::pin(w.write(move |c| {
+            wait_answer
+                .recv_timeout(Duration::from_secs(10))
+                .map_err(|_| StoreError::Unavailable("the unsynced job's answer never came".into()))?;
+            // It sees the unsynced job's row: the same transaction.
+            c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)).map_err(map_err)
+        }));
+        std::future::poll_fn(|cx| {
+            assert!(unsynced.as_mut().poll(cx).is_pending());
+            assert!(after.as_mut().poll(cx).is_pending());
+            std::task::Poll::Ready(())
+        })
+        .await;
+        assert_eq!(w.stats.queued.load(std::sync::atomic::Ordering::Relaxed), 2);
         release.send(()).unwrap();
         gate.await.unwrap().unwrap();
-        assert_eq!(unsynced.await.unwrap().unwrap(), 1);
+        assert_eq!(unsynced.await.unwrap(), 1);
         answered.send(()).unwrap();
-        assert_eq!(after.await.unwrap().unwrap(), 1);
+        assert_eq!(after.await.unwrap(), 1);
     }
 
     /// A failing unsynced job answers its own error (after the commit, as any job).
