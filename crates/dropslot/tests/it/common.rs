@@ -82,6 +82,21 @@ impl TestDb {
     }
 }
 
+impl TestDb {
+    /// Runs one statement from its own connection, as `scalar` reads: to leave the state a
+    /// test needs and cannot make happen on cue (what a `kill -9` at a given instant leaves).
+    pub fn execute(&self, sql: &str) {
+        match self {
+            TestDb::Sqlite { path, .. } => {
+                rusqlite::Connection::open(path).expect("open db").execute_batch(sql).expect(sql);
+            }
+            TestDb::Postgres { url, .. } => {
+                psql(url, sql);
+            }
+        }
+    }
+}
+
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let TestDb::Postgres { admin, name, .. } = self {
