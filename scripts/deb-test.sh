@@ -225,6 +225,19 @@ tracking=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv
 [ "$tracking" -gt 0 ] || fail "the order has no tracking code: $(cat "$work/order.json")"
 echo "preview 200, order 201"
 
+step "the courier's side of a new install: demo links, and a live order booked on the demo fleet"
+live=$(grep -o 'ds_live_[A-Za-z0-9_-]*' "$work/serve.log" | head -n 1)
+[ -n "$live" ] || fail "no live token in the server's output"
+grep -q '/ops/sign-in#token=ds_operator_' "$work/serve.log" || fail "no operator sign-in link in the server's output"
+[ "$(grep -c '/driver#token=ds_driver_' "$work/serve.log")" = 4 ] || fail "not four demo drivers' links"
+live_body='{"pick_up_address":{"text":"100 King St W, Toronto, ON M5X 1A9"},
+  "drop_offs":[{"address":{"text":"290 Bremner Blvd, Toronto, ON M5V 3L9",
+    "person_name":"Jane Doe","person_phone":"+1 416 555 0100"},"parcels":[{"unit":"g","values":500}]}]}'
+code=$(curl -s -o "$work/live.json" -w '%{http_code}' --max-time 30 "$api/requests/sync" \
+    -H "Authorization: Bearer $live" -H 'Content-Type: application/json' -d "$live_body")
+[ "$code" = 201 ] || fail "a live order on the demo fleet: $code $(cat "$work/live.json")"
+echo "operator link, 4 driver links, live order 201"
+
 step "SIGTERM: STOPPING=1, then exit 0"
 kill -TERM "$server_pid"
 rc=0

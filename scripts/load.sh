@@ -486,7 +486,8 @@ fleet_phase() {
   local day side k n=0 endpoint fleet_url limits_url fleet_pid limits_pid fleet_db
   local fleet_live fleet_op limits_live limits_op client
   day=$(date -d "${NOW%%T*} + 1 day" +%F)
-  { cat scripts/high-limits.toml; printf '[capacity]\nmode = "fleet"\n'; } >"$TMP/fleet.toml"
+  sed 's/^mode = "limits"$/mode = "fleet"/' scripts/high-limits.toml >"$TMP/fleet.toml"
+  grep -q '^mode = "fleet"$' "$TMP/fleet.toml" || die "no fleet mode in $TMP/fleet.toml"
   limited_config "$TMP/fleet-limited.toml"
   fleet_server fleet "$TMP/fleet.toml"
   fleet_url=$FLEET_SERVER_URL fleet_pid=$FLEET_SERVER_PID fleet_db=$FLEET_SERVER_DB
@@ -830,6 +831,8 @@ other = { per_second = 0, burst = 0 }
 [public_rate_limit]
 per_second = 0
 burst = 0
+[capacity]
+mode = "limits"
 TOML
   DROPSLOT_NOW=$NOW RUST_LOG=${RUST_LOG:-info} DROPSLOT_CONFIG=$TMP/bare.toml \
     "$DROPSLOT" serve --database "$DB_URL" --listen 127.0.0.1:0 >"$TMP/bare.log" 2>&1 &

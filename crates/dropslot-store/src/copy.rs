@@ -594,6 +594,7 @@ const TABLES: &[Table] = &[
             c("new_times", INT),
         ],
     },
+    Table { name: "install_settings", identity: false, columns: &[c("key", TEXT), c("value", TEXT)] },
 ];
 
 /// The `SQLite` tables the copy leaves behind, and why.

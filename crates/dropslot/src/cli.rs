@@ -276,6 +276,14 @@ async fn execute(cli: Cli) -> Result<(), String> {
         overrides.metrics_listen = metrics_listen.clone().or(overrides.metrics_listen);
     }
     let settings = Settings::load(&overrides).map_err(|e| e.to_string())?;
+    // The commands that change what the server serves work on settled settings (the install's
+    // capacity mode: a driver created here re-plans a fleet depot's tentative plans as the
+    // server would). `serve` settles at its start; `migrate` prints only what it applied.
+    let settings = if matches!(cli.command, Command::Client { .. } | Command::Token { .. } | Command::Driver { .. }) {
+        crate::root::settled(settings).await.map_err(|e| e.to_string())?
+    } else {
+        settings
+    };
     match cli.command {
         Command::Serve { .. } => serve(settings).await,
         Command::Migrate => {
@@ -494,6 +502,21 @@ async fn serve(mut settings: Settings) -> Result<(), String> {
         println!("Demo client created (id {client}). Its test token, shown only now:\n\n  {token}\n");
         println!(
             "Try a preview:\n\n  curl -s {base}{API}/requests/preview \\\n    -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' \\\n    -d '{{\"pick_up_address\":{{\"text\":\"100 King St W, Toronto, ON M5X 1A9\"}},\"drop_offs\":[{{\"address\":{{\"text\":\"290 Bremner Blvd, Toronto, ON M5V 3L9\"}},\"parcels\":[{{\"unit\":\"g\",\"values\":500}}]}}]}}'\n"
+        );
+    }
+    if let Some(fleet) = &running.demo_fleet {
+        println!("Its live token, for orders the demo drivers deliver (shown only now):\n\n  {}\n", fleet.live_token);
+        println!(
+            "The courier's side. The dispatcher signs in at (an operator token, shown only now):\n\n  {}\n",
+            fleet.operator_link
+        );
+        println!("Demo drivers, each with its driver-app link (open it at phone size; shown only now):\n");
+        for (name, depot, link) in &fleet.drivers {
+            println!("  {name}, depot {depot}:\n    {link}");
+        }
+        println!(
+            "\nA tour: README.md, \"A tour\". None of this is created again, nor on a database that holds data;\n\
+             to start a new database without the operator token and the drivers, set [demo] fleet = false.\n"
         );
     }
     tracing::info!(%bound, database = %dropslot_core::config::redact_url(&running.app.settings.database), "dropslot listening");

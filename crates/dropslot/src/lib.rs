@@ -36,4 +36,4 @@ pub mod webhooks;
 
 pub use app::App;
 pub use dropslot_core::config::Settings;
-pub use root::{Running, start};
+pub use root::{DemoFleet, Running, settled, start};

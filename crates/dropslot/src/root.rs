@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use dropslot_core::config::Settings;
+use dropslot_core::config::{CapacityMode, Settings};
 use dropslot_core::ids::ClientId;
 use dropslot_store::{StoreError, TokenKind};
 use tokio::net::TcpListener;
@@ -23,6 +23,8 @@ pub struct Running {
     pub app: App,
     /// On an empty database: the demo client and its test token (shown once).
     pub demo: Option<(ClientId, String)>,
+    /// On an empty database with `[demo] fleet`: the operator's and the drivers' links.
+    pub demo_fleet: Option<DemoFleet>,
     server: tokio::task::JoinHandle<()>,
     dispatcher: tokio::task::JoinHandle<()>,
     /// The asynchronous order worker.
@@ -32,6 +34,17 @@ pub struct Running {
     /// The `/metrics` listener's server and address, when it has its own (`metrics_listen`).
     metrics: Option<tokio::task::JoinHandle<()>>,
     pub metrics_addr: Option<std::net::SocketAddr>,
+}
+
+/// What the first start on a new database made for the courier's side (`[demo] fleet`).
+#[derive(Debug, Clone)]
+pub struct DemoFleet {
+    /// The demo client's live token: its orders are the ones the demo drivers deliver.
+    pub live_token: String,
+    /// `/ops/sign-in#token=…`: signs the dispatcher in.
+    pub operator_link: String,
+    /// Each demo driver: name, depot code and driver-app link.
+    pub drivers: Vec<(String, String, String)>,
 }
 
 impl Running {
@@ -84,12 +97,14 @@ pub async fn start(
     };
     let metrics_addr = metrics_listener.as_ref().and_then(|l| l.local_addr().ok());
     let built = async {
+        let settings = settled(settings).await?;
         let metrics = Arc::new(metrics::Metrics::default());
         let outbox = Arc::new(webhooks::Renderer::new(&settings, metrics.clone()));
         let wake = outbox.wake();
         let notify_wake = outbox.notify_wake();
         let app = App::build(settings, metrics, outbox, stopping.clone()).await?;
-        let demo = bootstrap_demo(&app).await?;
+        let (demo, demo_fleet) = bootstrap_demo(&app).await?;
+        warn_of_empty_fleets(&app).await?;
         let dispatcher = webhooks::dispatcher::Dispatcher::new(
             app.store.clone(),
             app.settings.webhooks.clone(),
@@ -99,10 +114,10 @@ pub async fn start(
         )
         .map_err(StoreError::Invalid)?;
         let sender = notifications::sender::Sender::new(app.clone(), notify_wake).map_err(StoreError::Invalid)?;
-        Ok::<_, StoreError>((app, demo, (dispatcher, sender)))
+        Ok::<_, StoreError>((app, (demo, demo_fleet), (dispatcher, sender)))
     };
     match built.await {
-        Ok((app, demo, (dispatcher, sender))) => {
+        Ok((app, (demo, demo_fleet), (dispatcher, sender))) => {
             let own_metrics = metrics_listener.is_some();
             // One request, one view of the store's read caches (`dropslot_store::cache::request_scope`).
             let routed = http::router(app.clone(), api_routes(), root_routes(!own_metrics));
@@ -128,7 +143,7 @@ pub async fn start(
             // Issue 46: what becomes plannable for a published day goes into its routes.
             tokio::spawn(plans::late::run(app.clone(), stopping.clone()));
             let dispatcher = tokio::spawn(dispatcher.run(stopping));
-            Ok(Running { app, demo, server, dispatcher, requests, notifications, metrics, metrics_addr })
+            Ok(Running { app, demo, demo_fleet, server, dispatcher, requests, notifications, metrics, metrics_addr })
         }
         Err(e) => {
             signal.abort();
@@ -136,6 +151,23 @@ pub async fn start(
             Err(e)
         }
     }
+}
+
+/// `settings` with the install's defaults filled in from the database: the capacity mode of a
+/// depot `[capacity]` leaves unset ([`CapacityMode::install_default`], recorded at the first
+/// start that asks). Every store that serves, and its outbox, is built from settled settings;
+/// settling opens (and migrates) the database once more for it.
+pub async fn settled(mut settings: Settings) -> Result<Settings, StoreError> {
+    let outbox = Arc::new(webhooks::Renderer::new(&settings, Arc::default()));
+    let probe = dropslot_store::open(&settings.database, &settings.postgres, outbox).await?;
+    probe.migrate().await?;
+    let in_use = probe.client_count().await? > 0;
+    let stored = probe.install_setting("capacity_mode", CapacityMode::install_default(in_use).as_str()).await?;
+    let mode = CapacityMode::parse(&stored).ok_or_else(|| {
+        StoreError::Corrupt(format!("install_settings.capacity_mode: {stored:?} is neither \"limits\" nor \"fleet\""))
+    })?;
+    settings.capacity.resolve(mode);
+    Ok(settings)
 }
 
 /// How often the store's upkeep runs (`Store::upkeep`).
@@ -185,16 +217,63 @@ async fn upkeep(
     }
 }
 
-/// On an empty database: a demo client and its test token (shown once).
-async fn bootstrap_demo(app: &App) -> Result<Option<(ClientId, String)>, StoreError> {
+/// On an empty database: a demo client and its test token (shown once); with `[demo] fleet`
+/// also its live token, an operator token and two drivers of each depot that can be routed from, so a
+/// newcomer can book, plan, publish and drive at once (README, "A tour").
+async fn bootstrap_demo(app: &App) -> Result<(Option<(ClientId, String)>, Option<DemoFleet>), StoreError> {
     if app.store.client_count().await? > 0 {
-        return Ok(None);
+        return Ok((None, None));
     }
     let now = app.clock.now();
     let client = app.store.create_client("Demo Merchant", now).await?;
     let minted = auth::mint(client, TokenKind::Test);
     app.store.insert_token(minted.stored, now).await?;
-    Ok(Some((client, minted.secret)))
+    let demo = Some((client, minted.secret));
+    if !app.settings.demo.fleet {
+        return Ok((demo, None));
+    }
+    let live = auth::mint(client, TokenKind::Live);
+    app.store.insert_token(live.stored, now).await?;
+    let operator = auth::staff::mint(dropslot_store::StaffKind::Operator);
+    app.store.insert_operator_token(operator.stored, now).await?;
+    let operator_link = format!("{}/ops/sign-in#token={}", app.settings.base_url, operator.secret);
+    let mut drivers = Vec::new();
+    for depot in app.settings.area.depots().iter().filter(|d| d.location.is_some()) {
+        for n in 1..=2 {
+            let name = format!("Demo driver {n} ({})", depot.code);
+            let fields = dropslot_core::fleet::DriverFields {
+                name: Some(name.clone()),
+                phone: Some(format!("+1 416 555 01{n:02}")),
+                depot: Some(depot.code.clone()),
+                vehicle_name: Some("Demo van".into()),
+                capacity_parcels: Some(80),
+                capacity_kg: Some(600),
+                shift_start: Some("12:00".into()),
+                shift_end: Some("23:00".into()),
+                weekdays: Some(["mon", "tue", "wed", "thu", "fri", "sat", "sun"].map(String::from).to_vec()),
+            };
+            let (_, link) = fleet::create_driver(&app.store, &app.settings, fields, now)
+                .await
+                .map_err(|e| StoreError::Invalid(format!("the demo driver {name}: {e}")))?;
+            drivers.push((name, depot.code.clone(), link));
+        }
+    }
+    Ok((demo, Some(DemoFleet { live_token: live.secret, operator_link, drivers })))
+}
+
+/// A depot on its fleet with no driver sells nothing: said at every start, with the way out.
+async fn warn_of_empty_fleets(app: &App) -> Result<(), StoreError> {
+    for depot in app.settings.area.depots().iter().filter(|d| app.settings.capacity.fleet(&d.code)) {
+        if app.store.drivers(Some(&depot.code)).await?.is_empty() {
+            tracing::warn!(
+                depot = %depot.code,
+                "this depot books on its fleet and has no driver: it sells no drop-off slot; add drivers \
+                 (dropslot driver create, POST /ops/drivers) or set [capacity.depots] {} = \"limits\"",
+                depot.code
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Every domain's routes under the API prefix.

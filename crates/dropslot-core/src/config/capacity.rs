@@ -1,14 +1,15 @@
 //! `[capacity]`: how a depot's drop-off slots count their room (CONTRACT §10, issue 45).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
 /// How a depot sells its drop-off slots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CapacityMode {
     /// Only the configured and per-date limits count (§10's numbers).
+    #[default]
     Limits,
     /// A slot has room while the depot's tentative plan of the date can take the stop, with
     /// the drivers working that day; the limits still apply where set.
@@ -22,41 +23,70 @@ impl CapacityMode {
             Self::Fleet => "fleet",
         }
     }
+
+    /// The install's default mode (`[capacity] mode` unset), chosen once at the first start
+    /// that asks and kept: fleet for a new install, limits for a database already in use
+    /// (`in_use`: it holds a client), so an upgrade keeps selling as it did.
+    pub fn install_default(in_use: bool) -> CapacityMode {
+        if in_use { CapacityMode::Limits } else { CapacityMode::Fleet }
+    }
+
+    /// A stored mode; anything else is an error, never a default.
+    pub fn parse(s: &str) -> Option<CapacityMode> {
+        match s {
+            "limits" => Some(CapacityMode::Limits),
+            "fleet" => Some(CapacityMode::Fleet),
+            _ => None,
+        }
+    }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCapacity {
-    mode: CapacityMode,
+    /// Unset: the install's default.
+    #[serde(default)]
+    mode: Option<CapacityMode>,
     /// Depot code → its own mode.
     #[serde(default)]
     depots: BTreeMap<String, CapacityMode>,
 }
 
-impl Default for RawCapacity {
-    fn default() -> Self {
-        RawCapacity { mode: CapacityMode::Limits, depots: BTreeMap::new() }
-    }
-}
-
 /// `[capacity]`, validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CapacitySettings {
-    /// Every depot's mode unless it has its own.
-    pub mode: CapacityMode,
+    /// `[capacity] mode` as configured; `None`: the install's default.
+    pub configured: Option<CapacityMode>,
     pub depots: BTreeMap<String, CapacityMode>,
-}
-
-impl Default for CapacitySettings {
-    fn default() -> Self {
-        CapacitySettings { mode: CapacityMode::Limits, depots: BTreeMap::new() }
-    }
+    /// What an unset mode means on this install (limits until [`CapacitySettings::resolve`]).
+    install: CapacityMode,
+    /// Depots without coordinates: they cannot be routed from, so the install's default
+    /// leaves them on limits (a mode configured as fleet for one is refused at start).
+    unroutable: BTreeSet<String>,
 }
 
 impl CapacitySettings {
+    /// Every depot on `mode` (a configured mode).
+    pub fn all(mode: CapacityMode) -> CapacitySettings {
+        CapacitySettings { configured: Some(mode), ..CapacitySettings::default() }
+    }
+
+    /// Sets what an unset mode means: the install's default, read at start.
+    pub fn resolve(&mut self, install: CapacityMode) {
+        self.install = install;
+    }
+
+    /// The mode every depot without its own follows.
+    pub fn mode(&self) -> CapacityMode {
+        self.configured.unwrap_or(self.install)
+    }
+
     /// The mode of depot `code`.
     pub fn mode_of(&self, code: &str) -> CapacityMode {
-        self.depots.get(code).copied().unwrap_or(self.mode)
+        if let Some(m) = self.depots.get(code).copied().or(self.configured) {
+            return m;
+        }
+        if self.unroutable.contains(code) { CapacityMode::Limits } else { self.install }
     }
 
     /// Whether depot `code` books its drop-offs on its fleet.
@@ -65,7 +95,7 @@ impl CapacitySettings {
     }
 }
 
-/// Checks the depots named exist.
+/// Checks the depots named exist, and that a depot configured on its fleet can be routed from.
 pub(super) fn build(raw: RawCapacity, depots: &[super::Depot]) -> Result<CapacitySettings, String> {
     for code in raw.depots.keys() {
         if !depots.iter().any(|d| d.code == *code) {
@@ -73,7 +103,7 @@ pub(super) fn build(raw: RawCapacity, depots: &[super::Depot]) -> Result<Capacit
         }
     }
     for d in depots {
-        let fleet = raw.depots.get(&d.code).copied().unwrap_or(raw.mode) == CapacityMode::Fleet;
+        let fleet = raw.depots.get(&d.code).copied().or(raw.mode) == Some(CapacityMode::Fleet);
         if fleet && d.location.is_none() {
             return Err(format!(
                 "capacity: depot {} books on its fleet but has no coordinates ([[warehouses]] lat and lng)",
@@ -81,7 +111,8 @@ pub(super) fn build(raw: RawCapacity, depots: &[super::Depot]) -> Result<Capacit
             ));
         }
     }
-    Ok(CapacitySettings { mode: raw.mode, depots: raw.depots })
+    let unroutable = depots.iter().filter(|d| d.location.is_none()).map(|d| d.code.clone()).collect();
+    Ok(CapacitySettings { configured: raw.mode, depots: raw.depots, install: CapacityMode::Limits, unroutable })
 }
 
 /// What happens to a booked drop-off the fleet can no longer route (`[dispatch] unplaced`,

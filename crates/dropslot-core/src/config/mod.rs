@@ -41,6 +41,8 @@ struct RawConfig {
     capacity: capacity::RawCapacity,
     #[serde(default)]
     dispatch: DispatchSettings,
+    #[serde(default)]
+    demo: DemoSettings,
     postgres: RawPostgres,
     pricing: PriceList,
     limits: Limits,
@@ -401,6 +403,24 @@ pub struct Settings {
     pub capacity: CapacitySettings,
     /// What happens to a shipment the fleet cannot route (`[dispatch]`).
     pub dispatch: DispatchSettings,
+    /// What the first start on a new database creates (`[demo]`).
+    pub demo: DemoSettings,
+}
+
+/// `[demo]`: what the first start on a new database (no client yet) creates besides the demo
+/// client and its test token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DemoSettings {
+    /// The demo client's live token, an operator token (printed as a sign-in link to `/ops`)
+    /// and two drivers of each depot with coordinates (printed as their app links).
+    pub fleet: bool,
+}
+
+impl Default for DemoSettings {
+    fn default() -> Self {
+        DemoSettings { fleet: true }
+    }
 }
 
 impl std::fmt::Debug for Settings {
@@ -584,6 +604,7 @@ impl Settings {
             attempts: raw.attempts,
             capacity,
             dispatch: raw.dispatch,
+            demo: raw.demo,
             webhooks,
             async_orders,
             postgres,

@@ -13,6 +13,10 @@ pub trait UpkeepStore: Send + Sync + 'static {
     /// Proves the database takes writes: a small committed write (`/readyz`, and the check
     /// at start). Fails while the database is read-only, full, locked or unreachable.
     async fn ping(&self) -> StoreResult<()>;
+    /// The install's setting `key`: the value stored, or `if_absent`, stored now in the same
+    /// transaction (the first start that asks records it; every later one reads it, on any
+    /// process). Never rewritten.
+    async fn install_setting(&self, key: &str, if_absent: &str) -> StoreResult<String>;
     /// The tables' upkeep the database does not do by itself in time (`PostgreSQL`: analyse
     /// and vacuum the hot tables past their thresholds); the commands it ran. Called every
     /// few seconds by one task per process.
@@ -37,6 +41,11 @@ impl<S: UpkeepStore> UpkeepStore for crate::trace::Traced<S> {
     async fn ping(&self) -> StoreResult<()> {
         self.trace.hit("UpkeepStore::ping");
         self.inner.ping().await
+    }
+
+    async fn install_setting(&self, key: &str, if_absent: &str) -> StoreResult<String> {
+        self.trace.hit("UpkeepStore::install_setting");
+        self.inner.install_setting(key, if_absent).await
     }
 
     async fn upkeep(&self) -> StoreResult<Vec<String>> {

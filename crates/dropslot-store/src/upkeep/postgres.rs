@@ -37,6 +37,20 @@ impl UpkeepStore for PgStore {
         .map_err(map_err)
     }
 
+    async fn install_setting(&self, key: &str, if_absent: &str) -> StoreResult<String> {
+        let c = self.conn().await?;
+        // Inserted or not, the row is there after the first statement (two processes starting
+        // at once: one inserts, the other's insert waits for it and does nothing).
+        c.execute(
+            "INSERT INTO install_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+            &[&key, &if_absent],
+        )
+        .await
+        .map_err(map_err)?;
+        let row = c.query_one("SELECT value FROM install_settings WHERE key = $1", &[&key]).await.map_err(map_err)?;
+        row.try_get(0).map_err(map_err)
+    }
+
     async fn upkeep(&self) -> StoreResult<Vec<String>> {
         round(&self.pool).await
     }

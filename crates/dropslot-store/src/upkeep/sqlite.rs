@@ -29,4 +29,21 @@ impl UpkeepStore for SqliteStore {
             })
             .await
     }
+
+    async fn install_setting(&self, key: &str, if_absent: &str) -> StoreResult<String> {
+        let (key, if_absent) = (key.to_string(), if_absent.to_string());
+        self.writer
+            .write(move |c| {
+                c.prepare_cached(
+                    "INSERT INTO install_settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+                )
+                .and_then(|mut s| s.execute([&key, &if_absent]))
+                .and_then(|_| {
+                    c.prepare_cached("SELECT value FROM install_settings WHERE key = ?1")?
+                        .query_row([&key], |r| r.get::<_, String>(0))
+                })
+                .map_err(map_err)
+            })
+            .await
+    }
 }

@@ -32,12 +32,18 @@ use crate::error::{Error, ServerError};
 const SESSION_COOKIE: &str = "ds_ops_session";
 const SIGN_IN_COOKIE: &str = "ds_ops_sign_in";
 const CSS: &str = include_str!("../../templates/ops/ops.css");
+/// The sign-in page's one script: a sign-in link's token, from the fragment, into the form.
+const SIGN_IN_JS: &str = include_str!("../../templates/ops/sign-in.js");
+/// The sign-in page's policy: the dashboard's, plus this binary's own script.
+pub(super) const SIGN_IN_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+     form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 pub fn routes() -> axum::Router<App> {
     use axum::routing::{get, post};
     axum::Router::new()
         .route("/ops", get(|| async { Redirect::to("/ops/board") }))
         .route("/ops/static/ops.css", get(stylesheet))
+        .route("/ops/static/sign-in.js", get(sign_in_script))
         .route("/ops/sign-in", get(sign_in::sign_in_page).post(sign_in::sign_in))
         .route("/ops/sign-out", post(sign_in::sign_out))
         .route("/ops/board", get(board::show))
@@ -52,6 +58,18 @@ pub fn routes() -> axum::Router<App> {
         .route("/ops/drivers", get(drivers::list).post(drivers::create))
         .route("/ops/drivers/{id}/token", post(drivers::reissue))
         .route("/ops/reports", get(reports::show))
+}
+
+async fn sign_in_script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("text/javascript; charset=utf-8")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300")),
+            (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+        ],
+        SIGN_IN_JS,
+    )
+        .into_response()
 }
 
 /// The dashboard's stylesheet and the dispatcher's few rules after it (one file, one request).

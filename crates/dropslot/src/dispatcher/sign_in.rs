@@ -25,6 +25,7 @@ struct SignInPage<'a> {
 fn form(app: &App, status: StatusCode, error: Option<&str>) -> Response {
     let csrf = random_value();
     let mut res = page(status, SignInPage { frame: None, csrf: &csrf, error }.render());
+    res.headers_mut().insert(header::CONTENT_SECURITY_POLICY, header::HeaderValue::from_static(super::SIGN_IN_CSP));
     res.headers_mut().insert(header::SET_COOKIE, set_cookie(app, SIGN_IN_COOKIE, &csrf, Some(3600)));
     res
 }

@@ -149,6 +149,31 @@ pub fn generous_limits_file() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/high-limits.toml")
 }
 
+/// A test's configuration: `fragment`, then each table of [`GENEROUS_LIMITS`] the fragment
+/// does not set itself. Generous rate limits unless the test sets its own (a pinned clock
+/// refills little, and many tests send hundreds of requests with one token); capacity on
+/// limits unless it sets `[capacity]` (a new database's default is the fleet, which a test
+/// of something else must not depend on); no demo fleet unless it sets `[demo]`.
+pub fn test_config(fragment: &str) -> String {
+    let mut sections: Vec<Vec<&str>> = Vec::new();
+    for line in GENEROUS_LIMITS.lines() {
+        if line.starts_with('[') || sections.is_empty() {
+            sections.push(Vec::new());
+        }
+        sections.last_mut().expect("a section").push(line);
+    }
+    let mut config = format!("{fragment}\n");
+    for section in sections {
+        let header = section[0];
+        let rates = header.contains("rate_limit") && fragment.contains("rate_limit");
+        if !header.starts_with('[') || (!rates && !fragment.contains(header)) {
+            config.push_str(&section.join("\n"));
+            config.push('\n');
+        }
+    }
+    config
+}
+
 pub struct TestServer {
     pub base: String,
     pub app: App,
@@ -211,13 +236,7 @@ impl TestServer {
             admin_token: Some(ADMIN_TOKEN.into()),
             ..Overrides::default()
         };
-        // Generous rate limits unless the test sets its own: a pinned clock refills little,
-        // and many tests send hundreds of requests with one token.
-        let fragment = if fragment.contains("rate_limit") {
-            fragment.to_string()
-        } else {
-            format!("{fragment}\n{GENEROUS_LIMITS}")
-        };
+        let fragment = test_config(fragment);
         let mut settings = Settings::from_toml_fragment(&fragment, &overrides).expect("settings");
         edit(&mut settings);
         let (tx, rx) = oneshot::channel::<()>();

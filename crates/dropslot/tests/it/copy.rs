@@ -54,6 +54,7 @@ const TABLES: &[&str] = &[
     "stop_etas",
     "eta_windows",
     "told_etas",
+    "install_settings",
 ];
 
 fn copy(from: &str, to: &str) -> Output {
@@ -230,7 +231,7 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     // opt-out token) and fails at once (no retries).
     let sms = "[notifications.sms]\nurl = \"http://127.0.0.1:9/sms\"\nfrom = \"+15550009999\"\n";
     // YYZ1 books on its fleet (issue 45): a live order takes its stop in the tentative plan.
-    let fleet = "[capacity]\nmode = \"limits\"\n[capacity.depots]\nYYZ1 = \"fleet\"\n";
+    let fleet = "[capacity.depots]\nYYZ1 = \"fleet\"\n";
     std::fs::write(&config, format!("[webhooks]\nretry_schedule = \"\"\n{sms}{generous}{fleet}")).unwrap();
     let config = config.display().to_string();
     let env = [
@@ -433,6 +434,7 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
             "fleet_stops",
             "stop_etas",
             "told_etas",
+            "install_settings",
         ];
         if !no_ids.contains(&table.as_str()) {
             // The sequence continues right after the copied ids (the tables without ids aside).
@@ -442,6 +444,9 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
             assert_eq!(last, max, "{table}: the sequence");
         }
     }
+    // The install's choice of capacity mode goes with the data.
+    let fleet = "SELECT count(*) FROM install_settings WHERE key = 'capacity_mode' AND value = 'fleet'";
+    assert_eq!((in_sqlite(fleet), target.scalar(fleet)), (1, 1));
     let rows = |table: &str| summary.iter().find(|(t, _)| t == table).map(|(_, n)| *n);
     assert_eq!(
         (rows("clients"), rows("tokens"), rows("orders"), rows("parcels")),

@@ -188,8 +188,7 @@ async fn forty_orders_at_once_for_the_last_places_never_oversell_the_van() {
         assert_eq!(r.status, 201, "{}", r.body);
     }
     let config = tempfile::NamedTempFile::new().unwrap();
-    let high = std::fs::read_to_string(crate::common::generous_limits_file()).unwrap();
-    std::fs::write(config.path(), format!("{high}\n{FLEET}")).unwrap();
+    std::fs::write(config.path(), crate::common::test_config(FLEET)).unwrap();
     let other = if s.sqlite_file().is_none() {
         let path = config.path().to_str().unwrap().to_string();
         Some(crate::cli::spawn_serve_with(&s.db.url(), &[("DROPSLOT_CONFIG", &path)]))

@@ -21,6 +21,7 @@ mod driver_app;
 mod driver_proofs;
 mod errors;
 mod eta;
+mod first_start;
 mod fleet;
 mod fleet_capacity;
 mod hardening;

@@ -35,7 +35,7 @@ impl Cluster {
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dropslot.toml");
-        std::fs::write(&path, config).unwrap();
+        std::fs::write(&path, crate::common::test_config(config)).unwrap();
         let path = path.display().to_string();
         let env = [("DROPSLOT_CONFIG", path.as_str()), ("DROPSLOT_WEBHOOKS_ALLOW_PRIVATE", "1")];
         let [a, b] = own.map(|own| env.iter().chain(own).copied().collect::<Vec<_>>());
