@@ -46,6 +46,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (21, "fleet_capacity", include_str!("../../migrations/postgres/0021_fleet_capacity.sql")),
     (22, "eta_windows", include_str!("../../migrations/postgres/0022_eta_windows.sql")),
     (23, "new_time", include_str!("../../migrations/postgres/0023_new_time.sql")),
+    (25, "crash_repeats", include_str!("../../migrations/postgres/0025_crash_repeats.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot
