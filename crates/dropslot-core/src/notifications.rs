@@ -85,17 +85,26 @@ impl Channel {
     }
 }
 
+/// How many times in all a message left `sending` by a process that died while handing it
+/// over is sent again (docs/notifications.md, "At least once across a crash"): once per such
+/// crash, with its Message-ID, up to this many; a message cut off by one crash more becomes
+/// `uncertain` for good (something in it may be what stops the process).
+pub const CRASH_REPEATS: i64 = 3;
+
 /// Where a message stands (docs/notifications.md). Planned as `pending` or as one of the
 /// states it never leaves (`test_mode`, `disabled`, `not_configured`); the sender takes a
 /// `pending` one through `sending` to `sent`, `failed`, `uncertain` or `opted_out`, or back to
-/// `pending` for another attempt.
+/// `pending` for another attempt (after a retryable failure, or after a crash cut its
+/// hand-over off: [`CRASH_REPEATS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MessageState {
     Pending,
     Sending,
     Sent,
     Failed,
-    /// Handed over and the answer lost: it may have been delivered, so never sent again.
+    /// Handed over and the answer lost within a running process (a broken connection, a
+    /// timeout), or cut off by more crashes than [`CRASH_REPEATS`]: it may have been
+    /// delivered, and is not sent again.
     Uncertain,
     OptedOut,
     /// A test-mode shipment's message: recorded, never sent.

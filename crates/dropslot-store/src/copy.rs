@@ -522,6 +522,7 @@ const TABLES: &[Table] = &[
             c("created_at", TEXT),
             c("sent_at", TEXT_OR_NULL),
             c("occasion", TEXT),
+            c("repeated_after_crash", INT),
         ],
     },
     // Opt-outs must survive a move: a recipient who opted out is never written to again.

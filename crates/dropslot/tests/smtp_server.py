@@ -10,6 +10,10 @@ scripts/notify-bench.sh.
 --light: log only the Message-ID and the recipients (no MIME parse), for the benchmark.
 --hang-until FILE: after a message is logged, its "250" reply waits until FILE exists
 (the kill test lands its SIGKILL between the server's acceptance and the client's ack).
+--hold-until FILE: each message's session is held open at the end of its DATA, before it is
+logged, printing "held" on stdout, until FILE exists; a message held so is then refused
+(451) and never logged: the session of a client killed meanwhile (the kill tests land their
+SIGKILL while sessions are open, on this cue) delivered nothing.
 """
 
 import argparse
@@ -28,12 +32,18 @@ MESSAGE_ID = re.compile(rb"(?im)^Message-ID:\s*(<[^>\r\n]*>)")
 
 
 class Handler:
-    def __init__(self, log, hang_until, light=False):
+    def __init__(self, log, hang_until, light=False, hold_until=None):
         self.log = log
         self.hang_until = hang_until
         self.light = light
+        self.hold_until = hold_until
 
     async def handle_DATA(self, server, session, envelope):
+        if self.hold_until and not os.path.exists(self.hold_until):
+            print("held", flush=True)
+            while not os.path.exists(self.hold_until):
+                await asyncio.sleep(0.05)
+            return "451 Held and dropped"
         if self.light:
             # The benchmark's mode: the Message-ID and recipients only, no MIME parse (the
             # parse costs more than everything dropslot does per message).
@@ -81,9 +91,10 @@ def main():
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--hang-until", default=None)
+    p.add_argument("--hold-until", default=None)
     p.add_argument("--light", action="store_true", help="log the Message-ID and recipients only (benchmarks)")
     a = p.parse_args()
-    controller = Controller(Handler(a.log, a.hang_until, a.light), hostname="127.0.0.1", port=a.port)
+    controller = Controller(Handler(a.log, a.hang_until, a.light, a.hold_until), hostname="127.0.0.1", port=a.port)
     controller.start()
     print("ready", flush=True)
     try:

@@ -32,6 +32,8 @@ struct RawSmtp {
 struct RawSms {
     url: String,
     from: String,
+    #[serde(default)]
+    reference_field: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +69,10 @@ impl std::fmt::Debug for SmtpSettings {
 pub struct SmsSettings {
     pub url: String,
     pub from: String,
+    /// The form field that carries the message's own reference, fixed when it was enqueued
+    /// (every attempt, a repeat after a crash too, sends the same), for a provider that takes
+    /// a client reference (`None`: the reference goes in the `Idempotency-Key` header only).
+    pub reference_field: Option<String>,
     pub user: Option<String>,
     pub password: Option<String>,
 }
@@ -155,9 +161,20 @@ pub(super) fn build(raw: RawNotifications, creds: &Credentials) -> Result<Notifi
             if s.from.trim().is_empty() {
                 return Err("notifications.sms.from: required".into());
             }
+            if let Some(f) = &s.reference_field {
+                let name_ok = !f.is_empty()
+                    && f.len() <= 64
+                    && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
+                if !name_ok || ["To", "From", "Body"].contains(&f.as_str()) {
+                    return Err(format!(
+                        "notifications.sms.reference_field: {f:?} must be a form field name (letters, digits, `_`, `-`, `.`; not To, From or Body)"
+                    ));
+                }
+            }
             Some(SmsSettings {
                 url: s.url,
                 from: s.from,
+                reference_field: s.reference_field,
                 user: creds.sms_user.clone(),
                 password: creds.sms_password.clone(),
             })
@@ -193,5 +210,18 @@ mod tests {
         let s = build(raw("[smtp]\nhost = \"smtp.example.com\"\nfrom = \"Shop <a@b.c>\""), &c).unwrap();
         assert_eq!(s.smtp.unwrap().port, 587);
         assert!(build(raw("[smtp]\nhost = \"h\"\nfrom = \"a@b.c\""), &c).is_err());
+    }
+
+    #[test]
+    fn the_sms_reference_field_is_a_form_field_name() {
+        let c = Credentials::default();
+        let sms = |field: &str| format!("[sms]\nurl = \"https://sms.example\"\nfrom = \"+1555\"\n{field}");
+        assert_eq!(build(raw(&sms("")), &c).unwrap().sms.unwrap().reference_field, None);
+        let set = build(raw(&sms("reference_field = \"client-ref\"")), &c).unwrap();
+        assert_eq!(set.sms.unwrap().reference_field.as_deref(), Some("client-ref"));
+        for bad in ["", "Body", "a b", "x=y"] {
+            let e = build(raw(&sms(&format!("reference_field = \"{bad}\""))), &c).unwrap_err();
+            assert!(e.contains("notifications.sms.reference_field"), "{bad}: {e}");
+        }
     }
 }

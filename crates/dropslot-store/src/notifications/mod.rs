@@ -133,6 +133,8 @@ pub struct StoredNotification {
     pub recipient: String,
     pub state: MessageState,
     pub attempts: i64,
+    /// How many times it was sent again because a crash cut its hand-over off.
+    pub repeated_after_crash: i64,
     pub last_error: Option<String>,
     pub created_at: String,
     pub sent_at: Option<String>,
@@ -160,11 +162,14 @@ pub struct ClaimedNotification {
     pub label_token: String,
 }
 
-/// What one claim took: the messages to send, and how many left `sending` by a process that
-/// died with them it turned `uncertain` (they may have been delivered: never sent again).
+/// What one claim took: the messages to send, and of those left `sending` by a process that
+/// died handing them over, how many it made due again (sent again with their Message-ID:
+/// at least once) and how many it turned `uncertain` (cut off by more crashes than
+/// [`dropslot_core::notifications::CRASH_REPEATS`]: never sent again).
 #[derive(Debug, Clone, Default)]
 pub struct NotificationClaim {
     pub messages: Vec<ClaimedNotification>,
+    pub repeated: u64,
     pub uncertain: u64,
 }
 
@@ -211,10 +216,17 @@ impl NotificationOutcome {
     }
 }
 
-/// What a crashed attempt's row says: the service stopped after handing the message over
-/// and before hearing the answer, so it may have been delivered and is not sent again.
-pub const UNCERTAIN_ERROR: &str = "The service stopped while this message was being handed over; it may have \
-                                   been delivered and is not sent again (to avoid a second copy).";
+/// What a crashed attempt's row says while it is sent again: the service stopped while
+/// handing the message over, before hearing the answer; the repeat carries the same
+/// Message-ID, so a copy that did arrive is recognised as the same message.
+pub const REPEAT_ERROR: &str = "The service stopped while this message was being handed over; it is sent again \
+                                with the same Message-ID (a copy that did arrive is the same message).";
+
+/// What a crashed attempt's row says once crashes cut it off more often than it is repeated
+/// ([`dropslot_core::notifications::CRASH_REPEATS`]): it may have been delivered, and is not
+/// sent again.
+pub const UNCERTAIN_ERROR: &str = "The service stopped while handing this message over more often than it is \
+                                   sent again; it may have been delivered and is not sent again.";
 
 #[cfg(test)]
 mod tests {
@@ -365,7 +377,9 @@ pub trait NotificationStore: Send + Sync + 'static {
     /// The messages of the scope's drop-off shipment `unique_id`, oldest first.
     async fn shipment_notifications(&self, scope: Scope, unique_id: &str) -> StoreResult<Vec<StoredNotification>>;
     /// Claims up to `limit` due messages until `lease_until_ms` (each recipient gets its
-    /// opt-out token here); a message left `sending` past its lease becomes `uncertain`.
+    /// opt-out token here). First, a message left `sending` past its lease (its process died
+    /// handing it over) is due again, one repeat more, while it has had fewer than
+    /// [`dropslot_core::notifications::CRASH_REPEATS`]; past that it becomes `uncertain`.
     async fn claim_notifications(
         &self,
         now_ms: i64,

@@ -5,13 +5,14 @@
 
 use crate::notifications::{
     Channels, ClaimedNotification, MessageState, NewNotification, NotificationClaim, NotificationOutcome,
-    NotificationSettings, NotifyTenant, QUEUED_STATES, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
-    stored_settings,
+    NotificationSettings, NotifyTenant, QUEUED_STATES, REPEAT_ERROR, StoredNotification, UNCERTAIN_ERROR,
+    new_opt_out_token, plan, stored_settings,
 };
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, column, in_tx, map_err, parsed};
 use crate::{Channel, NotificationStore, Scope, StoreError, StoreResult, StoredEvent, StoredShipment, Trigger};
 use async_trait::async_trait;
+use dropslot_core::notifications::CRASH_REPEATS;
 use jiff::Timestamp;
 use std::sync::LazyLock;
 use tokio_postgres::types::Type;
@@ -341,7 +342,8 @@ pub(crate) async fn set_settings(
 pub(crate) async fn list(c: &impl Sql, scope: Scope, unique_id: &str) -> StoreResult<Vec<StoredNotification>> {
     let rows = c
         .query(
-            "SELECT id, trigger_kind, channel, recipient, state, attempts, last_error, created_at, sent_at
+            "SELECT id, trigger_kind, channel, recipient, state, attempts, last_error, created_at, sent_at,
+                repeated_after_crash
              FROM notifications WHERE shipment_unique_id = $1 AND client_id = $2 AND mode = $3 ORDER BY id",
             &[&unique_id, &scope.client.0, &scope.mode.as_str()],
         )
@@ -359,12 +361,25 @@ pub(crate) async fn list(c: &impl Sql, scope: Scope, unique_id: &str) -> StoreRe
                 last_error: column(r, 6)?,
                 created_at: column(r, 7)?,
                 sent_at: column(r, 8)?,
+                repeated_after_crash: column(r, 9)?,
             })
         })
         .collect()
 }
 
-/// A `sending` message whose lease ended becomes `uncertain` ($3: `uncertain`, $4: `sending`).
+/// A `sending` message whose lease ended (its process died handing it over) is due again now,
+/// one repeat more, while it has had fewer than $5 ($3: `pending`, $4: `sending`).
+static REPEAT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE notifications SET state = $3, last_error = $2, next_attempt_ms = $1,
+            repeated_after_crash = repeated_after_crash + 1
+         WHERE {} AND state = $4 AND lease_until_ms <= $1 AND repeated_after_crash < $5",
+        *QUEUED_STATES
+    )
+});
+
+/// A `sending` message whose lease ended and that is not repeated ([`REPEAT`] ran first)
+/// becomes `uncertain` ($3: `uncertain`, $4: `sending`).
 static UNCERTAIN: LazyLock<String> = LazyLock::new(|| {
     format!(
         "UPDATE notifications SET state = $3, last_error = $2 WHERE {} AND state = $4 AND lease_until_ms <= $1",
@@ -399,7 +414,9 @@ static NEXT_DUE: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// Claims due `pending` messages (`FOR UPDATE SKIP LOCKED`: two processes never take the
-/// same one); first, a `sending` message past its lease becomes `uncertain`. Both statements
+/// same one); first, a `sending` message past its lease is due again with one repeat more
+/// (at least once, with its Message-ID), or `uncertain` once it had [`CRASH_REPEATS`]; one
+/// made due here is claimed by this same call (the transaction sees its own update). The statements
 /// repeat the partial index's condition ([`QUEUED_STATES`]) as constant text: a cached
 /// statement's generic plan cannot infer it from a bound state, and would scan the table.
 pub(crate) async fn claim(
@@ -408,6 +425,13 @@ pub(crate) async fn claim(
     lease_until_ms: i64,
     limit: usize,
 ) -> StoreResult<NotificationClaim> {
+    let repeated = c
+        .execute(
+            &REPEAT,
+            &[&now_ms, &REPEAT_ERROR, &MessageState::Pending.as_str(), &MessageState::Sending.as_str(), &CRASH_REPEATS],
+        )
+        .await
+        .map_err(map_err)?;
     let uncertain = c
         .execute(
             &UNCERTAIN,
@@ -456,7 +480,7 @@ pub(crate) async fn claim(
             label_token: column(r, 11)?,
         });
     }
-    Ok(NotificationClaim { messages: claimed, uncertain })
+    Ok(NotificationClaim { messages: claimed, repeated, uncertain })
 }
 
 fn parse_mode(mode: &str) -> StoreResult<crate::Mode> {

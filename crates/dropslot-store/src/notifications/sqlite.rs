@@ -4,13 +4,14 @@
 
 use crate::notifications::{
     Channels, ClaimedNotification, MessageState, NewNotification, NotificationClaim, NotificationOutcome,
-    NotificationSettings, NotifyTenant, QUEUED_STATES, StoredNotification, UNCERTAIN_ERROR, new_opt_out_token, plan,
-    stored_settings,
+    NotificationSettings, NotifyTenant, QUEUED_STATES, REPEAT_ERROR, StoredNotification, UNCERTAIN_ERROR,
+    new_opt_out_token, plan, stored_settings,
 };
 use crate::shipments::sqlite::shipment_without_events;
 use crate::sqlite::{SqliteStore, map_err, parsed};
 use crate::{Channel, NotificationStore, Scope, StoreError, StoreResult, StoredEvent, StoredShipment, Trigger};
 use async_trait::async_trait;
+use dropslot_core::notifications::CRASH_REPEATS;
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::sync::LazyLock;
@@ -259,7 +260,8 @@ pub(crate) fn set_settings(
 
 pub(crate) fn list(c: &Connection, scope: Scope, unique_id: &str) -> rusqlite::Result<Vec<StoredNotification>> {
     c.prepare_cached(
-        "SELECT id, trigger_kind, channel, recipient, state, attempts, last_error, created_at, sent_at
+        "SELECT id, trigger_kind, channel, recipient, state, attempts, last_error, created_at, sent_at,
+            repeated_after_crash
          FROM notifications WHERE shipment_unique_id = ?1 AND client_id = ?2 AND mode = ?3 ORDER BY id",
     )?
     .query_map(params![unique_id, scope.client.0, scope.mode.as_str()], |r| {
@@ -273,12 +275,25 @@ pub(crate) fn list(c: &Connection, scope: Scope, unique_id: &str) -> rusqlite::R
             last_error: r.get(6)?,
             created_at: r.get(7)?,
             sent_at: r.get(8)?,
+            repeated_after_crash: r.get(9)?,
         })
     })?
     .collect()
 }
 
-/// A `sending` message whose lease ended becomes `uncertain` (?3: `uncertain`, ?4: `sending`).
+/// A `sending` message whose lease ended (its process died handing it over) is due again now,
+/// one repeat more, while it has had fewer than ?5 (?3: `pending`, ?4: `sending`).
+static REPEAT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE notifications SET state = ?3, last_error = ?2, next_attempt_ms = ?1,
+            repeated_after_crash = repeated_after_crash + 1
+         WHERE {} AND state = ?4 AND lease_until_ms <= ?1 AND repeated_after_crash < ?5",
+        *QUEUED_STATES
+    )
+});
+
+/// A `sending` message whose lease ended and that is not repeated ([`REPEAT`] ran first)
+/// becomes `uncertain` (?3: `uncertain`, ?4: `sending`).
 static UNCERTAIN: LazyLock<String> = LazyLock::new(|| {
     format!(
         "UPDATE notifications SET state = ?3, last_error = ?2
@@ -311,8 +326,9 @@ fn due(limit: usize) -> String {
 /// the partial index's condition ([`QUEUED_STATES`]) as constant text: SQLite does not infer
 /// it from `state = ?`, and without it each claim read the whole table (every message ever
 /// sent; the profile of 700 e-mails/s was mostly these scans). First, a `sending`
-/// message whose lease ended (its process died while handing it over) becomes `uncertain`:
-/// it may have been delivered, so it is never sent again.
+/// message whose lease ended (its process died while handing it over) is due again with one
+/// repeat more (at least once: it carries its Message-ID), or `uncertain` once it had
+/// [`CRASH_REPEATS`]; a message made due here is claimed by this same call.
 pub(crate) fn claim(
     c: &Connection,
     now_ms: i64,
@@ -321,6 +337,18 @@ pub(crate) fn claim(
 ) -> Result<NotificationClaim, StoreError> {
     // Every statement here is prepared once per connection (the sender claims many times a
     // second under load).
+    let repeated = c
+        .prepare_cached(&REPEAT)
+        .and_then(|mut s| {
+            s.execute(params![
+                now_ms,
+                REPEAT_ERROR,
+                MessageState::Pending.as_str(),
+                MessageState::Sending.as_str(),
+                CRASH_REPEATS
+            ])
+        })
+        .map_err(map_err)?;
     let uncertain = c
         .prepare_cached(&UNCERTAIN)
         .and_then(|mut s| {
@@ -395,7 +423,7 @@ pub(crate) fn claim(
             label_token,
         });
     }
-    Ok(NotificationClaim { messages: claimed, uncertain: uncertain as u64 })
+    Ok(NotificationClaim { messages: claimed, repeated: repeated as u64, uncertain: uncertain as u64 })
 }
 
 /// ?3: `sending`, ?4: `pending`.
@@ -495,7 +523,7 @@ mod tests {
         let c = Connection::open_in_memory().unwrap();
         crate::sqlite::migrate(&c).unwrap();
         queue(&c, 6);
-        for sql in [UNCERTAIN.as_str(), due(4).as_str(), NEXT_DUE.as_str()] {
+        for sql in [REPEAT.as_str(), UNCERTAIN.as_str(), due(4).as_str(), NEXT_DUE.as_str()] {
             let mut st = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
             let plan: Vec<String> = st.raw_query().mapped(|r| r.get(3)).collect::<Result<_, _>>().unwrap();
             assert!(plan.iter().any(|p| p.contains("notifications_due")), "{sql}: {plan:?}");
@@ -533,7 +561,7 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert!(states.iter().all(|s| MessageState::parse(s).is_some()), "{states:?}");
-        for sql in [UNCERTAIN.as_str(), due(4).as_str(), SENDING, FINISH, NEXT_DUE.as_str()] {
+        for sql in [REPEAT.as_str(), UNCERTAIN.as_str(), due(4).as_str(), SENDING, FINISH, NEXT_DUE.as_str()] {
             let st = c.prepare_cached(sql).unwrap();
             assert_eq!(st.get_status(StatementStatus::RePrepare), 0, "{sql}");
         }

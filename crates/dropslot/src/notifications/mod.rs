@@ -84,6 +84,7 @@ pub async fn views(app: &App, scope: dropslot_store::Scope, unique_id: &str) -> 
             recipient: text::mask(n.channel, &n.recipient),
             state: n.state.as_str().to_string(),
             attempts: n.attempts,
+            repeated_after_crash: n.repeated_after_crash,
             last_error: n.last_error,
             created_at: n.created_at,
             sent_at: n.sent_at,

@@ -74,13 +74,19 @@ impl Sender {
             let now = dropslot_store::queue_now_ms();
             let claimed = match me.app.store.claim_notifications(now, now + lease, BATCH).await {
                 Ok(c) => {
+                    if c.repeated > 0 {
+                        tracing::warn!(
+                            messages = c.repeated,
+                            "notifications left sending past their lease (a process died handing them over) are sent again, with their Message-ID"
+                        );
+                    }
                     if c.uncertain > 0 {
                         tracing::warn!(
                             messages = c.uncertain,
-                            "notifications left sending past their lease (a process died handing them over) turned uncertain; they are not sent again"
+                            "notifications left sending past their lease once more than they are repeated turned uncertain; they are not sent again"
                         );
-                        me.app.notifications_recorded.send_modify(|n| *n += c.uncertain);
                     }
+                    me.app.notifications_recorded.send_modify(|n| *n += c.uncertain + c.repeated);
                     c.messages
                 }
                 Err(e) => {
@@ -242,11 +248,15 @@ impl Sender {
                 };
                 let url = target::parse(&s.url).map_err(Failure::Permanent)?;
                 target::check(&url, self.app.settings.webhooks.allow_private).await.map_err(Failure::Transient)?;
-                let mut req = client.post(url).form(&[
-                    ("To", c.recipient.as_str()),
-                    ("From", s.from.as_str()),
-                    ("Body", &texts.sms),
-                ]);
+                // The message's own reference, the same at every attempt (a repeat after a crash
+                // too): in the `Idempotency-Key` header, and in the form field a provider that
+                // takes a client reference names (`reference_field`).
+                let reference = sms_reference(&c.message_id);
+                let mut form = vec![("To", c.recipient.as_str()), ("From", s.from.as_str()), ("Body", &texts.sms)];
+                if let Some(field) = &s.reference_field {
+                    form.push((field.as_str(), reference));
+                }
+                let mut req = client.post(url).header("Idempotency-Key", reference).form(&form);
                 if let Some(user) = &s.user {
                     req = req.basic_auth(user, s.password.as_deref());
                 }
@@ -322,6 +332,11 @@ impl Sender {
             .or(configured)
             .unwrap_or_else(|| "your merchant".into())
     }
+}
+
+/// An SMS's reference: its Message-ID without the angle brackets (`n_…@dropslot`).
+fn sms_reference(message_id: &str) -> &str {
+    message_id.trim_start_matches('<').trim_end_matches('>')
 }
 
 /// A message ready to hand over.

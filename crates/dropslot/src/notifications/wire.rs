@@ -178,7 +178,12 @@ pub struct NotificationView {
     /// `test_mode` or `disabled` (docs/notifications.md).
     pub state: String,
     pub recipient: String,
+    /// Hand-overs begun (a repeat after a crash counts).
     pub attempts: i64,
+    /// How many times it was sent again, with the same Message-ID (an SMS: the same
+    /// reference), because the service stopped while handing it over: at most one per such
+    /// stop (docs/notifications.md).
+    pub repeated_after_crash: i64,
     pub last_error: Option<String>,
     pub created_at: String,
     pub sent_at: Option<String>,

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::common::{ADMIN_TOKEN, API, NOW, TestDb, TestServer, request};
-use crate::receiver::Receiver;
+use crate::receiver::{Answer, Receiver};
 
 const EMAIL: &str = "jane@example.com";
 const FAST: &str = "200ms,200ms,200ms,200ms,200ms,200ms";
@@ -33,6 +33,8 @@ pub(crate) struct Smtp {
     schedule: &'static str,
     /// How many messages the server has logged (its "accepted" lines), across restarts.
     accepted: Arc<watch::Sender<usize>>,
+    /// How many sessions it holds open unlogged (its "held" lines; `--hold-until`).
+    held: Arc<watch::Sender<usize>>,
 }
 
 fn free_port() -> u16 {
@@ -51,6 +53,7 @@ impl Smtp {
             lease: "2m",
             schedule: FAST,
             accepted: Arc::new(watch::Sender::new(0)),
+            held: Arc::new(watch::Sender::new(0)),
         }
     }
 
@@ -60,7 +63,7 @@ impl Smtp {
         s
     }
 
-    /// Starts the server on the planned port (`extra`: `--hang-until FILE`).
+    /// Starts the server on the planned port (`extra`: `--hang-until FILE`, `--hold-until FILE`).
     fn listen(&mut self, extra: &[&str]) {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/smtp_server.py");
         let mut child = Command::new("python3")
@@ -75,11 +78,13 @@ impl Smtp {
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
         assert_eq!(line.trim(), "ready", "the SMTP server started");
-        let accepted = self.accepted.clone();
+        let (accepted, held) = (self.accepted.clone(), self.held.clone());
         std::thread::spawn(move || {
             for l in out.lines().map_while(Result::ok) {
                 if l == "accepted" {
                     accepted.send_modify(|n| *n += 1);
+                } else if l == "held" {
+                    held.send_modify(|n| *n += 1);
                 }
             }
         });
@@ -105,6 +110,13 @@ impl Smtp {
         let got = self.messages();
         assert!(arrived, "{what}: {} of {n} messages arrived: {got:?}", got.len());
         got
+    }
+
+    /// Waits until the server holds `n` sessions open, unlogged (`--hold-until`).
+    async fn wait_held(&self, n: usize) {
+        let mut held = self.held.subscribe();
+        let got = tokio::time::timeout(WAIT, held.wait_for(|got| *got >= n)).await;
+        assert!(matches!(got, Ok(Ok(_))), "{} of {n} sessions were held open", *self.held.borrow());
     }
 
     fn fragment(&self, sms_url: &str) -> String {
@@ -352,6 +364,35 @@ async fn test_mode_sends_nothing_and_records_test_mode() {
     assert_eq!(sms.received().len(), 1, "no SMS of test mode");
 }
 
+/// An SMS carries its message's own reference, fixed when it was enqueued: the same at every
+/// attempt (a repeat after a crash takes the same path), in the `Idempotency-Key` header and
+/// in the form field `reference_field` names, so a provider that takes a client reference
+/// drops a repeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sms_carries_the_same_reference_at_every_attempt() {
+    let smtp = Smtp::start();
+    let sms = Receiver::start().await;
+    // Refused once (tried again), then taken.
+    sms.plan([Answer::status(503)]);
+    let s = start_plus(&smtp, &sms, "reference_field = \"client_ref\"").await;
+    let (_, _, live, _) = s.new_client("Corner Shop").await;
+    let tracking = order(&s, &live, EMAIL).await;
+    wait_listed(&s, &live, &tracking, ("scheduled", "sms"), |n| n["state"] == "sent" && n["attempts"] == 2).await;
+    let got = sms.received();
+    assert_eq!(got.iter().map(|r| r.answered).collect::<Vec<_>>(), [503, 200]);
+    let reference = got[0].header("idempotency-key").to_string();
+    assert!(reference.starts_with("n_") && reference.ends_with("@dropslot"), "{reference}");
+    for r in &got {
+        assert_eq!(r.header("idempotency-key"), reference);
+        assert_eq!(form(&r.body).get("client_ref"), Some(&reference), "{}", r.body);
+    }
+    let stored = s.db.scalar(&format!(
+        "SELECT count(*) FROM notifications WHERE channel = 'sms' AND shipment_unique_id = '{tracking}'
+            AND message_id = '<{reference}>'"
+    ));
+    assert_eq!(stored, 1, "the reference is the message's own, fixed when it was enqueued");
+}
+
 /// SMTP down, then up: the message is retried, and arrives once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smtp_down_then_up_retries_and_delivers_once() {
@@ -525,54 +566,135 @@ impl Drop for Serve {
 
 async fn post(http: &reqwest::Client, url: String, token: &str, body: &Value) -> Value {
     let r = http.post(url).bearer_auth(token).json(body).send().await.unwrap();
-    assert!(r.status().is_success(), "{}", r.status());
-    r.json().await.unwrap()
+    let status = r.status();
+    let body: Value = r.json().await.unwrap();
+    assert!(status.is_success(), "{status}: {body}");
+    body
+}
+
+/// The kill tests' setup: the service as a child process on a fresh database, with a live
+/// token of a client it made.
+struct KillRig {
+    db: TestDb,
+    config: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+    http: reqwest::Client,
+    live: String,
+}
+
+impl KillRig {
+    async fn start(smtp: &Smtp, sms: &Receiver) -> (KillRig, Serve) {
+        let db = TestDb::fresh();
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("dropslot.toml");
+        let limits = std::fs::read_to_string(crate::common::generous_limits_file()).unwrap();
+        std::fs::write(&config, format!("{limits}\n{}", smtp.fragment(&sms.url))).unwrap();
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        let first = Serve::start(&db.url(), &config);
+        let client =
+            post(&http, format!("{}{API}/admin/clients", first.base), ADMIN_TOKEN, &json!({"name": "Shop"})).await;
+        let id = client["object"]["id"].as_i64().unwrap();
+        // Orders of several drop-offs (a burst of messages enqueued in one transaction).
+        let limits = json!({"limits": {"order_drop_offs": 8, "order_parcels_per_drop_off": 5, "preview_drop_offs": 100,
+            "preview_parcels_per_drop_off": 50}});
+        let url = format!("{}{API}/admin/clients/{id}/settings", first.base);
+        let r = http.put(url).bearer_auth(ADMIN_TOKEN).json(&limits).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let url = format!("{}{API}/admin/clients/{id}/tokens", first.base);
+        let token = post(&http, url, ADMIN_TOKEN, &json!({"kind": "live"})).await;
+        let live = token["object"]["token"].as_str().unwrap().to_string();
+        (KillRig { db, config, _dir: dir, http, live }, first)
+    }
+
+    /// An order for `email` through `serve`; its tracking code.
+    async fn order(&self, serve: &Serve, email: &str) -> String {
+        let url = format!("{}{API}/requests/sync", serve.base);
+        let body = post(&self.http, url, &self.live, &order_body(email)).await;
+        body["object"]["shipments"][0]["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string()
+    }
+
+    /// One order of a drop-off for each of `emails` (their messages are enqueued in one
+    /// transaction, so the sender claims them together); their tracking codes.
+    async fn burst(&self, serve: &Serve, emails: &[String]) -> Vec<String> {
+        let mut body = order_body(EMAIL);
+        let one = body["drop_offs"][0].clone();
+        body["drop_offs"] = emails
+            .iter()
+            .map(|e| {
+                let mut d = one.clone();
+                d["address"]["person_email"] = json!(e);
+                d
+            })
+            .collect();
+        let url = format!("{}{API}/requests/sync", serve.base);
+        let body = post(&self.http, url, &self.live, &body).await;
+        let shipments = body["object"]["shipments"].as_array().unwrap();
+        shipments.iter().map(|s| s["drop_off_shipment"]["unique_id"].as_str().unwrap().to_string()).collect()
+    }
+
+    /// The shipment's e-mail as `serve` lists it.
+    async fn email(&self, serve: &Serve, tracking: &str) -> Value {
+        let url = format!("{}{API}/shipments/{tracking}/notifications", serve.base);
+        let r = self.http.get(url).bearer_auth(&self.live).send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        let body: Value = r.json().await.unwrap();
+        body["object"]["notifications"].as_array().unwrap().iter().find(|n| n["channel"] == "email").unwrap().clone()
+    }
+
+    /// Waits until `serve` lists the shipment's e-mail in a state `done` accepts (read again
+    /// at each line of its log: each outcome is logged).
+    async fn wait_email(&self, serve: &Serve, tracking: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut lines = serve.lines.subscribe();
+        loop {
+            lines.borrow_and_update();
+            let n = self.email(serve, tracking).await;
+            if done(&n) {
+                return n;
+            }
+            let woken = tokio::time::timeout_at(deadline, lines.changed()).await;
+            assert!(woken.is_ok(), "{tracking}: the e-mail never reached the state wanted: {n}");
+        }
+    }
+}
+
+fn copies(all: &[Value], message_id: &str) -> usize {
+    all.iter().filter(|m| m["message_id"] == message_id).count()
 }
 
 /// Killed (SIGKILL) after the SMTP server accepted the message and before the service heard
-/// its "250": after a restart no second copy of that Message-ID is sent (the row was marked
-/// `sending` before the hand-over and is never resent), later messages flow, and no recipient
-/// address ever appears in the service's log.
+/// its "250": the restarted service cannot tell it from a message that never arrived, so it
+/// sends it once more, with the same Message-ID (what lets the recipient's provider drop the
+/// copy), and lists it with its repeat; later messages flow, and no recipient address ever
+/// appears in the service's log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_kill_between_acceptance_and_ack_sends_no_second_copy() {
+async fn a_kill_between_acceptance_and_ack_repeats_it_once_with_its_message_id() {
     let mut smtp = Smtp::planned();
     smtp.lease = "2s";
     smtp.listen(&["--hang-until", &smtp.release_file().display().to_string()]);
     let sms = Receiver::start().await;
-    let db = TestDb::fresh();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("dropslot.toml");
-    let limits = std::fs::read_to_string(crate::common::generous_limits_file()).unwrap();
-    std::fs::write(&config, format!("{limits}\n{}", smtp.fragment(&sms.url))).unwrap();
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
-    let mut first = Serve::start(&db.url(), &config);
-    let client = post(&http, format!("{}{API}/admin/clients", first.base), ADMIN_TOKEN, &json!({"name": "Shop"})).await;
-    let id = client["object"]["id"].as_i64().unwrap();
-    let token =
-        post(&http, format!("{}{API}/admin/clients/{id}/tokens", first.base), ADMIN_TOKEN, &json!({"kind": "live"}))
-            .await;
-    let live = token["object"]["token"].as_str().unwrap().to_string();
-    post(&http, format!("{}{API}/requests/sync", first.base), &live, &order_body(EMAIL)).await;
+    let (rig, mut first) = KillRig::start(&smtp, &sms).await;
+    let tracking = rig.order(&first, EMAIL).await;
     let got = smtp.wait_for(1, "the message, accepted and held").await;
     let held = got[0]["message_id"].as_str().unwrap().to_string();
     // The server has the message; the service waits for its "250". Kill it there.
     first.kill();
     std::fs::write(smtp.release_file(), "").unwrap();
+    let db = &rig.db;
     assert_eq!(db.scalar("SELECT count(*) FROM notifications WHERE channel = 'email' AND state = 'sending'"), 1);
-    let second = Serve::start(&db.url(), &config);
-    post(&http, format!("{}{API}/requests/sync", second.base), &live, &order_body("ken@example.com")).await;
-    smtp.wait_for(2, "the next message, after the restart").await;
-    // The killed attempt's lease ends: it turns `uncertain` (the restarted sender says so in
-    // its log), and is never sent again.
-    second.wait_log("turned uncertain").await;
-    assert_eq!(db.scalar("SELECT count(*) FROM notifications WHERE channel = 'email' AND state = 'uncertain'"), 1);
+    let second = Serve::start(&db.url(), &rig.config);
+    rig.order(&second, "ken@example.com").await;
+    // The killed attempt's lease ends: the restarted sender sends it again, and says so.
+    let all = smtp.wait_for(3, "the repeat and the next message, after the restart").await;
+    second.wait_log("are sent again, with their Message-ID").await;
+    assert_eq!(copies(&all, &held), 2, "the repeat carries the first attempt's Message-ID: {all:?}");
     // The restarted sender has taken everything due since: the first order's SMS too.
     sms.wait_until("both orders' SMS", |g| g.len() >= 2).await;
-    let all = smtp.messages();
-    let copies = all.iter().filter(|m| m["message_id"] == held.as_str()).count();
-    assert_eq!(copies, 1, "one copy of {held}: {all:?}");
-    assert_eq!(all.len(), 2, "{all:?}");
-    assert_eq!(db.scalar("SELECT count(*) FROM notifications WHERE channel = 'email' AND state = 'sent'"), 1);
+    let listed = rig.wait_email(&second, &tracking, |n| n["state"] == "sent").await;
+    assert_eq!(listed["state"], "sent", "{listed}");
+    assert_eq!((listed["attempts"].as_i64(), listed["repeated_after_crash"].as_i64()), (Some(2), Some(1)), "{listed}");
+    assert_eq!(db.scalar("SELECT count(*) FROM notifications WHERE channel = 'email' AND state = 'sent'"), 2);
+    assert_eq!(smtp.messages().len(), 3, "one repeat for the one crash");
     let logs = [first.log.lock().unwrap().clone(), second.log.lock().unwrap().clone()].concat();
     assert!(logs.iter().any(|l| l.contains("notification")), "the log was captured: {logs:?}");
     for l in &logs {
@@ -580,6 +702,59 @@ async fn a_kill_between_acceptance_and_ack_sends_no_second_copy() {
             assert!(!l.contains(secret), "a recipient in the log: {l}");
         }
     }
+}
+
+/// Issue 47: SIGKILL during a burst of e-mails, while the SMTP server holds each session open
+/// before it has taken the message. Each message whose session was open at the kill is sent
+/// by the restarted service, once, with the Message-ID it was enqueued with, and listed with
+/// two attempts, one of them a repeat after the crash. A message already cut off by as many
+/// crashes as it is repeated is `uncertain` instead, and not sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_whose_smtp_session_was_open_at_a_kill_are_sent_after_the_restart() {
+    let mut smtp = Smtp::planned();
+    smtp.lease = "2s";
+    smtp.listen(&["--hold-until", &smtp.release_file().display().to_string()]);
+    let sms = Receiver::start().await;
+    let (rig, mut first) = KillRig::start(&smtp, &sms).await;
+    let burst = 4;
+    let emails: Vec<String> = (0..burst).map(|i| format!("r{i}@example.com")).collect();
+    let codes = rig.burst(&first, &emails).await;
+    assert_eq!(codes.len(), burst);
+    // Every e-mail's session is open, its message not yet taken: kill the service there.
+    smtp.wait_held(burst).await;
+    first.kill();
+    std::fs::write(smtp.release_file(), "").unwrap();
+    let db = &rig.db;
+    let open = db.scalar("SELECT count(*) FROM notifications WHERE channel = 'email' AND state = 'sending'");
+    assert_eq!(open, i64::try_from(burst).unwrap(), "every e-mail was being handed over at the kill");
+    // One of them has had its repeats already (earlier crashes): it stays `uncertain`.
+    let spent = &codes[0];
+    db.execute(&format!(
+        "UPDATE notifications SET repeated_after_crash = {} WHERE channel = 'email' AND shipment_unique_id = '{spent}'",
+        dropslot_core::notifications::CRASH_REPEATS
+    ));
+    let second = Serve::start(&db.url(), &rig.config);
+    let all = smtp.wait_for(burst - 1, "the messages open at the kill, after the restart").await;
+    second.wait_log("are sent again, with their Message-ID").await;
+    second.wait_log("turned uncertain").await;
+    for code in &codes[1..] {
+        let listed = rig.wait_email(&second, code, |n| n["state"] == "sent").await;
+        let counts = (listed["attempts"].as_i64(), listed["repeated_after_crash"].as_i64());
+        assert_eq!(counts, (Some(2), Some(1)), "{listed}");
+    }
+    let spent = rig.email(&second, spent).await;
+    assert_eq!(spent["state"], "uncertain", "a message past its repeats is not sent again: {spent}");
+    let ids: Vec<String> = all.iter().map(|m| format!("'{}'", m["message_id"].as_str().unwrap())).collect();
+    let enqueued = db.scalar(&format!(
+        "SELECT count(DISTINCT message_id) FROM notifications WHERE message_id IN ({})",
+        ids.join(", ")
+    ));
+    assert_eq!(
+        enqueued,
+        i64::try_from(burst - 1).unwrap(),
+        "each sent with the Message-ID it was enqueued with: {all:?}"
+    );
+    assert_eq!(smtp.messages().len(), burst - 1, "one copy each: {all:?}");
 }
 
 /// "Out for delivery" says when: the live window of the shipment's published route.

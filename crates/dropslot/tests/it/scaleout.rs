@@ -18,6 +18,8 @@ struct Cluster {
     http: reqwest::Client,
     _config: tempfile::TempDir,
     db: TestDb,
+    /// Each process's own environment (what `restart` starts it with again).
+    envs: Vec<Vec<(String, String)>>,
 }
 
 impl Cluster {
@@ -43,7 +45,10 @@ impl Cluster {
         let (first, base_a, token) = crate::cli::spawn_serve_with(&db.url(), &a);
         let (second, base_b, again) = crate::cli::spawn_serve_with(&db.url(), &b);
         assert!(again.is_none(), "the second process found the database already set up");
+        let owned = |e: &[(&str, &str)]| e.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+        let envs = vec![owned(&a), owned(&b)];
         Some(Cluster {
+            envs,
             procs: vec![Some(first), Some(second)],
             bases: vec![base_a, base_b],
             token: token.expect("a demo token"),
@@ -81,6 +86,15 @@ impl Cluster {
             child.kill().unwrap();
             child.wait().unwrap();
         }
+    }
+
+    /// Starts a killed process again, on a port of its own, with its environment.
+    fn restart(&mut self, process: usize) {
+        assert!(self.procs[process].is_none(), "process {process} is running");
+        let env: Vec<(&str, &str)> = self.envs[process].iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let (child, base, _) = crate::cli::spawn_serve_with(&self.db.url(), &env);
+        self.procs[process] = Some(child);
+        self.bases[process] = base;
     }
 
     /// Subscribes a receiver to every event kind (test mode); the endpoint's id.
@@ -419,4 +433,69 @@ async fn the_survivor_of_a_kill_never_sends_again_what_was_answered() {
     for r in answered.iter().filter(|r| sender(r) == 0) {
         assert!(resent.contains(r.id()), "{} was answered to the killed process and is sent again", r.id());
     }
+}
+
+/// Issue 47: process A is killed (SIGKILL) while its dispatcher holds claims (its requests
+/// hang at the receiver), and restarted while those claims' leases still run; B answers its
+/// own deliveries and, once A's leases run out, takes over some of A's, which the receiver
+/// answers. Whatever A's old claims say, a delivery the receiver answered with a 2xx and that
+/// was recorded so is never sent again, by the restarted A or by B.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restarted_process_never_sends_again_what_the_other_answered() {
+    // A lease is the attempt's timeout plus 5 s.
+    let config = "[webhooks]\ntimeout = \"1s\"\nretry_schedule = \"100ms,100ms,100ms,100ms,100ms,100ms,100ms,100ms\"\n";
+    let later = "2026-11-25T12:00:00Z";
+    let Some(mut c) = Cluster::start_with(config, [&[], &[("DROPSLOT_NOW", later)]]) else { return };
+    let rx = Receiver::start().await;
+    let id = c.subscribe(&rx.url).await;
+    let (status, body, _) = c.post(0, &format!("/webhooks/{id}/rotate-secret"), &json!({}), None).await;
+    assert_eq!(status, 200, "{body}");
+    rx.answer_by_default(Answer { status: 200, hang: true });
+    let mut codes = BTreeSet::new();
+    for i in 0..12 {
+        let (status, body, _) = c.post(i, "/requests/sync", &request(&[500.0]), None).await;
+        assert_eq!(status, 201, "{body}");
+        codes.insert(tracking(&body));
+    }
+    // A holds claims (its requests hang); kill it there, and start it again at once.
+    let held = rx.wait_until("requests of A hanging", |g| g.iter().filter(|r| sender(r) == 0).count() >= 2).await;
+    c.kill(0);
+    rx.answer_by_default(Answer::status(200));
+    c.restart(0);
+    let expected = codes.len() * 2;
+    let got = rx
+        .wait_until(&format!("{expected} events delivered after the kill"), |g| {
+            g.iter().filter(|r| r.ok()).map(Received::id).collect::<BTreeSet<_>>().len() >= expected
+        })
+        .await;
+    let answered_by_b = got.iter().filter(|r| r.ok() && sender(r) == 1).count();
+    assert!(answered_by_b > 0, "B answered deliveries after the kill");
+    // Every lease ever taken has run out, and both processes have claimed since: an order
+    // through each, delivered.
+    let leases = c.db.scalar("SELECT coalesce(max(next_attempt_ms), 0) FROM webhook_deliveries");
+    let past = format!("SELECT (extract(epoch FROM clock_timestamp()) * 1000 > {leases})::int");
+    let run_out = async {
+        while c.db.scalar(&past) == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), run_out).await.expect("the leases run out");
+    for p in [0, 1] {
+        let (status, body, _) = c.post(p, "/requests/sync", &request(&[500.0]), None).await;
+        assert_eq!(status, 201, "{body}");
+        codes.insert(tracking(&body));
+    }
+    let expected = codes.len() * 2;
+    let got = rx
+        .wait_until(&format!("{expected} events delivered"), |g| {
+            g.iter().filter(|r| r.ok()).map(Received::id).collect::<BTreeSet<_>>().len() >= expected
+        })
+        .await;
+    let delivered: BTreeSet<&str> = got.iter().filter(|r| r.ok()).map(Received::id).collect();
+    for r in &held {
+        assert!(delivered.contains(r.id()), "{} was in flight at the kill and is delivered", r.id());
+    }
+    assert_eq!(duplicates(&got), Vec::<String>::new(), "nothing answered is sent again");
+    let finished = c.db.scalar("SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'");
+    assert_eq!(finished, i64::try_from(expected).unwrap(), "each delivery recorded delivered once");
 }
