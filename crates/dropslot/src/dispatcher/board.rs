@@ -38,6 +38,8 @@ struct BoardPage {
 
 /// One van in the tentative plan.
 struct VanRow {
+    /// The driver's name (empty for a driver deleted since the plan was made).
+    name: String,
     driver: String,
     stops: usize,
     parcels: String,
@@ -162,8 +164,11 @@ pub(super) async fn show(State(app): State<App>, session: OpsSession, RawQuery(r
                 .unwrap_or_default()
         };
         let plan = app.store.tentative_plan(&depot.code, date).await.map_err(|e| fail(&session)(e.into()))?;
+        let drivers = app.store.drivers(Some(&depot.code)).await.map_err(|e| fail(&session)(e.into()))?;
         for u in plan.map(|p| p.uses()).unwrap_or_default() {
+            let name = drivers.iter().find(|d| d.id == u.driver).map(|d| d.driver.name.clone()).unwrap_or_default();
             vans.push(VanRow {
+                name,
                 driver: u.driver,
                 stops: u.stops,
                 parcels: format!("{} / {}", u.parcels, u.capacity_parcels),

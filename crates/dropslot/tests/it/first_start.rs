@@ -104,7 +104,10 @@ async fn a_new_database_starts_with_the_whole_demo_and_sells_on_its_fleet() {
     assert!(!b.current_url().await.contains("token"), "{}", b.current_url().await);
     let main = b.text("main").await;
     // The fleet's day: the two demo vans of YYZ1, the order's stop on one of them.
-    assert!(main.contains("The fleet's day") && main.contains("1 / 80"), "the board shows the demo fleet: {main}");
+    assert!(
+        main.contains("The fleet's day") && main.contains("Demo driver 2 (YYZ1)") && main.contains("1 / 80"),
+        "the board shows the demo fleet: {main}"
+    );
     drop(b);
 
     drop(first);
