@@ -1,6 +1,6 @@
 //! The answers operations share, added from what each operation is: its security (token
-//! checks, rate limits), whether it reads a body (the `JsonBody` refusals), and what every
-//! request can meet (500, 503). Handlers' attributes list only their own answers; one they
+//! checks, the 403 of each scheme to the other kinds of token, rate limits), whether it reads
+//! a body (the `JsonBody` refusals), and what every request can meet (500, 503). Handlers' attributes list only their own answers; one they
 //! already give keeps its description. Every response gets its `X-Request-Id` header.
 
 use utoipa::openapi::path::Operation;
@@ -68,6 +68,9 @@ fn complete_operation(op: &mut Operation) {
     }
     if schemes.iter().any(|s| s == "operator_token") {
         add(op, 403, "A client token (`test`, `live`, `ops`) or a `driver` token: this takes operator tokens only.");
+    }
+    if schemes.iter().any(|s| s == "driver_token") {
+        add(op, 403, "A client token (`test`, `live`, `ops`) or an `operator` token: the driver API takes driver tokens only.");
     }
     if body {
         add(op, 408, "The body did not arrive in time.");
