@@ -227,7 +227,7 @@ async fn a_generated_python_client_works_end_to_end() {
 /// A value for a parameter of the document: its first `enum` value or its `example` where it
 /// has one, else a well-formed value that names nothing stored (so no call changes what
 /// another sees, in whatever order they run).
-fn plausible(param: &Value) -> String {
+pub(crate) fn plausible(param: &Value) -> String {
     let schema = &param["schema"];
     if let Some(first) = schema["enum"].get(0).and_then(Value::as_str) {
         return first.to_string();
