@@ -37,6 +37,7 @@ impl AfterFailure {
 /// A client's attempts policy in one mode (`[attempts]` gives the defaults).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", schema(example = json!({"max_attempts": 3, "after_failure": "reattempt", "max_return_attempts": 2})))]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     /// Delivery attempts before a failed shipment can only be returned or cancelled (1–10).

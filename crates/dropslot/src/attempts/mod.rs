@@ -48,7 +48,7 @@ pub(crate) async fn read_settings(State(app): State<App>, caller: Caller) -> Res
     description = "Takes effect at the next failure: the policy in force when an attempt fails decides what follows it (and is written to the shipment as its `max_attempts`).",
     responses(
         (status = 200, description = "The policy now.", body = Envelope<Policy>),
-        (status = 400, description = "Not JSON, a missing or unknown field, an unknown `after_failure`.", body = ErrorEnvelope),
+        (status = 400, description = "Not JSON, an unknown field, an unknown `after_failure`.", body = ErrorEnvelope),
         (status = 422, description = "`max_attempts` or `max_return_attempts` outside 1–10.", body = ErrorEnvelope),
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]

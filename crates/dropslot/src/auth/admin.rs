@@ -66,7 +66,7 @@ struct ClientCreated<'a> {
         (status = 422, description = "The name is not 1–200 characters (`name`).", body = ErrorEnvelope),
     ))]
 async fn create_client(_: Admin, State(app): State<App>, JsonBody(body, _): JsonBody<NewClient>) -> Result<Response> {
-    let name = body.name.unwrap_or_default();
+    let name = body.name.ok_or_else(|| Error::invalid("name", "The name is required."))?;
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 200 {
         return Err(Error::invalid("name", "The name must be 1 to 200 characters."));
@@ -136,11 +136,10 @@ async fn create_token(
     PathParam(client): PathParam<i64>,
     JsonBody(body, _): JsonBody<NewToken>,
 ) -> Result<Response> {
-    let kind = body
-        .kind
-        .as_deref()
-        .and_then(TokenKind::parse)
-        .ok_or_else(|| Error::invalid("kind", "The kind must be one of test, live, ops."))?;
+    let kind =
+        body.kind.as_deref().ok_or_else(|| Error::invalid("kind", "The kind is required: test, live or ops."))?;
+    let kind =
+        TokenKind::parse(kind).ok_or_else(|| Error::invalid("kind", "The kind must be one of test, live, ops."))?;
     let client = ClientId(client);
     if !app.store.client_exists(client).await? {
         return Err(Error::NotFound);

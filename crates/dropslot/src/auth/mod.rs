@@ -41,6 +41,12 @@ pub fn hash(token: &str) -> TokenHash {
 
 /// A client's negotiated terms; absent fields fall back to the configuration.
 #[derive(Debug, Default, Deserialize, serde::Serialize, PartialEq, utoipa::ToSchema)]
+#[schema(example = json!({
+    "pricing": {"min_price": "30.00", "payment_type": {"id": 2, "code": "card", "name": "Card"},
+                "sizes": [{"code": "small", "name": "Small", "max_grams": 3000, "price": "7.50", "note": "Up to 3 kg"}]},
+    "limits": {"order_drop_offs": 1, "order_parcels_per_drop_off": 10, "preview_drop_offs": 100, "preview_parcels_per_drop_off": 50},
+    "rate_limits": {"preview": {"per_second": 20, "burst": 40}, "orders": {"per_second": 5, "burst": 10}, "other": {"per_second": 20, "burst": 40}}
+}))]
 #[serde(deny_unknown_fields)]
 pub struct ClientSettings {
     #[serde(default)]

@@ -365,14 +365,18 @@ async fn put(_: Admin, State(app): State<App>, JsonBody(body, _): JsonBody<Capac
         }
     };
     let code = body.time_slot_code.as_deref().unwrap_or("");
-    if let Some((_, _, slots)) = place {
+    if body.time_slot_code.is_none() {
+        errors.add("time_slot_code", "The time slot code is required.");
+    } else if let Some((_, _, slots)) = place {
         if !slots.iter().any(|s| s.code == code) {
             errors.add("time_slot_code", "This is not a time slot of that zone or city.");
         }
     }
-    let date = date_at("date", body.date.as_deref().unwrap_or("")).ok();
-    if date.is_none() {
-        errors.add("date", "A date is written YYYY-MM-DD.");
+    let date = body.date.as_deref().and_then(|d| date_at("date", d).ok());
+    match (&body.date, date) {
+        (None, _) => errors.add("date", "The date is required (YYYY-MM-DD)."),
+        (Some(_), None) => errors.add("date", "A date is written YYYY-MM-DD."),
+        (Some(_), Some(_)) => {}
     }
     // The override's part: `None` inherits the configuration, `Some(None)` is unlimited.
     let mut part = |name: &str, v: Given| match v {

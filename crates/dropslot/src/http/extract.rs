@@ -1,6 +1,6 @@
 //! `JsonBody<T>`: the one way a request body enters the service. Non-JSON or compressed →
 //! 415, over the limit → 413, stalled → 408, malformed → 400, a wrong type → 400 naming the
-//! dotted field path (see `json.rs`). `FormBody`, the same for a public page's plain HTML
+//! dotted field path, a required field left out → 422 at its path (see `json.rs`). `FormBody`, the same for a public page's plain HTML
 //! form. Also `PathParam` and `query_params`, the other two ways input enters.
 
 use std::collections::HashMap;

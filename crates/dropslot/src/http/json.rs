@@ -9,9 +9,12 @@
 //!
 //! [`from_value`] reads through [`Strict`], a deserializer over `&Value` that refuses an array
 //! where an object is expected (serde's derive would read it by position) and words every
-//! type error in JSON terms ("must be an object, not an array"), never in Rust's.
+//! type error in JSON terms ("must be an object, not an array"), never in Rust's. A required
+//! field left out is a 422 at its path, every one of them: a failed read is read again with
+//! each such field as a hole until no fault is left or one is a 400.
 
 use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
@@ -45,46 +48,118 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, Error> {
     })
 }
 
-/// Reads a typed request from a parsed body; a type error is a 400 at its dotted path, a
-/// value refused by the type's own rule ([`dropslot_core::rule::invalid_value`]) a 422 at its path.
+/// Reads a typed request from a parsed body. A wrong JSON type, an unknown field or value is
+/// a 400 at its dotted path; a required field left out ("This field is required.") or a value
+/// refused by the type's own rule ([`dropslot_core::rule::invalid_value`]) is a 422 at its
+/// path, every one of them (up to [`MOST_INVALID`]) unless the body also has a 400's fault,
+/// which comes first (JSON types are checked before validation, docs/api.md).
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {
     // Most bodies are valid: read them without tracking the path (the tracking wrapper was
     // about 1.5 % of a preview), and only a failing one again, with it, for its error's path.
     // The read is deterministic, so the second fails the same way.
-    if let Ok(typed) = T::deserialize(Strict(value)) {
+    let mut holes = Holes::default();
+    if let Ok(typed) = T::deserialize(Strict::new(value, &holes)) {
         return Ok(typed);
     }
-    serde_path_to_error::deserialize(Strict(value)).map_err(|e| {
-        let mut path = dotted(e.path());
-        let mut message = e.inner().to_string();
+    // serde stops at the first fault. A field left out or a value refused is read again as a
+    // hole (an empty value of whatever type is asked), so the next read goes on past it and
+    // finds the next fault, until none is left or one is a 400.
+    let mut invalid = FieldErrors::new();
+    loop {
+        let e = match serde_path_to_error::deserialize::<_, T>(Strict::new(value, &holes)) {
+            Ok(typed) if invalid.is_empty() => return Ok(typed),
+            Ok(_) => return Err(Error::Validation(invalid)),
+            Err(e) => e,
+        };
+        let message = e.inner().to_string();
+        let Some(at) = resolve(value, e.path(), &holes) else {
+            // A fault inside a hole is one of the hole's own making: the field's is reported.
+            return Err(if invalid.is_empty() { wrong_shape(e.path(), message) } else { Error::Validation(invalid) });
+        };
         if let Some(rule) = dropslot_core::rule::broken(&message) {
-            return Error::Validation(FieldErrors::single(path, rule));
-        }
-        // serde's derive words these itself, in Rust terms: say them in the client's.
-        if let Some(field) = between(&message, "missing field `", "`") {
-            path = join(&path, field);
-            message = "This field is required.".into();
-        } else if let Some(field) = between(&message, "unknown field `", "`") {
-            // The path already ends at the unknown key when it was read as a map entry.
-            if path != field && !path.ends_with(&format!(".{field}")) {
-                path = join(&path, field);
-            }
-            message = "This field is not allowed here.".into();
-        } else if let Some(variant) = between(&message, "unknown variant `", "`") {
-            message = format!("{variant:?} is not one of the allowed values.");
-        }
-        if path.is_empty() {
-            Error::BadRequest {
-                message: "The request body must be a JSON object.".into(),
-                errors: FieldErrors::single("body", message),
-            }
+            invalid.add(dotted(e.path()), rule);
+            holes.refused.insert(std::ptr::from_ref(at) as usize);
+        } else if let (Some(field), Value::Object(object)) = (between(&message, "missing field `", "`"), at) {
+            invalid.add(join(&dotted(e.path()), field), "This field is required.");
+            holes.missing.entry(std::ptr::from_ref(object) as usize).or_default().push(field.to_string());
         } else {
-            Error::BadRequest {
-                message: "A field has the wrong JSON type.".into(),
-                errors: FieldErrors::single(path, message),
-            }
+            return Err(wrong_shape(e.path(), message));
         }
-    })
+        if invalid.len_total() >= MOST_INVALID {
+            return Err(Error::Validation(invalid));
+        }
+    }
+}
+
+/// At most this many faults of a body are looked for (each costs a read of the whole body).
+const MOST_INVALID: usize = 32;
+
+/// The 400 of a fault that is not a value's: its message says what the errors say.
+fn wrong_shape(path: &serde_path_to_error::Path, message: String) -> Error {
+    let mut path = dotted(path);
+    let mut message = message;
+    // serde's derive words these itself, in Rust terms: say them in the client's.
+    let summary = if let Some(field) = between(&message, "unknown field `", "`") {
+        // The path already ends at the unknown key when it was read as a map entry.
+        if path != field && !path.ends_with(&format!(".{field}")) {
+            path = join(&path, field);
+        }
+        message = "This field is not allowed here.".into();
+        "A field is not one this request takes."
+    } else if let Some(variant) = between(&message, "unknown variant `", "`") {
+        message = format!("{variant:?} is not one of the allowed values.");
+        "A field has a value that is not one of the allowed values."
+    } else if message.starts_with("Must be a whole number from ") {
+        "A number in the request body is out of range."
+    } else {
+        "A field has the wrong JSON type."
+    };
+    if path.is_empty() {
+        Error::BadRequest {
+            message: "The request body must be a JSON object.".into(),
+            errors: FieldErrors::single("body", message),
+        }
+    } else {
+        Error::BadRequest { message: summary.into(), errors: FieldErrors::single(path, message) }
+    }
+}
+
+/// The value of the body at `path`, when it is one the client sent (not a hole, nor inside one).
+fn resolve<'v>(value: &'v Value, path: &serde_path_to_error::Path, holes: &Holes) -> Option<&'v Value> {
+    use serde_path_to_error::Segment;
+    let mut at = value;
+    for seg in path {
+        if holes.is_hole(at) {
+            return None;
+        }
+        at = match (seg, at) {
+            (Segment::Map { key } | Segment::Enum { variant: key }, Value::Object(m)) => m.get(key.as_str())?,
+            (Segment::Seq { index }, Value::Array(a)) => a.get(*index)?,
+            _ => return None,
+        };
+    }
+    (!holes.is_hole(at)).then_some(at)
+}
+
+/// Where a read goes on past a fault: the fields an object lacks and the values a rule
+/// refused, each read as a hole. Nodes are known by their address in the body being read
+/// (never by their content, so no body can send a hole).
+#[derive(Default)]
+struct Holes {
+    /// Object (by address) → the required fields it lacks.
+    missing: HashMap<usize, Vec<String>>,
+    /// Values (by address) a rule refused.
+    refused: HashSet<usize>,
+}
+
+/// What a hole reads from: a value no body holds.
+static HOLE: Value = Value::Null;
+
+impl Holes {
+    fn is_hole(&self, v: &Value) -> bool {
+        std::ptr::eq(v, std::ptr::from_ref(&HOLE))
+            || (!self.refused.is_empty() && self.refused.contains(&(std::ptr::from_ref(v) as usize)))
+    }
 }
 
 /// The canonical text of a value: object keys sorted, no whitespace. Two bodies that differ
@@ -200,8 +275,35 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
 }
 
-/// A deserializer over a parsed value that accepts only the JSON type a field asks for.
-struct Strict<'a>(&'a Value);
+/// A deserializer over a parsed value that accepts only the JSON type a field asks for. A
+/// hole ([`Holes`]) reads as the empty value of whatever type is asked (`false`, `0`, `""`,
+/// `[]`, no value, a struct of holes), so that a read goes on past it.
+#[derive(Clone, Copy)]
+struct Strict<'a> {
+    value: &'a Value,
+    holes: &'a Holes,
+}
+
+impl<'a> Strict<'a> {
+    fn new(value: &'a Value, holes: &'a Holes) -> Self {
+        Strict { value, holes }
+    }
+    fn hole(&self) -> bool {
+        self.holes.is_hole(self.value)
+    }
+    fn fields(self, m: &'a Map<String, Value>) -> Fields<'a> {
+        // A first read has no holes: no lookup on the path every valid body takes.
+        let lacking = if self.holes.missing.is_empty() {
+            &[][..]
+        } else {
+            self.holes.missing.get(&(std::ptr::from_ref(m) as usize)).map_or(&[][..], Vec::as_slice)
+        };
+        Fields { entries: Some(m.iter()), lacking: lacking.iter(), named: [].iter(), value: None, holes: self.holes }
+    }
+    fn seq(self, items: &'a [Value]) -> Seq<'a> {
+        Seq { items: items.iter(), holes: self.holes }
+    }
+}
 
 /// "an array", "a string", …: how a JSON value is named in an error message.
 fn kind(v: &Value) -> &'static str {
@@ -232,13 +334,16 @@ fn whole(n: &Value) -> Option<i64> {
 macro_rules! integer {
     ($method:ident, $visit:ident, $t:ty, $via:ident) => {
         fn $method<V: Visitor<'de>>(self, v: V) -> Result<V::Value, serde_json::Error> {
-            let n = self.0.$via().and_then(|n| <$t>::try_from(n).ok());
-            match n.or_else(|| whole(self.0).and_then(|n| <$t>::try_from(n).ok())) {
+            if self.hole() {
+                return v.$visit(0);
+            }
+            let n = self.value.$via().and_then(|n| <$t>::try_from(n).ok());
+            match n.or_else(|| whole(self.value).and_then(|n| <$t>::try_from(n).ok())) {
                 Some(n) => v.$visit(n),
-                None if self.0.is_i64() || self.0.is_u64() || whole(self.0).is_some() => {
+                None if self.value.is_i64() || self.value.is_u64() || whole(self.value).is_some() => {
                     Err(de::Error::custom(format_args!("Must be a whole number from {} to {}.", <$t>::MIN, <$t>::MAX)))
                 }
-                None => Err(wrong("an integer", self.0)),
+                None => Err(wrong("an integer", self.value)),
             }
         }
     };
@@ -248,7 +353,10 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
     type Error = serde_json::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-        match self.0 {
+        if self.hole() {
+            return v.visit_unit();
+        }
+        match self.value {
             Value::Null => v.visit_unit(),
             Value::Bool(b) => v.visit_bool(*b),
             Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
@@ -258,13 +366,14 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
                 _ => Err(de::Error::custom("Must be a number.")),
             },
             Value::String(s) => v.visit_borrowed_str(s),
-            Value::Array(a) => v.visit_seq(Seq { items: a.iter() }),
-            Value::Object(m) => v.visit_map(Fields { entries: m.iter(), value: None }),
+            Value::Array(a) => v.visit_seq(self.seq(a)),
+            Value::Object(m) => v.visit_map(self.fields(m)),
         }
     }
 
     fn deserialize_bool<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-        match self.0 {
+        match self.value {
+            _ if self.hole() => v.visit_bool(false),
             Value::Bool(b) => v.visit_bool(*b),
             other => Err(wrong("true or false", other)),
         }
@@ -283,9 +392,10 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
         self.deserialize_f64(v)
     }
     fn deserialize_f64<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-        match self.0.as_f64() {
+        match self.value.as_f64() {
+            _ if self.hole() => v.visit_f64(0.0),
             Some(f) => v.visit_f64(f),
-            None => Err(wrong("a number", self.0)),
+            None => Err(wrong("a number", self.value)),
         }
     }
 
@@ -293,7 +403,8 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
         self.deserialize_str(v)
     }
     fn deserialize_str<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-        match self.0 {
+        match self.value {
+            _ if self.hole() => v.visit_borrowed_str(""),
             Value::String(s) => v.visit_borrowed_str(s),
             other => Err(wrong("a string", other)),
         }
@@ -309,13 +420,15 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-        match self.0 {
+        match self.value {
+            _ if self.hole() => v.visit_none(),
             Value::Null => v.visit_none(),
             _ => v.visit_some(self),
         }
     }
     fn deserialize_unit<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-        match self.0 {
+        match self.value {
+            _ if self.hole() => v.visit_unit(),
             Value::Null => v.visit_unit(),
             other => Err(wrong("null", other)),
         }
@@ -328,8 +441,9 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-        match self.0 {
-            Value::Array(a) => v.visit_seq(Seq { items: a.iter() }),
+        match self.value {
+            _ if self.hole() => v.visit_seq(self.seq(&[])),
+            Value::Array(a) => v.visit_seq(self.seq(a)),
             other => Err(wrong("an array", other)),
         }
     }
@@ -346,17 +460,21 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
-        match self.0 {
-            Value::Object(m) => v.visit_map(Fields { entries: m.iter(), value: None }),
+        match self.value {
+            _ if self.hole() => v.visit_map(Fields::holes(&[], self.holes)),
+            Value::Object(m) => v.visit_map(self.fields(m)),
             other => Err(wrong("an object", other)),
         }
     }
     fn deserialize_struct<V: Visitor<'de>>(
         self,
         _: &'static str,
-        _: &'static [&'static str],
+        fields: &'static [&'static str],
         v: V,
     ) -> Result<V::Value, Self::Error> {
+        if self.hole() {
+            return v.visit_map(Fields::holes(fields, self.holes));
+        }
         // Never by position: serde's derive would read `["a", "b"]` as a struct.
         self.deserialize_map(v)
     }
@@ -364,10 +482,14 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         _: &'static str,
-        _: &'static [&'static str],
+        variants: &'static [&'static str],
         v: V,
     ) -> Result<V::Value, Self::Error> {
-        match self.0 {
+        match self.value {
+            _ if self.hole() => {
+                let first = variants.first().copied().unwrap_or_default();
+                v.visit_enum(IntoDeserializer::<serde_json::Error>::into_deserializer(first))
+            }
             Value::String(s) => v.visit_enum(s.as_str().into_deserializer()),
             other => Err(wrong("a string", other)),
         }
@@ -383,6 +505,7 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
 
 struct Seq<'a> {
     items: std::slice::Iter<'a, Value>,
+    holes: &'a Holes,
 }
 
 impl<'de> SeqAccess<'de> for Seq<'de> {
@@ -390,7 +513,7 @@ impl<'de> SeqAccess<'de> for Seq<'de> {
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Self::Error> {
         match self.items.next() {
             None => Ok(None),
-            Some(v) => seed.deserialize(Strict(v)).map(Some),
+            Some(v) => seed.deserialize(Strict::new(v, self.holes)).map(Some),
         }
     }
     fn size_hint(&self) -> Option<usize> {
@@ -398,25 +521,41 @@ impl<'de> SeqAccess<'de> for Seq<'de> {
     }
 }
 
+/// An object's entries, then the fields it lacks (each a hole); or a hole's struct: each of
+/// its named fields a hole.
 struct Fields<'a> {
-    entries: serde_json::map::Iter<'a>,
+    entries: Option<serde_json::map::Iter<'a>>,
+    lacking: std::slice::Iter<'a, String>,
+    named: std::slice::Iter<'static, &'static str>,
     value: Option<&'a Value>,
+    holes: &'a Holes,
+}
+
+impl<'a> Fields<'a> {
+    fn holes(named: &'static [&'static str], holes: &'a Holes) -> Self {
+        Fields { entries: None, lacking: [].iter(), named: named.iter(), value: None, holes }
+    }
 }
 
 impl<'de> MapAccess<'de> for Fields<'de> {
     type Error = serde_json::Error;
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Self::Error> {
-        match self.entries.next() {
-            None => Ok(None),
-            Some((k, v)) => {
-                self.value = Some(v);
-                seed.deserialize(de::value::BorrowedStrDeserializer::new(k)).map(Some)
-            }
-        }
+        let (key, value): (&'de str, &'de Value) = match self.entries.as_mut().and_then(Iterator::next) {
+            Some((k, v)) => (k.as_str(), v),
+            None => match self.lacking.next() {
+                Some(k) => (k.as_str(), &HOLE),
+                None => match self.named.next() {
+                    Some(k) => (k, &HOLE),
+                    None => return Ok(None),
+                },
+            },
+        };
+        self.value = Some(value);
+        seed.deserialize(de::value::BorrowedStrDeserializer::new(key)).map(Some)
     }
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Self::Error> {
         let v = self.value.take().ok_or_else(|| de::Error::custom("a value was read twice"))?;
-        seed.deserialize(Strict(v))
+        seed.deserialize(Strict::new(v, self.holes))
     }
 }
 
@@ -503,6 +642,83 @@ mod tests {
         assert!(e.contains("a.0.v"), "{e:?}");
         assert!(matches!(typed("{\"a\":"), Err(Error::BadRequest { .. })));
         assert!(matches!(typed("{} trailing"), Err(Error::BadRequest { .. })));
+    }
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct R {
+        code: String,
+        count: u8,
+        inner: Vec<I>,
+        note: Option<String>,
+    }
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct I {
+        at: String,
+        shape: S,
+        price: Option<dropslot_core::money::Money>,
+    }
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct S {
+        w: u32,
+        h: u32,
+    }
+
+    fn required(body: &str) -> Result<R, Error> {
+        from_value(&parse_value(body.as_bytes())?)
+    }
+
+    fn invalid(body: &str) -> Vec<(String, String)> {
+        match required(body) {
+            Err(Error::Validation(e)) => e.iter().map(|(p, m)| (p.to_string(), m.to_string())).collect(),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_field_is_a_422_at_its_path_and_every_one_is_named() {
+        let req = |p: &str| (p.to_string(), "This field is required.".to_string());
+        assert_eq!(invalid(r#"{"count":1,"inner":[]}"#), vec![req("code")]);
+        assert_eq!(invalid("{}"), vec![req("code"), req("count"), req("inner")], "every one, not the first");
+        // Inside arrays and nested objects, each at its own path; a hole's own fields are not
+        // reported (a missing `shape` is one fault, not three).
+        let body = r#"{"code":"c","count":1,"inner":[{"at":"x","shape":{"w":1,"h":2}},{"shape":{"w":1}},{"at":"y"}]}"#;
+        assert_eq!(invalid(body), vec![req("inner.1.at"), req("inner.1.shape.h"), req("inner.2.shape")]);
+        // A rule's refusal and a missing field are both validation: one 422 names both.
+        let body = r#"{"code":"c","count":1,"inner":[{"at":"x","shape":{"w":1},"price":"1.234"}]}"#;
+        let found = invalid(body);
+        assert!(
+            found.contains(&req("inner.0.shape.h")) && found.iter().any(|(p, _)| p == "inner.0.price"),
+            "{found:?}"
+        );
+        // A field given is never reported missing (`null` is a value of the wrong type).
+        assert!(required(r#"{"code":"c","count":1,"inner":[],"note":null}"#).is_ok());
+    }
+
+    #[test]
+    fn a_wrong_type_comes_before_a_missing_field_and_every_message_says_what_its_errors_say() {
+        // The wrong type is found after the missing field was read past: still the 400.
+        let (m, e) = errors(required(r#"{"count":1,"inner":[{"at":"x"}],"note":5}"#).unwrap_err());
+        assert_eq!(
+            (m.as_str(), e),
+            ("A field has the wrong JSON type.", FieldErrors::single("note", "Must be a string, not an integer."))
+        );
+        let (m, e) = errors(required(r#"{"code":"c","count":1,"inner":[],"x":1}"#).unwrap_err());
+        assert_eq!(
+            (m.as_str(), e),
+            ("A field is not one this request takes.", FieldErrors::single("x", "This field is not allowed here."))
+        );
+        let (m, e) = errors(required(r#"{"code":"c","count":300,"inner":[]}"#).unwrap_err());
+        assert_eq!(
+            (m.as_str(), e),
+            (
+                "A number in the request body is out of range.",
+                FieldErrors::single("count", "Must be a whole number from 0 to 255.")
+            )
+        );
     }
 
     #[test]

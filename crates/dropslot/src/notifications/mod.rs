@@ -46,7 +46,7 @@ async fn read_settings(State(app): State<App>, caller: Caller) -> Result<Respons
     summary = "Replace the recipient notification settings", security(("client_token" = [])), request_body = NotificationSettings,
     responses(
         (status = 200, description = "The settings now.", body = Envelope<NotificationSettings>),
-        (status = 400, description = "Not JSON, a missing or unknown field.", body = ErrorEnvelope),
+        (status = 400, description = "Not JSON, an unknown field.", body = ErrorEnvelope),
         (status = 422, description = "`sender_name`: 1 to 100 characters, no line breaks.", body = ErrorEnvelope),
     ))]
 #[tracing::instrument(level = "debug", skip_all, err(level = "debug"))]

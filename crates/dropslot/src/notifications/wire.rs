@@ -118,6 +118,8 @@ fn on() -> bool {
 
 /// A client's notification settings in one mode (CONTRACT §14): all on by default.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({"sender_name": "Maple Goods", "email": true, "sms": false,
+    "triggers": {"scheduled": true, "out_for_delivery": true, "delivered": true, "failed": true}}))]
 #[serde(deny_unknown_fields)]
 pub struct NotificationSettings {
     /// The name the recipient sees as the sender (1–100 characters, no line breaks); empty

@@ -5,7 +5,7 @@
 //! To document a new operation: annotate its handler with `#[utoipa::path(...)]` (path
 //! relative to the API prefix, a `tag`, an `operation_id`, its `security`, its own success
 //! and error answers) and add the handler's path to [`Api`] (or [`Root`] for a root route).
-//! The answers every operation shares (400/401/403/408/413/415/429/500/503, `X-Request-Id`)
+//! The answers every operation shares (400/401/403/408/413/415/422/429/500/503, `X-Request-Id`)
 //! are added by [`responses::complete`] from the operation's security and request body.
 
 mod names;

@@ -1,6 +1,6 @@
 //! The answers operations share, added from what each operation is: its security (token
-//! checks, rate limits), whether it reads a body (the `JsonBody` refusals), and what every
-//! request can meet (500, 503). Handlers' attributes list only their own answers; one they
+//! checks, the 403 of each scheme to the other kinds of token, rate limits), whether it reads
+//! a body (the `JsonBody` refusals), and what every request can meet (500, 503). Handlers' attributes list only their own answers; one they
 //! already give keeps its description. Every response gets its `X-Request-Id` header.
 
 use utoipa::openapi::path::Operation;
@@ -47,8 +47,9 @@ fn complete_operation(op: &mut Operation) {
     if body {
         bad_request.push(
             "The body is not valid JSON or not an object, a number is out of range, nesting is too deep, a key \
-             appears twice, or a field has the wrong JSON type (`errors` names the path). `Content-Type` was sent \
-             more than once (`header.Content-Type`).",
+             appears twice, or a field has the wrong JSON type, is not one the body takes, or has a value outside \
+             its allowed ones (`errors` names the path). `Content-Type` was sent more than once \
+             (`header.Content-Type`).",
         );
     }
     if authenticated {
@@ -69,6 +70,16 @@ fn complete_operation(op: &mut Operation) {
     if schemes.iter().any(|s| s == "operator_token") {
         add(op, 403, "A client token (`test`, `live`, `ops`) or a `driver` token: this takes operator tokens only.");
     }
+    if schemes.iter().any(|s| s == "driver_token") {
+        add(
+            op,
+            403,
+            "A client token (`test`, `live`, `ops`) or an `operator` token: the driver API takes driver tokens only.",
+        );
+    }
+    if json_body(op) {
+        required(op);
+    }
     if body {
         add(op, 408, "The body did not arrive in time.");
         add(op, 413, "The body is larger than the limit (1 MiB by default).");
@@ -88,6 +99,28 @@ fn complete_operation(op: &mut Operation) {
         if let RefOr::T(response) = response {
             decorate(status, response, rate_limited);
         }
+    }
+}
+
+/// Whether the operation reads a JSON body (through `JsonBody`).
+fn json_body(op: &Operation) -> bool {
+    op.request_body.as_ref().is_some_and(|b| b.content.contains_key("application/json"))
+}
+
+/// What a JSON body's read answers to a required field left out: the 422 at its path.
+const REQUIRED: &str = "A required field left out, at its path (\"This field is required.\" or the field's own words).";
+
+/// Adds [`REQUIRED`] to the operation's 422, or the 422 with it.
+fn required(op: &mut Operation) {
+    match op.responses.responses.get_mut("422") {
+        Some(RefOr::T(response)) => {
+            if !response.description.is_empty() {
+                response.description.push(' ');
+            }
+            response.description.push_str(REQUIRED);
+        }
+        Some(RefOr::Ref(_)) => {}
+        None => add(op, 422, REQUIRED),
     }
 }
 

@@ -42,6 +42,7 @@ mod ratelimit;
 mod reads;
 mod receiver;
 mod reports;
+mod required;
 mod returns;
 mod roads;
 mod sandbox;

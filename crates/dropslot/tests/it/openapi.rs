@@ -223,3 +223,148 @@ async fn a_generated_python_client_works_end_to_end() {
         models.iter().filter(|m| m.starts_with("Envelope") || m.contains("ObjectObject")).collect();
     assert!(awkward.is_empty(), "generated model names: {awkward:?}");
 }
+
+/// A value for a parameter of the document: its first `enum` value or its `example` where it
+/// has one, else a well-formed value that names nothing stored (so no call changes what
+/// another sees, in whatever order they run).
+pub(crate) fn plausible(param: &Value) -> String {
+    let schema = &param["schema"];
+    if let Some(first) = schema["enum"].get(0).and_then(Value::as_str) {
+        return first.to_string();
+    }
+    if let Some(example) = param["example"].as_str().or_else(|| schema["example"].as_str()) {
+        return example.to_string();
+    }
+    let integer =
+        schema["type"] == "integer" || schema["type"].as_array().is_some_and(|t| t.contains(&"integer".into()));
+    if integer {
+        return "987654321".into();
+    }
+    if schema["format"] == "date" {
+        return crate::driver_api::DATE.into();
+    }
+    match param["name"].as_str().unwrap_or_default() {
+        "unique_id" | "tracking_code" => "DOFF7M2Q9XR4TB".into(),
+        "custom_code" => "UNKNOWNCODE000000001".into(),
+        "id" => "DRV01J9Z3K4M5N6P7Q8R9S0T1".into(),
+        "text" => crate::common::DROP_OFF.into(),
+        "depot" => "YYZ1".into(),
+        _ => "unknown".into(),
+    }
+}
+
+/// Whether an answer of `status` is one the operation documents (exactly, as a range, or
+/// as its default).
+fn documented(op: &Value, status: u16) -> bool {
+    let responses = &op["responses"];
+    let range = format!("{}XX", status / 100);
+    [status.to_string(), range, "default".into()].iter().any(|k| responses.get(k).is_some())
+}
+
+/// One call of [`every_answer_to_every_kind_of_token_is_documented`].
+struct Call {
+    op: Value,
+    method: reqwest::Method,
+    path: String,
+    query: Vec<(String, String)>,
+    headers: Vec<String>,
+    body: Option<String>,
+    kind: &'static str,
+    token: Option<String>,
+}
+
+/// Issue 47: every operation of the document, called with every kind of token (none, a
+/// client's `test`, `live` and `ops`, an operator's, a driver's, the admin's), answers only
+/// statuses the document lists for that operation. The calls come from the document itself
+/// (its paths, methods, parameters and body types), so a new operation is covered when it is
+/// documented. Path parameters name nothing stored and JSON bodies are `{}`: what is checked
+/// is every refusal a client can meet, token first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_to_every_kind_of_token_is_documented() {
+    use futures_util::StreamExt;
+
+    let s = TestServer::start().await;
+    let (_, test, live, ops) = s.new_client("Every Token Ltd").await;
+    let operator = crate::driver_api::operator(&s).await;
+    let (_, driver) = crate::driver_api::driver(&s, &operator, "Tess Token").await;
+    let tokens: Vec<(&'static str, Option<String>)> = vec![
+        ("none", None),
+        ("test", Some(test)),
+        ("live", Some(live)),
+        ("ops", Some(ops)),
+        ("operator", Some(operator)),
+        ("driver", Some(driver)),
+        ("admin", Some(crate::common::ADMIN_TOKEN.to_string())),
+    ];
+    let doc: Value = serde_json::from_str(&dropslot::openapi::JSON).unwrap();
+    let mut calls = Vec::new();
+    for (template, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let Ok(method) = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()) else { continue };
+            let params = op["parameters"].as_array().cloned().unwrap_or_default();
+            let mut path = template.clone();
+            let mut query = Vec::new();
+            let mut headers = Vec::new();
+            for p in &params {
+                let name = p["name"].as_str().unwrap();
+                let required = p["required"] == true;
+                match p["in"].as_str().unwrap() {
+                    "path" => path = path.replace(&format!("{{{name}}}"), &plausible(p)),
+                    "query" if required => query.push((name.to_string(), plausible(p))),
+                    "header" if required => headers.push(name.to_string()),
+                    _ => {}
+                }
+            }
+            assert!(!path.contains('{'), "{template}: a path parameter is not declared");
+            let body = op["requestBody"]["content"].as_object().and_then(|c| c.keys().next().cloned());
+            for (kind, token) in &tokens {
+                calls.push(Call {
+                    op: op.clone(),
+                    method: method.clone(),
+                    path: path.clone(),
+                    query: query.clone(),
+                    headers: headers.clone(),
+                    body: body.clone(),
+                    kind,
+                    token: token.clone(),
+                });
+            }
+        }
+    }
+    assert!(calls.len() >= 7 * 60, "the document's operations are all called: {}", calls.len());
+    let answers: Vec<(String, u16, bool)> = futures_util::stream::iter(calls.into_iter().enumerate())
+        .map(|(i, call)| {
+            let s = &s;
+            async move {
+                let Call { op, method, path, query, headers, body, kind, token } = call;
+                let mut req = s.http.request(method.clone(), format!("{}{path}", s.base)).query(&query);
+                for h in &headers {
+                    req = req.header(h.as_str(), format!("every-token-{i}"));
+                }
+                if let Some(token) = &token {
+                    req = req.bearer_auth(token);
+                }
+                req = match body.as_deref() {
+                    Some("application/json") => req.header("Content-Type", "application/json").body("{}"),
+                    Some(other) => req.header("Content-Type", other).body(""),
+                    None => req,
+                };
+                let r = s.send(req).await;
+                let status = r.status.as_u16();
+                let operation = format!("{method} {path} ({}) with {kind}: {status} {}", op["operationId"], r.body);
+                (operation, status, documented(&op, status))
+            }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let undocumented: Vec<&String> = answers.iter().filter(|(_, _, ok)| !ok).map(|(what, _, _)| what).collect();
+    assert!(undocumented.is_empty(), "answers the document does not list:\n{}", {
+        let lines: Vec<&str> = undocumented.iter().map(|s| s.as_str()).collect();
+        lines.join("\n")
+    });
+    // The calls reached past the token checks, and each token was refused somewhere.
+    for status in [200, 401, 403, 404, 422] {
+        assert!(answers.iter().any(|(_, s, _)| *s == status), "no call answered {status}");
+    }
+}

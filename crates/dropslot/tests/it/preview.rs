@@ -1,7 +1,7 @@
 //! `POST /requests/preview` end to end: every number of a preview checked by hand, size
 //! classes at their boundaries, unit conversion, scheduling under the pinned clock.
 
-use crate::common::{TestServer, cents, request};
+use crate::common::{TestServer, assert_envelope, cents, request};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -180,7 +180,12 @@ async fn negotiated_prices_apply_to_their_client_only() {
     let r = put(bad).await;
     assert_eq!(r.status, 422, "{}", r.body);
     assert!(!r.error_at("pricing").is_empty());
-    assert_eq!(put(json!({"limits": {"order_drop_offs": 0}})).await.status, 400, "incomplete limits: wrong shape");
+    // Incomplete limits: every field left out is named, at its path.
+    let r = put(json!({"limits": {"order_drop_offs": 0}})).await;
+    assert_envelope(&r, 422);
+    for field in ["order_parcels_per_drop_off", "preview_drop_offs", "preview_parcels_per_drop_off"] {
+        assert_eq!(r.error_at(&format!("limits.{field}")), ["This field is required."], "{}", r.body);
+    }
     let r = put(settings.clone()).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let r = s.post("/requests/preview", &test, &request(&[2500.0, 2500.0])).await;
