@@ -28,7 +28,9 @@
 # rlimits. Where a container cannot start at all, the test prints why and skips (exit 0).
 #
 # Root (rootful podman; through sudo when not root). DROPSLOT_BIN=PATH puts that binary in the
-# image instead of the one `cargo test --workspace --no-run` reports.
+# image instead of the one `cargo test --workspace --no-run` reports. With --full,
+# DROPSLOT_TOOLCHAIN (default: rustup's for this tree) and DROPSLOT_CARGO_REGISTRY (default
+# ~/.cargo/registry) name what the build uses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,17 +66,19 @@ if [ $full -eq 0 ]; then
     [ -x "$DROPSLOT_BIN" ] || fail "no dropslot binary ($DROPSLOT_BIN)"
     DROPSLOT_BIN=$(realpath "$DROPSLOT_BIN")
 fi
-toolchain=""
 if [ $full -eq 1 ]; then
     # The host's toolchain, as rustup resolves it for this tree (rustup cannot fetch one in a
-    # container here).
-    toolchain=$(dirname "$(dirname "$(rustup which rustc)")")
-    rust_version=$(rustc --version | cut -d' ' -f2)
+    # container here), and the host's cargo registry.
+    DROPSLOT_TOOLCHAIN=${DROPSLOT_TOOLCHAIN:-$(dirname "$(dirname "$(rustup which rustc)")")}
+    DROPSLOT_CARGO_REGISTRY=${DROPSLOT_CARGO_REGISTRY:-${CARGO_HOME:-$HOME/.cargo}/registry}
+    [ -x "$DROPSLOT_TOOLCHAIN/bin/rustc" ] || fail "no Rust toolchain at $DROPSLOT_TOOLCHAIN"
+    [ -d "$DROPSLOT_CARGO_REGISTRY" ] || fail "no cargo registry at $DROPSLOT_CARGO_REGISTRY"
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
     command -v sudo >/dev/null 2>&1 || fail "needs root (rootful podman, debootstrap)"
     exec sudo DROPSLOT_BIN="${DROPSLOT_BIN:-}" DROPSLOT_CONTAINER_CACHE="${DROPSLOT_CONTAINER_CACHE:-$HOME/.cache/dropslot/container}" \
+        DROPSLOT_TOOLCHAIN="${DROPSLOT_TOOLCHAIN:-}" DROPSLOT_CARGO_REGISTRY="${DROPSLOT_CARGO_REGISTRY:-}" \
         PATH="$PATH" "$0" "$@"
 fi
 
@@ -189,7 +193,9 @@ if [ $full -eq 0 ]; then
     podman build --format docker --target prebuilt -f Containerfile -t "$image" "$ctx" > "$work/build.log" 2>&1 \
         || fail "podman build --target prebuilt: $(tail -n 5 "$work/build.log")"
 else
-    rust_image=localhost/dropslot-build/rust:$rust_version
+    toolchain=$DROPSLOT_TOOLCHAIN
+    cargo_registry=$DROPSLOT_CARGO_REGISTRY
+    rust_image=localhost/dropslot-build/rust:$("$toolchain/bin/rustc" --version | cut -d' ' -f2)
     if ! podman image exists "$rust_image"; then
         step "build $rust_image: gcc from Debian and the host's toolchain ($toolchain) on $DEBIAN_IMAGE"
         rctx=$work/rust-context
@@ -200,21 +206,26 @@ else
             || fail "the Rust image: $(tail -n 5 "$work/rust-build.log")"
         rm -rf "$rctx"
     fi
-    step "the tracked tree and its crates (cargo vendor --offline, from the host's cargo cache)"
+    # The tracked tree as the context (what a clone holds), and the host's cargo registry,
+    # which holds every crate this platform's build needs, mounted as an overlay (writes to it
+    # stay in the build): offline, nothing downloaded. (`cargo vendor` cannot work offline
+    # here: it wants every platform's crates, and the cache holds only this one's.)
+    step "build $image: the multi-stage build (release, offline, the host's cargo registry mounted)"
     ctx=$work/context
     mkdir -p "$ctx"
     git ls-files -z | xargs -0 cp --parents -t "$ctx"
-    cargo vendor --locked --offline --versioned-dirs "$ctx/vendor" > /dev/null
-    step "build $image: the multi-stage build (release, offline)"
     t0=$SECONDS
-    podman build --format docker --build-arg "RUST_IMAGE=$rust_image" -f "$ctx/Containerfile" -t "$image" "$ctx" \
+    podman build --format docker --build-arg "RUST_IMAGE=$rust_image" --build-arg CARGO_NET_OFFLINE=true \
+        -v "$cargo_registry:/usr/local/cargo/registry:O" -f "$ctx/Containerfile" -t "$image" "$ctx" \
         > "$work/build.log" 2>&1 || fail "podman build: $(tail -n 15 "$work/build.log")"
     echo "the multi-stage build: $((SECONDS - t0)) s"
 fi
 [ "$(podman image inspect "$image" --format '{{.Config.User}}')" = 10001:10001 ] || fail "the image does not run as 10001:10001"
-podman image inspect "$image" --format '{{json .Config.Healthcheck}}' | grep -q '/usr/libexec/dropslot/healthcheck' \
+# (Each output is taken whole before grep reads it: with pipefail, `grep -q` leaving early would
+# fail the pipeline with SIGPIPE.)
+[[ $(podman image inspect "$image" --format '{{json .Config.Healthcheck}}') == *'/usr/libexec/dropslot/healthcheck'* ]] \
     || fail "the image has no health check"
-podman image inspect "$image" --format '{{json .Config.Volumes}}' | grep -q '"/var/lib/dropslot"' \
+[[ $(podman image inspect "$image" --format '{{json .Config.Volumes}}') == *'"/var/lib/dropslot"'* ]] \
     || fail "/var/lib/dropslot is not a volume"
 podman run --rm --no-healthcheck --network none "$image" --version
 
@@ -311,7 +322,8 @@ run_stack() { # SERVICE
     [ "$(podman inspect "$ctr" --format '{{.Config.User}}')" = 10001:10001 ] || fail "$service: the container's user"
     podman healthcheck run "$ctr" > "$work/$service-health.log" 2>&1 || fail "$service: the health check failed: $(cat "$work/$service-health.log")"
 
-    token=$(podman logs "$ctr" 2>/dev/null | grep -o 'ds_test_[A-Za-z0-9_-]*' | head -n 1)
+    podman logs "$ctr" > "$work/$service-serve.log" 2>&1
+    token=$(grep -o 'ds_test_[A-Za-z0-9_-]*' "$work/$service-serve.log" | head -n 1)
     [ -n "$token" ] || fail "$service: no demo token in the logs"
 
     step "$service: a webhook endpoint, a preview, an order, the signed delivery"
@@ -352,7 +364,8 @@ PY
         [ "$(podman exec "${p}_postgres_1" psql -U dropslot -d dropslot -tAc 'SELECT max(version) FROM schema_migrations')" = "$migrations" ] \
             || fail "PostgreSQL's schema_migrations does not reach $migrations"
         podman exec "${p}_postgres_1" pg_dump -U dropslot -Fc dropslot > "$work/dropslot.dump"
-        podman exec -i "${p}_postgres_1" pg_restore -l < "$work/dropslot.dump" | grep -q 'TABLE public schema_migrations' \
+        podman exec -i "${p}_postgres_1" pg_restore -l < "$work/dropslot.dump" > "$work/dump-list.log"
+        grep -q 'TABLE public schema_migrations' "$work/dump-list.log" \
             || fail "the dump has no schema_migrations"
     else
         step "$service: the SQLite file in the named volume; dropslot backup"
@@ -366,6 +379,26 @@ PY
             || fail "the backup is not a sound database"
         python3 -c 'import sqlite3,sys; sys.exit(sys.argv[2] not in "\n".join(sqlite3.connect(sys.argv[1]).iterdump()))' \
             "$work/backup.db" "$tracking" || fail "the backup does not hold the order"
+
+        step "$service: an order after the backup; the documented restore; that order is gone"
+        code=$(curl -s -o "$work/$service-order2.json" -w '%{http_code}' --max-time 30 "$api/requests/sync" \
+            -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -H "Idempotency-Key: container-$service-2" \
+            -d "${body/ABCDEFGH12345678/ABCDEFGH12345679}")
+        [ "$code" = 201 ] || fail "$service: the second order: $code $(cat "$work/$service-order2.json")"
+        local first second
+        first=$(json_get "$work/$service-order.json" object unique_id)
+        second=$(json_get "$work/$service-order2.json" object unique_id)
+        compose "$p" stop "$service" > "$work/$service-stop.log" 2>&1 || fail "podman-compose stop"
+        chmod 0644 "$work/backup.db"
+        podman run --rm --no-healthcheck --network none -v "${p}_dropslot:/var/lib/dropslot" -v "$work/backup.db:/restore.db:ro" \
+            --entrypoint bash "$image" -c 'rm -f dropslot.db-wal dropslot.db-shm && cp /restore.db dropslot.db' \
+            || fail "the restore"
+        compose "$p" start "$service" > "$work/$service-start.log" 2>&1 || fail "podman-compose start"
+        wait_for 120 "$service: /readyz 200 after the restore" curl -sf -o /dev/null --max-time 5 "$base/readyz"
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$api/orders/$first" -H "Authorization: Bearer $token")" = 200 ] \
+            || fail "$service: the order of the backup is missing after the restore"
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$api/orders/$second" -H "Authorization: Bearer $token")" = 404 ] \
+            || fail "$service: the order made after the backup survived the restore"
     fi
 
     step "$service: podman stop (SIGTERM) exits 0; down and up keep the data"
@@ -375,7 +408,8 @@ PY
     compose "$p" down > "$work/$service-down.log" 2>&1 || fail "podman-compose down"
     compose "$p" up -d "$service" > "$work/$service-up2.log" 2>&1 || fail "podman-compose up (again): $(tail -n 5 "$work/$service-up2.log")"
     wait_for 120 "$service: /readyz 200 after down and up" curl -sf -o /dev/null --max-time 5 "$base/readyz"
-    ! podman logs "$ctr" 2>/dev/null | grep -q 'Demo client created' || fail "$service: a new demo client: the database was not kept"
+    podman logs "$ctr" > "$work/$service-serve2.log" 2>&1
+    ! grep -q 'Demo client created' "$work/$service-serve2.log" || fail "$service: a new demo client: the database was not kept"
     code=$(curl -s -o "$work/$service-replay.json" -w '%{http_code}' --max-time 30 "$api/requests/sync" \
         -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -H "Idempotency-Key: container-$service" -d "$body")
     [ "$code" = 201 ] || fail "$service: the replayed order: $code $(cat "$work/$service-replay.json")"
