@@ -107,6 +107,9 @@ default_ulimits = []
 runtime = "runc"
 EOF
 export CONTAINERS_CONF=$CACHE/containers.conf
+if ! probe=$(podman info 2>&1 >/dev/null); then
+    skip "podman info: $probe"
+fi
 
 work=$(mktemp -d)
 project=dropslot-ct-$$
