@@ -169,7 +169,7 @@ if ! podman image exists "$DEBIAN_IMAGE"; then
     fi
     step "podman import $tarball as $DEBIAN_IMAGE"
     podman import --change 'CMD ["bash"]' --change "LABEL org.dropslot.debootstrap=$SUITE-minbase" \
-        "$tarball" "$DEBIAN_IMAGE" >/dev/null
+        --quiet "$tarball" "$DEBIAN_IMAGE" >/dev/null
 fi
 
 step "can this machine run a container? (podman run --runtime runc)"
