@@ -11,9 +11,9 @@
 #   - dropslot: by default the Containerfile's `prebuilt` target around the (stripped) debug
 #     binary the test run already built, as scripts/deb-test.sh uses it, so that CI compiles
 #     nothing twice. `--full` builds the default target instead, the multi-stage build users
-#     run: a release build inside the container, offline, with the host's Rust toolchain on
-#     the same base (scripts/container/rust.Containerfile) and the crates vendored from the
-#     host's cargo cache into a copy of the tracked tree.
+#     run: a release build inside the container, offline, of a copy of the tracked tree, with
+#     the host's Rust toolchain on the same base (scripts/container/rust.Containerfile) and the
+#     host's cargo registry mounted (47 minutes here under load; docs/operations.md).
 # Then, for compose.yaml's two ways (dropslot on PostgreSQL 15, and dropslot-sqlite alone),
 # each under a project of its own on free loopback ports: `podman-compose up -d SERVICE`;
 # /readyz 200 on the published port; the process runs as 10001:10001; the health check
