@@ -9,7 +9,9 @@
 # chromium-driver, and axe-core from npm (into target/browser-deps), for the dashboard's
 # browser tests; and a real OSRM routing engine (scripts/osrm.sh, from PyPI's osrm-bindings
 # wheel) for the road-time tests; aiosmtpd (PyPI, pinned) as the real SMTP server of the notification tests;
-# lintian and systemd (systemd-analyze) for the Debian package test.
+# lintian and systemd (systemd-analyze) for the Debian package test. (The container test,
+# scripts/container-test.sh, installs Debian's podman, runc, podman-compose and debootstrap
+# itself, so that it also runs alone.)
 # Idempotent: each step runs only when its tool is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it: installs what the tests need (poppler, the zxing-cpp
 # decoder, PostgreSQL), checks formatting and lints, then runs every test of the workspace on
 # SQLite, the Debian package on this machine (scripts/deb-test.sh, with the binary those tests
-# built), Schemathesis against the running server's /openapi.json (scripts/schemathesis.sh), and
+# built), the container image and compose.yaml under podman (scripts/container-test.sh, with the
+# same binary; it skips, saying why, where the machine cannot run containers), Schemathesis against the running server's /openapi.json (scripts/schemathesis.sh), and
 # the end-to-end tests again on PostgreSQL (DROPSLOT_TEST_DATABASE_URL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,8 @@ if cargo nextest --version >/dev/null 2>&1; then
     scripts/store-trace.py $TRACE/sqlite sqlite
     echo "== the Debian package"
     scripts/deb-test.sh
+    echo "== the container image and compose"
+    scripts/container-test.sh
     echo "== schemathesis against /openapi.json"
     scripts/schemathesis.sh
     echo "== tests on PostgreSQL ($PG_URL)"
@@ -35,6 +38,8 @@ else
     scripts/store-trace.py $TRACE/sqlite sqlite
     echo "== the Debian package"
     scripts/deb-test.sh
+    echo "== the container image and compose"
+    scripts/container-test.sh
     echo "== schemathesis against /openapi.json"
     scripts/schemathesis.sh
     echo "== tests on PostgreSQL ($PG_URL)"
