@@ -82,7 +82,7 @@ pub fn normalise_all(texts: &[String]) -> Result<Vec<String>, (Option<usize>, &'
 /// Whether a request's `Origin` header is one of `allowed` (normalised origins). `null` and
 /// anything that is not an origin never is.
 pub fn allowed(header: &str, allowed: &[String]) -> bool {
-    normalise(header).is_ok_and(|o| allowed.iter().any(|a| *a == o))
+    normalise(header).is_ok_and(|o| allowed.contains(&o))
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ use dropslot_core::quote::schedule::{self, Asked, Need};
 use dropslot_core::time::iso;
 use dropslot_store::Mode;
 
+pub mod embed;
+
 /// The admin capacity routes and `/slots`, under the API prefix.
 pub fn routes() -> axum::Router<App> {
     use axum::routing::get;

@@ -187,3 +187,120 @@ fn publishable_keys_from_the_command_line() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("origin"), "{out:?}");
 }
+
+/// Serves `pages` (path, HTML) on `listener`: a merchant's shop, on another origin than
+/// dropslot's. It stops when the returned sender is dropped (and after two minutes at most).
+fn serve_shop(
+    listener: tokio::net::TcpListener,
+    pages: Vec<(&'static str, String)>,
+) -> tokio::sync::oneshot::Sender<()> {
+    let mut app = axum::Router::new();
+    for (path, html) in pages {
+        app = app.route(path, axum::routing::get(move || async move { axum::response::Html(html) }));
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let stop = async move {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(120), rx).await;
+        };
+        let _ = axum::serve(listener, app).with_graceful_shutdown(stop).await;
+    });
+    tx
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_the_slot_picker_on_a_shop_page_books_the_chosen_slot() {
+    use crate::browser::{Browser, DESKTOP};
+    let s = TestServer::start().await;
+    let (id, test, _, _) = s.new_client("Corner Shop").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let shop = format!("http://{}", listener.local_addr().unwrap());
+    let unlisted = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let elsewhere = format!("http://{}", unlisted.local_addr().unwrap());
+    let key = publishable_key(&s, id, &[&shop]).await;
+    // The demo page of docs/, pointed at this server and key.
+    let demo = include_str!("../../../../docs/embed/demo.html")
+        .replace("http://127.0.0.1:8080", &s.base)
+        .replace("pk_test_REPLACE_WITH_YOUR_KEY", &key);
+    let secret = format!(
+        r#"<!doctype html><html lang="en"><head><title>Checkout</title></head><body><main><h1>Checkout</h1>
+           <form><div id="slots" data-dropslot-slots data-key="{test}" data-address="{DROP_OFF}"></div></form></main>
+           <script src="{}/embed/slots.js"></script></body></html>"#,
+        s.base
+    );
+    let _shop = serve_shop(listener, vec![("/", demo.clone()), ("/secret", secret)]);
+    let _elsewhere = serve_shop(unlisted, vec![("/", demo)]);
+    let listing = s.get(&slots_path().replace("days=2", "days=3"), &test).await;
+    let listing = listing.body["object"].as_array().unwrap().clone();
+    assert!(listing.len() >= 2, "{listing:?}");
+
+    let b = Browser::start(DESKTOP).await;
+    b.goto(&format!("{shop}/")).await;
+    b.wait_until("document.querySelector('#slots [role=status]').textContent.includes('Enter the delivery address')")
+        .await;
+    b.fill("#address", DROP_OFF).await;
+    b.wait_until(
+        "document.querySelectorAll('#slots input[type=radio]').length > 0
+         && document.querySelector('#slots [role=status]').textContent === ''",
+    )
+    .await;
+    let radios = b.eval("return document.querySelectorAll('#slots input[type=radio]').length").await;
+    assert_eq!(radios.as_u64(), Some(listing.len() as u64), "one radio button per bookable slot");
+    // By keyboard: the space bar checks the first slot, the down arrow the next.
+    b.keys("#slots input[type=radio]", "\u{E00D}").await;
+    let first = "return document.querySelector('[name=scheduled_date]').value";
+    assert_eq!(b.eval(first).await, listing[0]["scheduled_date"]);
+    b.keys("#slots input[type=radio]:checked", "\u{E015}").await;
+    let want = (listing[1]["scheduled_date"].as_str().unwrap(), listing[1]["time_slot_code"].as_str().unwrap());
+    let fields = "return [document.querySelector('[name=scheduled_date]').value, document.querySelector('[name=time_slot_code]').value]";
+    assert_eq!(b.eval(fields).await, json!([want.0, want.1]));
+    // Every radio button is labelled, in a fieldset with a legend; no axe violation.
+    assert_eq!(b.text("#slots fieldset > legend").await, "Delivery time");
+    let label = b.eval("return document.querySelector('#slots input[type=radio]:checked').labels[0].textContent").await;
+    assert!(
+        label.as_str().unwrap().starts_with(&listing[1]["time_slot_datetime_start"].as_str().unwrap()[11..16]),
+        "{label}"
+    );
+    b.assert_accessible("slot picker").await;
+    b.screenshot("slot-picker").await;
+
+    // The page's form carries the choice; the merchant's server orders with it.
+    b.tap("button[type=submit]").await;
+    b.wait_until("document.getElementById('received').textContent.includes('scheduled_date')").await;
+    let received: Value = serde_json::from_str(b.text("#received").await.as_str()).unwrap();
+    assert_eq!(
+        (received["scheduled_date"].as_str(), received["time_slot_code"].as_str()),
+        (Some(want.0), Some(want.1))
+    );
+    let mut order = crate::common::request(&[500.0]);
+    order["drop_offs"][0]["scheduled_date"] = received["scheduled_date"].clone();
+    order["drop_offs"][0]["time_slot_code"] = received["time_slot_code"].clone();
+    let r = s.post("/requests/sync", &test, &order).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let d = &r.body["object"]["shipments"][0]["drop_off_shipment"];
+    assert_eq!((d["scheduled_date"].as_str(), d["time_slot"]["code"].as_str()), (Some(want.0), Some(want.1)), "{d}");
+    let unasked = s.post("/requests/preview", &test, &crate::common::request(&[500.0])).await;
+    let first = &unasked.body["object"]["pick_ups"][0]["drop_offs"][0];
+    assert_ne!(
+        (first["scheduled_date"].as_str(), first["time_slot_code"].as_str()),
+        (Some(want.0), Some(want.1)),
+        "the chosen slot is not the one an order gets by default"
+    );
+
+    // A secret token in the widget: refused with why, and no request made with it.
+    b.goto(&format!("{shop}/secret")).await;
+    b.wait_until("document.querySelector('#slots [role=alert]')").await;
+    assert!(b.text("#slots [role=alert]").await.contains("Never put it in a web page"));
+    let sent = b
+        .eval("return performance.getEntriesByType('resource').filter(e => e.name.includes('/api/v1/slots')).length")
+        .await;
+    assert_eq!(sent, json!(0));
+    let thrown = b.eval("try { DropslotSlots.mount(document.body, {key: 'ds_live_abc'}); return 'mounted'; } catch (e) { return e.message; }").await;
+    assert!(thrown.as_str().unwrap().contains("secret token"), "{thrown}");
+
+    // The same page on an origin the key does not list: the browser gets no slot.
+    b.goto(&format!("{elsewhere}/")).await;
+    b.fill("#address", DROP_OFF).await;
+    b.wait_until("document.querySelector('#slots [role=status]').textContent.includes('could not be loaded')").await;
+    assert_eq!(b.count("#slots input[type=radio]").await, 0);
+}
