@@ -11,6 +11,7 @@ pub mod ids;
 pub mod labels;
 pub mod money;
 pub mod notifications;
+pub mod origin;
 pub mod phone;
 pub mod quote;
 pub mod reports;

@@ -460,6 +460,21 @@ const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "publishable_keys",
+        identity: true,
+        columns: &[
+            c("id", INT),
+            c("client_id", INT),
+            c("mode", MODE),
+            c("hash", Conv::Bytes),
+            c("prefix", TEXT),
+            c("last4", TEXT),
+            c("origins", TEXT),
+            c("created_at", INSTANT),
+            c("revoked_at", INSTANT_OR_NULL),
+        ],
+    },
+    Table {
         name: "plans",
         identity: false,
         columns: &[

@@ -108,6 +108,38 @@ pub struct Principal {
     pub settings_json: Option<String>,
 }
 
+/// A publishable key to store (`pk_test_…`, `pk_live_…`): the client's checkout key.
+#[derive(Debug, Clone)]
+pub struct NewPublishableKey {
+    pub client: ClientId,
+    pub mode: Mode,
+    pub hash: TokenHash,
+    /// Shown in listings and used to revoke: `pk_test_` plus 8 characters.
+    pub prefix: String,
+    pub last4: String,
+    /// The origins allowed to use it, as the core normalised them.
+    pub origins: Vec<String>,
+}
+
+/// Who a valid publishable key speaks for, and from where.
+#[derive(Debug, Clone)]
+pub struct PublishablePrincipal {
+    pub client: ClientId,
+    pub mode: Mode,
+    pub origins: Vec<String>,
+}
+
+/// A publishable key as listed: never the key itself.
+#[derive(Debug, Clone)]
+pub struct PublishableKeyInfo {
+    pub prefix: String,
+    pub last4: String,
+    pub mode: Mode,
+    pub origins: Vec<String>,
+    pub created_at: String,
+    pub revoked_at: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct SavedAddress {
     pub id: SavedAddressId,

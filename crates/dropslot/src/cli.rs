@@ -146,13 +146,21 @@ enum ClientCommand {
 
 #[derive(Subcommand, Debug)]
 enum TokenCommand {
-    /// Create a token; prints it alone (it is shown only this once). `test`, `live` and `ops`
-    /// tokens need `--client`; an `operator` token is bound to no client and takes none.
+    /// Create a token; prints it alone (it is shown only this once). `test`, `live`, `ops` and
+    /// `publishable` tokens need `--client`; an `operator` token is bound to no client and takes
+    /// none. A `publishable` key (for a checkout page: `GET /slots` only) needs one `--origin`
+    /// or more and takes `--mode` (default test).
     Create {
         #[arg(long)]
         client: Option<i64>,
-        #[arg(long, value_parser = ["test", "live", "ops", "operator"])]
+        #[arg(long, value_parser = ["test", "live", "ops", "operator", "publishable"])]
         kind: String,
+        /// A page origin allowed to use a publishable key (`https://shop.example`); repeatable.
+        #[arg(long = "origin")]
+        origins: Vec<String>,
+        /// A publishable key's mode.
+        #[arg(long, value_parser = ["test", "live"])]
+        mode: Option<String>,
     },
     /// List a client's tokens (`--client`), or the staff tokens of a kind (`--kind operator`
     /// or `--kind driver`): prefix and last four characters only.
@@ -213,7 +221,17 @@ fn shift_range(s: &str) -> Result<(String, String), String> {
 fn check_usage(cli: &Cli) -> Result<(), clap::Error> {
     use clap::CommandFactory;
     use clap::error::ErrorKind;
-    if let Command::Token { command: TokenCommand::Create { client, kind } } = &cli.command {
+    if let Command::Token { command: TokenCommand::Create { client, kind, origins, mode } } = &cli.command {
+        if kind == "publishable" && origins.is_empty() {
+            return Err(Cli::command().error(
+                ErrorKind::MissingRequiredArgument,
+                "a publishable key needs --origin (the checkout page's origin, e.g. https://shop.example)",
+            ));
+        }
+        if kind != "publishable" && (!origins.is_empty() || mode.is_some()) {
+            return Err(Cli::command()
+                .error(ErrorKind::ArgumentConflict, "--origin and --mode go with --kind publishable only"));
+        }
         match (kind.as_str(), client) {
             ("operator", Some(_)) => {
                 return Err(Cli::command().error(
@@ -351,12 +369,28 @@ async fn token(settings: &Settings, command: TokenCommand) -> Result<(), String>
     let store = migrated(settings).await?;
     let now = jiff::Timestamp::now();
     match command {
-        TokenCommand::Create { client: None, kind } if kind == "operator" => {
+        TokenCommand::Create { client: None, kind, .. } if kind == "operator" => {
             let minted = crate::auth::staff::mint(StaffKind::Operator);
             store.insert_operator_token(minted.stored, now).await.map_err(|e| e.to_string())?;
             println!("{}", minted.secret);
         }
-        TokenCommand::Create { client, kind } => {
+        TokenCommand::Create { client, kind, origins, mode } if kind == "publishable" => {
+            let (mode, origins) =
+                crate::auth::admin::publishable_terms(mode.as_deref(), &origins).map_err(|e| match e {
+                    crate::error::Error::Validation(errors) => {
+                        errors.iter().map(|(path, m)| format!("--{path}: {m}")).collect::<Vec<_>>().join("; ")
+                    }
+                    other => other.to_string(),
+                })?;
+            let client = ClientId(client.ok_or("--client is required for this kind")?);
+            if !store.client_exists(client).await.map_err(|e| e.to_string())? {
+                return Err(format!("no client with id {client}"));
+            }
+            let minted = crate::auth::publishable::mint(client, mode, origins);
+            store.insert_publishable_key(minted.stored, now).await.map_err(|e| e.to_string())?;
+            println!("{}", minted.key);
+        }
+        TokenCommand::Create { client, kind, .. } => {
             let kind = TokenKind::parse(&kind).ok_or("--kind must be test, live, ops or operator")?;
             let client = ClientId(client.ok_or("--client is required for this kind")?);
             if !store.client_exists(client).await.map_err(|e| e.to_string())? {
@@ -369,6 +403,17 @@ async fn token(settings: &Settings, command: TokenCommand) -> Result<(), String>
         TokenCommand::List { client: Some(client), .. } => {
             for t in store.list_tokens(ClientId(client)).await.map_err(|e| e.to_string())? {
                 println!("{}…{}\t{}\t{}\t{}", t.prefix, t.last4, t.kind.as_str(), t.created_at, state(t.revoked_at));
+            }
+            for k in store.list_publishable_keys(ClientId(client)).await.map_err(|e| e.to_string())? {
+                println!(
+                    "{}…{}\tpublishable {}\t{}\t{}\t{}",
+                    k.prefix,
+                    k.last4,
+                    k.mode.as_str(),
+                    k.created_at,
+                    state(k.revoked_at),
+                    k.origins.join(" ")
+                );
             }
         }
         TokenCommand::List { client: None, kind } => {
@@ -389,6 +434,8 @@ async fn token(settings: &Settings, command: TokenCommand) -> Result<(), String>
             let prefix = prefix.trim_end_matches('…');
             let revoked = if crate::auth::staff::is_staff(prefix) {
                 store.revoke_staff_token(prefix, now).await
+            } else if crate::auth::publishable::is_publishable(prefix) {
+                store.revoke_publishable_key(prefix, now).await
             } else {
                 store.revoke_token(prefix, now).await
             };

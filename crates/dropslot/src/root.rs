@@ -309,4 +309,5 @@ fn root_routes(with_metrics: bool) -> axum::Router<App> {
         .merge(dispatcher::routes())
         .merge(driver::app::routes())
         .merge(notifications::public_routes())
+        .merge(capacity::embed::routes())
 }

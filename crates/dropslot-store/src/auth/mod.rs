@@ -1,6 +1,8 @@
 //! auth
 
-use crate::{NewToken, Principal, StoreResult, TokenHash, TokenInfo};
+use crate::{
+    NewPublishableKey, NewToken, Principal, PublishableKeyInfo, PublishablePrincipal, StoreResult, TokenHash, TokenInfo,
+};
 use async_trait::async_trait;
 use dropslot_core::ids::ClientId;
 use jiff::Timestamp;
@@ -17,6 +19,15 @@ pub trait AuthStore: Send + Sync + 'static {
     async fn list_tokens(&self, client: ClientId) -> StoreResult<Vec<TokenInfo>>;
     /// Revokes the one live token with this display prefix; false if none matched.
     async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool>;
+    async fn insert_publishable_key(&self, key: NewPublishableKey, now: Timestamp) -> StoreResult<()>;
+    /// The unrevoked publishable key with this hash.
+    async fn publishable_principal(&self, hash: &TokenHash) -> StoreResult<Option<PublishablePrincipal>>;
+    async fn list_publishable_keys(&self, client: ClientId) -> StoreResult<Vec<PublishableKeyInfo>>;
+    /// Revokes the one live publishable key with this display prefix; false if none matched.
+    async fn revoke_publishable_key(&self, prefix: &str, now: Timestamp) -> StoreResult<bool>;
+    /// Whether some unrevoked publishable key lists this (normalised) origin: a CORS
+    /// preflight carries no key, so it is answered for the origins some key allows.
+    async fn publishable_origin_listed(&self, origin: &str) -> StoreResult<bool>;
 }
 
 /// Every operation, recorded when the suite asks for it (`crate::trace`).
@@ -60,6 +71,31 @@ impl<S: AuthStore> AuthStore for crate::trace::Traced<S> {
     async fn revoke_token(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
         self.trace.hit("AuthStore::revoke_token");
         self.inner.revoke_token(prefix, now).await
+    }
+
+    async fn insert_publishable_key(&self, key: NewPublishableKey, now: Timestamp) -> StoreResult<()> {
+        self.trace.hit("AuthStore::insert_publishable_key");
+        self.inner.insert_publishable_key(key, now).await
+    }
+
+    async fn publishable_principal(&self, hash: &TokenHash) -> StoreResult<Option<PublishablePrincipal>> {
+        self.trace.hit("AuthStore::publishable_principal");
+        self.inner.publishable_principal(hash).await
+    }
+
+    async fn list_publishable_keys(&self, client: ClientId) -> StoreResult<Vec<PublishableKeyInfo>> {
+        self.trace.hit("AuthStore::list_publishable_keys");
+        self.inner.list_publishable_keys(client).await
+    }
+
+    async fn revoke_publishable_key(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
+        self.trace.hit("AuthStore::revoke_publishable_key");
+        self.inner.revoke_publishable_key(prefix, now).await
+    }
+
+    async fn publishable_origin_listed(&self, origin: &str) -> StoreResult<bool> {
+        self.trace.hit("AuthStore::publishable_origin_listed");
+        self.inner.publishable_origin_listed(origin).await
     }
 }
 

@@ -1,6 +1,9 @@
 use crate::postgres::sql::Sql;
 use crate::postgres::{BUMP_EPOCH, PgStore, map_err, parsed, utc_text};
-use crate::{AuthStore, NewToken, Principal, StoreResult, TokenHash, TokenInfo, TokenKind};
+use crate::{
+    AuthStore, Mode, NewPublishableKey, NewToken, Principal, PublishableKeyInfo, PublishablePrincipal, StoreResult,
+    TokenHash, TokenInfo, TokenKind,
+};
 use async_trait::async_trait;
 use dropslot_core::ids::ClientId;
 use jiff::Timestamp;
@@ -116,6 +119,90 @@ impl AuthStore for PgStore {
         self.changed();
         Ok(row.get::<_, i64>(0) == 1)
     }
+
+    async fn insert_publishable_key(&self, k: NewPublishableKey, now: Timestamp) -> StoreResult<()> {
+        let c = self.conn().await?;
+        c.execute(
+            "INSERT INTO publishable_keys (client_id, mode, hash, prefix, last4, origins, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[&k.client.0, &k.mode.as_str(), &&k.hash.0[..], &k.prefix, &k.last4, &k.origins.join("\n"), &now],
+        )
+        .await
+        .map_err(map_err)?;
+        Ok(())
+    }
+
+    async fn publishable_principal(&self, hash: &TokenHash) -> StoreResult<Option<PublishablePrincipal>> {
+        let c = self.conn().await?;
+        let row = c
+            .query_opt(
+                "SELECT client_id, mode, origins FROM publishable_keys WHERE hash = $1 AND revoked_at IS NULL",
+                &[&&hash.0[..]],
+            )
+            .await
+            .map_err(map_err)?;
+        row.map(|r| {
+            Ok(PublishablePrincipal {
+                client: ClientId(r.get(0)),
+                mode: parsed(r.get(1), "key mode", Mode::parse)?,
+                origins: lines(r.get(2)),
+            })
+        })
+        .transpose()
+    }
+
+    async fn list_publishable_keys(&self, client: ClientId) -> StoreResult<Vec<PublishableKeyInfo>> {
+        let c = self.conn().await?;
+        c.query(
+            "SELECT prefix, last4, mode, origins, created_at, revoked_at FROM publishable_keys
+             WHERE client_id = $1 ORDER BY id",
+            &[&client.0],
+        )
+        .await
+        .map_err(map_err)?
+        .iter()
+        .map(|r| {
+            Ok(PublishableKeyInfo {
+                prefix: r.get(0),
+                last4: r.get(1),
+                mode: parsed(r.get(2), "key mode", Mode::parse)?,
+                origins: lines(r.get(3)),
+                created_at: utc_text(r.get(4)),
+                revoked_at: r.get::<_, Option<Timestamp>>(5).map(utc_text),
+            })
+        })
+        .collect()
+    }
+
+    async fn revoke_publishable_key(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
+        let c = self.conn().await?;
+        let n = c
+            .execute(
+                "UPDATE publishable_keys SET revoked_at = $2 WHERE prefix = $1 AND revoked_at IS NULL",
+                &[&prefix, &now],
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(n == 1)
+    }
+
+    async fn publishable_origin_listed(&self, origin: &str) -> StoreResult<bool> {
+        let c = self.conn().await?;
+        let row = c
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM publishable_keys WHERE revoked_at IS NULL
+                 AND $1 = ANY (string_to_array(origins, E'\\n')))",
+                &[&origin],
+            )
+            .await
+            .map_err(map_err)?;
+        Ok(row.get(0))
+    }
+}
+
+/// A stored list, one item a line.
+fn lines(text: &str) -> Vec<String> {
+    text.lines().map(str::to_string).collect()
 }
 
 /// A principal from a row whose first three columns are a token's client, its kind and the

@@ -1,5 +1,8 @@
 use crate::sqlite::{SqliteStore, map_err, now_text, parsed};
-use crate::{AuthStore, NewToken, Principal, StoreResult, TokenHash, TokenInfo, TokenKind};
+use crate::{
+    AuthStore, Mode, NewPublishableKey, NewToken, Principal, PublishableKeyInfo, PublishablePrincipal, StoreResult,
+    TokenHash, TokenInfo, TokenKind,
+};
 use async_trait::async_trait;
 use dropslot_core::ids::ClientId;
 use jiff::Timestamp;
@@ -114,6 +117,94 @@ impl AuthStore for SqliteStore {
         }
         Ok(revoked)
     }
+
+    async fn insert_publishable_key(&self, k: NewPublishableKey, now: Timestamp) -> StoreResult<()> {
+        self.writer
+            .write(move |c| {
+                c.execute(
+                    "INSERT INTO publishable_keys (client_id, mode, hash, prefix, last4, origins, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        k.client.0,
+                        k.mode.as_str(),
+                        &k.hash.0[..],
+                        k.prefix,
+                        k.last4,
+                        k.origins.join("\n"),
+                        now_text(now)
+                    ],
+                )
+                .map_err(map_err)?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn publishable_principal(&self, hash: &TokenHash) -> StoreResult<Option<PublishablePrincipal>> {
+        self.read(|c| {
+            c.prepare_cached(
+                "SELECT client_id, mode, origins FROM publishable_keys WHERE hash = ?1 AND revoked_at IS NULL",
+            )?
+            .query_row([&hash.0[..]], |r| {
+                Ok(PublishablePrincipal {
+                    client: ClientId(r.get(0)?),
+                    mode: parsed(r, 1, "key mode", Mode::parse)?,
+                    origins: lines(&r.get::<_, String>(2)?),
+                })
+            })
+            .optional()
+        })
+    }
+
+    async fn list_publishable_keys(&self, client: ClientId) -> StoreResult<Vec<PublishableKeyInfo>> {
+        self.read(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT prefix, last4, mode, origins, created_at, revoked_at FROM publishable_keys
+                 WHERE client_id = ?1 ORDER BY id",
+            )?;
+            st.query_map([client.0], |r| {
+                Ok(PublishableKeyInfo {
+                    prefix: r.get(0)?,
+                    last4: r.get(1)?,
+                    mode: parsed(r, 2, "key mode", Mode::parse)?,
+                    origins: lines(&r.get::<_, String>(3)?),
+                    created_at: r.get(4)?,
+                    revoked_at: r.get(5)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    async fn revoke_publishable_key(&self, prefix: &str, now: Timestamp) -> StoreResult<bool> {
+        let prefix = prefix.to_string();
+        self.writer
+            .write(move |c| {
+                let n = c
+                    .execute(
+                        "UPDATE publishable_keys SET revoked_at = ?2 WHERE prefix = ?1 AND revoked_at IS NULL",
+                        params![prefix, now_text(now)],
+                    )
+                    .map_err(map_err)?;
+                Ok(n == 1)
+            })
+            .await
+    }
+
+    async fn publishable_origin_listed(&self, origin: &str) -> StoreResult<bool> {
+        self.read(|c| {
+            c.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM publishable_keys WHERE revoked_at IS NULL
+                 AND instr(char(10) || origins || char(10), char(10) || ?1 || char(10)) > 0)",
+            )?
+            .query_row([origin], |r| r.get(0))
+        })
+    }
+}
+
+/// A stored list, one item a line.
+fn lines(text: &str) -> Vec<String> {
+    text.lines().map(str::to_string).collect()
 }
 
 /// A principal from a row whose first three columns are a token's client, its kind and the

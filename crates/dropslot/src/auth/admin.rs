@@ -10,7 +10,7 @@ use crate::app::App;
 use crate::error::{EmptyObject, Envelope, Error, ErrorEnvelope, Result, envelope};
 use crate::http::{JsonBody, PathParam};
 use dropslot_core::ids::ClientId;
-use dropslot_store::{StaffKind, TokenKind};
+use dropslot_store::{Mode, StaffKind, TokenKind};
 
 use super::wire;
 
@@ -38,6 +38,9 @@ impl FromRequestParts<App> for Admin {
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
         let Some(expected) = app.settings.admin_token.as_deref() else { return Err(Error::NotFound) };
         let given = super::bearer(parts)?;
+        if super::publishable::is_publishable(given) {
+            super::publishable::refuse(parts, app).await?;
+        }
         // Compare digests so the comparison time does not depend on the secret's prefix.
         if super::hash(given) == super::hash(expected) { Ok(Admin) } else { Err(Error::Unauthorized) }
     }
@@ -102,10 +105,17 @@ async fn put_settings(
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
-#[schema(example = json!({"kind": "test"}))]
+#[schema(example = json!({"kind": "publishable", "mode": "test", "origins": ["https://shop.example"]}))]
 struct NewToken {
     #[schema(required = true, nullable = false, value_type = wire::TokenKind)]
     kind: Option<String>,
+    /// A publishable key's mode, `test` (the default) or `live`; only with `publishable`.
+    #[schema(nullable = false, value_type = Option<String>, pattern = "^(test|live)$")]
+    mode: Option<String>,
+    /// A publishable key's origins (required with `publishable`, and only there): 1 to 20
+    /// `http(s)://host[:port]`, the pages allowed to use the key.
+    #[schema(nullable = false, min_items = 1, max_items = 20)]
+    origins: Option<Vec<String>>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -114,6 +124,14 @@ struct TokenCreated {
     token: String,
     prefix: String,
     kind: wire::TokenKind,
+    /// A publishable key's mode; absent for the other kinds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    mode: Option<&'static str>,
+    /// A publishable key's origins, normalised; absent for the other kinds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    origins: Option<Vec<String>>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -128,7 +146,7 @@ struct TokenList {
     responses(
         (status = 201, description = "The token, shown this once.", body = Envelope<TokenCreated>),
         (status = 404, description = "No such client (or no admin token is configured).", body = ErrorEnvelope),
-        (status = 422, description = "The kind is not test, live or ops (`kind`).", body = ErrorEnvelope),
+        (status = 422, description = "The kind is not test, live, ops or publishable (`kind`); a publishable key's mode or origins are bad or missing (`mode`, `origins`, `origins[i]`), or given with another kind.", body = ErrorEnvelope),
     ))]
 async fn create_token(
     _: Admin,
@@ -136,10 +154,21 @@ async fn create_token(
     PathParam(client): PathParam<i64>,
     JsonBody(body, _): JsonBody<NewToken>,
 ) -> Result<Response> {
-    let kind =
-        body.kind.as_deref().ok_or_else(|| Error::invalid("kind", "The kind is required: test, live or ops."))?;
-    let kind =
-        TokenKind::parse(kind).ok_or_else(|| Error::invalid("kind", "The kind must be one of test, live, ops."))?;
+    let kind = body
+        .kind
+        .as_deref()
+        .ok_or_else(|| Error::invalid("kind", "The kind is required: test, live, ops or publishable."))?;
+    if kind == "publishable" {
+        return create_publishable_key(&app, ClientId(client), body).await;
+    }
+    let kind = TokenKind::parse(kind)
+        .ok_or_else(|| Error::invalid("kind", "The kind must be one of test, live, ops, publishable."))?;
+    if body.mode.is_some() {
+        return Err(Error::invalid("mode", "Only a publishable key takes a mode (a token's kind is its mode)."));
+    }
+    if body.origins.is_some() {
+        return Err(Error::invalid("origins", "Only a publishable key takes origins."));
+    }
     let client = ClientId(client);
     if !app.store.client_exists(client).await? {
         return Err(Error::NotFound);
@@ -150,8 +179,39 @@ async fn create_token(
     Ok(envelope(
         201,
         "Token created. It is shown only once.",
-        &TokenCreated { token: minted.secret, prefix, kind: kind.into() },
+        &TokenCreated { token: minted.secret, prefix, kind: kind.into(), mode: None, origins: None },
     ))
+}
+
+/// A publishable key's mode and origins as given, checked (`dropslot_core::origin`).
+pub fn publishable_terms(mode: Option<&str>, origins: &[String]) -> Result<(Mode, Vec<String>)> {
+    let mode = match mode {
+        None => Mode::Test,
+        Some(m) => Mode::parse(m).ok_or_else(|| Error::invalid("mode", "The mode must be test or live."))?,
+    };
+    let origins = dropslot_core::origin::normalise_all(origins).map_err(|(at, message)| match at {
+        Some(i) => Error::invalid(format!("origins[{i}]"), message),
+        None => Error::invalid("origins", message),
+    })?;
+    Ok((mode, origins))
+}
+
+async fn create_publishable_key(app: &App, client: ClientId, body: NewToken) -> Result<Response> {
+    let (mode, origins) = publishable_terms(body.mode.as_deref(), body.origins.as_deref().unwrap_or_default())?;
+    if !app.store.client_exists(client).await? {
+        return Err(Error::NotFound);
+    }
+    let minted = super::publishable::mint(client, mode, origins.clone());
+    let prefix = minted.stored.prefix.clone();
+    app.store.insert_publishable_key(minted.stored, app.clock.now()).await?;
+    let created = TokenCreated {
+        token: minted.key,
+        prefix,
+        kind: wire::TokenKind::Publishable,
+        mode: Some(mode.as_str()),
+        origins: Some(origins),
+    };
+    Ok(envelope(201, "Publishable key created. It is shown only once; it may go in your web pages.", &created))
 }
 
 #[utoipa::path(get, path = "/admin/clients/{id}/tokens", tag = "Admin", operation_id = "list_tokens",
@@ -166,13 +226,15 @@ async fn list_tokens(_: Admin, State(app): State<App>, PathParam(client): PathPa
     if !app.store.client_exists(client).await? {
         return Err(Error::NotFound);
     }
-    let tokens = app.store.list_tokens(client).await?.into_iter().map(wire::TokenInfo::from).collect();
+    let mut tokens: Vec<wire::TokenInfo> =
+        app.store.list_tokens(client).await?.into_iter().map(wire::TokenInfo::from).collect();
+    tokens.extend(app.store.list_publishable_keys(client).await?.into_iter().map(wire::TokenInfo::from));
     Ok(envelope(200, "Tokens listed.", &TokenList { tokens }))
 }
 
 #[utoipa::path(delete, path = "/admin/tokens/{prefix}", tag = "Admin", operation_id = "revoke_token",
     summary = "Revoke a token by its prefix",
-    description = "Any token: a client's (`ds_test_…`, `ds_live_…`, `ds_ops_…`) or a staff token (`ds_operator_…`, `ds_driver_…`). When no admin token is configured, every admin route answers 404.",
+    description = "Any token: a client's (`ds_test_…`, `ds_live_…`, `ds_ops_…`, `pk_test_…`, `pk_live_…`) or a staff token (`ds_operator_…`, `ds_driver_…`). When no admin token is configured, every admin route answers 404.",
     security(("admin_token" = [])), params(("prefix" = String, Path, description = "The token's prefix (as listed).")),
     responses(
         (status = 200, description = "Revoked; `object` is `{}`.", body = Envelope<EmptyObject>),
@@ -182,6 +244,8 @@ async fn revoke_token(_: Admin, State(app): State<App>, PathParam(prefix): PathP
     let now = app.clock.now();
     let revoked = if super::staff::is_staff(&prefix) {
         app.store.revoke_staff_token(&prefix, now).await?
+    } else if super::publishable::is_publishable(&prefix) {
+        app.store.revoke_publishable_key(&prefix, now).await?
     } else {
         app.store.revoke_token(&prefix, now).await?
     };

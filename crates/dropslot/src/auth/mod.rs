@@ -2,6 +2,7 @@
 //! `Caller` extractor that turns a request's token into its client, mode and price list.
 
 pub mod admin;
+pub mod publishable;
 pub mod staff;
 mod wire;
 
@@ -142,6 +143,7 @@ impl FromRequestParts<App> for Caller {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
+        publishable::refuse(parts, app).await?;
         if staff::principal(parts, app).await?.is_some() {
             return Err(Error::Forbidden("Operator and driver tokens cannot call the client API."));
         }

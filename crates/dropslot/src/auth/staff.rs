@@ -55,6 +55,7 @@ impl FromRequestParts<App> for OperatorCaller {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
         const REFUSED: &str = "This endpoint takes operator tokens only (client and driver tokens cannot call it).";
+        super::publishable::refuse(parts, app).await?;
         match principal(parts, app).await? {
             Some(p) if p.kind == StaffKind::Operator => {
                 let token = super::hash(super::bearer(parts)?);
@@ -84,6 +85,7 @@ impl FromRequestParts<App> for DriverCaller {
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
         const REFUSED: &str = "The driver API takes driver tokens only (sign in from the link your dispatcher sent).";
+        super::publishable::refuse(parts, app).await?;
         match principal(parts, app).await? {
             Some(StaffPrincipal { kind: StaffKind::Driver, driver_id: Some(driver_id) }) => {
                 let token = super::hash(super::bearer(parts)?);

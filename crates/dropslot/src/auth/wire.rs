@@ -9,6 +9,8 @@ pub enum TokenKind {
     Test,
     Live,
     Ops,
+    /// A publishable key (`pk_test_…`, `pk_live_…`): `GET /slots` only, from its origins.
+    Publishable,
 }
 
 impl From<dropslot_store::TokenKind> for TokenKind {
@@ -28,6 +30,14 @@ pub struct TokenInfo {
     pub prefix: String,
     pub last4: String,
     pub kind: TokenKind,
+    /// A publishable key's mode (`test` or `live`); absent for the other kinds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub mode: Option<&'static str>,
+    /// A publishable key's origins; absent for the other kinds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub origins: Option<Vec<String>>,
     pub created_at: String,
     pub revoked_at: Option<String>,
 }
@@ -38,8 +48,24 @@ impl From<dropslot_store::TokenInfo> for TokenInfo {
             prefix: t.prefix,
             last4: t.last4,
             kind: t.kind.into(),
+            mode: None,
+            origins: None,
             created_at: t.created_at,
             revoked_at: t.revoked_at,
+        }
+    }
+}
+
+impl From<dropslot_store::PublishableKeyInfo> for TokenInfo {
+    fn from(k: dropslot_store::PublishableKeyInfo) -> Self {
+        TokenInfo {
+            prefix: k.prefix,
+            last4: k.last4,
+            kind: TokenKind::Publishable,
+            mode: Some(k.mode.as_str()),
+            origins: Some(k.origins),
+            created_at: k.created_at,
+            revoked_at: k.revoked_at,
         }
     }
 }

@@ -13,8 +13,8 @@ use jiff::civil::Date;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::app::App;
-use crate::auth::Caller;
 use crate::auth::admin::Admin;
+use crate::auth::publishable::SlotsCaller;
 use crate::error::{Envelope, Error, ErrorEnvelope, FieldErrors, Result, envelope};
 use crate::http::JsonBody;
 use dropslot_core::config::{ServiceArea, Slot};
@@ -24,12 +24,14 @@ use dropslot_core::quote::schedule::{self, Asked, Need};
 use dropslot_core::time::iso;
 use dropslot_store::Mode;
 
+pub mod embed;
+
 /// The admin capacity routes and `/slots`, under the API prefix.
 pub fn routes() -> axum::Router<App> {
     use axum::routing::get;
     axum::Router::new()
         .route(crate::http::api_path!("/admin/capacity"), get(list).put(put))
-        .route(crate::http::api_path!("/slots"), get(slots))
+        .route(crate::http::api_path!("/slots"), get(slots).options(slots_preflight))
 }
 
 /// Every slot of the area with a configured limit, as (kind, place, slot).
@@ -433,8 +435,8 @@ struct BookableSlots(Vec<BookableSlot>);
 /// `GET /slots?text=&from=&days=`: the drop-off slots an address can be booked in.
 #[utoipa::path(get, path = "/slots", tag = "Orders", operation_id = "list_slots",
     summary = "The bookable drop-off slots of an address",
-    description = "For a checkout page: each open drop-off slot of the address's zone with room for one more drop-off, on each day the zone's city operates, from `from` for `days` days (within the booking horizon), with what remains. A slot is listed when a pick-up in the same city that day can reach it (CONTRACT §10); ask for it with `scheduled_date` and `time_slot_code` on the drop-off.",
-    security(("client_token" = [])),
+    description = "For a checkout page: each open drop-off slot of the address's zone with room for one more drop-off, on each day the zone's city operates, from `from` for `days` days (within the booking horizon), with what remains. A slot is listed when a pick-up in the same city that day can reach it (CONTRACT §10); ask for it with `scheduled_date` and `time_slot_code` on the drop-off. Called from the merchant's server with its secret token, or from its checkout page with a publishable key (`pk_…`; the slot picker `/embed/slots.js` does this): the page's `Origin` must be one the key lists, and the answer then carries `Access-Control-Allow-Origin`; a preflight (`OPTIONS`) is answered for the origins some key lists.",
+    security(("client_token" = []), ("publishable_key" = [])),
     params(
         ("text" = String, Query, min_length = 1, max_length = 500, description = "The address, or just its postal code (required)."),
         ("from" = Option<String>, Query, format = Date, description = "YYYY-MM-DD; default today in the address's city."),
@@ -442,11 +444,27 @@ struct BookableSlots(Vec<BookableSlot>);
     ),
     responses(
         (status = 200, description = "The bookable slots, earliest first.", body = Envelope<BookableSlots>),
+        (status = 403, description = "A publishable key from an origin it does not list, or without `Origin` (no CORS headers); a secret token sent from a web page (with `Origin`); an `ops`, `operator` or `driver` token.", body = ErrorEnvelope),
         (status = 422, description = "A bad query, at `query.<name>`: an address that cannot be placed in the service area, a malformed date, days out of range, a parameter given twice or unknown.", body = ErrorEnvelope),
     ))]
-async fn slots(State(app): State<App>, caller: Caller, RawQuery(raw): RawQuery) -> Result<Response> {
+async fn slots(State(app): State<App>, caller: SlotsCaller, RawQuery(raw): RawQuery) -> Response {
+    let mut res = bookable(&app, caller.mode, raw.as_deref()).await.into_response();
+    if let Some(origin) = caller.cors {
+        crate::auth::publishable::allow(&mut res, origin);
+    }
+    res
+}
+
+/// `OPTIONS /slots`: a browser's CORS preflight (`auth::publishable::preflight`).
+async fn slots_preflight(State(app): State<App>, req: axum::extract::Request) -> Result<Response> {
+    let (parts, _) = req.into_parts();
+    crate::auth::publishable::preflight(&app, &parts).await
+}
+
+/// The bookable slots of `GET /slots` in `mode`.
+async fn bookable(app: &App, mode: Mode, raw: Option<&str>) -> Result<Response> {
     let area = &app.settings.area;
-    let q = crate::http::query_params(raw.as_deref(), &["text", "from", "days"])?;
+    let q = crate::http::query_params(raw, &["text", "from", "days"])?;
     let text = q.get("text").map_or("", |t| t.trim());
     if text.is_empty() || text.chars().count() > 500 {
         return Err(Error::invalid("query.text", "The address text is required (1 to 500 characters)."));
@@ -467,7 +485,7 @@ async fn slots(State(app): State<App>, caller: Caller, RawQuery(raw): RawQuery) 
         })?,
         None => horizon,
     };
-    let capacity = snapshot(&app, caller.scope.mode, now).await?;
+    let capacity = snapshot(app, mode, now).await?;
     let mut out = Vec::new();
     let mut date = from;
     for _ in 0..days {

@@ -146,6 +146,10 @@ pub fn document() -> utoipa::openapi::OpenApi {
             "driver_token",
             "A `driver` token (one driver's, from its sign-in link): `Authorization: Bearer ds_driver_…`.",
         ),
+        (
+            "publishable_key",
+            "A client's publishable key, for its checkout page: `Authorization: Bearer pk_test_…`. It reaches `GET /slots` only, from a page on one of the origins listed with it (CORS).",
+        ),
         ("admin_token", "The admin token of the configuration (`DROPSLOT_ADMIN_TOKEN`)."),
     ] {
         let scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some(description)).build();

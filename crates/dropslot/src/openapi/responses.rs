@@ -9,7 +9,7 @@ use utoipa::openapi::{ContentBuilder, Header, OpenApi, Ref, RefOr, Response, Res
 
 /// The security schemes whose extractors take a request from a token bucket (`Caller`,
 /// `OpsCaller`, `OperatorCaller`); the admin token has no bucket.
-const RATE_LIMITED: &[&str] = &["client_token", "ops_token", "operator_token"];
+const RATE_LIMITED: &[&str] = &["client_token", "ops_token", "operator_token", "publishable_key"];
 
 pub(super) fn complete(doc: &mut OpenApi) {
     for item in doc.paths.paths.values_mut() {
@@ -62,13 +62,25 @@ fn complete_operation(op: &mut Operation) {
         add(op, 401, "`Authorization` is missing, not `Bearer <token>`, or the token is unknown or revoked.");
     }
     if schemes.iter().any(|s| s == "client_token") {
-        add(op, 403, "An `ops`, `operator` or `driver` token: they cannot call the client API.");
+        add(
+            op,
+            403,
+            "An `ops`, `operator` or `driver` token: they cannot call the client API; a publishable key (`pk_…`): it reaches `GET /slots` only.",
+        );
     }
     if schemes.iter().any(|s| s == "ops_token") {
-        add(op, 403, "A `test`, `live`, `operator` or `driver` token: the operations API takes ops tokens only.");
+        add(
+            op,
+            403,
+            "A `test`, `live`, `operator` or `driver` token or a publishable key: the operations API takes ops tokens only.",
+        );
     }
     if schemes.iter().any(|s| s == "operator_token") {
-        add(op, 403, "A client token (`test`, `live`, `ops`) or a `driver` token: this takes operator tokens only.");
+        add(
+            op,
+            403,
+            "A client token (`test`, `live`, `ops`, a publishable key) or a `driver` token: this takes operator tokens only.",
+        );
     }
     if schemes.iter().any(|s| s == "driver_token") {
         add(

@@ -33,6 +33,7 @@ impl FromRequestParts<App> for OpsCaller {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self> {
+        crate::auth::publishable::refuse(parts, app).await?;
         if crate::auth::staff::principal(parts, app).await?.is_some() {
             return Err(Error::Forbidden("The operations API takes ops tokens only."));
         }

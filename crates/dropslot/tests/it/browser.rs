@@ -229,6 +229,12 @@ impl Browser {
         panic!("type into {css}: redrawn three times meanwhile");
     }
 
+    /// Sends keys to the element `css` as a person types them (`WebDriver`'s key codes:
+    /// `\u{E015}` is the down arrow, `\u{E00D}` the space bar).
+    pub async fn keys(&self, css: &str, keys: &str) {
+        self.find(css).await.send_keys(keys).await.unwrap_or_else(|e| panic!("keys to {css}: {e}"));
+    }
+
     /// Chooses the option with `value` in the select `css`.
     pub async fn select(&self, css: &str, value: &str) {
         self.find(css).await.select_by_value(value).await.unwrap_or_else(|e| panic!("select {value} in {css}: {e}"));

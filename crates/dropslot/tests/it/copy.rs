@@ -41,6 +41,7 @@ const TABLES: &[&str] = &[
     "capacity_overrides",
     "drivers",
     "staff_tokens",
+    "publishable_keys",
     "plans",
     "published_routes",
     "published_stops",
@@ -251,6 +252,9 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
     let token = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "test"]));
     let revoked = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--client", &client, "--kind", "live"]));
     assert!(crate::cli::dropslot(&sqlite, &["token", "revoke", &revoked[..16]]).status.success());
+    let key_args =
+        ["token", "create", "--client", &client, "--kind", "publishable", "--origin", "https://shop.example"];
+    let publishable = stdout(&crate::cli::dropslot(&sqlite, &key_args));
     // The fleet: an operator token and a driver with its driver token.
     let operator = stdout(&crate::cli::dropslot(&sqlite, &["token", "create", "--kind", "operator"]));
     let driver = stdout(&crate::cli::dropslot(
@@ -492,6 +496,11 @@ fn a_sqlite_database_copied_to_postgres_reads_back_the_same() {
         // The revoked token stays revoked.
         let (status, _, _) = c.call(c.http.get(format!("{}{API}/orders", c.base)).bearer_auth(&revoked)).await;
         assert_eq!(status, 401);
+        // A publishable key moves with its origins.
+        let slots = format!("{}{API}/slots?text=M5V%203L9&days=1", c.base);
+        let req = c.http.get(&slots).bearer_auth(&publishable).header("Origin", "https://shop.example");
+        let (status, _, body) = c.call(req).await;
+        assert_eq!(status, 200, "{body}");
         // Staff tokens and drivers move too.
         let (status, _, drivers) =
             c.call(c.http.get(format!("{}{API}/ops/drivers", c.base)).bearer_auth(&operator)).await;

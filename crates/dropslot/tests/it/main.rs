@@ -38,6 +38,7 @@ mod orders;
 mod plans;
 mod points;
 mod preview;
+mod publishable;
 mod ratelimit;
 mod reads;
 mod receiver;

@@ -28,6 +28,7 @@ const UNDOCUMENTED: &[&str] = &[
     "GET /driver/icon.svg",
     "GET /driver/manifest.webmanifest",
     "GET /driver/sw.js",
+    "GET /embed/slots.js",
 ];
 
 /// Whether `route` (`METHOD path`) is one of [`UNDOCUMENTED`].
