@@ -18,6 +18,7 @@ mod account;
 mod attempts;
 mod orders;
 mod slots;
+mod spreadsheet;
 mod webhooks;
 
 use std::time::Duration;
@@ -53,6 +54,7 @@ pub fn routes() -> axum::Router<App> {
         .route("/dashboard/sign-in", get(account::sign_in_page).post(account::sign_in))
         .route("/dashboard/sign-out", post(account::sign_out))
         .route("/dashboard/orders", get(orders::list))
+        .route("/dashboard/orders.csv", get(spreadsheet::export))
         .route("/dashboard/shipments/{code}", get(orders::shipment))
         .route("/dashboard/proofs/{token}", get(orders::proof))
         .route("/dashboard/shipments/{code}/parcels/{custom_code}/delete", post(orders::delete_parcel))
