@@ -139,6 +139,25 @@ pub(crate) fn limit(
     Ok(())
 }
 
+/// A client's price list, limits and rate limits: its negotiated ones, else the configuration's.
+pub fn client_terms(
+    app: &App,
+    principal: &Principal,
+) -> Result<(Arc<PriceList>, Limits, dropslot_core::config::RateLimits)> {
+    Ok(match &principal.settings_json {
+        None => (app.default_prices.clone(), app.settings.limits, app.settings.rate_limits),
+        Some(json) => {
+            let s = ClientSettings::load(json)
+                .map_err(|e| Error::Internal(format!("client {} settings: {e}", principal.client)))?;
+            (
+                s.pricing.map_or_else(|| app.default_prices.clone(), Arc::new),
+                s.limits.unwrap_or(app.settings.limits),
+                s.rate_limits.unwrap_or(app.settings.rate_limits),
+            )
+        }
+    })
+}
+
 impl FromRequestParts<App> for Caller {
     type Rejection = Error;
 
@@ -153,18 +172,7 @@ impl FromRequestParts<App> for Caller {
         if principal.kind == TokenKind::Ops {
             return Err(Error::Forbidden("Operations tokens cannot call the client API."));
         }
-        let (prices, limits, rates) = match &principal.settings_json {
-            None => (app.default_prices.clone(), app.settings.limits, app.settings.rate_limits),
-            Some(json) => {
-                let s = ClientSettings::load(json)
-                    .map_err(|e| Error::Internal(format!("client {} settings: {e}", principal.client)))?;
-                (
-                    s.pricing.map_or_else(|| app.default_prices.clone(), Arc::new),
-                    s.limits.unwrap_or(app.settings.limits),
-                    s.rate_limits.unwrap_or(app.settings.rate_limits),
-                )
-            }
-        };
+        let (prices, limits, rates) = client_terms(app, &principal)?;
         limit(parts, app, &rates, &token_hash)?;
         let scope = Scope { client: principal.client, mode: principal.kind.mode() };
         Ok(Caller { principal, scope, prices, limits })

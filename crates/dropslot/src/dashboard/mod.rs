@@ -16,8 +16,10 @@
 
 mod account;
 mod attempts;
+mod import;
 mod orders;
 mod slots;
+mod spreadsheet;
 mod webhooks;
 
 use std::time::Duration;
@@ -53,6 +55,7 @@ pub fn routes() -> axum::Router<App> {
         .route("/dashboard/sign-in", get(account::sign_in_page).post(account::sign_in))
         .route("/dashboard/sign-out", post(account::sign_out))
         .route("/dashboard/orders", get(orders::list))
+        .route("/dashboard/orders.csv", get(spreadsheet::export))
         .route("/dashboard/shipments/{code}", get(orders::shipment))
         .route("/dashboard/proofs/{token}", get(orders::proof))
         .route("/dashboard/shipments/{code}/parcels/{custom_code}/delete", post(orders::delete_parcel))
@@ -74,6 +77,7 @@ pub fn routes() -> axum::Router<App> {
         .route("/dashboard/shipments/{code}/return", post(attempts::send_back))
         .route("/dashboard/shipments/{code}/cancel", post(attempts::cancel))
         .route("/dashboard/addresses/{id}/delete", post(account::delete_address))
+        .merge(import::routes())
 }
 
 async fn stylesheet() -> Response {
@@ -92,6 +96,8 @@ async fn stylesheet() -> Response {
 #[derive(Clone)]
 pub struct Session {
     pub scope: Scope,
+    /// Whose token it is, with the client's negotiated settings.
+    pub principal: dropslot_store::Principal,
     pub kind: TokenKind,
     pub csrf: String,
     pub token_prefix: String,
@@ -180,6 +186,7 @@ impl FromRequestParts<App> for Session {
             Ok(Some(r)) => Ok(Session {
                 scope: Scope { client: r.principal.client, mode: r.principal.kind.mode() },
                 kind: r.principal.kind,
+                principal: r.principal.clone(),
                 csrf: r.csrf,
                 token_prefix: r.token_prefix,
             }),

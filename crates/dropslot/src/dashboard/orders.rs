@@ -33,6 +33,8 @@ struct OrdersPage<'a> {
     errors: Vec<(String, String)>,
     /// The query string of the next (older) page.
     next: Option<String>,
+    /// The query string of the CSV export of every order these filters find.
+    export: String,
 }
 
 struct OrderRow {
@@ -49,7 +51,7 @@ struct OrderRow {
 
 /// The list's query: `q`, `status`, `date` and `cursor`, each checked (an unknown status or a
 /// malformed date is an error on the page, at its field, never ignored).
-fn filter(query: &str) -> (OrderFilter, Option<i64>, FieldErrors, [String; 3]) {
+pub(super) fn filter(query: &str) -> (OrderFilter, Option<i64>, FieldErrors, [String; 3]) {
     let mut f = OrderFilter::default();
     let mut errors = FieldErrors::new();
     let (mut before, mut raw) = (None, [String::new(), String::new(), String::new()]);
@@ -136,8 +138,14 @@ pub(super) async fn list(State(app): State<App>, session: Session, RawQuery(quer
     }
     let statuses = Status::ALL.into_iter().map(|s| (s.as_str(), crate::tracking::label(s).0)).collect();
     let status_code = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
+    let export = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("q", &q)
+        .append_pair("status", &status)
+        .append_pair("date", &date)
+        .finish();
     let body = OrdersPage {
         frame: Some(session.frame("orders")),
+        export,
         q: &q,
         status: &status,
         date: &date,

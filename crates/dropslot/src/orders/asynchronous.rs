@@ -125,8 +125,32 @@ pub(super) async fn accept(
     let terms = caller.terms();
     let prepared = super::prepare(&app, &terms, payload, Purpose::AsyncOrder, now).await?;
     codes_free(&app, &terms, &prepared).await?;
+    match enqueue(&app, &terms, prepared, body, claim.clone(), now).await? {
+        Ok(queued) => Ok(json_response(202, queued.response)),
+        Err(CreateOrderError::IdempotencyKeyTaken) => key_taken(&app, caller.scope, claim, now).await,
+        Err(e) => Err(queue_error(e)),
+    }
+}
+
+/// An order request made durable: its id and its 202 body.
+pub struct Queued {
+    pub request_id: String,
+    pub response: String,
+}
+
+/// Queues a prepared (validated, priced) request whose codes are free, made from `body`, for
+/// the worker, and wakes it: what `POST /requests/async` does after its checks, and what the
+/// dashboard's spreadsheet import does for each of its requests.
+pub async fn enqueue(
+    app: &App,
+    terms: &Terms,
+    prepared: Prepared,
+    body: Value,
+    claim: Option<dropslot_store::IdempotencyClaim>,
+    now: jiff::Timestamp,
+) -> Result<std::result::Result<Queued, CreateOrderError>> {
     let request_id = ids::request_id();
-    let url = status_url(&app, &request_id);
+    let url = status_url(app, &request_id);
     let drop_offs_count = prepared.request.drop_offs.len();
     let accepted = Accepted { request_id: &request_id, status: "queued", drop_offs_count, status_url: &url };
     let response = Envelope::success(202, ACCEPTED, &accepted)
@@ -138,34 +162,42 @@ pub(super) async fn accept(
             .stored()?
             .ok_or_else(|| Error::Internal("the request's terms".into()))?;
     let request = NewRequest {
-        request_id,
+        request_id: request_id.clone(),
         payload: crate::http::json::canonical(&body),
         terms: stored_terms,
         drop_offs_count,
         created_at: iso(&now.to_zoned(city.tz.clone())),
         due_ms: dropslot_store::queue_now_ms(),
-        idempotency: claim.clone(),
+        idempotency: claim,
         response: response.clone(),
     };
     // What the request was made from is all in `request` now: none of it waits for the
     // writer (8 requests of 100 drop-offs at once held about 1 MB each).
     drop((body, prepared));
-    match app.store.queue_request(caller.scope, request).await {
+    match app.store.queue_request(terms.scope, request).await {
         Ok(()) => {
             app.requests_queued.notify_one();
-            Ok(json_response(202, response))
+            Ok(Ok(Queued { request_id, response }))
         }
-        Err(CreateOrderError::IdempotencyKeyTaken) => key_taken(&app, caller.scope, claim, now).await,
-        Err(CreateOrderError::CustomCodeTaken { drop_off, parcel }) => Err(super::custom_code_taken(drop_off, parcel)),
-        Err(CreateOrderError::SlotFull { .. }) => Err(Error::Internal("a slot reserved by a queued request".into())),
         Err(CreateOrderError::Store(e)) => Err(e.into()),
+        Err(e) => Ok(Err(e)),
+    }
+}
+
+/// A refusal of the queue as the API says it (the idempotency conflict is the caller's).
+pub fn queue_error(e: CreateOrderError) -> Error {
+    match e {
+        CreateOrderError::CustomCodeTaken { drop_off, parcel } => super::custom_code_taken(drop_off, parcel),
+        CreateOrderError::SlotFull { .. } => Error::Internal("a slot reserved by a queued request".into()),
+        CreateOrderError::IdempotencyKeyTaken => Error::Conflict("The Idempotency-Key is in use.".into()),
+        CreateOrderError::Store(e) => e.into(),
     }
 }
 
 /// A custom code already held by a live parcel is refused at the door (422 at its path), so
 /// most conflicts never reach the queue; one taken between now and the worker's write fails
 /// the request with the same path.
-async fn codes_free(app: &App, terms: &Terms, prepared: &Prepared) -> Result<()> {
+pub async fn codes_free(app: &App, terms: &Terms, prepared: &Prepared) -> Result<()> {
     let mut errors = FieldErrors::new();
     for (i, d) in prepared.request.drop_offs.iter().enumerate() {
         for (j, p) in d.parcels.iter().enumerate() {

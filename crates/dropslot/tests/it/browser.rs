@@ -235,6 +235,12 @@ impl Browser {
         self.find(css).await.send_keys(keys).await.unwrap_or_else(|e| panic!("keys to {css}: {e}"));
     }
 
+    /// Chooses the file at `path` in the file input `css`.
+    pub async fn choose_file(&self, css: &str, path: &std::path::Path) {
+        let path = path.to_str().expect("a UTF-8 path");
+        self.find(css).await.send_keys(path).await.unwrap_or_else(|e| panic!("choose {path} in {css}: {e}"));
+    }
+
     /// Chooses the option with `value` in the select `css`.
     pub async fn select(&self, css: &str, value: &str) {
         self.find(css).await.select_by_value(value).await.unwrap_or_else(|e| panic!("select {value} in {css}: {e}"));

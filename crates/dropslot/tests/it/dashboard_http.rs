@@ -73,6 +73,23 @@ impl<'a> Visitor<'a> {
         self.take(req).await
     }
 
+    /// Posts a multipart form: the `csrf` field, then `bytes` as the file field `file`.
+    pub async fn upload(&mut self, path: &str, csrf: &str, file_name: &str, bytes: &[u8]) -> Page {
+        let boundary = "dropslot-test-boundary-7MA4YWxkTrZu0gW";
+        let mut body = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\nContent-Type: text/csv\r\n\r\n"
+        )
+        .into_bytes();
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let req = self
+            .http
+            .post(format!("{}{path}", self.s.base))
+            .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+            .body(body);
+        self.take(req).await
+    }
+
     pub fn cookie(&self, name: &str) -> Option<&str> {
         self.cookies.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }

@@ -49,6 +49,7 @@ mod roads;
 mod sandbox;
 mod scaleout;
 mod solve;
+mod spreadsheet;
 mod storage;
 mod systemd;
 mod webhooks;
