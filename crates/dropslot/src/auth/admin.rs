@@ -109,12 +109,13 @@ async fn put_settings(
 struct NewToken {
     #[schema(required = true, nullable = false, value_type = wire::TokenKind)]
     kind: Option<String>,
-    /// A publishable key's mode, `test` (the default) or `live`; only with `publishable`.
-    #[schema(nullable = false, value_type = Option<String>, pattern = "^(test|live)$")]
+    /// A publishable key's mode, `test` (the default) or `live`; only with `publishable`
+    /// (`null` counts as absent).
+    #[schema(nullable = true, value_type = Option<String>, pattern = "^(test|live)$")]
     mode: Option<String>,
     /// A publishable key's origins (required with `publishable`, and only there): 1 to 20
-    /// `http(s)://host[:port]`, the pages allowed to use the key.
-    #[schema(nullable = false, min_items = 1, max_items = 20)]
+    /// `http(s)://host[:port]`, the pages allowed to use the key (`null` counts as absent).
+    #[schema(nullable = true, min_items = 1, max_items = 20)]
     origins: Option<Vec<String>>,
 }
 
