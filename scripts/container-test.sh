@@ -54,13 +54,7 @@ DEBIAN_IMAGE=docker.io/library/debian:bookworm-slim
 # --- as the calling user: the binary the tests built (as scripts/deb-test.sh finds it).
 if [ $full -eq 0 ] && [ -z "${DROPSLOT_BIN:-}" ]; then
     step "the binary the tests use (cargo test --workspace --no-run)"
-    DROPSLOT_BIN=$(cargo test --workspace --locked --no-run --message-format=json-render-diagnostics | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "dropslot" \
-            and m["target"]["kind"] == ["bin"] and not m["profile"]["test"] and m.get("executable"):
-        print(m["executable"])')
+    DROPSLOT_BIN=$(scripts/test-binary.sh)
 fi
 if [ $full -eq 0 ]; then
     [ -x "$DROPSLOT_BIN" ] || fail "no dropslot binary ($DROPSLOT_BIN)"

@@ -27,13 +27,7 @@ if [ -z "${DROPSLOT_DEB:-}" ]; then
         bin=$DROPSLOT_BIN
     else
         step "the binary the tests use (cargo test --workspace --no-run)"
-        bin=$(cargo test --workspace --locked --no-run --message-format=json-render-diagnostics | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "dropslot" \
-            and m["target"]["kind"] == ["bin"] and not m["profile"]["test"] and m.get("executable"):
-        print(m["executable"])')
+        bin=$(scripts/test-binary.sh)
     fi
     [ -x "$bin" ] || fail "no dropslot binary ($bin)"
     step "build the package from $bin"
