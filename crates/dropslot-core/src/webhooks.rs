@@ -77,6 +77,15 @@ impl DeliveryWrite {
             DeliveryWrite::Delivered | DeliveryWrite::Failed => None,
         }
     }
+
+    /// Whether it moves its delivery whoever holds the delivery's claim now. An attempt moves
+    /// its delivery only under the claim that made it: once that lease ran out and another
+    /// dispatcher took the delivery over, the newer attempt decides. An answer is the
+    /// exception: the receiver has the message, and whoever claims it now would only send it
+    /// again (issue 47: a process whose recording was held up past its lease).
+    pub fn settles_any_claim(self) -> bool {
+        matches!(self, DeliveryWrite::Delivered)
+    }
 }
 
 /// An endpoint's health as stored, read in the attempt's transaction.

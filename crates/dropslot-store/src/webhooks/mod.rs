@@ -99,6 +99,14 @@ pub struct Claimed {
     pub auth_header: Option<AuthHeader>,
 }
 
+/// What one claim round took, and which of the leases it was asked to extend it extended.
+#[derive(Debug, Clone, Default)]
+pub struct Claims {
+    pub claimed: Vec<Claimed>,
+    /// The delivery ids of the `renew` pairs whose lease now ends at the round's lease.
+    pub renewed: Vec<i64>,
+}
+
 pub use dropslot_core::webhooks::{AttemptOutcome, DeliveryState};
 
 #[derive(Debug, Clone)]
@@ -169,7 +177,11 @@ pub trait WebhookStore: Send + Sync + 'static {
     async fn resend(&self, scope: Scope, delivery: i64) -> StoreResult<ResendOutcome>;
     /// Claims up to `limit` due deliveries until `lease_until_ms`, at most one per (endpoint,
     /// shipment) stream so order holds, and no more per endpoint than `per_endpoint` counting
-    /// the claimer's `in_flight` (endpoint, count) pairs.
+    /// the claimer's `in_flight` (endpoint, count) pairs. First extends to `lease_until_ms` the
+    /// lease of each `renew` (delivery, claim) pair still pending under that claim: deliveries
+    /// the claimer holds answered and not yet recorded, which no other dispatcher may take
+    /// over and send again meanwhile. A pair whose row another transaction holds is skipped
+    /// (the claimer asks again at its next round).
     async fn claim_deliveries(
         &self,
         now_ms: i64,
@@ -177,7 +189,8 @@ pub trait WebhookStore: Send + Sync + 'static {
         limit: usize,
         per_endpoint: usize,
         in_flight: Vec<(i64, usize)>,
-    ) -> StoreResult<Vec<Claimed>>;
+        renew: Vec<(i64, i64)>,
+    ) -> StoreResult<Claims>;
     /// Records attempts and moves their deliveries (and their streams, and their endpoints'
     /// health), all in one transaction: every one of them is committed, or none.
     async fn record_attempts(&self, attempts: Vec<AttemptRecord>) -> StoreResult<()>;
@@ -268,9 +281,10 @@ impl<S: WebhookStore> WebhookStore for crate::trace::Traced<S> {
         limit: usize,
         per_endpoint: usize,
         in_flight: Vec<(i64, usize)>,
-    ) -> StoreResult<Vec<Claimed>> {
+        renew: Vec<(i64, i64)>,
+    ) -> StoreResult<Claims> {
         self.trace.hit("WebhookStore::claim_deliveries");
-        self.inner.claim_deliveries(now_ms, lease_until_ms, limit, per_endpoint, in_flight).await
+        self.inner.claim_deliveries(now_ms, lease_until_ms, limit, per_endpoint, in_flight, renew).await
     }
 
     async fn record_attempts(&self, attempts: Vec<AttemptRecord>) -> StoreResult<()> {

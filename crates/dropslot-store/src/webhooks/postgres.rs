@@ -13,8 +13,8 @@ use crate::outbox::postgres::{add_delivery, enqueue, now_ms};
 use crate::postgres::sql::Sql;
 use crate::postgres::{PgStore, in_tx, map_err};
 use crate::{
-    AttemptOutcome, AttemptRecord, AuthHeader, Claimed, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome,
-    Scope, StoreError, StoreResult, StoredAttempt, StoredDelivery, StoredEndpoint, WebhookStore,
+    AttemptOutcome, AttemptRecord, AuthHeader, Claimed, Claims, DeliveryState, EndpointPatch, NewEndpoint,
+    ResendOutcome, Scope, StoreError, StoreResult, StoredAttempt, StoredDelivery, StoredEndpoint, WebhookStore,
 };
 use async_trait::async_trait;
 use dropslot_core::webhooks::{EndpointWrite, Health, plan as attempt_plan};
@@ -110,13 +110,20 @@ impl WebhookStore for PgStore {
         limit: usize,
         per_endpoint: usize,
         in_flight: Vec<(i64, usize)>,
-    ) -> StoreResult<Vec<Claimed>> {
+        renew: Vec<(i64, i64)>,
+    ) -> StoreResult<Claims> {
         // A claim's commit does not wait for its WAL flush: lost in a crash, its lease goes with
         // the process holding it, and the delivery is sent again (at least once), as it would
         // be after the lease ran out. The sends start one flush earlier (issue 33).
         Ok(in_tx!(self, |tx| {
             tx.batch_execute("SET LOCAL synchronous_commit TO off").await.map_err(map_err)?;
-            claim(tx, now_ms, lease_until_ms, limit, per_endpoint, &in_flight).await?
+            let renewed = renew_leases(tx, &renew, lease_until_ms).await?;
+            let claimed = if limit == 0 {
+                Vec::new()
+            } else {
+                claim(tx, now_ms, lease_until_ms, limit, per_endpoint, &in_flight).await?
+            };
+            Claims { claimed, renewed }
         }))
     }
 
@@ -639,6 +646,36 @@ pub(crate) async fn claim(
     Ok(claimed)
 }
 
+/// Extends the lease of each (delivery, claim) pair still pending under that claim to
+/// `lease_until_ms`; the ids extended. A row another transaction holds (this process's own
+/// recording of it, waiting on a lock) is skipped, not waited for: the claim round goes on, and
+/// the next one asks again. Nothing when `renew` is empty.
+async fn renew_leases(c: &impl Sql, renew: &[(i64, i64)], lease_until_ms: i64) -> Result<Vec<i64>, StoreError> {
+    if renew.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ids, claims): (Vec<i64>, Vec<i64>) = renew.iter().copied().unzip();
+    let rows = c
+        .query_typed(
+            "UPDATE webhook_deliveries d SET next_attempt_ms = $3
+             WHERE d.id IN (
+                SELECT x.id FROM webhook_deliveries x
+                JOIN unnest($1::bigint[], $2::bigint[]) AS u (id, claim) ON x.id = u.id AND x.claim = u.claim
+                WHERE x.state = $4 AND x.next_attempt_ms < $3
+                FOR NO KEY UPDATE OF x SKIP LOCKED)
+             RETURNING d.id",
+            &[
+                (&ids, Type::INT8_ARRAY),
+                (&claims, Type::INT8_ARRAY),
+                (&lease_until_ms, Type::INT8),
+                (&DeliveryState::Pending.as_str(), Type::TEXT),
+            ],
+        )
+        .await
+        .map_err(map_err)?;
+    rows.iter().map(|r| col(r, 0)).collect()
+}
+
 /// Moves the oldest waiting delivery of the finished delivery's stream to `pending` (the
 /// finished one has left the stream, so the stream's next unfinished one is it; the `IN`
 /// matches the partial index's condition, which keeps this a point lookup). Whether that one
@@ -747,8 +784,8 @@ pub(crate) async fn record_attempts(c: &impl Sql, attempts: &[AttemptRecord]) ->
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    let (mut instants, mut latencies, mut responses) =
-        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut instants, mut latencies, mut responses, mut any_claims) =
+        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
     for a in &batch {
         let at_ms = a.at.as_millisecond();
         let error = a.error.as_deref();
@@ -779,6 +816,7 @@ pub(crate) async fn record_attempts(c: &impl Sql, attempts: &[AttemptRecord]) ->
         states.push(plan.delivery.state().as_str());
         numbers.push(i64::from(a.attempt));
         nexts.push(plan.delivery.next_attempt_ms());
+        any_claims.push(plan.delivery.settles_any_claim());
         ats.push(at_ms);
         statuses.push(a.status.map(i64::from));
         errors.push(a.error.as_deref());
@@ -831,16 +869,18 @@ pub(crate) async fn record_attempts(c: &impl Sql, attempts: &[AttemptRecord]) ->
     .map_err(map_err)?;
     // The state each delivery must still be in, `pending`, is a parameter: as a constant it
     // would match the partial indexes' conditions, and a plan made while they are small reads
-    // their whole range. A retried delivery keeps its stream's head.
+    // their whole range. A retried delivery keeps its stream's head. Only the claim that made
+    // an attempt moves its delivery, except an answer (`DeliveryWrite::settles_any_claim`).
     let moved = c
         .query_typed(
-            "UPDATE webhook_deliveries d SET state = u.state, attempts = u.attempt,
+            "UPDATE webhook_deliveries d SET state = u.state, attempts = GREATEST(d.attempts, u.attempt),
                 next_attempt_ms = coalesce(u.next, d.next_attempt_ms), claim = NULL,
                 finished_ms = CASE WHEN u.next IS NULL THEN u.at ELSE NULL END, last_status = u.status,
                 last_error = u.error
              FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
-                    $7::bigint[], $8::text[]) AS u (id, claim, state, attempt, next, at, status, error)
-             WHERE d.id = u.id AND d.claim = u.claim AND d.state = $9
+                    $7::bigint[], $8::text[], $10::bool[])
+                    AS u (id, claim, state, attempt, next, at, status, error, any_claim)
+             WHERE d.id = u.id AND (d.claim = u.claim OR u.any_claim) AND d.state = $9
              RETURNING d.id, d.endpoint_id, d.ordering_key, u.next IS NULL",
             &[
                 (&ids, Type::INT8_ARRAY),
@@ -852,6 +892,7 @@ pub(crate) async fn record_attempts(c: &impl Sql, attempts: &[AttemptRecord]) ->
                 (&statuses, Type::INT8_ARRAY),
                 (&errors, Type::TEXT_ARRAY),
                 (&DeliveryState::Pending.as_str(), Type::TEXT),
+                (&any_claims, Type::BOOL_ARRAY),
             ],
         )
         .await

@@ -4,8 +4,8 @@
 use crate::outbox::sqlite::{add_delivery, enqueue, now_ms};
 use crate::sqlite::{SqliteStore, map_err};
 use crate::{
-    AttemptRecord, AuthHeader, Claimed, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome, Scope, StoreError,
-    StoreResult, StoredAttempt, StoredDelivery, StoredEndpoint, WebhookStore,
+    AttemptRecord, AuthHeader, Claimed, Claims, DeliveryState, EndpointPatch, NewEndpoint, ResendOutcome, Scope,
+    StoreError, StoreResult, StoredAttempt, StoredDelivery, StoredEndpoint, WebhookStore,
 };
 use async_trait::async_trait;
 use dropslot_core::webhooks::{EndpointWrite, Health, plan as attempt_plan};
@@ -105,10 +105,21 @@ impl WebhookStore for SqliteStore {
         limit: usize,
         per_endpoint: usize,
         in_flight: Vec<(i64, usize)>,
-    ) -> StoreResult<Vec<Claimed>> {
+        renew: Vec<(i64, i64)>,
+    ) -> StoreResult<Claims> {
         // Answered before its batch commits (see `Writer::write_unsynced`): the claim's sends
         // start one fsync earlier, which bounded the fan-out while events arrived (issue 33).
-        self.writer.write_unsynced(move |c| claim(c, now_ms, lease_until_ms, limit, per_endpoint, &in_flight)).await
+        self.writer
+            .write_unsynced(move |c| {
+                let renewed = renew_leases(c, &renew, lease_until_ms)?;
+                let claimed = if limit == 0 {
+                    Vec::new()
+                } else {
+                    claim(c, now_ms, lease_until_ms, limit, per_endpoint, &in_flight)?
+                };
+                Ok(Claims { claimed, renewed })
+            })
+            .await
     }
 
     async fn record_attempts(&self, attempts: Vec<AttemptRecord>) -> StoreResult<()> {
@@ -498,6 +509,25 @@ pub(crate) fn claim(
     Ok(claimed)
 }
 
+/// Extends the lease of each (delivery, claim) pair still pending under that claim to
+/// `lease_until_ms`; the ids extended.
+pub(crate) fn renew_leases(c: &Connection, renew: &[(i64, i64)], lease_until_ms: i64) -> Result<Vec<i64>, StoreError> {
+    let mut renewed = Vec::with_capacity(renew.len());
+    for &(id, claim) in renew {
+        let n = c
+            .prepare_cached(
+                "UPDATE webhook_deliveries SET next_attempt_ms = ?3
+                 WHERE id = ?1 AND claim = ?2 AND state = ?4 AND next_attempt_ms < ?3",
+            )
+            .and_then(|mut s| s.execute(params![id, claim, lease_until_ms, DeliveryState::Pending.as_str()]))
+            .map_err(map_err)?;
+        if n == 1 {
+            renewed.push(id);
+        }
+    }
+    Ok(renewed)
+}
+
 /// Moves the oldest waiting delivery of the finished delivery's stream to `pending` (the
 /// finished one is out of the stream index, so the stream's next unfinished one is it; the
 /// `IN` matches the partial index's condition, which keeps this a point lookup).
@@ -542,18 +572,20 @@ pub(crate) fn record_attempt(c: &Connection, a: &AttemptRecord) -> Result<(), St
         .map_err(map_err)?;
     let plan = attempt_plan(a.outcome, a.error.as_deref(), health.unwrap_or_default(), at_ms, a.disable_after_ms);
     let (state, next) = (plan.delivery.state().as_str(), plan.delivery.next_attempt_ms());
-    // Only the claim that made the attempt moves the delivery: if its lease ran out and
-    // another dispatcher took it over, that one decides.
+    // Only the claim that made the attempt moves the delivery (if its lease ran out and
+    // another dispatcher took it over, that one decides), except an answer: whoever claims it
+    // now would send again what the receiver has (`DeliveryWrite::settles_any_claim`).
     let moved = c
         .prepare_cached(
-            "UPDATE webhook_deliveries SET state = ?3, attempts = ?4, next_attempt_ms = coalesce(?5, next_attempt_ms),
-                claim = NULL, finished_ms = CASE WHEN ?5 IS NULL THEN ?6 ELSE NULL END, last_status = ?7,
-                last_error = ?8
-             WHERE id = ?1 AND claim = ?2 AND state = ?9",
+            "UPDATE webhook_deliveries SET state = ?3, attempts = max(attempts, ?4),
+                next_attempt_ms = coalesce(?5, next_attempt_ms), claim = NULL,
+                finished_ms = CASE WHEN ?5 IS NULL THEN ?6 ELSE NULL END, last_status = ?7, last_error = ?8
+             WHERE id = ?1 AND (claim = ?2 OR ?10) AND state = ?9",
         )
         .and_then(|mut s| {
             let pending = DeliveryState::Pending.as_str();
-            s.execute(params![a.delivery_id, a.claim, state, a.attempt, next, at_ms, a.status, a.error, pending])
+            let any = plan.delivery.settles_any_claim();
+            s.execute(params![a.delivery_id, a.claim, state, a.attempt, next, at_ms, a.status, a.error, pending, any])
         })
         .map_err(map_err)?;
     if moved == 1 && next.is_none() {
@@ -621,4 +653,34 @@ pub(crate) fn queue_depth(c: &Connection) -> rusqlite::Result<i64> {
         )
     });
     c.prepare_cached(&QUEUE_DEPTH)?.query_row([], |r| r.get(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lease is extended only under the claim that holds it, while its delivery is pending,
+    /// and never shortened.
+    #[test]
+    fn a_lease_is_renewed_only_under_its_claim_and_while_pending() {
+        let c = Connection::open_in_memory().unwrap();
+        crate::sqlite::migrate(&c).unwrap();
+        c.execute_batch(
+            "PRAGMA foreign_keys = OFF;
+             INSERT INTO webhook_deliveries (id, message_id, endpoint_id, state, next_attempt_ms, claim, queued_ms)
+             VALUES (1, 1, 1, 'pending', 1000, 11, 0), (2, 1, 1, 'pending', 1000, 12, 0),
+                    (3, 1, 1, 'delivered', 1000, 13, 0), (4, 1, 1, 'pending', 9000, 14, 0);",
+        )
+        .unwrap();
+        let renewed = renew_leases(&c, &[(1, 11), (2, 99), (3, 13), (4, 14)], 5000).unwrap();
+        assert_eq!(renewed, [1], "its own claim, pending, a later lease");
+        let leases: Vec<i64> = c
+            .prepare("SELECT next_attempt_ms FROM webhook_deliveries ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(leases, [5000, 1000, 1000, 9000]);
+    }
 }

@@ -3,7 +3,8 @@
 //! they expire), sends them concurrently over one shared HTTP client within a bounded pool
 //! and a per-endpoint share, and records every attempt. A delivery it holds stays its own
 //! until its attempt is recorded, however late: it is never claimed back and sent twice by
-//! this process. On shutdown it stops claiming and gives in-flight deliveries `drain` to
+//! this process, and its lease is extended while its recording is late, so no other process
+//! takes it over either. On shutdown it stops claiming and gives in-flight deliveries `drain` to
 //! finish; the rest are retried after their lease.
 
 use std::collections::HashMap;
@@ -91,7 +92,7 @@ impl Dispatcher {
             while tasks.try_join_next().is_some() {}
             let free = permits.available_permits().min(BATCH);
             let mut claimed = 0;
-            if free > 0 {
+            if free > 0 || self.renewals_due() {
                 match self.claim(free).await {
                     Ok(batch) => {
                         claimed = batch.len();
@@ -146,10 +147,32 @@ impl Dispatcher {
         }
     }
 
+    /// The deliveries this process holds answered, their attempt not recorded yet, whose lease
+    /// ends within `LEASE_MARGIN`: (delivery, claim) pairs.
+    fn due_for_renewal(&self, now: i64) -> Vec<(i64, i64)> {
+        let soon = now + LEASE_MARGIN.as_millis() as i64;
+        self.lock_held()
+            .values()
+            .flatten()
+            .filter(|h| !h.sending && h.lease_until <= soon)
+            .map(|h| (h.id, h.claim))
+            .collect()
+    }
+
+    fn renewals_due(&self) -> bool {
+        !self.due_for_renewal(Timestamp::now().as_millisecond()).is_empty()
+    }
+
+    /// Claims up to `limit` due deliveries (none when 0) and, in the same round, extends the
+    /// lease of the answered ones whose recording is late: however long the database holds
+    /// their recording up (a lock another session keeps, a busy server), no other process takes
+    /// them over and sends again what its receiver has (issue 47). Only a process that dies
+    /// meanwhile leaves its answers to be sent again, once its leases run out: at least once.
     async fn claim(&self, limit: usize) -> Result<Vec<Claimed>, dropslot_store::StoreError> {
         let cap = self.settings.per_endpoint_concurrency;
         let now = Timestamp::now().as_millisecond();
         let lease = now + (self.settings.timeout + LEASE_MARGIN).as_millis() as i64;
+        let renew = self.due_for_renewal(now);
         // A delivery held here past its lease (its answer came, its attempt is not recorded
         // yet) is due again in the claim's eyes. Its endpoint counts as full until the attempt
         // is recorded, so this process never takes it back and sends it a second time. (Another
@@ -162,10 +185,19 @@ impl Dispatcher {
                 (*e, if late { cap } else { held.iter().filter(|h| h.sending).count() })
             })
             .collect();
-        let claimed = self.store.claim_deliveries(now, lease, limit, cap, in_flight).await?;
+        let claims = self.store.claim_deliveries(now, lease, limit, cap, in_flight, renew).await?;
         let mut held = self.lock_held();
-        let mut fresh = Vec::with_capacity(claimed.len());
-        for d in claimed {
+        if !claims.renewed.is_empty() {
+            tracing::info!(
+                deliveries = claims.renewed.len(),
+                "webhook attempts not recorded yet; their leases extended"
+            );
+            for h in held.values_mut().flatten().filter(|h| claims.renewed.contains(&h.id)) {
+                h.lease_until = lease;
+            }
+        }
+        let mut fresh = Vec::with_capacity(claims.claimed.len());
+        for d in claims.claimed {
             // On SQLite a claim is answered before its commit: if that commit then failed, the
             // lease is gone and the delivery, still out, is claimed again. It stays one send.
             let mine = held.entry(d.endpoint_id).or_default();
@@ -173,7 +205,7 @@ impl Dispatcher {
                 tracing::warn!(delivery_id = d.delivery_id, "a delivery in flight was claimed again; not sent twice");
                 continue;
             }
-            mine.push(Held { id: d.delivery_id, lease_until: lease, sending: true });
+            mine.push(Held { id: d.delivery_id, claim: d.claim, lease_until: lease, sending: true });
             fresh.push(d);
         }
         Ok(fresh)
@@ -340,6 +372,8 @@ impl Dispatcher {
 /// A delivery this process holds.
 struct Held {
     id: i64,
+    /// The claim's tag, which a lease is extended under.
+    claim: i64,
     /// Its lease's end (Unix ms).
     lease_until: i64,
     /// Whether its request is still out: only those count against the endpoint's share (one

@@ -685,3 +685,45 @@ async fn a_burst_of_deliveries_reads_the_webhook_tables_through_indexes() {
     tokio::time::timeout(Duration::from_secs(30), recorded).await.expect("every attempt is recorded");
     assert_eq!(scans().await - before, 0, "sequential scans of {tables} during the burst");
 }
+
+/// Issue 47 item 5: an answer is recorded whoever holds its delivery's claim by then. A
+/// delivery is claimed and sent; while its request waits at the receiver, another dispatcher's
+/// claim is written over this one's (what a takeover after a lease that ran out leaves); then
+/// the receiver answers 200. The delivery is delivered at once, and never sent again: before,
+/// only the claim that made an attempt could move its delivery, so it stayed pending and was
+/// sent a second time once the newer lease ran out.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_is_recorded_whoever_claimed_the_delivery_since() {
+    let s = TestServer::start_with(&format!("{FAST}timeout = \"1s\"\n")).await;
+    let rx = Receiver::start().await;
+    subscribe(&s, &s.token, json!({"url": rx.url, "events": ["*"]})).await;
+    // Requests wait, unanswered, until two are in flight at once.
+    rx.gate(2);
+    let first = order(&s, &s.token, &request(&[500.0])).await;
+    let claimed = async {
+        while s.db.scalar("SELECT count(*) FROM webhook_deliveries WHERE claim IS NOT NULL") == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), claimed).await.expect("the first delivery is claimed");
+    s.db.execute("UPDATE webhook_deliveries SET claim = claim + 1 WHERE claim IS NOT NULL");
+    // A second order's first delivery (another stream) opens the gate: both are answered 200.
+    let second = order(&s, &s.token, &request(&[500.0])).await;
+    // Each order's scheduled and parcel.created, recorded delivered.
+    let recorded = async {
+        while s.db.scalar("SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'") < 4 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), recorded).await.expect("four deliveries recorded");
+    let got = rx.delivered(4).await;
+    let all = rx.received();
+    let ids: Vec<&str> = all.iter().map(Received::id).collect();
+    let distinct: BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), distinct.len(), "nothing answered was sent again: {ids:?}");
+    let codes: BTreeSet<String> =
+        got.iter().map(|r| r.json()["data"]["tracking_code"].as_str().unwrap().to_string()).collect();
+    assert_eq!(codes, BTreeSet::from([tracking(&first), tracking(&second)]));
+    let pending = s.db.scalar("SELECT count(*) FROM webhook_deliveries WHERE state <> 'delivered'");
+    assert_eq!(pending, 0, "every delivery recorded delivered, none left pending");
+}
