@@ -85,6 +85,10 @@ need=()
 for tool in podman:podman runc:runc podman-compose:podman-compose debootstrap:debootstrap strip:binutils; do
     command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")
 done
+# The compose network's names (dropslot reaches the database as `postgres`): podman's CNI
+# backend resolves them only with the dnsname plugin, which apt-get installs with podman only
+# as a recommendation (not installed here: --no-install-recommends).
+[ -x /usr/lib/cni/dnsname ] || need+=(golang-github-containernetworking-plugin-dnsname)
 python3 -c 'import standardwebhooks' 2>/dev/null || fail "python3 standardwebhooks is missing (scripts/test-deps.sh)"
 if [ ${#need[@]} -gt 0 ]; then
     step "install ${need[*]} (apt-get)"
