@@ -29,7 +29,8 @@
 #      processes on the one database, default 1; more only on PostgreSQL: wrk's connections
 #      are split evenly between WRKS wrks, and the figures are summed (rates) or the worst
 #      taken (latencies); scenario calls and the ops run go to the first),
-#      ONLY (all, default; api: floor, preview, sync with the durability check, and async;
+#      ONLY (all, default; verdict: issue 49's four ratios, both backends, see its block;
+#      api: floor, preview, sync with the durability check, and async;
 #      points: the address-points phase alone; plan: the day-plan phase alone; operator: the
 #      operator side under load alone, issue 33 item 5: see its block below; fleet: fleet
 #      capacity against limits, issue 45: see its block),
@@ -138,6 +139,67 @@ FLOOR=$TARGET/release/examples/floor
 SYNC_FLOOR=$TARGET/release/examples/sync_floor
 SYNC_FLOOR_PG=$TARGET/release/examples/sync_floor_pg
 [[ -x $DROPSLOT && -x $FLOOR ]] || die "binaries not found under $TARGET/release"
+
+# ---------------------------------------------------------------- the verdict (issue 49)
+# ONLY=verdict: the four figures of issue 49, each a ratio of two measurements of this one
+# invocation, on both backends: the ops fan-out (scripts/webhook-bench.sh, one round each, a
+# fresh database each) at VERDICT_CALLS (default "2000 5000") on SQLite then PostgreSQL; this
+# script's api phase on PostgreSQL (sync against its own tokio-postgres floor) and on SQLite
+# (preview's CPU per request against the floor's, and preview with rate limits and HTTP
+# metrics against both off, PREVIEW_PAIRS alternations). PostgreSQL is VERDICT_POSTGRES
+# (default: DATABASE when it is postgres://, else postgres://postgres@127.0.0.1:5432/postgres).
+if [[ ${ONLY:-all} == verdict ]]; then
+  VTMP=$(mktemp -d "${TMPDIR:-/tmp}/dropslot-verdict.XXXXXX")
+  trap 'rm -rf "$VTMP"' EXIT
+  PG=${VERDICT_POSTGRES:-}
+  [[ -z $PG && $BACKEND == postgres ]] && PG=$DATABASE
+  PG=${PG:-postgres://postgres@127.0.0.1:5432/postgres}
+  if [[ ! -x $TARGET/release/examples/hook_sink || ! -x $TARGET/release/examples/fanout_floor ]]; then
+    cargo build --release -p dropslot --example hook_sink --example fanout_floor
+  fi
+  CALLS_LIST=${VERDICT_CALLS:-2000 5000}
+  declare -A FAN_RATE FAN_P99
+  for n in $CALLS_LIST; do
+    for backend in sqlite postgres; do
+      db=""
+      [[ $backend == postgres ]] && db=$PG
+      log "verdict: the ops fan-out, $n calls x 4 endpoints, on $backend"
+      line=$(DATABASE=$db CALLS=$n ROUNDS=1 FLOOR=0 BIN=$DROPSLOT scripts/webhook-bench.sh 2>"$VTMP/fan-$backend-$n.err" | grep '^round=') ||
+        { cat "$VTMP/fan-$backend-$n.err" >&2; die "verdict: the fan-out on $backend failed"; }
+      echo "$line" >&2
+      FAN_RATE[$backend-$n]=$(sed -nE 's/.* per_s=([0-9.]+) .*/\1/p' <<<"$line")
+      FAN_P99[$backend-$n]=$(sed -nE 's/.*HOOKS .* p99_ms=([0-9.]+) .*/\1/p' <<<"$line")
+    done
+  done
+  log "verdict: the api phase on PostgreSQL"
+  DATABASE=$PG ONLY=api NO_BUILD=1 POINTS=0 CAPACITY_PAIRS=0 PREVIEW_PAIRS=0 "$0" >"$VTMP/pg.txt" 2>"$VTMP/pg.err" ||
+    { tail -30 "$VTMP/pg.err" >&2; die "verdict: the api phase on PostgreSQL failed"; }
+  log "verdict: the api phase on SQLite"
+  DATABASE= ONLY=api NO_BUILD=1 POINTS=0 CAPACITY_PAIRS=0 "$0" >"$VTMP/sqlite.txt" 2>"$VTMP/sqlite.err" ||
+    { tail -30 "$VTMP/sqlite.err" >&2; die "verdict: the api phase on SQLite failed"; }
+  sync_pg=$(grep -m1 '^sync against its own floor' "$VTMP/pg.txt" | sed -nE 's/.* = ([0-9.]+)$/\1/p')
+  sync_line=$(grep -m1 '^sync against its own floor' "$VTMP/pg.txt" | sed -nE 's/.*: ([0-9]+ \/ [0-9]+ orders\/s).*/\1/p')
+  read -r floor_cpu preview_cpu < <(awk 'NF == 6 && $1 == "floor" { f = $6 } NF == 6 && $1 == "preview" { p = $6 } END { print f, p }' "$VTMP/sqlite.txt")
+  read -r floor_rps preview_rps < <(awk 'NF == 6 && $1 == "floor" { f = $2 } NF == 6 && $1 == "preview" { p = $2 } END { print f, p }' "$VTMP/sqlite.txt")
+  onoff=$(grep -m1 '^preview with rate limits and HTTP metrics' "$VTMP/sqlite.txt" | sed -nE 's/.*on\/off = ([0-9.]+)$/\1/p')
+  number='^[0-9]+([.][0-9]+)?$'
+  for v in "$sync_pg" "$floor_cpu" "$preview_cpu" "$floor_rps" "$preview_rps" "$onoff"; do
+    [[ $v =~ $number ]] || die "verdict: a figure is missing from the api runs (read '$v')"
+  done
+  echo
+  echo "issue 49's figures, each a ratio within this invocation (SQLite; PostgreSQL at ${PG%%\?*}):"
+  for n in $CALLS_LIST; do
+    printf 'webhook fan-out, N=%s: PostgreSQL / SQLite = %s / %s deliveries/s = %.3f (target >= 0.78); p99 commit-to-receipt PostgreSQL %s ms, SQLite %s ms (target < 250)\n' \
+      "$n" "${FAN_RATE[postgres-$n]}" "${FAN_RATE[sqlite-$n]}" \
+      "$(awk -v a="${FAN_RATE[postgres-$n]}" -v b="${FAN_RATE[sqlite-$n]}" 'BEGIN { print a / b }')" "${FAN_P99[postgres-$n]}" "${FAN_P99[sqlite-$n]}"
+  done
+  echo "sync on PostgreSQL / its tokio-postgres floor: $sync_line = $sync_pg (target >= 0.70)"
+  printf 'preview CPU a request / the floor'"'"'s (SQLite): %s / %s us = %.2fx (target <= 2.5x); throughput %.3f of the floor\n' \
+    "$preview_cpu" "$floor_cpu" "$(awk -v a="$preview_cpu" -v b="$floor_cpu" 'BEGIN { print a / b }')" \
+    "$(awk -v a="$preview_rps" -v b="$floor_rps" 'BEGIN { print a / b }')"
+  echo "preview with rate limits and HTTP metrics / both off (SQLite, ${PREVIEW_PAIRS:-2} alternations): $onoff (target >= 0.97)"
+  exit 0
+fi
 
 # ---------------------------------------------------------------- servers
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/dropslot-load.XXXXXX")
