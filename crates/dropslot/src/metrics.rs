@@ -2,6 +2,7 @@
 //! HTTP requests by route template and status with their latency, orders created, and the
 //! webhook dispatcher's counters.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use prometheus_client::encoding::{
@@ -138,8 +139,32 @@ pub fn method_label(method: &axum::http::Method) -> &'static str {
 }
 
 /// A route template as a label, interned: the templates are the router's (a few dozen), so
-/// each is allocated once for the life of the process and a request allocates nothing.
+/// each is allocated once for the life of the process and a request allocates nothing. The
+/// router hands every request of a route the same shared text, so each thread remembers the
+/// label of the text at each address, checked against the text itself (an address a dropped
+/// router freed may hold another template since): one comparison instead of a search under
+/// a lock (issue 49).
 pub fn route_label(template: &str) -> &'static str {
+    thread_local! {
+        static SEEN: std::cell::RefCell<HashMap<usize, &'static str, rustc_hash::FxBuildHasher>> =
+            std::cell::RefCell::new(HashMap::default());
+    }
+    let at = template.as_ptr() as usize;
+    if let Some(label) = SEEN.with_borrow(|seen| seen.get(&at).copied()).filter(|l| *l == template) {
+        return label;
+    }
+    let label = intern_route(template);
+    SEEN.with_borrow_mut(|seen| {
+        // Bounded: a thread that met this many addresses starts over.
+        if seen.len() >= 1024 {
+            seen.clear();
+        }
+        seen.insert(at, label);
+    });
+    label
+}
+
+fn intern_route(template: &str) -> &'static str {
     static ROUTES: std::sync::RwLock<Vec<&'static str>> = std::sync::RwLock::new(Vec::new());
     // A poisoned list is still whole: a writer only ever pushes.
     if let Some(known) =
@@ -174,9 +199,13 @@ const LATENCY_BUCKETS: [f64; 13] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0
 /// A histogram every request observes without a lock: atomic bucket counts, the count, and
 /// the sum in nanoseconds. (prometheus-client's `Histogram` takes a write lock per
 /// observation, which requests on different threads then wait for.) It is encoded exactly
-/// like one: non-cumulative bucket counts, the last bucket `+Inf`.
+/// like one: non-cumulative bucket counts, the last bucket `+Inf`. A clone is a handle to
+/// the same counts.
+#[derive(Debug, Default, Clone)]
+pub struct LatencyHistogram(std::sync::Arc<LatencyCounts>);
+
 #[derive(Debug, Default)]
-pub struct LatencyHistogram {
+pub struct LatencyCounts {
     buckets: [AtomicU64; LATENCY_BUCKETS.len() + 1],
     count: AtomicU64,
     sum_nanos: AtomicU64,
@@ -186,9 +215,9 @@ impl LatencyHistogram {
     pub fn observe(&self, elapsed: std::time::Duration) {
         let seconds = elapsed.as_secs_f64();
         let i = LATENCY_BUCKETS.iter().position(|upper| seconds <= *upper).unwrap_or(LATENCY_BUCKETS.len());
-        self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.sum_nanos.fetch_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.0.buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.0.count.fetch_add(1, Ordering::Relaxed);
+        self.0.sum_nanos.fetch_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 }
 
@@ -202,12 +231,12 @@ impl EncodeMetric for LatencyHistogram {
             .iter()
             .copied()
             .chain(std::iter::once(f64::MAX))
-            .zip(&self.buckets)
+            .zip(&self.0.buckets)
             .map(|(upper, n)| (upper, n.load(Ordering::Relaxed)))
             .collect();
         // The count is the buckets' sum, so a scrape during an observation stays consistent.
         let count = buckets.iter().map(|(_, n)| n).sum();
-        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let sum = self.0.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
         encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
     }
 
@@ -260,6 +289,9 @@ impl prometheus_client::collector::Collector for StoreCollector {
 pub struct HttpMetrics(pub Option<std::sync::Arc<Metrics>>);
 
 pub struct Metrics {
+    /// This instance among the process's (tests run several): what a thread's cached handles
+    /// are kept under.
+    id: u64,
     registry: Registry,
     store: std::sync::Arc<StoreCollector>,
     pub http_requests: Family<RequestLabels, Counter>,
@@ -276,6 +308,9 @@ pub struct Metrics {
     /// Today's report per depot (`crate::reports::refresh_gauges`).
     pub day: DayGauges,
 }
+
+/// Numbers the process's `Metrics` (`Metrics::id`).
+static INSTANCES: AtomicU64 = AtomicU64::new(0);
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -332,6 +367,7 @@ impl Default for Metrics {
         );
         let day = DayGauges::register(&mut registry);
         Metrics {
+            id: INSTANCES.fetch_add(1, Ordering::Relaxed),
             registry,
             store,
             http_requests,
@@ -359,10 +395,37 @@ impl Metrics {
         let _ = self.store.0.set(stats);
     }
 
-    /// One answered request: its count and its latency, under its route template.
+    /// One answered request: its count and its latency, under its route template. Each thread
+    /// keeps the handles of the series it counted (by instance, method, route and status:
+    /// labels are interned, so their addresses name them), so a request takes neither of the
+    /// families' locks nor hashes its labels twice (issue 49).
     pub fn request(&self, method: &'static str, route: &'static str, status: u16, elapsed: std::time::Duration) {
-        self.http_duration.get_or_create(&RouteLabels { method, route }).observe(elapsed);
-        self.http_requests.get_or_create(&RequestLabels { method, route, status }).inc();
+        type Key = (u64, usize, usize, u16);
+        thread_local! {
+            static SERIES: std::cell::RefCell<HashMap<Key, (Counter, LatencyHistogram), rustc_hash::FxBuildHasher>> =
+                std::cell::RefCell::new(HashMap::default());
+        }
+        let key = (self.id, method.as_ptr() as usize, route.as_ptr() as usize, status);
+        let hit = SERIES.with_borrow(|series| {
+            series.get(&key).map(|(count, latency)| {
+                latency.observe(elapsed);
+                count.inc();
+            })
+        });
+        if hit.is_some() {
+            return;
+        }
+        let latency = self.http_duration.get_or_create(&RouteLabels { method, route }).clone();
+        let count = self.http_requests.get_or_create(&RequestLabels { method, route, status }).clone();
+        latency.observe(elapsed);
+        count.inc();
+        SERIES.with_borrow_mut(|series| {
+            // Bounded (statuses are few, but a thread may outlive many instances in tests).
+            if series.len() >= 4096 {
+                series.clear();
+            }
+            series.insert(key, (count, latency));
+        });
     }
 
     /// The text exposition.
