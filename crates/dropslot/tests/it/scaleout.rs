@@ -342,6 +342,66 @@ impl Drop for HeldEndpoint {
     }
 }
 
+/// Two processes delivering to two endpoints, the row of one held by another session
+/// ([`HeldEndpoint`]) with leases of `timeout` + 5 s: eight orders placed through both, until
+/// the held endpoint has answered each process at least once (none of those recorded).
+struct HeldRow {
+    c: Cluster,
+    held: Receiver,
+    free: Receiver,
+    held_id: i64,
+    row: HeldEndpoint,
+    codes: BTreeSet<String>,
+    /// What the held endpoint had received by then.
+    answered: Vec<Received>,
+}
+
+impl HeldRow {
+    /// `None` on `SQLite`.
+    async fn start(timeout: &str) -> Option<HeldRow> {
+        let config =
+            format!("[webhooks]\ntimeout = \"{timeout}\"\nretry_schedule = \"100ms,100ms,100ms,100ms,100ms,100ms\"\n");
+        let later = "2026-11-25T12:00:00Z";
+        let c = Cluster::start_with(&config, [&[], &[("DROPSLOT_NOW", later)]])?;
+        let (held, free) = (Receiver::start().await, Receiver::start().await);
+        let (held_id, free_id) = (c.subscribe(&held.url).await, c.subscribe(&free.url).await);
+        for id in [held_id, free_id] {
+            let (status, body, _) = c.post(0, &format!("/webhooks/{id}/rotate-secret"), &json!({}), None).await;
+            assert_eq!(status, 200, "{body}");
+        }
+        let row = HeldEndpoint::take(&c.db.url(), held_id);
+        // Deliveries flow from both processes; each waits for its answer to be recorded.
+        let mut codes = BTreeSet::new();
+        for i in 0..8 {
+            let (status, body, _) = c.post(i, "/requests/sync", &request(&[500.0]), None).await;
+            assert_eq!(status, 201, "{body}");
+            codes.insert(tracking(&body));
+        }
+        let answered = held
+            .wait_until("answered deliveries from both processes", |g| {
+                let from = |p| g.iter().any(|r| r.ok() && sender(r) == p);
+                from(0) && from(1)
+            })
+            .await;
+        Some(HeldRow { c, held, free, held_id, row, codes, answered })
+    }
+}
+
+/// Waits (30 s at most) until every lease taken so far on `endpoint`'s pending deliveries has
+/// run out, by the database's clock.
+async fn leases_run_out(c: &Cluster, endpoint: i64) {
+    let leases = c.db.scalar(&format!(
+        "SELECT coalesce(max(next_attempt_ms), 0) FROM webhook_deliveries WHERE endpoint_id = {endpoint} AND state = 'pending'"
+    ));
+    let past = format!("SELECT (extract(epoch FROM clock_timestamp()) * 1000 > {leases})::int");
+    let run_out = async {
+        while c.db.scalar(&past) == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), run_out).await.expect("the leases run out");
+}
+
 /// Which process sent a request: the endpoint's secret was rotated through process 0, whose
 /// business clock is inside the previous secret's 24 h, so it signs with both secrets; process
 /// 1's clock is two days later, past that window, so it signs with the new one only.
@@ -356,42 +416,11 @@ fn sender(r: &Received) -> usize {
 /// still its own: it records them once the row is free and never sends them a second time.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_survivor_of_a_kill_never_sends_again_what_was_answered() {
-    // A lease is the attempt's timeout plus 5 s.
-    let config = "[webhooks]\ntimeout = \"2s\"\nretry_schedule = \"100ms,100ms,100ms,100ms,100ms,100ms\"\n";
-    let later = "2026-11-25T12:00:00Z";
-    let Some(mut c) = Cluster::start_with(config, [&[], &[("DROPSLOT_NOW", later)]]) else { return };
-    let (held, free) = (Receiver::start().await, Receiver::start().await);
-    let (held_id, free_id) = (c.subscribe(&held.url).await, c.subscribe(&free.url).await);
-    for id in [held_id, free_id] {
-        let (status, body, _) = c.post(0, &format!("/webhooks/{id}/rotate-secret"), &json!({}), None).await;
-        assert_eq!(status, 200, "{body}");
-    }
-    let row = HeldEndpoint::take(&c.db.url(), held_id);
-    // Deliveries flow from both processes; each waits for its answer to be recorded.
-    let mut codes = BTreeSet::new();
-    for i in 0..8 {
-        let (status, body, _) = c.post(i, "/requests/sync", &request(&[500.0]), None).await;
-        assert_eq!(status, 201, "{body}");
-        codes.insert(tracking(&body));
-    }
-    let answered = held
-        .wait_until("answered deliveries from both processes", |g| {
-            let from = |p| g.iter().any(|r| r.ok() && sender(r) == p);
-            from(0) && from(1)
-        })
-        .await;
-    c.kill(0);
-    // Every lease taken so far runs out while the row is held.
-    let leases = c.db.scalar(&format!(
-        "SELECT coalesce(max(next_attempt_ms), 0) FROM webhook_deliveries WHERE endpoint_id = {held_id} AND state = 'pending'"
-    ));
-    let past = format!("SELECT (extract(epoch FROM clock_timestamp()) * 1000 > {leases})::int");
-    let run_out = async {
-        while c.db.scalar(&past) == 0 {
-            tokio::task::yield_now().await;
-        }
+    let Some(HeldRow { mut c, held, free, held_id, row, mut codes, answered }) = HeldRow::start("2s").await else {
+        return;
     };
-    tokio::time::timeout(std::time::Duration::from_secs(30), run_out).await.expect("the leases run out");
+    c.kill(0);
+    leases_run_out(&c, held_id).await;
     // The survivor has claimed since: an event queued now reaches the other endpoint.
     let (status, body, _) = c.post(1, "/requests/sync", &request(&[500.0]), None).await;
     assert_eq!(status, 201, "{body}");
@@ -445,42 +474,12 @@ async fn the_survivor_of_a_kill_never_sends_again_what_was_answered() {
 /// what A answered and died with is sent again (at least once).
 #[tokio::test(flavor = "multi_thread")]
 async fn answers_recorded_late_are_not_sent_again_by_a_restarted_process() {
-    // A lease is the attempt's timeout plus 5 s.
-    let config = "[webhooks]\ntimeout = \"1s\"\nretry_schedule = \"100ms,100ms,100ms,100ms,100ms,100ms\"\n";
-    let later = "2026-11-25T12:00:00Z";
-    let Some(mut c) = Cluster::start_with(config, [&[], &[("DROPSLOT_NOW", later)]]) else { return };
-    let (held, free) = (Receiver::start().await, Receiver::start().await);
-    let (held_id, free_id) = (c.subscribe(&held.url).await, c.subscribe(&free.url).await);
-    for id in [held_id, free_id] {
-        let (status, body, _) = c.post(0, &format!("/webhooks/{id}/rotate-secret"), &json!({}), None).await;
-        assert_eq!(status, 200, "{body}");
-    }
-    let row = HeldEndpoint::take(&c.db.url(), held_id);
-    let mut codes = BTreeSet::new();
-    for i in 0..8 {
-        let (status, body, _) = c.post(i, "/requests/sync", &request(&[500.0]), None).await;
-        assert_eq!(status, 201, "{body}");
-        codes.insert(tracking(&body));
-    }
-    let answered = held
-        .wait_until("answered deliveries from both processes", |g| {
-            let from = |p| g.iter().any(|r| r.ok() && sender(r) == p);
-            from(0) && from(1)
-        })
-        .await;
+    let Some(HeldRow { mut c, held, free, held_id, row, mut codes, answered }) = HeldRow::start("1s").await else {
+        return;
+    };
     c.kill(0);
     c.restart(0);
-    // Every lease taken so far runs out while the row is held.
-    let leases = c.db.scalar(&format!(
-        "SELECT coalesce(max(next_attempt_ms), 0) FROM webhook_deliveries WHERE endpoint_id = {held_id} AND state = 'pending'"
-    ));
-    let past = format!("SELECT (extract(epoch FROM clock_timestamp()) * 1000 > {leases})::int");
-    let run_out = async {
-        while c.db.scalar(&past) == 0 {
-            tokio::task::yield_now().await;
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(30), run_out).await.expect("the leases run out");
+    leases_run_out(&c, held_id).await;
     // The restarted A has claimed since: an event queued through it now reaches the other
     // endpoint from it (B may take some; A takes one within a few orders).
     let mut from_a = false;
