@@ -305,7 +305,7 @@ fsize=$(curl -sS --max-time 10 -o /dev/null -w '%{size_download}' -H 'Content-Ty
 
 # ---------------------------------------------------------------- wrk
 SECS=$(seconds "$DURATION")
-declare -A RPS P50 P99 CPU RESULT
+declare -A RPS P50 P99 CPU PGCPU RESULT
 TICKS=$(getconf CLK_TCK)
 # listener_pids URL...: the processes listening on those URLs' ports (found with ss), each once.
 listener_pids() {
@@ -324,6 +324,25 @@ cpu_ticks() {
     t=$((t + f[13] + f[14]))
   done
   echo "$t"
+}
+
+# pg_ticks: the CPU of the PostgreSQL server's processes so far, in clock ticks: the live ones
+# (backends and helpers), and the backends that have exited, which the postmaster (the oldest
+# process) has reaped into its children's time (fields 16 and 17). What a request costs the
+# database, beside the service's own; 0 on SQLite.
+pg_ticks() {
+  if [[ $BACKEND != postgres ]]; then
+    echo 0
+    return
+  fi
+  local live postmaster f
+  # shellcheck disable=SC2046 # one pid per word
+  live=$(cpu_ticks $(pgrep -x postgres || true))
+  postmaster=$(pgrep -o -x postgres || true)
+  if [[ -n $postmaster ]] && read -r -a f <"/proc/$postmaster/stat"; then
+    live=$((live + f[15] + f[16]))
+  fi
+  echo "$live"
 }
 
 # run NAME PATH [extra env...]: warm-up, then the timed run, with wrk's connections split
@@ -357,14 +376,17 @@ run() {
   local servers cpu0
   mapfile -t servers < <(listener_pids "${urls[@]}")
   cpu0=$(cpu_ticks "${servers[@]}")
+  local pg0
+  pg0=$(pg_ticks)
   for i in "${!urls[@]}"; do
     env BODY_FILE="$BODY" TOKEN="$TOKEN" "$@" timeout $((SECS + 60)) \
       wrk -t"$threads" -c"$conns" -d"$DURATION" --latency -s scripts/load.lua "${urls[$i]}" >"$TMP/wrk-$name-$i.txt" &
     wrks+=($!)
   done
   wait "${wrks[@]}"
-  local cpu1
+  local cpu1 pg1
   cpu1=$(cpu_ticks "${servers[@]}")
+  pg1=$(pg_ticks)
   for i in "${!urls[@]}"; do sed 's/^/   /' "$TMP/wrk-$name-$i.txt" >&2; done
   RESULT[$name]=$(cat "$TMP"/wrk-"$name"-*.txt | grep '^LOAD ' | awk '
     { for (f = 2; f <= NF; f++) { split($f, kv, "="); k = kv[1]; v = kv[2] + 0
@@ -379,6 +401,8 @@ run() {
   CPU[$name]=$(awk -v d=$((cpu1 - cpu0)) -v hz="$TICKS" -v n="$(field "$name" requests)" \
     'BEGIN { printf "%.1f", (n > 0 ? d * 1000 / hz * 1000 / n : 0) }')
   RESULT[$name]+=" cpu_ms_per_1000=${CPU[$name]}"
+  PGCPU[$name]=$(awk -v d=$((pg1 - pg0)) -v hz="$TICKS" -v n="$(field "$name" requests)" \
+    'BEGIN { printf "%.1f", (n > 0 ? d * 1000 / hz * 1000 / n : 0) }')
 }
 field() { sed -nE "s/.* $2=([^ ]+).*/\1/p" <<<"${RESULT[$1]}"; }
 
@@ -1018,9 +1042,14 @@ else
   "$DROPSLOT" migrate --database "$FLOOR_DB_URL" >/dev/null 2>&1 || die "cannot migrate the sync floor's database"
   "$DROPSLOT" client create --name floor --database "$FLOOR_DB_URL" >/dev/null
   for pid in "${APP_PIDS[@]}"; do kill -STOP "$pid"; done
+  floor_pg0=$(pg_ticks)
   SYNC_FLOOR_LINE=$("$SYNC_FLOOR_PG" "$FLOOR_DB_URL" "$DB_URL" "$SYNC_GROUP" "$SECS" $((4 * PROCESSES))) ||
     die "the sync floor failed"
+  floor_pg1=$(pg_ticks)
   for pid in "${APP_PIDS[@]}"; do kill -CONT "$pid"; done
+  # PostgreSQL's CPU an order of the floor's (µs), against PGCPU[sync]: the same rows written.
+  PGCPU[sync_floor]=$(awk -v d=$((floor_pg1 - floor_pg0)) -v hz="$TICKS" \
+    -v n="$(sed -nE 's/.*orders=([0-9]+).*/\1/p' <<<"$SYNC_FLOOR_LINE")" 'BEGIN { printf "%.1f", (n > 0 ? d * 1e6 / hz / n : 0) }')
 fi
 log "$SYNC_FLOOR_LINE"
 RPS[sync_floor]=$(sed -nE 's/.* per_s=([^ ]+).*/\1/p' <<<"$SYNC_FLOOR_LINE")
@@ -1419,6 +1448,9 @@ echo "memory: peak RSS (VmHWM) through floor, preview and sync: $PEAK_RSS_API KB
 if [[ -n ${RPS[sync_floor]:-} ]]; then
   if [[ $BACKEND == sqlite ]]; then floor_kind="a bare rusqlite writer"; else floor_kind="a bare tokio-postgres pipeline, $((4 * PROCESSES)) connections"; fi
   echo "sync against its own floor ($floor_kind of the same rows, $SYNC_GROUP orders a commit as sync grouped them): $(printf '%.0f' "${RPS[sync]}") / $(printf '%.0f' "${RPS[sync_floor]}") orders/s = $(awk -v a="${RPS[sync]}" -v b="${RPS[sync_floor]}" 'BEGIN { printf "%.3f", a / b }')"
+  if [[ $BACKEND == postgres ]]; then
+    echo "  CPU an order, in us: PostgreSQL's ${PGCPU[sync]} for sync, ${PGCPU[sync_floor]} for the floor; the service's own ${CPU[sync]}"
+  fi
 fi
 if [[ -s $TMP/writer-self.txt ]]; then
   echo "the writer thread over the timed sync run (PERF_WRITER=1; perf at 499 Hz; $SYNC_GROUP orders a commit): self time by symbol"
