@@ -150,17 +150,13 @@ impl Dispatcher {
     /// The deliveries this process holds answered, their attempt not recorded yet, whose lease
     /// ends within `LEASE_MARGIN`: (delivery, claim) pairs.
     fn due_for_renewal(&self, now: i64) -> Vec<(i64, i64)> {
-        let soon = now + LEASE_MARGIN.as_millis() as i64;
-        self.lock_held()
-            .values()
-            .flatten()
-            .filter(|h| !h.sending && h.lease_until <= soon)
-            .map(|h| (h.id, h.claim))
-            .collect()
+        self.lock_held().values().flatten().filter(|h| h.renewal_due(now)).map(|h| (h.id, h.claim)).collect()
     }
 
+    /// Whether any is (asked only when no permit is free, so no claim round would run).
     fn renewals_due(&self) -> bool {
-        !self.due_for_renewal(Timestamp::now().as_millisecond()).is_empty()
+        let now = Timestamp::now().as_millisecond();
+        self.lock_held().values().flatten().any(|h| h.renewal_due(now))
     }
 
     /// Claims up to `limit` due deliveries (none when 0) and, in the same round, extends the
@@ -366,6 +362,13 @@ impl Dispatcher {
             error: if (200..300).contains(&status) { None } else { error },
             retry_after,
         }
+    }
+}
+
+impl Held {
+    /// Answered, unrecorded, and its lease ends within `LEASE_MARGIN`.
+    fn renewal_due(&self, now: i64) -> bool {
+        !self.sending && self.lease_until <= now + LEASE_MARGIN.as_millis() as i64
     }
 }
 

@@ -387,12 +387,10 @@ impl HeldRow {
     }
 }
 
-/// Waits (30 s at most) until every lease taken so far on `endpoint`'s pending deliveries has
-/// run out, by the database's clock.
-async fn leases_run_out(c: &Cluster, endpoint: i64) {
-    let leases = c.db.scalar(&format!(
-        "SELECT coalesce(max(next_attempt_ms), 0) FROM webhook_deliveries WHERE endpoint_id = {endpoint} AND state = 'pending'"
-    ));
+/// Waits (30 s at most) until every lease taken so far on the deliveries `rows` names (a
+/// `WHERE` condition) has run out, by the database's clock.
+async fn leases_run_out(c: &Cluster, rows: &str) {
+    let leases = c.db.scalar(&format!("SELECT coalesce(max(next_attempt_ms), 0) FROM webhook_deliveries WHERE {rows}"));
     let past = format!("SELECT (extract(epoch FROM clock_timestamp()) * 1000 > {leases})::int");
     let run_out = async {
         while c.db.scalar(&past) == 0 {
@@ -420,7 +418,7 @@ async fn the_survivor_of_a_kill_never_sends_again_what_was_answered() {
         return;
     };
     c.kill(0);
-    leases_run_out(&c, held_id).await;
+    leases_run_out(&c, &format!("endpoint_id = {held_id} AND state = 'pending'")).await;
     // The survivor has claimed since: an event queued now reaches the other endpoint.
     let (status, body, _) = c.post(1, "/requests/sync", &request(&[500.0]), None).await;
     assert_eq!(status, 201, "{body}");
@@ -479,7 +477,7 @@ async fn answers_recorded_late_are_not_sent_again_by_a_restarted_process() {
     };
     c.kill(0);
     c.restart(0);
-    leases_run_out(&c, held_id).await;
+    leases_run_out(&c, &format!("endpoint_id = {held_id} AND state = 'pending'")).await;
     // The restarted A has claimed since: an event queued through it now reaches the other
     // endpoint from it (B may take some; A takes one within a few orders).
     let mut from_a = false;
@@ -564,14 +562,7 @@ async fn a_restarted_process_never_sends_again_what_the_other_answered() {
     assert!(answered_by_b > 0, "B answered deliveries after the kill");
     // Every lease ever taken has run out, and both processes have claimed since: an order
     // through each, delivered.
-    let leases = c.db.scalar("SELECT coalesce(max(next_attempt_ms), 0) FROM webhook_deliveries");
-    let past = format!("SELECT (extract(epoch FROM clock_timestamp()) * 1000 > {leases})::int");
-    let run_out = async {
-        while c.db.scalar(&past) == 0 {
-            tokio::task::yield_now().await;
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(30), run_out).await.expect("the leases run out");
+    leases_run_out(&c, "true").await;
     for p in [0, 1] {
         let (status, body, _) = c.post(p, "/requests/sync", &request(&[500.0]), None).await;
         assert_eq!(status, 201, "{body}");
