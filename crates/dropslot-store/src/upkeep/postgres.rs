@@ -60,6 +60,7 @@ impl UpkeepStore for PgStore {
 /// analysed when its changes since the last analyse pass this floor plus a tenth of its
 /// rows, and vacuumed when its dead rows do. The floors match migration 0009's: below them
 /// a table's statistics would choose sequential scans that its plans then keep as it grows.
+/// After its first analyse a table is analysed again at most once every [`ANALYSE_EVERY`].
 const TABLES: &[(&str, i64)] = &[
     ("webhook_deliveries", 6000),
     ("webhook_messages", 2000),
@@ -72,6 +73,15 @@ const TABLES: &[(&str, i64)] = &[
     ("shipment_events", 2000),
     ("order_requests", 2000),
 ];
+
+/// A table analysed is not analysed again within this (autovacuum's own pace: one visit of a
+/// database a minute by default). The first analyse is what a young table's plans need; a
+/// growing table's later ones change no plan (the planner scales its row counts to the
+/// table's current size) yet each read a sample of up to 30,000 rows and made every pooled
+/// connection plan the table's statements again: at 4,600 orders/s, every 2 s, 1.4 s of the
+/// server's CPU in 8 s (docs/performance.md, "Issue 49"). Vacuums are not paced: the
+/// queue's dead rows are what every claim reads past.
+pub(crate) const ANALYSE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// One process at a time (a session advisory lock: another process's round is skipped, not
 /// waited for).
@@ -107,12 +117,13 @@ async fn due(c: &impl Sql) -> Result<Vec<String>, StoreError> {
     let rows = c
         .query(
             "SELECT s.relname::text,
-                s.n_mod_since_analyze > t.floor + s.n_live_tup / 10,
+                s.n_mod_since_analyze > t.floor + s.n_live_tup / 10
+                    AND coalesce(greatest(s.last_analyze, s.last_autoanalyze) < now() - make_interval(secs => $3), true),
                 s.n_dead_tup > t.floor + s.n_live_tup / 10
              FROM unnest($1::text[], $2::bigint[]) AS t (name, floor)
              JOIN pg_stat_user_tables s ON s.relname = t.name AND s.schemaname = current_schema()
              ORDER BY s.relname",
-            &[&names, &floors],
+            &[&names, &floors, &ANALYSE_EVERY.as_secs_f64()],
         )
         .await
         .map_err(map_err)?;
