@@ -44,12 +44,45 @@ impl std::fmt::Display for CustomCode {
 
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-/// `n` bytes from the operating system's CSPRNG.
+/// Bytes drawn from the operating system's CSPRNG this many at a time, per thread: an order
+/// takes about ten draws (its ids, label tokens and webhook ids), and a `getrandom` system
+/// call each was 4 % of the service's CPU under sync (docs/performance.md, "Issue 49").
+const POOL: usize = 512;
+
+/// One thread's unused random bytes: `buf[used..]`, each handed out once and zeroed then.
+struct Pool {
+    buf: [u8; POOL],
+    used: usize,
+}
+
+thread_local! {
+    static RANDOM: std::cell::RefCell<Pool> = const { std::cell::RefCell::new(Pool { buf: [0; POOL], used: POOL }) };
+}
+
+/// The OS RNG failing is not recoverable and never happens on supported platforms.
+fn os_random(buf: &mut [u8]) {
+    getrandom::fill(buf).expect("operating system random source");
+}
+
+/// `n` bytes from the operating system's CSPRNG (through the thread's pool: every byte comes
+/// from it and is used once).
 pub fn random_bytes<const N: usize>() -> [u8; N] {
-    let mut buf = [0u8; N];
-    // The OS RNG failing is not recoverable and never happens on supported platforms.
-    getrandom::fill(&mut buf).expect("operating system random source");
-    buf
+    let mut out = [0u8; N];
+    if N > POOL {
+        os_random(&mut out);
+        return out;
+    }
+    RANDOM.with_borrow_mut(|p| {
+        if POOL - p.used < N {
+            os_random(&mut p.buf);
+            p.used = 0;
+        }
+        let taken = &mut p.buf[p.used..p.used + N];
+        out.copy_from_slice(taken);
+        taken.fill(0);
+        p.used += N;
+    });
+    out
 }
 
 /// Lower-case hex of `bytes`.
@@ -191,5 +224,23 @@ mod tests {
         assert_eq!(cyclic_id_at("DS", 12, at)[..7], cyclic_id_at("DS", 12, at + 64 * (1 << 25))[..7], "wraps");
         assert_eq!(a.len(), 23);
         assert!(a[..8] <= b[..8], "time-ordered prefix");
+    }
+}
+
+#[cfg(test)]
+mod random_tests {
+    use super::random_bytes;
+
+    /// Draws through the pool never repeat bytes across a refill, and a draw larger than the
+    /// pool comes straight from the OS.
+    #[test]
+    fn pooled_draws_are_distinct_across_refills() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            assert!(seen.insert(random_bytes::<32>()), "a 32-byte draw repeated");
+        }
+        let big = random_bytes::<1024>();
+        assert!(big.iter().any(|&b| b != 0));
+        assert_ne!(random_bytes::<16>(), [0u8; 16], "a draw of zeroed (used) bytes");
     }
 }
