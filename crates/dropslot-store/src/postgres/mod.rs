@@ -49,6 +49,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (24, "install_settings", include_str!("../../migrations/postgres/0024_install_settings.sql")),
     (25, "crash_repeats", include_str!("../../migrations/postgres/0025_crash_repeats.sql")),
     (26, "publishable_keys", include_str!("../../migrations/postgres/0026_publishable_keys.sql")),
+    (27, "webhook_queue_keys", include_str!("../../migrations/postgres/0027_webhook_queue_keys.sql")),
 ];
 
 /// The advisory lock every migrating process takes (any constant shared by all dropslot

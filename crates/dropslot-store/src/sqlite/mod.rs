@@ -45,6 +45,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (24, "install_settings", include_str!("../../migrations/sqlite/0024_install_settings.sql")),
     (25, "crash_repeats", include_str!("../../migrations/sqlite/0025_crash_repeats.sql")),
     (26, "publishable_keys", include_str!("../../migrations/sqlite/0026_publishable_keys.sql")),
+    (27, "webhook_queue_keys", include_str!("../../migrations/sqlite/0027_webhook_queue_keys.sql")),
 ];
 pub(crate) const READERS: usize = 4;
 

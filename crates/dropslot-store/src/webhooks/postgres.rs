@@ -5,9 +5,9 @@
 //! Lock order, to keep concurrent units of work from deadlocking: an endpoint's row before
 //! its deliveries' rows, and deliveries in id order (a stream's oldest first). Rows read to
 //! decide an `UPDATE` are locked `FOR NO KEY UPDATE`: the lock that `UPDATE` takes anyway,
-//! taken at the read. Unlike `FOR UPDATE` it does not conflict with the key-share lock an
-//! insert's foreign key takes (an attempt's row on its delivery, a delivery's on its
-//! endpoint), which would make a stale claimer's attempt deadlock with the current one.
+//! taken at the read, and the weakest that serialises two writers of one row. (The queue's
+//! tables have no foreign keys on this backend, migration 0027: a message and its deliveries
+//! are written together and nothing here is ever deleted.)
 
 use crate::outbox::postgres::{add_delivery, enqueue, now_ms};
 use crate::postgres::sql::Sql;
@@ -519,30 +519,36 @@ pub(crate) async fn resend(c: &impl Sql, scope: Scope, id: i64) -> Result<Resend
     Ok(ResendOutcome::Queued(d))
 }
 
+/// Why a due delivery is failed instead of sent.
+const ENDPOINT_GONE: &str = "the endpoint was disabled or deleted";
+/// A delivery whose message or endpoint row is missing: nothing the service writes leaves
+/// one (the queue's tables have no foreign keys on this backend, migration 0027), so only a
+/// hand-made change does; it is failed, visibly, rather than left pending unseen.
+const ROW_MISSING: &str = "its message or endpoint is missing from the database";
+
 /// Fails due deliveries (locked by this claim) whose endpoint was disabled or deleted, with
-/// the rest of their streams. Disabling fails an endpoint's queue in its own transaction, but a
-/// change that read the endpoint as enabled just before can commit its deliveries just after;
-/// those are caught here, never sent. (On `SQLite` the single writer orders the two.) The heads
-/// by id, then their streams' waiting rows by (endpoint, key): each an index lookup.
-async fn fail_orphans(c: &impl Sql, ids: &[i64]) -> Result<(), StoreError> {
+/// the rest of their streams, with `why`. Disabling fails an endpoint's queue in its own
+/// transaction, but a change that read the endpoint as enabled just before can commit its
+/// deliveries just after; those are caught here, never sent. (On `SQLite` the single writer
+/// orders the two.) The heads by id, then their streams' waiting rows by (endpoint, key): each
+/// an index lookup.
+async fn fail_orphans(c: &impl Sql, ids: &[i64], why: &str) -> Result<(), StoreError> {
     /// The streams' waiting rows through the stream index: its condition is implied only by a
     /// spelled state (see the top of this file).
     static FAIL_ORPHANS: LazyLock<String> = LazyLock::new(|| {
         format!(
             "WITH heads AS (
-            UPDATE webhook_deliveries SET state = '{failed}', finished_ms = $2,
-                last_error = 'the endpoint was disabled or deleted'
+            UPDATE webhook_deliveries SET state = '{failed}', finished_ms = $2, last_error = $3::text
             WHERE id = ANY($1) RETURNING endpoint_id, ordering_key
          )
-         UPDATE webhook_deliveries d SET state = '{failed}', finished_ms = $2,
-            last_error = 'the endpoint was disabled or deleted'
+         UPDATE webhook_deliveries d SET state = '{failed}', finished_ms = $2, last_error = $3::text
          FROM (SELECT DISTINCT endpoint_id, ordering_key FROM heads) h
          WHERE d.endpoint_id = h.endpoint_id AND d.ordering_key = h.ordering_key AND d.state = '{waiting}'",
             failed = DeliveryState::Failed.as_str(),
             waiting = DeliveryState::Waiting.as_str(),
         )
     });
-    c.execute(&FAIL_ORPHANS, &[&ids, &now_ms()]).await.map_err(map_err)?;
+    c.execute(&FAIL_ORPHANS, &[&ids, &now_ms(), &why]).await.map_err(map_err)?;
     Ok(())
 }
 
@@ -580,8 +586,8 @@ pub(crate) async fn claim(
             "SELECT d.id, d.endpoint_id, d.attempts, m.webhook_id, m.body, e.url, e.secret, e.previous_secret,
                 e.previous_expires_ms, e.auth_header_name, e.auth_header_value, e.enabled
              FROM webhook_deliveries d
-             CROSS JOIN LATERAL (SELECT webhook_id, body FROM webhook_messages WHERE id = d.message_id LIMIT 1) m
-             JOIN webhook_endpoints e ON e.id = d.endpoint_id
+             LEFT JOIN LATERAL (SELECT webhook_id, body FROM webhook_messages WHERE id = d.message_id LIMIT 1) m ON true
+             LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
              WHERE d.state = '{}' AND d.next_attempt_ms <= $1 AND d.endpoint_id <> ALL($3::bigint[])
              ORDER BY d.next_attempt_ms LIMIT $2
              FOR UPDATE OF d SKIP LOCKED",
@@ -593,15 +599,22 @@ pub(crate) async fn claim(
     let scan = i64::try_from(limit.saturating_mul(4)).unwrap_or(i64::MAX);
     let rows = c.query(&CLAIM, &[&now_ms, &scan, &busy]).await.map_err(map_err)?;
     let mut claimed = Vec::with_capacity(rows.len().min(limit));
-    let mut orphans: Vec<i64> = Vec::new();
+    let (mut orphans, mut broken): (Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new());
     for r in &rows {
         if claimed.len() == limit {
             break;
         }
         let endpoint_id: i64 = col(r, 1)?;
-        if !col::<bool>(r, 11)? {
-            orphans.push(col(r, 0)?);
-            continue;
+        match (col::<Option<String>>(r, 3)?, col::<Option<bool>>(r, 11)?) {
+            (Some(_), Some(true)) => {}
+            (Some(_), Some(false)) => {
+                orphans.push(col(r, 0)?);
+                continue;
+            }
+            (None, _) | (_, None) => {
+                broken.push(col(r, 0)?);
+                continue;
+            }
         }
         let n = counts.entry(endpoint_id).or_default();
         if *n >= per_endpoint {
@@ -629,7 +642,11 @@ pub(crate) async fn claim(
         });
     }
     if !orphans.is_empty() {
-        fail_orphans(c, &orphans).await?;
+        fail_orphans(c, &orphans, ENDPOINT_GONE).await?;
+    }
+    if !broken.is_empty() {
+        tracing::error!(deliveries = ?broken, "webhook deliveries without their message or endpoint row failed");
+        fail_orphans(c, &broken, ROW_MISSING).await?;
     }
     if claimed.is_empty() {
         return Ok(claimed);

@@ -686,6 +686,46 @@ async fn a_burst_of_deliveries_reads_the_webhook_tables_through_indexes() {
     assert_eq!(scans().await - before, 0, "sequential scans of {tables} during the burst");
 }
 
+/// PostgreSQL's queue has no foreign keys (migration 0027), so only a hand-made change can leave
+/// a delivery whose message row is missing: the claim fails it with the reason, rather than
+/// leaving it pending and unseen, sends nothing for it, and goes on with the others.
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_a_delivery_without_its_message_row_is_failed_not_left_pending() {
+    let s = TestServer::start_with(FAST).await;
+    if s.sqlite_file().is_some() {
+        return; // SQLite keeps the queue's foreign keys: no such row can be written.
+    }
+    let rx = Receiver::start().await;
+    let endpoint = subscribe(&s, &s.token, json!({"url": rx.url, "events": ["*"]})).await;
+    let endpoint = endpoint["id"].as_i64().expect("the endpoint's id");
+    let orphan = s.scalar(&format!(
+        "WITH d AS (
+            INSERT INTO webhook_deliveries (message_id, endpoint_id, ordering_key, state, next_attempt_ms, queued_ms)
+            VALUES ((SELECT coalesce(max(id), 0) + 1000 FROM webhook_messages), {endpoint}, NULL, 'pending', 0, 0)
+            RETURNING id)
+         SELECT id FROM d"
+    ));
+    // An order's two webhooks (scheduled, parcel.created) behind it, delivered.
+    order(&s, &s.token, &request(&[500.0])).await;
+    rx.delivered(2).await;
+    let failed = format!("SELECT count(*) FROM webhook_deliveries WHERE id = {orphan} AND state = 'failed'");
+    let settled = async {
+        while s.scalar(&failed) == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), settled).await.expect("the delivery without its message is failed");
+    assert_eq!(
+        s.scalar(&format!(
+            "SELECT count(*) FROM webhook_deliveries WHERE id = {orphan}
+             AND last_error = 'its message or endpoint is missing from the database' AND attempts = 0"
+        )),
+        1,
+        "failed with the reason, never attempted"
+    );
+    assert_eq!(rx.received().len(), 2, "nothing sent for it");
+}
+
 /// Issue 47 item 5: an answer is recorded whoever holds its delivery's claim by then. A
 /// delivery is claimed and sent; while its request waits at the receiver, another dispatcher's
 /// claim is written over this one's (what a takeover after a lease that ran out leaves); then
