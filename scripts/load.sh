@@ -146,7 +146,8 @@ SYNC_FLOOR_PG=$TARGET/release/examples/sync_floor_pg
 # fresh database each) at VERDICT_CALLS (default "2000 5000") on SQLite then PostgreSQL; this
 # script's api phase on PostgreSQL (sync against its own tokio-postgres floor) and on SQLite
 # (preview's CPU per request against the floor's, and preview with rate limits and HTTP
-# metrics against both off, PREVIEW_PAIRS alternations). PostgreSQL is VERDICT_POSTGRES
+# metrics against both off, PREVIEW_PAIRS alternations, 4 by default here: with 2 the ratio
+# moved by ±3 % between invocations of one build, the target's whole margin). PostgreSQL is VERDICT_POSTGRES
 # (default: DATABASE when it is postgres://, else postgres://postgres@127.0.0.1:5432/postgres).
 if [[ ${ONLY:-all} == verdict ]]; then
   VTMP=$(mktemp -d "${TMPDIR:-/tmp}/dropslot-verdict.XXXXXX")
@@ -175,7 +176,8 @@ if [[ ${ONLY:-all} == verdict ]]; then
   DATABASE=$PG ONLY=api NO_BUILD=1 POINTS=0 CAPACITY_PAIRS=0 PREVIEW_PAIRS=0 "$0" >"$VTMP/pg.txt" 2>"$VTMP/pg.err" ||
     { tail -30 "$VTMP/pg.err" >&2; die "verdict: the api phase on PostgreSQL failed"; }
   log "verdict: the api phase on SQLite"
-  DATABASE= ONLY=api NO_BUILD=1 POINTS=0 CAPACITY_PAIRS=0 "$0" >"$VTMP/sqlite.txt" 2>"$VTMP/sqlite.err" ||
+  PREVIEW_PAIRS=${PREVIEW_PAIRS:-4}
+  DATABASE= ONLY=api NO_BUILD=1 POINTS=0 CAPACITY_PAIRS=0 PREVIEW_PAIRS=$PREVIEW_PAIRS "$0" >"$VTMP/sqlite.txt" 2>"$VTMP/sqlite.err" ||
     { tail -30 "$VTMP/sqlite.err" >&2; die "verdict: the api phase on SQLite failed"; }
   sync_pg=$(grep -m1 '^sync against its own floor' "$VTMP/pg.txt" | sed -nE 's/.* = ([0-9.]+)$/\1/p')
   sync_line=$(grep -m1 '^sync against its own floor' "$VTMP/pg.txt" | sed -nE 's/.*: ([0-9]+ \/ [0-9]+ orders\/s).*/\1/p')
