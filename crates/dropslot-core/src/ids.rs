@@ -225,11 +225,6 @@ mod tests {
         assert_eq!(a.len(), 23);
         assert!(a[..8] <= b[..8], "time-ordered prefix");
     }
-}
-
-#[cfg(test)]
-mod random_tests {
-    use super::random_bytes;
 
     /// Draws through the pool never repeat bytes across a refill, and a draw larger than the
     /// pool comes straight from the OS.

@@ -1,3 +1,3 @@
 -- Issue 49: PostgreSQL's 0027 drops the webhook queue's foreign keys (a locking lookup per row
--- there, 1.15x the ops fan-out without them). SQLite keeps them: here a key is one lookup in the
+-- there, 1.045-1.063x the ops fan-out without them). SQLite keeps them: here a key is one lookup in the
 -- writer's own b-tree. Nothing changes; the version keeps the two backends' lists one to one.

@@ -81,7 +81,7 @@ const TABLES: &[(&str, i64)] = &[
 /// connection plan the table's statements again: at 4,600 orders/s, every 2 s, 1.4 s of the
 /// server's CPU in 8 s (docs/performance.md, "Issue 49"). Vacuums are not paced: the
 /// queue's dead rows are what every claim reads past.
-pub(crate) const ANALYSE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+const ANALYSE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// One process at a time (a session advisory lock: another process's round is skipped, not
 /// waited for).
