@@ -8,6 +8,7 @@ pub mod dispatch;
 pub mod fleet;
 pub mod geo;
 pub mod ids;
+pub mod json;
 pub mod labels;
 pub mod money;
 pub mod notifications;

@@ -55,7 +55,7 @@ impl<'a, T: Serialize> Envelope<'a, T> {
 
     /// The JSON text; a value that cannot be serialised is an error, never an empty body.
     pub fn to_json(&self) -> serde_json::Result<String> {
-        serde_json::to_string(self)
+        dropslot_core::json::to_string(self, 4096)
     }
 }
 
@@ -63,9 +63,8 @@ impl<T: Serialize> IntoResponse for Envelope<'_, T> {
     fn into_response(self) -> Response {
         // The buffer starts at 4 KiB: from serde_json's 128 bytes it grew five times for a
         // preview's 2 KB, a copy each time.
-        let mut out = Vec::with_capacity(4096);
-        match serde_json::to_writer(&mut out, &self) {
-            Ok(()) => json_response(self.code, out),
+        match dropslot_core::json::to_vec(&self, 4096) {
+            Ok(out) => json_response(self.code, out),
             Err(e) => Error::Internal(format!("serialising a response: {e}")).into_response(),
         }
     }

@@ -122,7 +122,7 @@ pub fn shipment_event(cx: &Context<'_>, s: &StoredShipment, e: &StoredEvent) -> 
             .collect(),
     };
     let kind = dropslot_core::webhooks::shipment_event(e.to);
-    serde_json::to_string(&Body { event: &kind, data }).map_err(|e| e.to_string())
+    dropslot_core::json::to_string(&Body { event: &kind, data }, 1024).map_err(|e| e.to_string())
 }
 
 /// The interface's parcel payload (deprecated by the interface; shipment events are the
@@ -197,7 +197,8 @@ pub fn parcel_created(cx: &Context<'_>, s: &StoredShipment, p: &StoredParcel, at
         },
         extra_data: ExtraData { need_signature: false },
     };
-    serde_json::to_string(&Body { event: dropslot_core::webhooks::PARCEL_CREATED, data }).map_err(|e| e.to_string())
+    dropslot_core::json::to_string(&Body { event: dropslot_core::webhooks::PARCEL_CREATED, data }, 1024)
+        .map_err(|e| e.to_string())
 }
 
 /// A date and slot in `same.shipment.rescheduled`.
@@ -269,7 +270,8 @@ pub fn rescheduled(cx: &Context<'_>, s: &StoredShipment, c: &dropslot_store::Res
             })
             .collect(),
     };
-    serde_json::to_string(&Body { event: dropslot_core::webhooks::RESCHEDULED, data }).map_err(|e| e.to_string())
+    dropslot_core::json::to_string(&Body { event: dropslot_core::webhooks::RESCHEDULED, data }, 1024)
+        .map_err(|e| e.to_string())
 }
 
 /// `same.webhook.test`: what `POST /webhooks/{id}/test` sends.
