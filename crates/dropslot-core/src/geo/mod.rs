@@ -133,7 +133,13 @@ impl Geocoder {
         let code = PostalCode::find_in(text).ok_or(GeoError::NoPostalCode)?;
         let place = self.dataset.lookup(code.country(), code.lookup_key()).ok_or(GeoError::UnknownPostalCode)?;
         let compact = match &code {
-            PostalCode::Ca { fsa, ldu } => format!("{fsa}{}", ldu.as_deref().unwrap_or("")),
+            PostalCode::Ca { fsa, ldu } => {
+                let ldu = ldu.as_deref().unwrap_or("");
+                let mut compact = String::with_capacity(fsa.len() + ldu.len());
+                compact.push_str(fsa);
+                compact.push_str(ldu);
+                compact
+            }
             PostalCode::Us { zip, .. } => zip.clone(),
         };
         let zone = area.zone_for(&compact).ok_or(GeoError::OutsideServiceArea)?;

@@ -66,7 +66,12 @@ impl PostalCode {
     pub fn normalized(&self) -> String {
         match self {
             PostalCode::Ca { fsa, ldu: Some(ldu) } => {
-                format!("{} {}", fsa.to_ascii_lowercase(), ldu.to_ascii_lowercase())
+                let mut code = String::with_capacity(fsa.len() + 1 + ldu.len());
+                for part in [fsa.as_str(), " ", ldu] {
+                    code.push_str(part);
+                }
+                code.make_ascii_lowercase();
+                code
             }
             PostalCode::Ca { fsa, ldu: None } => fsa.to_ascii_lowercase(),
             PostalCode::Us { zip, plus4: Some(plus4) } => format!("{zip}-{plus4}"),

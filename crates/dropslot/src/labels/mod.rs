@@ -15,7 +15,8 @@ use crate::http::PathParam;
 use dropslot_store::LabelKind;
 
 const SIZES: [&str; 2] = ["4x6", "4x4"];
-const FORMATS: [&str; 2] = ["pdf", "zpl"];
+/// Each format as its URL names it and as a link's name does.
+const FORMATS: [(&str, &str); 2] = [("pdf", "PDF"), ("zpl", "ZPL")];
 
 /// Every size × format of one entity's labels, and the 4x6 PDF as its `label`.
 /// One entry of a `pick_up_label_urls` list.
@@ -43,14 +44,16 @@ pub fn links(base: &str, kind: LabelKind, token: &str) -> (Vec<LabelLink>, Strin
         LabelKind::DropOff => "Drop-off",
         LabelKind::Parcel => "Parcel",
     };
+    // Joined with `concat`, one allocation each: `format!` grew each URL twice, and an order
+    // answers with four links for each of its pick-up, drop-offs and parcels (issue 49).
     let mut out = Vec::with_capacity(4);
     for size in SIZES {
-        for format in FORMATS {
+        for (format, shown) in FORMATS {
             out.push(LabelLink {
-                name: format!("{noun} label {size} {}", format.to_ascii_uppercase()),
+                name: [noun, " label ", size, " ", shown].concat(),
                 size,
                 format,
-                url: format!("{base}/labels/{}/{token}/{size}.{format}", kind.as_path()),
+                url: [base, "/labels/", kind.as_path(), "/", token, "/", size, ".", format].concat(),
             });
         }
     }
@@ -59,11 +62,11 @@ pub fn links(base: &str, kind: LabelKind, token: &str) -> (Vec<LabelLink>, Strin
 }
 
 pub fn tracking_url(base: &str, tracking_code: &str) -> String {
-    format!("{base}/track/{tracking_code}")
+    [base, "/track/", tracking_code].concat()
 }
 
 pub fn icon_url(base: &str, size_code: &str) -> String {
-    format!("{base}/static/icons/{size_code}.svg")
+    [base, "/static/icons/", size_code, ".svg"].concat()
 }
 
 /// `GET /labels/{kind}/{token}/{size}.{format}`: rendered on demand (deterministic, so the
@@ -173,4 +176,33 @@ async fn icon(PathParam(file): PathParam<String>) -> Result<Response> {
     res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("image/svg+xml"));
     res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400"));
     Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use dropslot_store::LabelKind;
+
+    /// Each entity's four links, named and addressed as the interface shows them, the 4x6 PDF
+    /// first (its `label`).
+    #[test]
+    fn links_name_and_address_every_size_and_format() {
+        let (links, label) = super::links("https://x.test", LabelKind::Parcel, "tok");
+        let got: Vec<(&str, &str, &str, &str)> =
+            links.iter().map(|l| (l.name.as_str(), l.size, l.format, l.url.as_str())).collect();
+        let path = LabelKind::Parcel.as_path();
+        let url = |file: &str| format!("https://x.test/labels/{path}/tok/{file}");
+        let (a, b, c, d) = (url("4x6.pdf"), url("4x6.zpl"), url("4x4.pdf"), url("4x4.zpl"));
+        assert_eq!(
+            got,
+            [
+                ("Parcel label 4x6 PDF", "4x6", "pdf", a.as_str()),
+                ("Parcel label 4x6 ZPL", "4x6", "zpl", b.as_str()),
+                ("Parcel label 4x4 PDF", "4x4", "pdf", c.as_str()),
+                ("Parcel label 4x4 ZPL", "4x4", "zpl", d.as_str()),
+            ]
+        );
+        assert_eq!(label, a);
+        assert_eq!(super::tracking_url("https://x.test", "ABC"), "https://x.test/track/ABC");
+        assert_eq!(super::icon_url("https://x.test", "small"), "https://x.test/static/icons/small.svg");
+    }
 }
