@@ -188,6 +188,27 @@ impl<'a> Writer<'a> {
     }
 }
 
+/// The ten integer methods of a serializer: each runs `$body` with the serializer as `$this`
+/// and `$write`, a closure that writes the number with `serde_json`'s formatter.
+macro_rules! integers {
+    (|$this:ident: Self, $write:ident| $body:expr) => {
+        integers!(@each $this $write $body;
+            serialize_i8 i8 write_i8, serialize_i16 i16 write_i16, serialize_i32 i32 write_i32,
+            serialize_i64 i64 write_i64, serialize_i128 i128 write_i128, serialize_u8 u8 write_u8,
+            serialize_u16 u16 write_u16, serialize_u32 u32 write_u32, serialize_u64 u64 write_u64,
+            serialize_u128 u128 write_u128);
+    };
+    (@each $this:ident $write:ident $body:expr; $($method:ident $ty:ident $format:ident),*) => {
+        $(
+            fn $method(self, v: $ty) -> Result {
+                let $this = self;
+                let $write = |o: &mut Vec<u8>| CompactFormatter.$format(o, v);
+                $body
+            }
+        )*
+    };
+}
+
 impl<'a> ser::Serializer for Writer<'a> {
     type Ok = ();
     type Error = Unsupported;
@@ -202,36 +223,7 @@ impl<'a> ser::Serializer for Writer<'a> {
     fn serialize_bool(self, v: bool) -> Result {
         io(CompactFormatter.write_bool(self.out, v))
     }
-    fn serialize_i8(self, v: i8) -> Result {
-        io(CompactFormatter.write_i8(self.out, v))
-    }
-    fn serialize_i16(self, v: i16) -> Result {
-        io(CompactFormatter.write_i16(self.out, v))
-    }
-    fn serialize_i32(self, v: i32) -> Result {
-        io(CompactFormatter.write_i32(self.out, v))
-    }
-    fn serialize_i64(self, v: i64) -> Result {
-        io(CompactFormatter.write_i64(self.out, v))
-    }
-    fn serialize_i128(self, v: i128) -> Result {
-        io(CompactFormatter.write_i128(self.out, v))
-    }
-    fn serialize_u8(self, v: u8) -> Result {
-        io(CompactFormatter.write_u8(self.out, v))
-    }
-    fn serialize_u16(self, v: u16) -> Result {
-        io(CompactFormatter.write_u16(self.out, v))
-    }
-    fn serialize_u32(self, v: u32) -> Result {
-        io(CompactFormatter.write_u32(self.out, v))
-    }
-    fn serialize_u64(self, v: u64) -> Result {
-        io(CompactFormatter.write_u64(self.out, v))
-    }
-    fn serialize_u128(self, v: u128) -> Result {
-        io(CompactFormatter.write_u128(self.out, v))
-    }
+    integers!(|w: Self, write| io(write(w.out)));
     /// A NaN or an infinity is `null`, as `serde_json` writes it.
     fn serialize_f32(self, v: f32) -> Result {
         io(if v.is_finite() { CompactFormatter.write_f32(self.out, v) } else { CompactFormatter.write_null(self.out) })
@@ -317,53 +309,43 @@ impl<'a> ser::Serializer for Writer<'a> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
+/// The compound serializers, all one `Compound`: elements (`$method`) or named fields.
+macro_rules! compounds {
+    (elements: $($trait:ident::$method:ident),*; fields: $($named:ident),*) => {
+        $(
+            impl ser::$trait for Compound<'_> {
+                type Ok = ();
+                type Error = Unsupported;
+                fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
+                    self.element(value)
+                }
+                fn end(self) -> Result {
+                    self.close();
+                    Ok(())
+                }
+            }
+        )*
+        $(
+            impl ser::$named for Compound<'_> {
+                type Ok = ();
+                type Error = Unsupported;
+                fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result {
+                    self.field(key, value)
+                }
+                fn end(self) -> Result {
+                    self.close();
+                    Ok(())
+                }
+            }
+        )*
+    };
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
-}
+compounds!(
+    elements: SerializeSeq::serialize_element, SerializeTuple::serialize_element,
+        SerializeTupleStruct::serialize_field, SerializeTupleVariant::serialize_field;
+    fields: SerializeStruct, SerializeStructVariant
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -376,30 +358,6 @@ impl ser::SerializeMap for Compound<'_> {
     }
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
         value.serialize(Writer { out: self.out })
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
-}
-
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result {
-        self.field(key, value)
-    }
-    fn end(self) -> Result {
-        self.close();
-        Ok(())
-    }
-}
-
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result {
-        self.field(key, value)
     }
     fn end(self) -> Result {
         self.close();
@@ -445,36 +403,7 @@ impl ser::Serializer for Key<'_> {
     fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _: &'static str, value: &T) -> Result {
         value.serialize(self)
     }
-    fn serialize_i8(self, v: i8) -> Result {
-        self.integer(|o| CompactFormatter.write_i8(o, v))
-    }
-    fn serialize_i16(self, v: i16) -> Result {
-        self.integer(|o| CompactFormatter.write_i16(o, v))
-    }
-    fn serialize_i32(self, v: i32) -> Result {
-        self.integer(|o| CompactFormatter.write_i32(o, v))
-    }
-    fn serialize_i64(self, v: i64) -> Result {
-        self.integer(|o| CompactFormatter.write_i64(o, v))
-    }
-    fn serialize_i128(self, v: i128) -> Result {
-        self.integer(|o| CompactFormatter.write_i128(o, v))
-    }
-    fn serialize_u8(self, v: u8) -> Result {
-        self.integer(|o| CompactFormatter.write_u8(o, v))
-    }
-    fn serialize_u16(self, v: u16) -> Result {
-        self.integer(|o| CompactFormatter.write_u16(o, v))
-    }
-    fn serialize_u32(self, v: u32) -> Result {
-        self.integer(|o| CompactFormatter.write_u32(o, v))
-    }
-    fn serialize_u64(self, v: u64) -> Result {
-        self.integer(|o| CompactFormatter.write_u64(o, v))
-    }
-    fn serialize_u128(self, v: u128) -> Result {
-        self.integer(|o| CompactFormatter.write_u128(o, v))
-    }
+    integers!(|key: Self, write| key.integer(write));
     fn collect_str<T: ?Sized + Display>(self, value: &T) -> Result {
         write_str(self.out, &value.to_string())
     }
