@@ -89,7 +89,7 @@ pub fn request_completed(data: &RequestFinished<'_>) -> serde_json::Result<Strin
         event: &'static str,
         data: &'a RequestFinished<'a>,
     }
-    serde_json::to_string(&Body { event: dropslot_store::COMPLETED_EVENT, data })
+    dropslot_core::json::to_string(&Body { event: dropslot_store::COMPLETED_EVENT, data }, 1024)
 }
 
 pub fn status_url(app: &App, request_id: &str) -> String {

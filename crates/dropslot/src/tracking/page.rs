@@ -124,7 +124,7 @@ fn json_page(t: &Tracking, tz: &jiff::tz::TimeZone) -> Response {
         eta: crate::eta::shown(t.status, t.eta.as_ref(), tz),
         stops_before: crate::eta::shown(t.status, t.eta.as_ref(), tz).and(t.eta.map(|e| e.stops_before)),
     };
-    match serde_json::to_string(&body) {
+    match dropslot_core::json::to_vec(&body, 1024) {
         Ok(text) => crate::error::json_response(200, text),
         Err(e) => Error::Internal(format!("tracking JSON: {e}")).into_response(),
     }
